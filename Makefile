@@ -1,0 +1,73 @@
+# Tool versions are pinned here and installed into .tmp/bin, so `make
+# generate` produces the same code on every machine.
+BUF_VERSION            := v1.61.0
+PROTOC_GEN_GO_VERSION  := v1.36.12
+CONNECT_GO_VERSION     := v1.21.1
+GRPCURL_VERSION        := v1.9.3
+
+BIN      := $(abspath .tmp/bin)
+export PATH := $(BIN):$(PATH)
+GO       ?= go
+CONFIG   ?=
+BENCHTIME ?= 1x
+
+.PHONY: all run build test test-short fuzz bench generate checkgenerate lint tools clean
+
+all: lint test
+
+## run: start preceptd on its embedded defaults (or CONFIG=path.yaml)
+run:
+	$(GO) run ./cmd/preceptd $(if $(CONFIG),--config $(CONFIG))
+
+## build: build preceptd and precept into ./bin
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## test: the full suite, real Redis/Chroma/git included (see .ci/run)
+test: $(BIN)/grpcurl
+	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) fuzz
+
+## test-short: unit tests only, no external servers
+test-short:
+	$(GO) test -short -count=1 ./...
+
+## fuzz: run each fuzz target briefly
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime 10s ./internal/stream
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDecisionJSON$$' -fuzztime 10s .
+
+## bench: benchmark figures (ingest, classify, prompt); prints a report
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -timeout 60m ./...
+
+## generate: regenerate protobuf and Connect code from proto/
+generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go
+	buf generate
+
+## checkgenerate: fail when committed generated code is stale
+checkgenerate: generate
+	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
+		git status --porcelain -- gen; \
+		echo "generated code is stale: run 'make generate' and commit"; exit 1; fi
+
+## lint: gofmt, go vet, buf lint
+lint: $(BIN)/buf
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	buf lint
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/grpcurl
+
+$(BIN)/buf:
+	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(BIN)/protoc-gen-go:
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(BIN)/protoc-gen-connect-go:
+	GOBIN=$(BIN) $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(CONNECT_GO_VERSION)
+$(BIN)/grpcurl:
+	GOBIN=$(BIN) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+
+clean:
+	rm -rf .tmp bin

@@ -1,0 +1,533 @@
+package precept
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Verdict is what a human decided at a HITL gate.
+type Verdict string
+
+// The verdicts a decision event may carry.
+const (
+	Approved            Verdict = "APPROVED"
+	Rejected            Verdict = "REJECTED"
+	ApprovedWithChanges Verdict = "APPROVED_WITH_CHANGES"
+)
+
+// Valid reports whether v is one of the known verdicts.
+func (v Verdict) Valid() bool {
+	return v == Approved || v == Rejected || v == ApprovedWithChanges
+}
+
+// Negative reports whether the reviewer found something to correct.
+func (v Verdict) Negative() bool { return v == Rejected || v == ApprovedWithChanges }
+
+// Decision is one human decision at a HITL gate: the event producers write
+// to the decision stream (DESIGN.md §2).
+type Decision struct {
+	DecisionID            string           `json:"decision_id"`
+	GateID                string           `json:"gate_id"`
+	EpicID                string           `json:"epic_id"`
+	TaskID                string           `json:"task_id,omitempty"`
+	Agent                 string           `json:"agent"`
+	Decision              Verdict          `json:"decision"`
+	ReviewerID            string           `json:"reviewer_id"`
+	Timestamp             time.Time        `json:"timestamp"`
+	ReviewDurationSeconds *int64           `json:"review_duration_seconds,omitempty"`
+	AgentOutputSHA        string           `json:"agent_output_sha,omitempty"`
+	ApprovedOutputSHA     string           `json:"approved_output_sha,omitempty"`
+	CorrectionDiffPath    string           `json:"correction_diff_path,omitempty"`
+	CorrectionDiff        string           `json:"correction_diff,omitempty"`
+	AgentOutput           string           `json:"agent_output,omitempty"`
+	ApprovedOutput        string           `json:"approved_output,omitempty"`
+	ReviewerComment       string           `json:"reviewer_comment,omitempty"`
+	Tags                  []string         `json:"tags,omitempty"`
+	ScopePath             string           `json:"scope_path,omitempty"`
+	PromptVersion         string           `json:"prompt_version,omitempty"`
+	Rating                string           `json:"rating,omitempty"`
+	ErrorCategories       []string         `json:"error_categories,omitempty"`
+	QualityScores         map[string]int32 `json:"quality_scores,omitempty"`
+}
+
+// Limits bounds what a decision may carry. The zero value means the
+// defaults of DefaultLimits.
+type Limits struct {
+	// MaxEventBytes bounds the encoded event as received.
+	MaxEventBytes int
+	// MaxCommentBytes bounds reviewer_comment.
+	MaxCommentBytes int
+	// MaxTextBytes bounds each of correction_diff, agent_output and
+	// approved_output.
+	MaxTextBytes int
+	// MaxTags bounds tags and error_categories.
+	MaxTags int
+	// MaxFutureSkew is how far in the future a timestamp may lie.
+	MaxFutureSkew time.Duration
+	// GateAgents derives agent from gate_id when an event has none.
+	GateAgents map[string]string
+}
+
+// DefaultLimits returns the limits used when none are configured.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxEventBytes:   1 << 20,
+		MaxCommentBytes: 16 << 10,
+		MaxTextBytes:    256 << 10,
+		MaxTags:         32,
+		MaxFutureSkew:   24 * time.Hour,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxEventBytes <= 0 {
+		l.MaxEventBytes = d.MaxEventBytes
+	}
+	if l.MaxCommentBytes <= 0 {
+		l.MaxCommentBytes = d.MaxCommentBytes
+	}
+	if l.MaxTextBytes <= 0 {
+		l.MaxTextBytes = d.MaxTextBytes
+	}
+	if l.MaxTags <= 0 {
+		l.MaxTags = d.MaxTags
+	}
+	if l.MaxFutureSkew <= 0 {
+		l.MaxFutureSkew = d.MaxFutureSkew
+	}
+	return l
+}
+
+// ValidationError lists every problem found in a decision, each naming
+// its field, so a producer can fix them all at once.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Problem is one invalid field and why.
+type Problem struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		if p.Field == "" {
+			parts[i] = p.Reason
+		} else {
+			parts[i] = p.Field + ": " + p.Reason
+		}
+	}
+	return "invalid decision: " + strings.Join(parts, "; ")
+}
+
+// Is makes a validation error match any *Error with the Invalid code.
+func (e *ValidationError) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == Invalid
+}
+
+// As lets ErrorCode and ErrorMessage see a validation error as an Invalid
+// *Error whose message lists the problems.
+func (e *ValidationError) As(target any) bool {
+	if t, ok := target.(**Error); ok {
+		*t = &Error{Code: Invalid, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
+func (e *ValidationError) add(field, format string, args ...any) {
+	e.Problems = append(e.Problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (e *ValidationError) orNil() error {
+	if len(e.Problems) == 0 {
+		return nil
+	}
+	return e
+}
+
+// InvalidEvent returns a validation error with a single problem; decoders
+// use it for events they cannot parse at all.
+func InvalidEvent(field, format string, args ...any) error {
+	e := &ValidationError{}
+	e.add(field, format, args...)
+	return e
+}
+
+var (
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]*$`)
+	agentPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	tagPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]*$`)
+	keyPattern   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	shaPattern   = regexp.MustCompile(`^[A-Za-z0-9:_-]+$`)
+)
+
+const (
+	maxIDLen    = 128
+	maxAgentLen = 64
+	maxTagLen   = 64
+	maxPathLen  = 1024
+)
+
+// eventFields is the set of field names an event may carry.
+var eventFields = map[string]bool{
+	"decision_id": true, "gate_id": true, "epic_id": true, "task_id": true,
+	"agent": true, "decision": true, "reviewer_id": true, "timestamp": true,
+	"review_duration_seconds": true, "agent_output_sha": true,
+	"approved_output_sha": true, "correction_diff_path": true,
+	"correction_diff": true, "agent_output": true, "approved_output": true,
+	"reviewer_comment": true, "tags": true, "scope_path": true,
+	"prompt_version": true, "rating": true, "error_categories": true,
+	"quality_scores": true,
+}
+
+// IsEventField reports whether name is a field of the decision event.
+func IsEventField(name string) bool { return eventFields[name] }
+
+// wireDecision is the JSON form of an event as producers send it: the
+// timestamp stays a string so a bad one can be reported by name.
+type wireDecision struct {
+	DecisionID            string           `json:"decision_id"`
+	GateID                string           `json:"gate_id"`
+	EpicID                string           `json:"epic_id"`
+	TaskID                string           `json:"task_id"`
+	Agent                 string           `json:"agent"`
+	Decision              string           `json:"decision"`
+	ReviewerID            string           `json:"reviewer_id"`
+	Timestamp             string           `json:"timestamp"`
+	ReviewDurationSeconds *int64           `json:"review_duration_seconds"`
+	AgentOutputSHA        string           `json:"agent_output_sha"`
+	ApprovedOutputSHA     string           `json:"approved_output_sha"`
+	CorrectionDiffPath    string           `json:"correction_diff_path"`
+	CorrectionDiff        string           `json:"correction_diff"`
+	AgentOutput           string           `json:"agent_output"`
+	ApprovedOutput        string           `json:"approved_output"`
+	ReviewerComment       string           `json:"reviewer_comment"`
+	Tags                  []string         `json:"tags"`
+	ScopePath             string           `json:"scope_path"`
+	PromptVersion         string           `json:"prompt_version"`
+	Rating                string           `json:"rating"`
+	ErrorCategories       []string         `json:"error_categories"`
+	QualityScores         map[string]int32 `json:"quality_scores"`
+}
+
+// ParseDecisionJSON decodes an event from its JSON form (the stream's
+// `data` field, or a file for the CLI). It is strict: unknown fields,
+// invalid UTF-8, trailing data and wrongly typed fields are errors. The
+// result is not yet validated; call Validate.
+func ParseDecisionJSON(data []byte) (Decision, error) {
+	if !utf8.Valid(data) {
+		return Decision{}, InvalidEvent("data", "not valid UTF-8")
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return Decision{}, InvalidEvent("data", "must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	var w wireDecision
+	if err := dec.Decode(&w); err != nil {
+		return Decision{}, jsonProblem(err)
+	}
+	if dec.More() {
+		return Decision{}, InvalidEvent("data", "trailing data after the JSON object")
+	}
+	return w.decision()
+}
+
+// jsonProblem turns a json decoding error into a validation error that
+// names the field where possible.
+func jsonProblem(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return InvalidEvent(typeErr.Field, "wrong type: got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type.Kind().String()))
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return InvalidEvent("data", "invalid JSON at byte %d: %s", syntaxErr.Offset, syntaxErr.Error())
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return InvalidEvent(strings.Trim(name, `"`), "unknown field")
+	}
+	return InvalidEvent("data", "invalid JSON: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "int64", "int32", "int":
+		return "an integer"
+	case "slice":
+		return "an array"
+	case "map":
+		return "an object"
+	}
+	return "a " + kind
+}
+
+func (w wireDecision) decision() (Decision, error) {
+	d := Decision{
+		DecisionID:            w.DecisionID,
+		GateID:                w.GateID,
+		EpicID:                w.EpicID,
+		TaskID:                w.TaskID,
+		Agent:                 w.Agent,
+		Decision:              Verdict(w.Decision),
+		ReviewerID:            w.ReviewerID,
+		ReviewDurationSeconds: w.ReviewDurationSeconds,
+		AgentOutputSHA:        w.AgentOutputSHA,
+		ApprovedOutputSHA:     w.ApprovedOutputSHA,
+		CorrectionDiffPath:    w.CorrectionDiffPath,
+		CorrectionDiff:        w.CorrectionDiff,
+		AgentOutput:           w.AgentOutput,
+		ApprovedOutput:        w.ApprovedOutput,
+		ReviewerComment:       w.ReviewerComment,
+		Tags:                  w.Tags,
+		ScopePath:             w.ScopePath,
+		PromptVersion:         w.PromptVersion,
+		Rating:                w.Rating,
+		ErrorCategories:       w.ErrorCategories,
+		QualityScores:         w.QualityScores,
+	}
+	if w.Timestamp != "" {
+		ts, err := ParseTimestamp(w.Timestamp)
+		if err != nil {
+			return Decision{}, InvalidEvent("timestamp", "%v", err)
+		}
+		d.Timestamp = ts
+	}
+	return d, nil
+}
+
+// ParseTimestamp parses an RFC 3339 timestamp as events carry it.
+func ParseTimestamp(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("not an RFC 3339 timestamp: %q", truncate(s, 64))
+	}
+	return t.UTC(), nil
+}
+
+// Normalize trims surrounding space from identifiers, lower-cases tags and
+// categories, sorts and de-duplicates them, derives agent from gate_id when
+// the limits map it, and puts the timestamp in UTC. Validate calls it.
+func (d *Decision) Normalize(l Limits) {
+	for _, s := range []*string{&d.DecisionID, &d.GateID, &d.EpicID, &d.TaskID, &d.Agent, &d.ReviewerID,
+		&d.AgentOutputSHA, &d.ApprovedOutputSHA, &d.CorrectionDiffPath, &d.ScopePath, &d.PromptVersion, &d.Rating} {
+		*s = strings.TrimSpace(*s)
+	}
+	d.Decision = Verdict(strings.ToUpper(strings.TrimSpace(string(d.Decision))))
+	d.Rating = strings.ToLower(d.Rating)
+	if d.Agent == "" && l.GateAgents != nil {
+		d.Agent = l.GateAgents[d.GateID]
+	}
+	d.Tags = normalizeSet(d.Tags)
+	d.ErrorCategories = normalizeSet(d.ErrorCategories)
+	if !d.Timestamp.IsZero() {
+		d.Timestamp = d.Timestamp.UTC()
+	}
+}
+
+func normalizeSet(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(in))
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Validate normalizes d and checks every field against the event contract
+// (DESIGN.md §2), returning a *ValidationError that lists all problems.
+// now is the receive time, for the future-skew check.
+func (d *Decision) Validate(l Limits, now time.Time) error {
+	l = l.withDefaults()
+	d.Normalize(l)
+	v := &ValidationError{}
+
+	checkID := func(field, val string, required bool) {
+		switch {
+		case val == "":
+			if required {
+				v.add(field, "required")
+			}
+		case !utf8.ValidString(val):
+			v.add(field, "not valid UTF-8")
+		case len(val) > maxIDLen:
+			v.add(field, "longer than %d bytes", maxIDLen)
+		case !idPattern.MatchString(val):
+			v.add(field, "must start with a letter or digit and hold only letters, digits and . _ : @ + -")
+		}
+	}
+	checkID("decision_id", d.DecisionID, true)
+	checkID("gate_id", d.GateID, true)
+	checkID("epic_id", d.EpicID, true)
+	checkID("task_id", d.TaskID, false)
+	checkID("reviewer_id", d.ReviewerID, true)
+
+	switch {
+	case d.Agent == "":
+		v.add("agent", "required (and gate_id %q maps to no agent)", truncate(d.GateID, 32))
+	case !utf8.ValidString(d.Agent):
+		v.add("agent", "not valid UTF-8")
+	case len(d.Agent) > maxAgentLen:
+		v.add("agent", "longer than %d bytes", maxAgentLen)
+	case !agentPattern.MatchString(d.Agent):
+		v.add("agent", "must start with a letter or digit and hold only letters, digits and . _ -")
+	}
+
+	switch {
+	case d.Decision == "":
+		v.add("decision", "required")
+	case !d.Decision.Valid():
+		v.add("decision", "must be APPROVED, REJECTED or APPROVED_WITH_CHANGES, got %q", truncate(string(d.Decision), 32))
+	}
+
+	switch {
+	case d.Timestamp.IsZero():
+		v.add("timestamp", "required")
+	case d.Timestamp.After(now.Add(l.MaxFutureSkew)):
+		v.add("timestamp", "more than %s in the future", l.MaxFutureSkew)
+	case d.Timestamp.Year() < 2000:
+		v.add("timestamp", "before the year 2000")
+	}
+
+	if d.ReviewDurationSeconds != nil && *d.ReviewDurationSeconds < 0 {
+		v.add("review_duration_seconds", "must not be negative")
+	}
+	for field, sha := range map[string]string{"agent_output_sha": d.AgentOutputSHA, "approved_output_sha": d.ApprovedOutputSHA} {
+		if sha != "" && (len(sha) > maxIDLen || !shaPattern.MatchString(sha)) {
+			v.add(field, "must be at most %d letters, digits and : _ -", maxIDLen)
+		}
+	}
+	checkText := func(field, val string, max int) {
+		switch {
+		case !utf8.ValidString(val):
+			v.add(field, "not valid UTF-8")
+		case len(val) > max:
+			v.add(field, "%d bytes, more than the limit of %d", len(val), max)
+		case strings.ContainsRune(val, 0):
+			v.add(field, "contains a NUL byte")
+		}
+	}
+	checkText("reviewer_comment", d.ReviewerComment, l.MaxCommentBytes)
+	checkText("correction_diff", d.CorrectionDiff, l.MaxTextBytes)
+	checkText("agent_output", d.AgentOutput, l.MaxTextBytes)
+	checkText("approved_output", d.ApprovedOutput, l.MaxTextBytes)
+	checkText("prompt_version", d.PromptVersion, maxIDLen)
+
+	checkPath := func(field, p string) {
+		if p == "" {
+			return
+		}
+		if msg := relativePathProblem(p); msg != "" {
+			v.add(field, "%s", msg)
+		}
+	}
+	checkPath("scope_path", d.ScopePath)
+	checkPath("correction_diff_path", d.CorrectionDiffPath)
+
+	checkSet := func(field string, vals []string, pattern *regexp.Regexp) {
+		if len(vals) > l.MaxTags {
+			v.add(field, "%d entries, more than the limit of %d", len(vals), l.MaxTags)
+			return
+		}
+		for _, t := range vals {
+			if t == "" || len(t) > maxTagLen || !utf8.ValidString(t) || !pattern.MatchString(t) {
+				v.add(field, "entry %q must be 1-%d lower-case letters, digits and . _ : / -", truncate(t, 32), maxTagLen)
+				return
+			}
+		}
+	}
+	checkSet("tags", d.Tags, tagPattern)
+	checkSet("error_categories", d.ErrorCategories, tagPattern)
+
+	switch d.Rating {
+	case "", "positive", "negative", "skipped":
+	default:
+		v.add("rating", "must be positive, negative or skipped, got %q", truncate(d.Rating, 32))
+	}
+	if len(d.QualityScores) > l.MaxTags {
+		v.add("quality_scores", "%d entries, more than the limit of %d", len(d.QualityScores), l.MaxTags)
+	}
+	for _, k := range sortedKeys(d.QualityScores) {
+		if !keyPattern.MatchString(k) || len(k) > maxTagLen {
+			v.add("quality_scores", "key %q must be lower-case letters, digits and _", truncate(k, 32))
+		} else if s := d.QualityScores[k]; s < 0 || s > 100 {
+			v.add("quality_scores", "%s is %d, want 0-100", k, s)
+		}
+	}
+	return v.orNil()
+}
+
+// relativePathProblem says why p is not a clean repository-relative path,
+// or returns "".
+func relativePathProblem(p string) string {
+	switch {
+	case !utf8.ValidString(p):
+		return "not valid UTF-8"
+	case len(p) > maxPathLen:
+		return fmt.Sprintf("longer than %d bytes", maxPathLen)
+	case strings.ContainsAny(p, "\x00\\"):
+		return "contains a NUL byte or a backslash"
+	case strings.HasPrefix(p, "/"):
+		return "must be relative, not absolute"
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "must not contain .."
+		}
+	}
+	if path.Clean(p) != strings.TrimSuffix(p, "/") {
+		return "must be a clean path (no ., // or trailing /)"
+	}
+	return ""
+}
+
+// CleanRelativePath checks that p is a clean repository-relative path
+// without .. and returns an Invalid *Error naming field if not.
+func CleanRelativePath(field, p string) error {
+	if msg := relativePathProblem(p); msg != "" {
+		return Errorf(Invalid, "%s: %s", field, msg)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,371 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// Change is one file written or deleted by a commit.
+type Change struct {
+	Path   string
+	Data   []byte
+	Delete bool
+}
+
+// Trailer is a "Key: value" line at the end of a commit message, e.g.
+// Approved-by. Trailers are how precept's history doubles as an audit log.
+type Trailer struct {
+	Key   string
+	Value string
+}
+
+// CommitSpec describes a commit to make on top of a snapshot.
+type CommitSpec struct {
+	// Message is the subject line, optionally followed by a blank line and
+	// a body. Trailers are appended.
+	Message  string
+	Trailers []Trailer
+	Changes  []Change
+	// MergeParents are extra parents after the base commit: a merge.
+	MergeParents []Hash
+	// Author defaults to the repository's committer.
+	Author Signature
+	// AllowEmpty commits even when the tree does not change.
+	AllowEmpty bool
+}
+
+// maxUpdateAttempts bounds how often Update retries after losing a
+// compare-and-swap race. Each retry re-reads the tip, so only a livelock
+// between many writers could exhaust it.
+const maxUpdateAttempts = 64
+
+// Update commits to branch whatever fn computes from the branch's current
+// snapshot, and retries with a fresh snapshot when another writer moved
+// the branch in between. fn returning a nil spec (or one that changes
+// nothing) makes no commit. Update returns the new tip.
+func (r *Repo) Update(ctx context.Context, branch string, fn func(*Snapshot) (*CommitSpec, error)) (Hash, error) {
+	if err := validBranch(branch); err != nil {
+		return ZeroHash, err
+	}
+	// Goroutines of this process queue instead of racing each other; the
+	// compare-and-swap still guards against other processes.
+	unlock := r.lockBranch(branch)
+	defer unlock()
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return ZeroHash, err
+		}
+		snap, err := r.Snapshot(branch)
+		if err != nil {
+			return ZeroHash, err
+		}
+		spec, err := fn(snap)
+		if err != nil {
+			return ZeroHash, err
+		}
+		if spec == nil {
+			return snap.Commit, nil
+		}
+		h, err := r.Commit(branch, snap.Commit, snap, *spec)
+		if errors.Is(err, ErrRefChanged) && attempt < maxUpdateAttempts {
+			continue
+		}
+		return h, err
+	}
+}
+
+var branchLocks sync.Map // path+branch -> *sync.Mutex
+
+func (r *Repo) lockBranch(branch string) func() {
+	m, _ := branchLocks.LoadOrStore(r.path+"\x00"+branch, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// Commit writes a commit whose first parent is base.Commit (none when
+// base is empty) and whose tree is base's tree with spec's changes, then
+// moves branch from expected to it (ZeroHash: the branch must not exist).
+// It returns ErrRefChanged when branch is no longer at expected; the
+// written objects are then unreferenced and harmless.
+func (r *Repo) Commit(branch string, expected Hash, base *Snapshot, spec CommitSpec) (Hash, error) {
+	if err := validBranch(branch); err != nil {
+		return ZeroHash, err
+	}
+	if strings.TrimSpace(spec.Message) == "" {
+		return ZeroHash, errors.New("commit: empty message")
+	}
+	objs := newObjectSet()
+	tree, err := r.applyChanges(base.Tree, spec.Changes, objs)
+	if err != nil {
+		return ZeroHash, fmt.Errorf("commit to %s: %w", branch, err)
+	}
+	if tree == base.Tree && !spec.AllowEmpty && len(spec.MergeParents) == 0 && !base.Commit.IsZero() {
+		return base.Commit, nil
+	}
+
+	now := r.opts.Now().Truncate(time.Second)
+	author := spec.Author
+	if author.Name == "" {
+		author = r.opts.Committer
+	}
+	c := &object.Commit{
+		Author:    object.Signature{Name: author.Name, Email: author.Email, When: now},
+		Committer: object.Signature{Name: r.opts.Committer.Name, Email: r.opts.Committer.Email, When: now},
+		Message:   FormatMessage(spec.Message, spec.Trailers),
+		TreeHash:  tree,
+	}
+	if !base.Commit.IsZero() {
+		c.ParentHashes = append(c.ParentHashes, base.Commit)
+	}
+	c.ParentHashes = append(c.ParentHashes, spec.MergeParents...)
+	obj := objs.st.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return ZeroHash, fmt.Errorf("encode commit: %w", err)
+	}
+	commit := objs.add(obj)
+
+	if err := r.writeObjects(objs); err != nil {
+		return ZeroHash, fmt.Errorf("commit to %s: %w", branch, err)
+	}
+	if err := r.SetBranch(branch, expected, commit); err != nil {
+		return ZeroHash, err
+	}
+	return commit, nil
+}
+
+// FormatMessage joins a message and its trailers the way git
+// interpret-trailers does.
+func FormatMessage(msg string, trailers []Trailer) string {
+	msg = strings.TrimRight(msg, "\n")
+	if len(trailers) == 0 {
+		return msg + "\n"
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	b.WriteString("\n\n")
+	for _, t := range trailers {
+		// A trailer value is one line; newlines would end the block.
+		v := strings.Join(strings.Fields(t.Value), " ")
+		fmt.Fprintf(&b, "%s: %s\n", t.Key, v)
+	}
+	return b.String()
+}
+
+// objectSet collects the objects a commit creates, in memory.
+type objectSet struct {
+	st     *memory.Storage
+	hashes []Hash
+	seen   map[Hash]bool
+}
+
+func newObjectSet() *objectSet {
+	return &objectSet{st: memory.NewStorage(), seen: make(map[Hash]bool)}
+}
+
+func (s *objectSet) add(o plumbing.EncodedObject) Hash {
+	h := o.Hash()
+	if !s.seen[h] {
+		s.seen[h] = true
+		s.hashes = append(s.hashes, h)
+		if _, err := s.st.SetEncodedObject(o); err != nil {
+			// memory storage cannot fail
+			panic(err)
+		}
+	}
+	return h
+}
+
+func (s *objectSet) blob(data []byte) Hash {
+	o := s.st.NewEncodedObject()
+	o.SetType(plumbing.BlobObject)
+	o.SetSize(int64(len(data)))
+	w, _ := o.Writer()
+	w.Write(data)
+	w.Close()
+	return s.add(o)
+}
+
+// editNode is a directory being rewritten.
+type editNode struct {
+	entries  map[string]treeEntry
+	children map[string]*editNode
+}
+
+func (r *Repo) loadNode(tree Hash) (*editNode, error) {
+	entries, err := r.treeEntries(tree)
+	if err != nil {
+		return nil, err
+	}
+	n := &editNode{entries: make(map[string]treeEntry, len(entries)+1), children: map[string]*editNode{}}
+	for _, e := range entries {
+		n.entries[e.name] = e
+	}
+	return n, nil
+}
+
+// applyChanges returns the hash of base with changes applied, adding the
+// new blobs and trees to objs. Only the trees along changed paths are
+// rewritten.
+func (r *Repo) applyChanges(base Hash, changes []Change, objs *objectSet) (Hash, error) {
+	root, err := r.loadNode(base)
+	if err != nil {
+		return ZeroHash, err
+	}
+	for _, ch := range changes {
+		if err := ValidPath(ch.Path); err != nil {
+			return ZeroHash, err
+		}
+		parts := strings.Split(ch.Path, "/")
+		node := root
+		for _, dir := range parts[:len(parts)-1] {
+			child, ok := node.children[dir]
+			if !ok {
+				e, exists := node.entries[dir]
+				var sub Hash
+				if exists {
+					if !e.isDir() {
+						return ZeroHash, fmt.Errorf("path %s: file %s is in the way: %w", ch.Path, dir, ErrInvalidPath)
+					}
+					sub = e.hash
+				}
+				if child, err = r.loadNode(sub); err != nil {
+					return ZeroHash, err
+				}
+				node.children[dir] = child
+			}
+			node = child
+		}
+		name := parts[len(parts)-1]
+		if e, ok := node.entries[name]; ok && e.isDir() || node.children[name] != nil {
+			return ZeroHash, fmt.Errorf("path %s is a directory: %w", ch.Path, ErrInvalidPath)
+		}
+		if ch.Delete {
+			delete(node.entries, name)
+			continue
+		}
+		node.entries[name] = treeEntry{name: name, mode: filemode.Regular, hash: objs.blob(ch.Data)}
+	}
+	h, _, err := r.writeNode(root, objs, true)
+	return h, err
+}
+
+// writeNode encodes a rewritten directory and its rewritten children; an
+// empty directory other than the root disappears, as in git.
+func (r *Repo) writeNode(n *editNode, objs *objectSet, isRoot bool) (Hash, bool, error) {
+	for name, child := range n.children {
+		h, empty, err := r.writeNode(child, objs, false)
+		if err != nil {
+			return ZeroHash, false, err
+		}
+		if empty {
+			delete(n.entries, name)
+		} else {
+			n.entries[name] = treeEntry{name: name, mode: filemode.Dir, hash: h}
+		}
+	}
+	if len(n.entries) == 0 && !isRoot {
+		return ZeroHash, true, nil
+	}
+	entries := make([]treeEntry, 0, len(n.entries))
+	for _, e := range n.entries {
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return gitSortKey(entries[i]) < gitSortKey(entries[j]) })
+	t := &object.Tree{Entries: make([]object.TreeEntry, len(entries))}
+	for i, e := range entries {
+		t.Entries[i] = object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash}
+	}
+	obj := objs.st.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return ZeroHash, false, fmt.Errorf("encode tree: %w", err)
+	}
+	h := objs.add(obj)
+	r.trees.put(h, entries)
+	return h, false, nil
+}
+
+// writeObjects stores a commit's objects durably: as one packfile when
+// there are many (one file to write and fsync instead of thousands), as
+// loose objects otherwise.
+func (r *Repo) writeObjects(objs *objectSet) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(objs.hashes) >= r.opts.PackThreshold {
+		return r.writePack(objs)
+	}
+	var dirs map[string]bool
+	for _, h := range objs.hashes {
+		o, err := objs.st.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return err
+		}
+		if _, err := r.st.SetEncodedObject(o); err != nil {
+			return fmt.Errorf("write object: %w", err)
+		}
+		if !r.opts.NoFsync {
+			hex := h.String()
+			dir := filepath.Join(r.path, "objects", hex[:2])
+			if err := syncFile(filepath.Join(dir, hex[2:])); err != nil {
+				return err
+			}
+			if dirs == nil {
+				dirs = map[string]bool{}
+			}
+			dirs[dir] = true
+		}
+	}
+	for dir := range dirs {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Repo) writePack(objs *objectSet) error {
+	w, err := r.st.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := packfile.NewEncoder(&buf, objs.st, false)
+	// Window 0: no delta search. Feedback files are small and distinct;
+	// deltas would cost CPU for little space.
+	checksum, err := enc.Encode(objs.hashes, 0)
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("encode pack: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		w.Close()
+		return fmt.Errorf("write pack: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	if r.opts.NoFsync {
+		return nil
+	}
+	dir := filepath.Join(r.path, "objects", "pack")
+	base := filepath.Join(dir, "pack-"+checksum.String())
+	for _, p := range []string{base + ".pack", base + ".idx"} {
+		if err := syncFile(p); err != nil {
+			return err
+		}
+	}
+	return syncDir(dir)
+}

@@ -1,0 +1,188 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/plumbing/transport/ssh"
+)
+
+// Auth holds credentials for a remote. Empty means none (a local path or
+// an unauthenticated URL).
+type Auth struct {
+	// Username and Password (or token) for HTTP(S) remotes.
+	Username string
+	Password string
+	// SSHKeyPath is a private key file for SSH remotes.
+	SSHKeyPath string
+	// SSHKeyPassphrase unlocks SSHKeyPath.
+	SSHKeyPassphrase string
+}
+
+func (a Auth) method(user string) (transport.AuthMethod, error) {
+	switch {
+	case a.SSHKeyPath != "":
+		if user == "" {
+			user = "git"
+		}
+		k, err := ssh.NewPublicKeysFromFile(user, a.SSHKeyPath, a.SSHKeyPassphrase)
+		if err != nil {
+			return nil, fmt.Errorf("load ssh key: %w", err)
+		}
+		return k, nil
+	case a.Password != "":
+		u := a.Username
+		if u == "" {
+			u = "precept"
+		}
+		return &http.BasicAuth{Username: u, Password: a.Password}, nil
+	}
+	return nil, nil
+}
+
+// Fetch updates the remote-tracking branches of remote (all of
+// refs/heads/*, pruning deleted ones). It returns whether any of them
+// moved, appeared or disappeared.
+func (r *Repo) Fetch(ctx context.Context, remote string, auth Auth) (bool, error) {
+	m, err := auth.method("")
+	if err != nil {
+		return false, err
+	}
+	before, err := r.RemoteBranches(remote, "")
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	err = r.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: remote,
+		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", remote))},
+		Auth:       m,
+		Force:      true,
+		Prune:      true,
+	})
+	r.mu.Unlock()
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return false, fmt.Errorf("fetch %s: %s", remote, redact(err))
+	}
+	after, err := r.RemoteBranches(remote, "")
+	if err != nil {
+		return false, err
+	}
+	return !sameBranches(before, after), nil
+}
+
+func sameBranches(a, b []Branch) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := make(map[string]Hash, len(a))
+	for _, x := range a {
+		m[x.Name] = x.Tip
+	}
+	for _, y := range b {
+		if h, ok := m[y.Name]; !ok || h != y.Tip {
+			return false
+		}
+	}
+	return true
+}
+
+// PushSpec is one branch update to push.
+type PushSpec struct {
+	// Branch is the local branch; empty with Delete.
+	Branch string
+	// RemoteBranch defaults to Branch.
+	RemoteBranch string
+	// Delete removes RemoteBranch on the remote.
+	Delete bool
+	// Force allows a non-fast-forward update.
+	Force bool
+}
+
+// Push updates branches on remote. A rejected non-fast-forward update is
+// reported as ErrRefChanged, so callers can fetch, reconcile and retry.
+func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...PushSpec) error {
+	m, err := auth.method("")
+	if err != nil {
+		return err
+	}
+	var refspecs []config.RefSpec
+	for _, s := range specs {
+		dst := s.RemoteBranch
+		if dst == "" {
+			dst = s.Branch
+		}
+		var rs string
+		switch {
+		case s.Delete:
+			rs = ":refs/heads/" + dst
+		default:
+			rs = "refs/heads/" + s.Branch + ":refs/heads/" + dst
+			if s.Force {
+				rs = "+" + rs
+			}
+		}
+		refspecs = append(refspecs, config.RefSpec(rs))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		return nil
+	case errors.Is(err, git.ErrNonFastForwardUpdate), strings.Contains(err.Error(), "non-fast-forward"):
+		return fmt.Errorf("push %s: %w", remote, ErrRefChanged)
+	}
+	return fmt.Errorf("push %s: %s", remote, redact(err))
+}
+
+var urlCredentials = regexp.MustCompile(`://[^/@\s]+@`)
+
+// redact keeps credentials embedded in URLs out of error messages.
+func redact(err error) string {
+	return urlCredentials.ReplaceAllString(err.Error(), "://***@")
+}
+
+// packGrace is how old a packfile must be before Maintain may delete it:
+// a concurrent writer moves its ref right after writing its pack, far
+// sooner than this.
+const packGrace = 2 * time.Minute
+
+// Maintain repacks the repository into one packfile when it holds more
+// than MaxPacks, so reads stay fast as batch commits accumulate. Objects
+// no ref reaches are dropped only from packs older than a grace period.
+func (r *Repo) Maintain() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Reindex()
+	packs, err := r.st.ObjectPacks()
+	if err != nil {
+		return false, fmt.Errorf("list packs: %w", err)
+	}
+	if len(packs) <= r.opts.MaxPacks {
+		return false, nil
+	}
+	err = r.repo.RepackObjects(&git.RepackConfig{OnlyDeletePacksOlderThan: r.opts.Now().Add(-packGrace)})
+	r.st.Reindex()
+	if err != nil {
+		return false, fmt.Errorf("repack: %w", err)
+	}
+	return true, nil
+}
+
+// PackCount returns the number of packfiles.
+func (r *Repo) PackCount() (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Reindex()
+	packs, err := r.st.ObjectPacks()
+	return len(packs), err
+}

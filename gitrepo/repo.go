@@ -1,0 +1,311 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// Hash is a git object id.
+type Hash = plumbing.Hash
+
+// ZeroHash is the hash of nothing: a branch that does not exist yet.
+var ZeroHash = plumbing.ZeroHash
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: the branch, commit or path does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrRefChanged: a compare-and-swap found the ref moved.
+	ErrRefChanged = errors.New("ref changed concurrently")
+	// ErrInvalidPath: a path that git cannot store safely.
+	ErrInvalidPath = errors.New("invalid path")
+)
+
+// Signature is an author or committer.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// Options configure a Repo. The zero value means the defaults.
+type Options struct {
+	// DefaultBranch is the branch HEAD points to in a new repository;
+	// default "main".
+	DefaultBranch string
+	// Committer signs commits; default "precept <precept@localhost>".
+	Committer Signature
+	// NoFsync skips fsync of objects and refs. Only a crash of the machine
+	// (not of the process) can lose data then; tests and benchmarks use it
+	// to measure what fsync costs.
+	NoFsync bool
+	// PackThreshold is the number of new objects from which a commit is
+	// written as one packfile instead of loose objects; default 64.
+	PackThreshold int
+	// MaxPacks is the number of packfiles beyond which Maintain repacks;
+	// default 64.
+	MaxPacks int
+	// TreeCacheSize bounds the decoded-tree cache; default 16384 trees.
+	TreeCacheSize int
+	// Now is the clock for commit times; default time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.DefaultBranch == "" {
+		o.DefaultBranch = "main"
+	}
+	if o.Committer.Name == "" {
+		o.Committer = Signature{Name: "precept", Email: "precept@localhost"}
+	}
+	if o.PackThreshold <= 0 {
+		o.PackThreshold = 64
+	}
+	if o.MaxPacks <= 0 {
+		o.MaxPacks = 64
+	}
+	if o.TreeCacheSize <= 0 {
+		o.TreeCacheSize = 16384
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Repo is a bare git repository on disk.
+type Repo struct {
+	path string
+	opts Options
+
+	// mu serialises every use of st and repo: go-git's storage keeps
+	// unsynchronised caches.
+	mu    sync.Mutex
+	st    *filesystem.Storage
+	repo  *git.Repository
+	trees *treeCache
+}
+
+// Open opens the bare repository at path, creating it (like `git init
+// --bare`) when the directory does not exist or is empty.
+func Open(path string, opts Options) (*Repo, error) {
+	opts = opts.withDefaults()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open repository: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("open repository: %w", err)
+	}
+	st := filesystem.NewStorageWithOptions(osfs.New(abs), cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
+	r := &Repo{path: abs, opts: opts, st: st, trees: newTreeCache(opts.TreeCacheSize)}
+
+	if _, err := os.Stat(filepath.Join(abs, "HEAD")); errors.Is(err, os.ErrNotExist) {
+		if err := r.initBare(); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("open repository: %w", err)
+	}
+	repo, err := git.Open(st, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", abs, err)
+	}
+	r.repo = repo
+	return r, nil
+}
+
+func (r *Repo) initBare() error {
+	entries, err := os.ReadDir(r.path)
+	if err != nil {
+		return fmt.Errorf("init repository: %w", err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("init repository: %s is not empty and not a git repository", r.path)
+	}
+	repo, err := git.InitWithOptions(r.st, nil, git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(r.opts.DefaultBranch)})
+	if err != nil {
+		return fmt.Errorf("init repository: %w", err)
+	}
+	cfg, err := repo.Config()
+	if err != nil {
+		return fmt.Errorf("init repository: %w", err)
+	}
+	cfg.Core.IsBare = true
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("init repository: %w", err)
+	}
+	return nil
+}
+
+// Path returns the repository's directory.
+func (r *Repo) Path() string { return r.path }
+
+// DefaultBranch returns the branch HEAD points to for new repositories.
+func (r *Repo) DefaultBranch() string { return r.opts.DefaultBranch }
+
+// Close releases open files.
+func (r *Repo) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.st.Close()
+}
+
+// Tip returns the commit a branch points to, or ZeroHash and ErrNotFound
+// when the branch does not exist.
+func (r *Repo) Tip(branch string) (Hash, error) {
+	return r.resolve(plumbing.NewBranchReferenceName(branch))
+}
+
+func (r *Repo) resolve(name plumbing.ReferenceName) (Hash, error) {
+	h, err := readRef(r.path, name)
+	if err != nil {
+		return ZeroHash, err
+	}
+	if h.IsZero() {
+		return ZeroHash, fmt.Errorf("ref %s: %w", name.Short(), ErrNotFound)
+	}
+	return h, nil
+}
+
+// Branch is a branch and the commit it points to.
+type Branch struct {
+	Name string
+	Tip  Hash
+}
+
+// Branches lists local branches whose names start with prefix.
+func (r *Repo) Branches(prefix string) ([]Branch, error) {
+	return r.listRefs("refs/heads/", prefix)
+}
+
+// RemoteBranches lists the remote-tracking branches of a remote whose names
+// start with prefix; names are given without "refs/remotes/<remote>/".
+func (r *Repo) RemoteBranches(remote, prefix string) ([]Branch, error) {
+	return r.listRefs("refs/remotes/"+remote+"/", prefix)
+}
+
+func (r *Repo) listRefs(namespace, prefix string) ([]Branch, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	iter, err := r.st.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("list refs: %w", err)
+	}
+	defer iter.Close()
+	var out []Branch
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		name := ref.Name().String()
+		if ref.Type() != plumbing.HashReference || !strings.HasPrefix(name, namespace) {
+			return nil
+		}
+		short := strings.TrimPrefix(name, namespace)
+		if strings.HasPrefix(short, prefix) {
+			out = append(out, Branch{Name: short, Tip: ref.Hash()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list refs: %w", err)
+	}
+	return out, nil
+}
+
+// SetBranch moves (or creates) a branch from old to new with a
+// compare-and-swap: old ZeroHash means the branch must not exist. It
+// returns ErrRefChanged when the branch is not at old.
+func (r *Repo) SetBranch(branch string, old, new Hash) error {
+	if err := validBranch(branch); err != nil {
+		return err
+	}
+	return casRef(r.path, plumbing.NewBranchReferenceName(branch), old, new, !r.opts.NoFsync)
+}
+
+// DeleteBranch deletes a branch if it still points to old.
+func (r *Repo) DeleteBranch(branch string, old Hash) error {
+	if err := validBranch(branch); err != nil {
+		return err
+	}
+	return casRef(r.path, plumbing.NewBranchReferenceName(branch), old, ZeroHash, !r.opts.NoFsync)
+}
+
+func validBranch(name string) error {
+	ref := plumbing.NewBranchReferenceName(name)
+	if name == "" || strings.Contains(name, "..") || strings.HasSuffix(name, ".lock") || strings.ContainsAny(name, " ~^:?*[\\\x00") ||
+		strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//") || !ref.IsBranch() {
+		return fmt.Errorf("branch %q: %w", name, ErrInvalidPath)
+	}
+	return nil
+}
+
+// IsAncestor reports whether commit a is reachable from commit b (a
+// commit is its own ancestor).
+func (r *Repo) IsAncestor(a, b Hash) (bool, error) {
+	if a == b {
+		return true, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ca, err := r.commitObject(a)
+	if err != nil {
+		return false, err
+	}
+	cb, err := r.commitObject(b)
+	if err != nil {
+		return false, err
+	}
+	ok, err := ca.IsAncestor(cb)
+	if err != nil {
+		return false, fmt.Errorf("ancestry of %s: %w", a, err)
+	}
+	return ok, nil
+}
+
+// commitObject loads a commit; the caller holds mu. When the object is
+// missing it re-reads the pack list once, since another process may have
+// written the commit in a new packfile.
+func (r *Repo) commitObject(h Hash) (*object.Commit, error) {
+	c, err := object.GetCommit(r.st, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		r.st.Reindex()
+		c, err = object.GetCommit(r.st, h)
+	}
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, fmt.Errorf("commit %s: %w", h, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	return c, nil
+}
+
+// AddRemote configures a remote (or changes its URL).
+func (r *Repo) AddRemote(name, url string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cfg, err := r.repo.Config()
+	if err != nil {
+		return fmt.Errorf("add remote: %w", err)
+	}
+	cfg.Remotes[name] = &config.RemoteConfig{
+		Name:  name,
+		URLs:  []string{url},
+		Fetch: []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", name))},
+	}
+	if err := r.repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("add remote: %w", err)
+	}
+	return nil
+}
