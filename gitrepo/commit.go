@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -284,7 +282,7 @@ func (r *Repo) writeNode(n *editNode, objs *objectSet, isRoot bool) (Hash, bool,
 	for _, e := range n.entries {
 		entries = append(entries, e)
 	}
-	sort.Slice(entries, func(i, j int) bool { return gitSortKey(entries[i]) < gitSortKey(entries[j]) })
+	sort.Slice(entries, func(i, j int) bool { return gitLess(entries[i], entries[j]) })
 	t := &object.Tree{Entries: make([]object.TreeEntry, len(entries))}
 	for i, e := range entries {
 		t.Entries[i] = object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash}
@@ -337,35 +335,10 @@ func (r *Repo) writeObjects(objs *objectSet) error {
 }
 
 func (r *Repo) writePack(objs *objectSet) error {
-	w, err := r.st.PackfileWriter()
+	checksum, idx, err := writePackFiles(r.path, objs, !r.opts.NoFsync)
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	var buf bytes.Buffer
-	enc := packfile.NewEncoder(&buf, objs.st, false)
-	// Window 0: no delta search. Feedback files are small and distinct;
-	// deltas would cost CPU for little space.
-	checksum, err := enc.Encode(objs.hashes, 0)
-	if err != nil {
-		w.Close()
-		return fmt.Errorf("encode pack: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		w.Close()
-		return fmt.Errorf("write pack: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
-	if r.opts.NoFsync {
-		return nil
-	}
-	dir := filepath.Join(r.path, "objects", "pack")
-	base := filepath.Join(dir, "pack-"+checksum.String())
-	for _, p := range []string{base + ".pack", base + ".idx"} {
-		if err := syncFile(p); err != nil {
-			return err
-		}
-	}
-	return syncDir(dir)
+	r.packs.add(checksum, idx)
+	return nil
 }

@@ -61,6 +61,7 @@ func (r *Repo) Fetch(ctx context.Context, remote string, auth Auth) (bool, error
 		return false, err
 	}
 	r.mu.Lock()
+	r.syncStorage()
 	err = r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: remote,
 		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", remote))},
@@ -68,6 +69,9 @@ func (r *Repo) Fetch(ctx context.Context, remote string, auth Auth) (bool, error
 		Force:      true,
 		Prune:      true,
 	})
+	if _, rerr := r.packs.refresh(); rerr != nil && err == nil {
+		err = rerr
+	}
 	r.mu.Unlock()
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return false, fmt.Errorf("fetch %s: %s", remote, redact(err))
@@ -134,6 +138,7 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.syncStorage()
 	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -172,6 +177,9 @@ func (r *Repo) Maintain() (bool, error) {
 	}
 	err = r.repo.RepackObjects(&git.RepackConfig{OnlyDeletePacksOlderThan: r.opts.Now().Add(-packGrace)})
 	r.st.Reindex()
+	if _, rerr := r.packs.refresh(); rerr != nil && err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return false, fmt.Errorf("repack: %w", err)
 	}

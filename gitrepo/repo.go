@@ -95,6 +95,7 @@ type Repo struct {
 	mu    sync.Mutex
 	st    *filesystem.Storage
 	repo  *git.Repository
+	packs *packSet
 	trees *treeCache
 }
 
@@ -110,7 +111,7 @@ func Open(path string, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open repository: %w", err)
 	}
 	st := filesystem.NewStorageWithOptions(osfs.New(abs), cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
-	r := &Repo{path: abs, opts: opts, st: st, trees: newTreeCache(opts.TreeCacheSize)}
+	r := &Repo{path: abs, opts: opts, st: st, packs: newPackSet(abs), trees: newTreeCache(opts.TreeCacheSize)}
 
 	if _, err := os.Stat(filepath.Join(abs, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := r.initBare(); err != nil {
@@ -124,6 +125,9 @@ func Open(path string, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open repository %s: %w", abs, err)
 	}
 	r.repo = repo
+	if _, err := r.packs.refresh(); err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", abs, err)
+	}
 	return r, nil
 }
 
@@ -160,6 +164,7 @@ func (r *Repo) DefaultBranch() string { return r.opts.DefaultBranch }
 func (r *Repo) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.packs.close()
 	return r.st.Close()
 }
 
@@ -273,23 +278,54 @@ func (r *Repo) IsAncestor(a, b Hash) (bool, error) {
 	return ok, nil
 }
 
-// commitObject loads a commit; the caller holds mu. When the object is
-// missing it re-reads the pack list once, since another process may have
-// written the commit in a new packfile.
-func (r *Repo) commitObject(h Hash) (*object.Commit, error) {
-	c, err := object.GetCommit(r.st, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		r.st.Reindex()
-		c, err = object.GetCommit(r.st, h)
+// object reads an object; the caller holds mu. Undeltified objects in
+// packs come from the pack set; loose and deltified ones from go-git.
+// When nothing has the object it looks for packs that appeared since
+// (another process may have written it), then asks go-git to reload.
+func (r *Repo) object(t plumbing.ObjectType, h Hash) (plumbing.EncodedObject, error) {
+	o, err := r.packs.read(h)
+	if err != nil && (errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, errDelta)) {
+		o, err = r.st.EncodedObject(plumbing.AnyObject, h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			if changed, rerr := r.packs.refresh(); rerr != nil {
+				return nil, rerr
+			} else if changed {
+				o, err = r.packs.read(h)
+			}
+			if err != nil {
+				r.st.Reindex()
+				o, err = r.st.EncodedObject(plumbing.AnyObject, h)
+			}
+		}
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return nil, fmt.Errorf("commit %s: %w", h, ErrNotFound)
+		return nil, fmt.Errorf("%s %s: %w", t, h, ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", h, err)
+		return nil, fmt.Errorf("read %s %s: %w", t, h, err)
+	}
+	if t != plumbing.AnyObject && o.Type() != t {
+		return nil, fmt.Errorf("object %s is a %s, not a %s: %w", h, o.Type(), t, ErrNotFound)
+	}
+	return o, nil
+}
+
+// commitObject loads a commit; the caller holds mu.
+func (r *Repo) commitObject(h Hash) (*object.Commit, error) {
+	o, err := r.object(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, err
+	}
+	c, err := object.DecodeCommit(r.st, o)
+	if err != nil {
+		return nil, fmt.Errorf("decode commit %s: %w", h, err)
 	}
 	return c, nil
 }
+
+// syncStorage makes go-git see every pack before it reads on its own
+// (push, fetch, repack); the caller holds mu.
+func (r *Repo) syncStorage() { r.st.Reindex() }
 
 // AddRemote configures a remote (or changes its URL).
 func (r *Repo) AddRemote(name, url string) error {

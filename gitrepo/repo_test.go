@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
 // gitCLI runs the git CLI against dir and returns its trimmed output.
@@ -523,5 +525,21 @@ func TestRedactHidesURLCredentials(t *testing.T) {
 	got := redact(errors.New(`unable to access 'https://user:s3cret@git.example.com/r.git': 403`))
 	if strings.Contains(got, "s3cret") || !strings.Contains(got, "https://***@git.example.com") {
 		t.Fatalf("redact = %q", got)
+	}
+}
+
+func TestGitLessMatchesGitsTreeOrder(t *testing.T) {
+	// Tree entry names never contain "/" and are never empty.
+	names := []string{"a", "a-b", "a.b", "a0", "ab", "b", "a.", "zz", "a_b", "a.b.c", "a0/"[:2]}
+	var entries []treeEntry
+	for _, n := range names {
+		entries = append(entries, treeEntry{name: n, mode: filemode.Regular}, treeEntry{name: n, mode: filemode.Dir})
+	}
+	for _, x := range entries {
+		for _, y := range entries {
+			if got, want := gitLess(x, y), gitSortKey(x) < gitSortKey(y); got != want {
+				t.Errorf("gitLess(%q dir=%v, %q dir=%v) = %v, want %v", x.name, x.isDir(), y.name, y.isDir(), got, want)
+			}
+		}
 	}
 }

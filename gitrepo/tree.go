@@ -79,17 +79,14 @@ func (r *Repo) treeEntries(h Hash) ([]treeEntry, error) {
 		return e, nil
 	}
 	r.mu.Lock()
-	t, err := object.GetTree(r.st, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		r.st.Reindex()
-		t, err = object.GetTree(r.st, h)
+	o, err := r.object(plumbing.TreeObject, h)
+	var t *object.Tree
+	if err == nil {
+		t, err = object.DecodeTree(r.st, o)
 	}
 	r.mu.Unlock()
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return nil, fmt.Errorf("tree %s: %w", h, ErrNotFound)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", h, err)
+		return nil, err
 	}
 	entries := make([]treeEntry, len(t.Entries))
 	for i, e := range t.Entries {
@@ -118,6 +115,27 @@ func findEntry(entries []treeEntry, name string) (treeEntry, bool) {
 		}
 	}
 	return treeEntry{}, false
+}
+
+// gitLess orders tree entries as git does, like gitSortKey but without
+// allocating.
+func gitLess(a, b treeEntry) bool {
+	n := min(len(a.name), len(b.name))
+	if c := strings.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c < 0
+	}
+	// One name is a prefix of the other: compare the next byte, where a
+	// directory's name continues with '/'.
+	next := func(e treeEntry) int {
+		switch {
+		case len(e.name) > n:
+			return int(e.name[n])
+		case e.isDir():
+			return '/'
+		}
+		return -1
+	}
+	return next(a) < next(b)
 }
 
 // gitSortKey orders tree entries the way git does: directories compare as
@@ -174,16 +192,9 @@ func (r *Repo) lookup(root Hash, p string) (treeEntry, error) {
 func (r *Repo) ReadBlob(h Hash) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	obj, err := r.st.EncodedObject(plumbing.BlobObject, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		r.st.Reindex()
-		obj, err = r.st.EncodedObject(plumbing.BlobObject, h)
-	}
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return nil, fmt.Errorf("blob %s: %w", h, ErrNotFound)
-	}
+	obj, err := r.object(plumbing.BlobObject, h)
 	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
+		return nil, err
 	}
 	rd, err := obj.Reader()
 	if err != nil {

@@ -1,0 +1,305 @@
+package feedbackstore
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/gitrepo"
+)
+
+// indexVersion changes whenever the index layout changes; an index of
+// another version is rebuilt from git.
+const indexVersion = "1"
+
+var (
+	bucketRecords = []byte("records")  // decision id -> Record JSON
+	bucketByAgent = []byte("by_agent") // agent \x00 inverted time \x00 id -> nil
+	bucketBySeq   = []byte("by_seq")   // seq -> decision id
+	bucketMeta    = []byte("meta")
+
+	keyApplied = []byte("applied") // the last commit applied
+	keySeq     = []byte("seq")     // the last sequence number given
+	keyVersion = []byte("version")
+)
+
+// Record is a stored decision and where it lives.
+type Record struct {
+	precept.Feedback
+	// Commit is the feedback-store commit that added the decision.
+	Commit string `json:"commit"`
+	// Seq numbers decisions in the order they were committed, the same on
+	// every replica.
+	Seq uint64 `json:"seq"`
+}
+
+// index is the node-local read model of the feedback branch.
+type index struct {
+	db *bolt.DB
+}
+
+func openIndex(path string) (*index, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	if err != nil {
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	ix := &index{db: db}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(keyVersion); v != nil && string(v) != indexVersion {
+			// An older layout: start again from git.
+			for _, b := range [][]byte{bucketRecords, bucketByAgent, bucketBySeq} {
+				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+					return err
+				}
+			}
+			meta.Delete(keyApplied)
+			meta.Delete(keySeq)
+		}
+		for _, b := range [][]byte{bucketRecords, bucketByAgent, bucketBySeq} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return meta.Put(keyVersion, []byte(indexVersion))
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	return ix, nil
+}
+
+func (ix *index) close() error { return ix.db.Close() }
+
+// applied returns the last commit applied and the last sequence number.
+func (ix *index) applied() (gitrepo.Hash, uint64, error) {
+	var h gitrepo.Hash
+	var seq uint64
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyApplied); v != nil {
+			h = gitrepo.Hash(v)
+		}
+		if v := meta.Get(keySeq); v != nil {
+			seq = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return h, seq, err
+}
+
+// reset empties the index, for a rebuild.
+func (ix *index) reset() error {
+	return ix.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketRecords, bucketByAgent, bucketBySeq} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		meta.Delete(keyApplied)
+		return meta.Delete(keySeq)
+	})
+}
+
+// appliedCommit is one commit's effect on the index.
+type appliedCommit struct {
+	commit  gitrepo.Hash
+	added   []precept.Feedback // in commit order
+	deleted []string
+}
+
+// apply records commits in one transaction and moves the applied marker
+// to the last of them. Decisions already indexed keep their number.
+func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
+	var out []Record
+	err := ix.db.Update(func(tx *bolt.Tx) error {
+		out = out[:0]
+		records := tx.Bucket(bucketRecords)
+		byAgent := tx.Bucket(bucketByAgent)
+		bySeq := tx.Bucket(bucketBySeq)
+		meta := tx.Bucket(bucketMeta)
+		var seq uint64
+		if v := meta.Get(keySeq); v != nil {
+			seq = binary.BigEndian.Uint64(v)
+		}
+		for _, c := range commits {
+			for _, id := range c.deleted {
+				if err := ix.remove(records, byAgent, bySeq, id); err != nil {
+					return err
+				}
+			}
+			for _, f := range c.added {
+				if old := records.Get([]byte(f.DecisionID)); old != nil {
+					var prev Record
+					if err := json.Unmarshal(old, &prev); err != nil {
+						return fmt.Errorf("decode indexed %s: %w", f.DecisionID, err)
+					}
+					byAgent.Delete(agentKey(prev.Agent, prev.Timestamp, prev.DecisionID))
+					bySeq.Delete(seqKey(prev.Seq))
+				}
+				seq++
+				r := Record{Feedback: f, Commit: c.commit.String(), Seq: seq}
+				b, err := json.Marshal(r)
+				if err != nil {
+					return err
+				}
+				if err := records.Put([]byte(f.DecisionID), b); err != nil {
+					return err
+				}
+				if err := byAgent.Put(agentKey(f.Agent, f.Timestamp, f.DecisionID), nil); err != nil {
+					return err
+				}
+				if err := bySeq.Put(seqKey(seq), []byte(f.DecisionID)); err != nil {
+					return err
+				}
+				out = append(out, r)
+			}
+			if err := meta.Put(keyApplied, c.commit[:]); err != nil {
+				return err
+			}
+		}
+		return meta.Put(keySeq, seqKey(seq))
+	})
+	return out, err
+}
+
+func (ix *index) remove(records, byAgent, bySeq *bolt.Bucket, id string) error {
+	old := records.Get([]byte(id))
+	if old == nil {
+		return nil
+	}
+	var prev Record
+	if err := json.Unmarshal(old, &prev); err != nil {
+		return fmt.Errorf("decode indexed %s: %w", id, err)
+	}
+	byAgent.Delete(agentKey(prev.Agent, prev.Timestamp, prev.DecisionID))
+	bySeq.Delete(seqKey(prev.Seq))
+	return records.Delete([]byte(id))
+}
+
+func seqKey(seq uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	return b[:]
+}
+
+// agentKey sorts an agent's decisions newest first: the timestamp is
+// stored inverted.
+func agentKey(agent string, ts time.Time, id string) []byte {
+	k := make([]byte, 0, len(agent)+len(id)+10)
+	k = append(k, agent...)
+	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(ts.UnixNano()))
+	k = append(k, 0)
+	return append(k, id...)
+}
+
+func (ix *index) get(id string) (Record, bool, error) {
+	var r Record
+	var found bool
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRecords).Get([]byte(id))
+		if v == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(v, &r)
+	})
+	return r, found, err
+}
+
+func (ix *index) count() (int, error) {
+	var n int
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketRecords).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// errBadPageToken is returned for page tokens this index did not issue.
+var errBadPageToken = precept.Errorf(precept.Invalid, "page_token is not valid for this listing")
+
+func (ix *index) listAgent(agent string, limit int, token string) ([]Record, string, error) {
+	prefix := append([]byte(agent), 0)
+	start := prefix
+	if token != "" {
+		after, err := base64.RawURLEncoding.DecodeString(token)
+		if err != nil || len(after) <= len(prefix) || string(after[:len(prefix)]) != string(prefix) {
+			return nil, "", errBadPageToken
+		}
+		start = append(after, 0)
+	}
+	var out []Record
+	var next string
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		records := tx.Bucket(bucketRecords)
+		c := tx.Bucket(bucketByAgent).Cursor()
+		for k, _ := c.Seek(start); k != nil && hasPrefix(k, prefix); k, _ = c.Next() {
+			if len(out) == limit {
+				next = base64.RawURLEncoding.EncodeToString(out[len(out)-1].agentKey())
+				return nil
+			}
+			id := k[len(prefix)+9:]
+			v := records.Get(id)
+			if v == nil {
+				continue
+			}
+			var r Record
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode indexed %s: %w", id, err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, next, err
+}
+
+func (r Record) agentKey() []byte { return agentKey(r.Agent, r.Timestamp, r.DecisionID) }
+
+// since returns up to limit records numbered after seq, in order.
+func (ix *index) since(seq uint64, limit int) ([]Record, error) {
+	var out []Record
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		records := tx.Bucket(bucketRecords)
+		c := tx.Bucket(bucketBySeq).Cursor()
+		for k, id := c.Seek(seqKey(seq + 1)); k != nil && len(out) < limit; k, id = c.Next() {
+			v := records.Get(id)
+			if v == nil {
+				continue
+			}
+			var r Record
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode indexed %s: %w", id, err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func hasPrefix(b, prefix []byte) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == string(prefix)
+}

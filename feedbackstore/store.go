@@ -1,0 +1,537 @@
+package feedbackstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/gitrepo"
+)
+
+// Branch is the branch of the feedback repository that holds decisions.
+const Branch = "main"
+
+// DecisionsDir is where decision files live in the feedback repository.
+const DecisionsDir = "feedback/decisions"
+
+// DecisionPath returns the file that holds a decision: three levels of
+// one hex digit of the id's SHA-256 (4096 leaf directories). Narrow
+// levels keep the trees a batch must rewrite small: a batch of 500 at 100k
+// stored rewrites about 16k tree entries, where two levels of 256 would
+// rewrite every full middle tree, about 65k.
+func DecisionPath(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	h := hex.EncodeToString(sum[:2])
+	return DecisionsDir + "/" + h[0:1] + "/" + h[1:2] + "/" + h[2:3] + "/" + id + ".json"
+}
+
+// Options configure a Store. Zero values mean the defaults.
+type Options struct {
+	// BatchSize is the most decisions one commit holds; default 500.
+	BatchSize int
+	// BatchWait is how long a partial batch waits for more decisions;
+	// default 50ms.
+	BatchWait time.Duration
+	// FollowInterval is how often the index looks for commits made by
+	// other replicas; default 1s.
+	FollowInterval time.Duration
+	Logger         *slog.Logger
+	Registerer     prometheus.Registerer
+}
+
+func (o Options) withDefaults() Options {
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.BatchWait <= 0 {
+		o.BatchWait = 50 * time.Millisecond
+	}
+	if o.FollowInterval <= 0 {
+		o.FollowInterval = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Store is the durable feedback store of one replica.
+type Store struct {
+	repo *gitrepo.Repo
+	ix   *index
+	opts Options
+	m    *metrics
+
+	requests chan *storeRequest
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+
+	// followMu serialises index catch-up.
+	followMu sync.Mutex
+	// own caches the records of this replica's recent commits, so catch-up
+	// need not read back what was just written.
+	ownMu sync.Mutex
+	own   map[gitrepo.Hash][]precept.Feedback
+
+	// notify is closed and replaced whenever new records are indexed.
+	notifyMu sync.Mutex
+	notify   chan struct{}
+}
+
+// Open opens the store over repo (the feedback repository) with its local
+// index at indexPath, brings the index up to date with the branch, and
+// starts committing. Close stops it.
+func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	ix, err := openIndex(indexPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		repo:     repo,
+		ix:       ix,
+		opts:     opts,
+		m:        newMetrics(opts.Registerer),
+		requests: make(chan *storeRequest, 64),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		own:      map[gitrepo.Hash][]precept.Feedback{},
+		notify:   make(chan struct{}),
+	}
+	if _, err := s.CatchUp(context.Background()); err != nil {
+		ix.close()
+		return nil, err
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// Close flushes pending decisions and closes the index. It does not close
+// the repository.
+func (s *Store) Close() error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.done
+	return s.ix.close()
+}
+
+// Run follows commits made by other replicas until ctx is done.
+func (s *Store) Run(ctx context.Context) error {
+	t := time.NewTicker(s.opts.FollowInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if _, err := s.CatchUp(ctx); err != nil && ctx.Err() == nil {
+				s.opts.Logger.Warn("feedback index catch-up failed; will retry", "err", err)
+			}
+		}
+	}
+}
+
+type storeRequest struct {
+	records []precept.Feedback
+	result  chan storeResult
+}
+
+type storeResult struct {
+	created []bool
+	err     error
+}
+
+// Store durably stores decisions and returns when the commit that holds
+// them exists; created[i] is false when records[i] was already stored.
+// Decisions from concurrent callers share commits.
+func (s *Store) Store(ctx context.Context, records []precept.Feedback) ([]bool, error) {
+	if len(records) == 0 {
+		return nil, nil
+	}
+	req := &storeRequest{records: records, result: make(chan storeResult, 1)}
+	select {
+	case s.requests <- req:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.stop:
+		return nil, errors.New("store decisions: store is closed")
+	}
+	select {
+	case r := <-req.result:
+		return r.created, r.err
+	case <-ctx.Done():
+		// The commit may still happen; the caller must treat the records
+		// as not stored and may safely send them again.
+		return nil, ctx.Err()
+	}
+}
+
+// commitLoop gathers requests into batches and commits them, one batch
+// at a time; requests arriving during a commit form the next batch.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	for {
+		var batch []*storeRequest
+		n := 0
+		select {
+		case req := <-s.requests:
+			batch = append(batch, req)
+			n += len(req.records)
+		case <-s.stop:
+			s.drain()
+			return
+		}
+		timer := time.NewTimer(s.opts.BatchWait)
+	gather:
+		for n < s.opts.BatchSize {
+			select {
+			case req := <-s.requests:
+				batch = append(batch, req)
+				n += len(req.records)
+			case <-timer.C:
+				break gather
+			case <-s.stop:
+				break gather
+			}
+		}
+		timer.Stop()
+		s.commitBatch(batch)
+	}
+}
+
+// drain commits what is queued when the store closes.
+func (s *Store) drain() {
+	for {
+		select {
+		case req := <-s.requests:
+			s.commitBatch([]*storeRequest{req})
+		default:
+			return
+		}
+	}
+}
+
+func (s *Store) commitBatch(batch []*storeRequest) {
+	start := time.Now()
+	var all []precept.Feedback
+	for _, req := range batch {
+		all = append(all, req.records...)
+	}
+	created, commit, err := s.commit(context.Background(), all)
+	s.m.commitSeconds.Observe(time.Since(start).Seconds())
+	if err == nil {
+		s.m.batchSize.Observe(float64(len(all)))
+		if _, cerr := s.CatchUp(context.Background()); cerr != nil {
+			// The decisions are durable; the index follows on the next tick.
+			s.opts.Logger.Warn("index new decisions", "commit", commit.String(), "err", cerr)
+		}
+	}
+	i := 0
+	for _, req := range batch {
+		r := storeResult{err: err}
+		if err == nil {
+			r.created = created[i : i+len(req.records)]
+		}
+		i += len(req.records)
+		req.result <- r
+	}
+}
+
+// commit writes the decisions that are not stored yet in one commit.
+func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool, gitrepo.Hash, error) {
+	created := make([]bool, len(records))
+	var added []precept.Feedback
+	tip, err := s.repo.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		added = added[:0]
+		seen := make(map[string]bool, len(records))
+		var changes []gitrepo.Change
+		for i, f := range records {
+			created[i] = false
+			if seen[f.DecisionID] {
+				continue
+			}
+			seen[f.DecisionID] = true
+			path := DecisionPath(f.DecisionID)
+			exists, err := snap.Exists(path)
+			if err != nil {
+				return nil, err
+			}
+			if exists {
+				continue
+			}
+			data, err := encodeFeedback(f)
+			if err != nil {
+				return nil, err
+			}
+			created[i] = true
+			added = append(added, f)
+			changes = append(changes, gitrepo.Change{Path: path, Data: data})
+		}
+		if len(changes) == 0 {
+			return nil, nil
+		}
+		return &gitrepo.CommitSpec{
+			Message:  commitMessage(added),
+			Trailers: []gitrepo.Trailer{{Key: "Decision-Count", Value: fmt.Sprint(len(added))}},
+			Changes:  changes,
+		}, nil
+	})
+	if err != nil {
+		return nil, gitrepo.ZeroHash, fmt.Errorf("store decisions: %w", err)
+	}
+	if len(added) > 0 {
+		s.ownMu.Lock()
+		s.own[tip] = append([]precept.Feedback(nil), added...)
+		s.ownMu.Unlock()
+	}
+	return created, tip, nil
+}
+
+func commitMessage(added []precept.Feedback) string {
+	agents := map[string]int{}
+	for _, f := range added {
+		agents[f.Agent]++
+	}
+	names := make([]string, 0, len(agents))
+	for a := range agents {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	if len(added) == 1 {
+		fmt.Fprintf(&b, "Record decision %s", added[0].DecisionID)
+	} else {
+		fmt.Fprintf(&b, "Record %d decisions", len(added))
+	}
+	b.WriteString("\n\n")
+	for _, a := range names {
+		fmt.Fprintf(&b, "%s: %d\n", a, agents[a])
+	}
+	return b.String()
+}
+
+func encodeFeedback(f precept.Feedback) ([]byte, error) {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode decision %s: %w", f.DecisionID, err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Get returns a stored decision, or an error matching precept.ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (Record, error) {
+	r, ok, err := s.ix.get(id)
+	if err != nil {
+		return Record{}, fmt.Errorf("get decision: %w", err)
+	}
+	if !ok {
+		// Another replica may have stored it since the last catch-up.
+		n, err := s.CatchUp(ctx)
+		if err != nil {
+			return Record{}, fmt.Errorf("get decision: %w", err)
+		}
+		if n > 0 {
+			r, ok, err = s.ix.get(id)
+			if err != nil {
+				return Record{}, fmt.Errorf("get decision: %w", err)
+			}
+		}
+	}
+	if !ok {
+		return Record{}, precept.Errorf(precept.NotFound, "decision %q not found", id)
+	}
+	return r, nil
+}
+
+// ListForAgent returns an agent's decisions newest first (by decision
+// timestamp), limit at a time; pageToken continues a listing.
+func (s *Store) ListForAgent(ctx context.Context, agent string, limit int, pageToken string) ([]Record, string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	return s.ix.listAgent(agent, limit, pageToken)
+}
+
+// Since returns up to limit records numbered after seq, in commit order:
+// how the evaluator follows the store.
+func (s *Store) Since(seq uint64, limit int) ([]Record, error) {
+	return s.ix.since(seq, limit)
+}
+
+// LastSeq returns the number of the last indexed decision.
+func (s *Store) LastSeq() (uint64, error) {
+	_, seq, err := s.ix.applied()
+	return seq, err
+}
+
+// Changed returns a channel that is closed when decisions are indexed
+// after the call.
+func (s *Store) Changed() <-chan struct{} {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notify
+}
+
+// Count returns the number of stored decisions.
+func (s *Store) Count() (int, error) { return s.ix.count() }
+
+// Repo returns the feedback repository.
+func (s *Store) Repo() *gitrepo.Repo { return s.repo }
+
+// CatchUp applies the commits on the branch that the index has not seen,
+// oldest first, and returns how many decisions it indexed. When the
+// branch no longer contains the indexed commit (history was rewritten),
+// the index is rebuilt.
+func (s *Store) CatchUp(ctx context.Context) (int, error) {
+	s.followMu.Lock()
+	defer s.followMu.Unlock()
+	tip, err := s.repo.Tip(Branch)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	applied, _, err := s.ix.applied()
+	if err != nil {
+		return 0, err
+	}
+	if applied == tip {
+		return 0, nil
+	}
+	commits, err := s.repo.FirstParentRange(applied, tip)
+	if errors.Is(err, gitrepo.ErrNotAncestor) {
+		s.opts.Logger.Warn("feedback branch no longer contains the indexed commit; rebuilding the index", "indexed", applied.String(), "tip", tip.String())
+		if err := s.ix.reset(); err != nil {
+			return 0, err
+		}
+		commits, err = s.repo.FirstParentRange(gitrepo.ZeroHash, tip)
+	}
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	// Apply in chunks so a rebuild of a large history holds no huge
+	// transaction and reports progress.
+	const chunk = 64
+	for len(commits) > 0 {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n := min(chunk, len(commits))
+		var batch []appliedCommit
+		for _, c := range commits[:n] {
+			ac, err := s.readCommit(c)
+			if err != nil {
+				return total, err
+			}
+			batch = append(batch, ac)
+		}
+		recs, err := s.ix.apply(batch)
+		if err != nil {
+			return total, fmt.Errorf("index commits: %w", err)
+		}
+		total += len(recs)
+		commits = commits[n:]
+	}
+	s.m.records.Set(float64(s.mustCount()))
+	s.notifyMu.Lock()
+	close(s.notify)
+	s.notify = make(chan struct{})
+	s.notifyMu.Unlock()
+	return total, nil
+}
+
+func (s *Store) mustCount() int {
+	n, _ := s.ix.count()
+	return n
+}
+
+// readCommit returns what one commit changed under DecisionsDir, decisions
+// ordered by receive time then id so every replica numbers them alike.
+func (s *Store) readCommit(c gitrepo.CommitInfo) (appliedCommit, error) {
+	ac := appliedCommit{commit: c.Hash}
+	s.ownMu.Lock()
+	own, ok := s.own[c.Hash]
+	delete(s.own, c.Hash)
+	s.ownMu.Unlock()
+	if ok {
+		ac.added = own
+	} else {
+		var parent gitrepo.Hash
+		if len(c.Parents) > 0 {
+			parent = c.Parents[0]
+		}
+		changes, err := s.repo.Diff(parent, c.Hash, DecisionsDir)
+		if err != nil {
+			return ac, fmt.Errorf("read commit %s: %w", c.Hash, err)
+		}
+		for _, ch := range changes {
+			id := strings.TrimSuffix(ch.Path[strings.LastIndexByte(ch.Path, '/')+1:], ".json")
+			if ch.Kind == gitrepo.Deleted {
+				ac.deleted = append(ac.deleted, id)
+				continue
+			}
+			b, err := s.repo.ReadBlob(ch.Blob)
+			if err != nil {
+				return ac, fmt.Errorf("read %s: %w", ch.Path, err)
+			}
+			var f precept.Feedback
+			if err := json.Unmarshal(b, &f); err != nil {
+				// A file a person broke by hand: skip it rather than stop
+				// indexing everything after it.
+				s.opts.Logger.Warn("skip undecodable decision file", "path", ch.Path, "commit", c.Hash.String(), "err", err)
+				continue
+			}
+			ac.added = append(ac.added, f)
+		}
+	}
+	sort.SliceStable(ac.added, func(i, j int) bool {
+		a, b := ac.added[i], ac.added[j]
+		if !a.ReceivedAt.Equal(b.ReceivedAt) {
+			return a.ReceivedAt.Before(b.ReceivedAt)
+		}
+		return a.DecisionID < b.DecisionID
+	})
+	return ac, nil
+}
+
+type metrics struct {
+	commitSeconds prometheus.Histogram
+	batchSize     prometheus.Histogram
+	records       prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "precept_feedback_batch_commit_seconds",
+			Help:    "Time to commit one batch of decisions to the feedback repository.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "precept_feedback_batch_decisions",
+			Help:    "Decisions per feedback commit.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}),
+		records: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "precept_feedback_decisions",
+			Help: "Decisions in this replica's feedback index.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.commitSeconds, m.batchSize, m.records)
+	}
+	return m
+}

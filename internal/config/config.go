@@ -1,0 +1,453 @@
+// Package config loads preceptd's configuration: one YAML file whose
+// defaults are written in Default, environment overrides for secrets, and
+// validation that names the offending key.
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/precept-dev/precept"
+)
+
+// Config is everything preceptd can be told. Zero values are filled from
+// Default before validation.
+type Config struct {
+	// Listen is the address of the API, metrics and Slack endpoints.
+	Listen string `yaml:"listen"`
+	// DataDir holds the git repositories and the local indexes.
+	DataDir string `yaml:"data_dir"`
+	// Node names this replica: its Redis consumer and its local index
+	// directory. Default: the host name.
+	Node     string   `yaml:"node"`
+	Log      Log      `yaml:"log"`
+	Auth     Auth     `yaml:"auth"`
+	Redis    Redis    `yaml:"redis"`
+	Ingest   Ingest   `yaml:"ingest"`
+	Feedback Feedback `yaml:"feedback"`
+}
+
+// Log configures structured logging.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
+}
+
+// Auth configures API access.
+type Auth struct {
+	// Tokens map bearer tokens to identities and roles. With none, the
+	// server binds to loopback only and every caller is a local admin.
+	Tokens []Token `yaml:"tokens"`
+}
+
+// Token is one API credential.
+type Token struct {
+	// Name is the identity the token authenticates; approvals record it.
+	Name string `yaml:"name"`
+	// Role is reader, recorder, approver or admin.
+	Role string `yaml:"role"`
+	// Exactly one of the following gives the secret: the token itself, the
+	// name of an environment variable holding it, or its SHA-256 in hex
+	// (so the file need not hold the secret).
+	Token       string `yaml:"token"`
+	TokenEnv    string `yaml:"token_env"`
+	TokenSHA256 string `yaml:"token_sha256"`
+}
+
+// Redis configures the decision stream.
+type Redis struct {
+	// Addr of the Redis server. Empty starts an embedded Redis-protocol
+	// server on EmbeddedAddr (development only: it keeps nothing on disk).
+	Addr         string `yaml:"addr"`
+	EmbeddedAddr string `yaml:"embedded_addr"`
+	Username     string `yaml:"username"`
+	// Password; env PRECEPT_REDIS_PASSWORD overrides it.
+	Password string `yaml:"password"`
+	DB       int    `yaml:"db"`
+	TLS      bool   `yaml:"tls"`
+
+	Stream           string        `yaml:"stream"`
+	Group            string        `yaml:"group"`
+	DeadLetterStream string        `yaml:"dead_letter_stream"`
+	StartID          string        `yaml:"start_id"`
+	BatchSize        int           `yaml:"batch_size"`
+	Block            time.Duration `yaml:"block"`
+	ClaimIdle        time.Duration `yaml:"claim_idle"`
+	ClaimInterval    time.Duration `yaml:"claim_interval"`
+	MaxDeliveries    int           `yaml:"max_deliveries"`
+	MaxInFlight      int           `yaml:"max_in_flight"`
+}
+
+// Ingest bounds what a decision may carry (DESIGN.md §2).
+type Ingest struct {
+	MaxEventBytes   int           `yaml:"max_event_bytes"`
+	MaxCommentBytes int           `yaml:"max_comment_bytes"`
+	MaxTextBytes    int           `yaml:"max_text_bytes"`
+	MaxTags         int           `yaml:"max_tags"`
+	MaxFutureSkew   time.Duration `yaml:"max_future_skew"`
+	// GateAgents derives a missing agent from gate_id.
+	GateAgents map[string]string `yaml:"gate_agents"`
+}
+
+// Limits returns the decision limits for the domain validator.
+func (i Ingest) Limits() precept.Limits {
+	return precept.Limits{
+		MaxEventBytes:   i.MaxEventBytes,
+		MaxCommentBytes: i.MaxCommentBytes,
+		MaxTextBytes:    i.MaxTextBytes,
+		MaxTags:         i.MaxTags,
+		MaxFutureSkew:   i.MaxFutureSkew,
+		GateAgents:      i.GateAgents,
+	}
+}
+
+// Feedback configures the git-backed feedback store.
+type Feedback struct {
+	// BatchSize is the most decisions one commit holds.
+	BatchSize int `yaml:"batch_size"`
+	// BatchWait is how long a partial batch waits for more decisions
+	// before it is committed.
+	BatchWait time.Duration `yaml:"batch_wait"`
+	// Fsync makes every commit durable against machine crashes, not just
+	// process crashes.
+	Fsync *bool `yaml:"fsync"`
+	// FollowInterval is how often the local index checks for commits made
+	// by other replicas.
+	FollowInterval time.Duration `yaml:"follow_interval"`
+}
+
+// Default returns the embedded defaults (DESIGN.md §8): everything `make
+// run` needs on a fresh machine.
+func Default() Config {
+	l := precept.DefaultLimits()
+	yes := true
+	return Config{
+		Listen:  "127.0.0.1:8080",
+		DataDir: "./data",
+		Log:     Log{Level: "info", Format: "text"},
+		Redis: Redis{
+			EmbeddedAddr:  "127.0.0.1:6380",
+			Stream:        "asdlc:events:hitl_decisions",
+			Group:         "precept-evaluator",
+			StartID:       "0",
+			BatchSize:     500,
+			Block:         time.Second,
+			ClaimIdle:     time.Minute,
+			ClaimInterval: 5 * time.Second,
+			MaxDeliveries: 5,
+			MaxInFlight:   2,
+		},
+		Ingest: Ingest{
+			MaxEventBytes:   l.MaxEventBytes,
+			MaxCommentBytes: l.MaxCommentBytes,
+			MaxTextBytes:    l.MaxTextBytes,
+			MaxTags:         l.MaxTags,
+			MaxFutureSkew:   l.MaxFutureSkew,
+		},
+		Feedback: Feedback{
+			BatchSize:      500,
+			BatchWait:      50 * time.Millisecond,
+			Fsync:          &yes,
+			FollowInterval: time.Second,
+		},
+	}
+}
+
+// Load reads the configuration at path over the defaults; path "" means
+// defaults only. getenv supplies environment overrides (os.Getenv in
+// production).
+func Load(path string, getenv func(string) string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
+		defer f.Close()
+		if err := decode(f, &cfg); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	cfg.applyEnv(getenv)
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Parse reads a configuration from YAML text over the defaults, without
+// environment overrides; tests use it.
+func Parse(text string) (Config, error) {
+	cfg := Default()
+	if err := decode(strings.NewReader(text), &cfg); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func decode(r io.Reader, cfg *Config) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	err = dec.Decode(cfg)
+	var typeErr *yaml.TypeError
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return nil
+	case errors.As(err, &typeErr):
+		// Name the key of each problem, not just its line.
+		keys := keysByLine(&root, "", map[int]string{})
+		msgs := make([]string, len(typeErr.Errors))
+		for i, m := range typeErr.Errors {
+			msgs[i] = m
+			var line int
+			if _, err := fmt.Sscanf(m, "line %d:", &line); err == nil && keys[line] != "" {
+				_, rest, _ := strings.Cut(m, ": ")
+				msgs[i] = fmt.Sprintf("%s (line %d): %s", keys[line], line, rest)
+			}
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+}
+
+// keysByLine maps each line holding a value to its dotted key path.
+func keysByLine(n *yaml.Node, prefix string, out map[int]string) map[int]string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			keysByLine(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+			out[n.Content[i+1].Line] = key
+			keysByLine(n.Content[i+1], key, out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			key := fmt.Sprintf("%s[%d]", prefix, i)
+			out[c.Line] = key
+			keysByLine(c, key, out)
+		}
+	}
+	return out
+}
+
+// applyEnv applies the environment overrides: secrets, and the few
+// settings an operator changes per deployment.
+func (c *Config) applyEnv(getenv func(string) string) {
+	set := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Listen, "PRECEPT_LISTEN")
+	set(&c.DataDir, "PRECEPT_DATA_DIR")
+	set(&c.Node, "PRECEPT_NODE")
+	set(&c.Redis.Addr, "PRECEPT_REDIS_ADDR")
+	set(&c.Redis.Password, "PRECEPT_REDIS_PASSWORD")
+	for i := range c.Auth.Tokens {
+		if t := &c.Auth.Tokens[i]; t.TokenEnv != "" {
+			t.Token = getenv(t.TokenEnv)
+		}
+	}
+}
+
+// Validate fills derived defaults and checks every setting, naming the key
+// of the first problem.
+func (c *Config) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return bad("listen", "%q is not host:port", c.Listen)
+	}
+	if c.DataDir == "" {
+		return bad("data_dir", "required")
+	}
+	if c.Node == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "preceptd"
+		}
+		c.Node = h
+	}
+	if strings.ContainsAny(c.Node, "/\\ \t\n") {
+		return bad("node", "%q must not contain slashes or spaces", c.Node)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return bad("log.format", "%q is not text or json", c.Log.Format)
+	}
+
+	seenNames := map[string]bool{}
+	seenSecrets := map[string]string{}
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		if t.Name == "" {
+			return bad(key+".name", "required")
+		}
+		if seenNames[t.Name] {
+			return bad(key+".name", "%q is listed twice", t.Name)
+		}
+		seenNames[t.Name] = true
+		if _, err := precept.ParseRole(t.Role); err != nil {
+			return bad(key+".role", "%v", err)
+		}
+		n := 0
+		for _, s := range []string{t.Token, t.TokenSHA256} {
+			if s != "" {
+				n++
+			}
+		}
+		if t.TokenEnv != "" && t.Token == "" {
+			return bad(key+".token_env", "environment variable %s is empty or unset", t.TokenEnv)
+		}
+		if n != 1 {
+			return bad(key, "set exactly one of token, token_env or token_sha256")
+		}
+		if t.Token != "" && len(t.Token) < 16 {
+			return bad(key+".token", "shorter than 16 characters")
+		}
+		if t.TokenSHA256 != "" {
+			if b, err := hex.DecodeString(t.TokenSHA256); err != nil || len(b) != sha256.Size {
+				return bad(key+".token_sha256", "must be 64 hex characters")
+			}
+		}
+		digest := t.Digest()
+		if other, ok := seenSecrets[digest]; ok {
+			return bad(key, "uses the same token as %s", other)
+		}
+		seenSecrets[digest] = t.Name
+	}
+	if len(c.Auth.Tokens) == 0 && !isLoopback(host) {
+		return bad("auth.tokens", "required when listen (%s) is not a loopback address: without tokens every caller would be an admin", c.Listen)
+	}
+
+	r := &c.Redis
+	if r.Addr == "" {
+		if _, _, err := net.SplitHostPort(r.EmbeddedAddr); err != nil {
+			return bad("redis.embedded_addr", "%q is not host:port", r.EmbeddedAddr)
+		}
+	} else if _, _, err := net.SplitHostPort(r.Addr); err != nil {
+		return bad("redis.addr", "%q is not host:port", r.Addr)
+	}
+	if r.Stream == "" {
+		return bad("redis.stream", "required")
+	}
+	if r.Group == "" {
+		return bad("redis.group", "required")
+	}
+	if r.DeadLetterStream == "" {
+		r.DeadLetterStream = r.Stream + ":dlq"
+	}
+	if r.DeadLetterStream == r.Stream {
+		return bad("redis.dead_letter_stream", "must differ from redis.stream")
+	}
+	checks := []struct {
+		key      string
+		val, min int
+		max      int
+	}{
+		{"redis.batch_size", r.BatchSize, 1, 10000},
+		{"redis.max_deliveries", r.MaxDeliveries, 1, 1000},
+		{"redis.max_in_flight", r.MaxInFlight, 1, 64},
+		{"redis.db", r.DB, 0, 1 << 16},
+		{"feedback.batch_size", c.Feedback.BatchSize, 1, 100000},
+		{"ingest.max_event_bytes", c.Ingest.MaxEventBytes, 1024, 64 << 20},
+		{"ingest.max_comment_bytes", c.Ingest.MaxCommentBytes, 1, 64 << 20},
+		{"ingest.max_text_bytes", c.Ingest.MaxTextBytes, 1, 64 << 20},
+		{"ingest.max_tags", c.Ingest.MaxTags, 1, 1024},
+	}
+	for _, ch := range checks {
+		if ch.val < ch.min || ch.val > ch.max {
+			return bad(ch.key, "%d is outside %d..%d", ch.val, ch.min, ch.max)
+		}
+	}
+	durations := []struct {
+		key string
+		val time.Duration
+	}{
+		{"redis.block", r.Block},
+		{"redis.claim_idle", r.ClaimIdle},
+		{"redis.claim_interval", r.ClaimInterval},
+		{"feedback.batch_wait", c.Feedback.BatchWait},
+		{"feedback.follow_interval", c.Feedback.FollowInterval},
+		{"ingest.max_future_skew", c.Ingest.MaxFutureSkew},
+	}
+	for _, d := range durations {
+		if d.val <= 0 {
+			return bad(d.key, "must be a positive duration such as 500ms or 2s")
+		}
+	}
+	for gate, agent := range c.Ingest.GateAgents {
+		if gate == "" || agent == "" {
+			return bad("ingest.gate_agents", "gate and agent must both be non-empty")
+		}
+	}
+	if c.Feedback.Fsync == nil {
+		yes := true
+		c.Feedback.Fsync = &yes
+	}
+	return nil
+}
+
+// Digest returns the SHA-256 of the token in hex: how tokens are compared
+// and how they may be written in the file.
+func (t Token) Digest() string {
+	if t.TokenSHA256 != "" {
+		return strings.ToLower(t.TokenSHA256)
+	}
+	sum := sha256.Sum256([]byte(t.Token))
+	return hex.EncodeToString(sum[:])
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// IsLoopbackListen reports whether the API listens on loopback only.
+func (c Config) IsLoopbackListen() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	return err == nil && isLoopback(host)
+}

@@ -1,0 +1,137 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultsAreValidAndMatchTheDesign(t *testing.T) {
+	cfg, err := Load("", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:8080" || cfg.DataDir != "./data" || cfg.Redis.Addr != "" || cfg.Redis.EmbeddedAddr != "127.0.0.1:6380" {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+	if cfg.Redis.Stream != "asdlc:events:hitl_decisions" || cfg.Redis.Group != "precept-evaluator" || cfg.Redis.DeadLetterStream != "asdlc:events:hitl_decisions:dlq" {
+		t.Fatalf("stream defaults = %+v", cfg.Redis)
+	}
+	if cfg.Node == "" || !*cfg.Feedback.Fsync {
+		t.Fatalf("node %q fsync %v", cfg.Node, *cfg.Feedback.Fsync)
+	}
+}
+
+func TestFileOverridesDefaultsAndParsesDurations(t *testing.T) {
+	cfg, err := Parse(`
+listen: 127.0.0.1:9090
+redis:
+  addr: redis.internal:6379
+  block: 250ms
+  claim_idle: 2m
+ingest:
+  gate_agents: {HITL-2: coding-agent}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9090" || cfg.Redis.Block != 250*time.Millisecond || cfg.Redis.ClaimIdle != 2*time.Minute {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+	if cfg.Redis.BatchSize != 500 {
+		t.Fatalf("unset key lost its default: batch_size = %d", cfg.Redis.BatchSize)
+	}
+	if cfg.Ingest.Limits().GateAgents["HITL-2"] != "coding-agent" {
+		t.Fatal("gate_agents not carried into limits")
+	}
+}
+
+func TestInvalidSettingsNameTheirKey(t *testing.T) {
+	tests := []struct {
+		yaml string
+		key  string
+	}{
+		{"listen: nonsense", "listen"},
+		{"redsi: {}", "redsi"},
+		{"redis: {batchsize: 3}", "batchsize"},
+		{"redis: {batch_size: 0}", "redis.batch_size"},
+		{"redis: {block: -1s}", "redis.block"},
+		{"redis: {block: soon}", "block"},
+		{"redis: {addr: nohost}", "redis.addr"},
+		{"redis: {dead_letter_stream: asdlc:events:hitl_decisions}", "redis.dead_letter_stream"},
+		{"log: {level: loud}", "log.level"},
+		{"log: {format: xml}", "log.format"},
+		{"listen: 0.0.0.0:8080", "auth.tokens"},
+		{"auth: {tokens: [{name: ci, role: boss, token: 0123456789abcdef}]}", "auth.tokens[0].role"},
+		{"auth: {tokens: [{name: ci, role: reader}]}", "auth.tokens[0]"},
+		{"auth: {tokens: [{name: ci, role: reader, token: short}]}", "auth.tokens[0].token"},
+		{"auth: {tokens: [{name: ci, role: reader, token_sha256: abc}]}", "auth.tokens[0].token_sha256"},
+		{"auth: {tokens: [{role: reader, token: 0123456789abcdef}]}", "auth.tokens[0].name"},
+		{"auth: {tokens: [{name: a, role: reader, token: 0123456789abcdef}, {name: a, role: admin, token: fedcba9876543210}]}", "auth.tokens[1].name"},
+		{"auth: {tokens: [{name: a, role: reader, token: 0123456789abcdef}, {name: b, role: admin, token: 0123456789abcdef}]}", "auth.tokens[1]"},
+		{"node: a/b", "node"},
+		{"ingest: {max_tags: 0}", "ingest.max_tags"},
+	}
+	for _, tt := range tests {
+		_, err := Parse(tt.yaml)
+		if err == nil {
+			t.Errorf("%q: accepted", tt.yaml)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.key) {
+			t.Errorf("%q: error %q does not name %s", tt.yaml, err, tt.key)
+		}
+	}
+}
+
+func TestNonLoopbackListenIsAllowedWithTokens(t *testing.T) {
+	cfg, err := Parse("listen: 0.0.0.0:8080\nauth: {tokens: [{name: ci, role: recorder, token: 0123456789abcdef}]}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.IsLoopbackListen() {
+		t.Fatal("0.0.0.0 reported as loopback")
+	}
+}
+
+func TestSecretsComeFromTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "precept.yaml")
+	os.WriteFile(path, []byte(`
+auth:
+  tokens:
+    - {name: pipeline, role: recorder, token_env: PIPELINE_TOKEN}
+redis: {addr: "r:6379"}
+`), 0o600)
+	env := map[string]string{"PIPELINE_TOKEN": "s3cret-token-value-123", "PRECEPT_REDIS_PASSWORD": "pw", "PRECEPT_LISTEN": "127.0.0.1:7000"}
+	cfg, err := Load(path, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Auth.Tokens[0].Token != "s3cret-token-value-123" || cfg.Redis.Password != "pw" || cfg.Listen != "127.0.0.1:7000" {
+		t.Fatalf("env not applied: %+v", cfg)
+	}
+	_, err = Load(path, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "auth.tokens[0].token_env") || !strings.Contains(err.Error(), "PIPELINE_TOKEN") {
+		t.Fatalf("missing env var: %v", err)
+	}
+}
+
+func TestTokenDigestMatchesAHashedToken(t *testing.T) {
+	sum := sha256.Sum256([]byte("0123456789abcdef"))
+	plain := Token{Token: "0123456789abcdef"}
+	hashed := Token{TokenSHA256: strings.ToUpper(hex.EncodeToString(sum[:]))}
+	if plain.Digest() != hashed.Digest() {
+		t.Fatalf("digests differ: %s vs %s", plain.Digest(), hashed.Digest())
+	}
+}
+
+func TestMissingFileIsAnError(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), os.Getenv); err == nil {
+		t.Fatal("a missing config file was accepted")
+	}
+}
