@@ -1,0 +1,165 @@
+// Command precept is the operator CLI for preceptd: a Connect client of
+// its API.
+//
+// Global flags: --addr (env PRECEPT_ADDR, default http://127.0.0.1:8080),
+// --token (env PRECEPT_TOKEN), -o text|json, --protocol connect|grpc.
+// Errors print one line to stderr and exit with status 1 (2 for usage).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Main runs the CLI and returns its exit status; tests call it directly.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout}
+	root := c.root()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, new(usageError)):
+		fmt.Fprintln(stderr, "precept:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "precept:", oneLine(err))
+		return 1
+	}
+}
+
+// usageError is a mistake in how the CLI was called.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// oneLine renders an error as one line: Connect errors as "code: message".
+func oneLine(err error) string {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		msg := ce.Message()
+		if ce.Code() == connect.CodeUnavailable && msg == "" {
+			msg = "server unavailable"
+		}
+		return strings.ReplaceAll(ce.Code().String()+": "+msg, "\n", " ")
+	}
+	return strings.ReplaceAll(err.Error(), "\n", " ")
+}
+
+type cli struct {
+	stdin  io.Reader
+	stdout io.Writer
+
+	addr     string
+	token    string
+	output   string
+	protocol string
+	timeout  time.Duration
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func (c *cli) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "precept",
+		Short:         "Operate precept: feedback, evaluations, rule proposals and prompts",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			switch c.output {
+			case "text", "json":
+			default:
+				return usagef("-o must be text or json, got %q", c.output)
+			}
+			switch c.protocol {
+			case "connect", "grpc", "grpcweb":
+			default:
+				return usagef("--protocol must be connect, grpc or grpcweb, got %q", c.protocol)
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err.Error()} })
+	f := root.PersistentFlags()
+	f.StringVar(&c.addr, "addr", envOr("PRECEPT_ADDR", "http://127.0.0.1:8080"), "preceptd base URL (env PRECEPT_ADDR)")
+	f.StringVar(&c.token, "token", os.Getenv("PRECEPT_TOKEN"), "API bearer token (env PRECEPT_TOKEN)")
+	f.StringVarP(&c.output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&c.protocol, "protocol", "connect", "RPC protocol: connect, grpc or grpcweb")
+	f.DurationVar(&c.timeout, "timeout", 30*time.Second, "request timeout")
+	root.AddCommand(c.feedbackCmd(), c.dlqCmd(), c.pingCmd())
+	return root
+}
+
+// authTransport adds the bearer token to every request.
+type authTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	return t.next.RoundTrip(r)
+}
+
+func (c *cli) httpClient() *http.Client {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	if c.protocol == "grpc" {
+		// gRPC needs HTTP/2; over plain http that is h2c.
+		protocols = new(http.Protocols)
+		protocols.SetUnencryptedHTTP2(true)
+		protocols.SetHTTP2(true)
+	}
+	tr := &http.Transport{Protocols: protocols, ForceAttemptHTTP2: true}
+	return &http.Client{Transport: &authTransport{token: c.token, next: tr}}
+}
+
+func (c *cli) clientOptions() []connect.ClientOption {
+	switch c.protocol {
+	case "grpc":
+		return []connect.ClientOption{connect.WithGRPC()}
+	case "grpcweb":
+		return []connect.ClientOption{connect.WithGRPCWeb()}
+	}
+	return nil
+}
+
+func (c *cli) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), c.timeout)
+}
+
+func (c *cli) feedbackClient() preceptv1connect.FeedbackServiceClient {
+	return preceptv1connect.NewFeedbackServiceClient(c.httpClient(), c.addr, c.clientOptions()...)
+}
+
+func (c *cli) pingClient() preceptv1connect.PingServiceClient {
+	return preceptv1connect.NewPingServiceClient(c.httpClient(), c.addr, c.clientOptions()...)
+}

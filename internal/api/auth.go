@@ -1,0 +1,164 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/config"
+)
+
+// LocalIdentity is who callers are when no tokens are configured: the
+// server then listens on loopback only, and whoever can reach it runs on
+// the same machine.
+var LocalIdentity = precept.Identity{Name: "local", Role: precept.RoleAdmin}
+
+// Authenticator maps bearer tokens to identities.
+type Authenticator struct {
+	byDigest map[string]precept.Identity
+}
+
+// NewAuthenticator builds an authenticator from configured tokens; with
+// none, every caller is LocalIdentity.
+func NewAuthenticator(tokens []config.Token) (*Authenticator, error) {
+	a := &Authenticator{byDigest: map[string]precept.Identity{}}
+	for _, t := range tokens {
+		role, err := precept.ParseRole(t.Role)
+		if err != nil {
+			return nil, fmt.Errorf("token %s: %w", t.Name, err)
+		}
+		a.byDigest[t.Digest()] = precept.Identity{Name: t.Name, Role: role}
+	}
+	return a, nil
+}
+
+// Open reports whether no tokens are configured.
+func (a *Authenticator) Open() bool { return len(a.byDigest) == 0 }
+
+// Identify returns the identity of the request's bearer token. Tokens are
+// compared by SHA-256 digest, so neither timing nor the map reveals them.
+func (a *Authenticator) Identify(h http.Header) (precept.Identity, error) {
+	if a.Open() {
+		return LocalIdentity, nil
+	}
+	auth := h.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || token == "" {
+		return precept.Identity{}, precept.Errorf(precept.Unauthenticated, "missing bearer token (Authorization: Bearer <token>)")
+	}
+	sum := sha256.Sum256([]byte(token))
+	id, ok := a.byDigest[hex.EncodeToString(sum[:])]
+	if !ok {
+		return precept.Identity{}, precept.Errorf(precept.Unauthenticated, "unknown token")
+	}
+	return id, nil
+}
+
+// procedureRoles says which role each procedure needs. Procedures not
+// listed need admin, so a new RPC is closed until someone opens it.
+var procedureRoles = map[string]precept.Role{
+	preceptv1connect.PingServicePingProcedure: precept.RoleReader,
+
+	preceptv1connect.FeedbackServiceRecordFeedbackProcedure:       precept.RoleRecorder,
+	preceptv1connect.FeedbackServiceGetFeedbackProcedure:          precept.RoleReader,
+	preceptv1connect.FeedbackServiceListFeedbackForAgentProcedure: precept.RoleReader,
+	preceptv1connect.FeedbackServiceListDeadLettersProcedure:      precept.RoleReader,
+	preceptv1connect.FeedbackServiceFindSimilarProcedure:          precept.RoleReader,
+
+	preceptv1connect.EvaluatorServiceEvaluateProcedure:        precept.RoleRecorder,
+	preceptv1connect.EvaluatorServiceGetEvaluationProcedure:   precept.RoleReader,
+	preceptv1connect.EvaluatorServiceListClustersProcedure:    precept.RoleReader,
+	preceptv1connect.EvaluatorServiceGetClusterProcedure:      precept.RoleReader,
+	preceptv1connect.EvaluatorServiceListNeedsReviewProcedure: precept.RoleReader,
+
+	preceptv1connect.RuleServiceListProposalsProcedure:   precept.RoleReader,
+	preceptv1connect.RuleServiceGetProposalProcedure:     precept.RoleReader,
+	preceptv1connect.RuleServiceProposeRuleProcedure:     precept.RoleApprover,
+	preceptv1connect.RuleServiceApproveRuleProcedure:     precept.RoleApprover,
+	preceptv1connect.RuleServiceRejectRuleProcedure:      precept.RoleApprover,
+	preceptv1connect.RuleServiceListActiveRulesProcedure: precept.RoleReader,
+	preceptv1connect.RuleServiceGetRuleProcedure:         precept.RoleReader,
+	preceptv1connect.RuleServiceRollbackRuleProcedure:    precept.RoleApprover,
+	preceptv1connect.RuleServiceCheckConflictsProcedure:  precept.RoleReader,
+	preceptv1connect.RuleServiceGetRuleHistoryProcedure:  precept.RoleReader,
+
+	preceptv1connect.PromptServiceBuildPromptProcedure:   precept.RoleReader,
+	preceptv1connect.PromptServiceWatchPromptProcedure:   precept.RoleReader,
+	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,
+}
+
+// RequiredRole returns the role a procedure needs.
+func RequiredRole(procedure string) precept.Role {
+	if r, ok := procedureRoles[procedure]; ok {
+		return r
+	}
+	return precept.RoleAdmin
+}
+
+// AuthInterceptor authenticates every call and checks its role, putting
+// the caller's identity in the context for handlers (approvals record
+// it).
+type AuthInterceptor struct {
+	Auth *Authenticator
+}
+
+var _ connect.Interceptor = (*AuthInterceptor)(nil)
+
+func (i *AuthInterceptor) authorize(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
+	id, err := i.Auth.Identify(h)
+	if err != nil {
+		return ctx, connect.NewError(connect.CodeUnauthenticated, errors.New(precept.ErrorMessage(err)))
+	}
+	need := RequiredRole(procedure)
+	if !id.Allows(need) {
+		return ctx, connect.NewError(connect.CodePermissionDenied,
+			fmt.Errorf("%s has role %s; %s needs %s", id.Name, id.Role, procedure[strings.LastIndexByte(procedure, '/')+1:], need))
+	}
+	return precept.WithIdentity(ctx, id), nil
+}
+
+// WrapUnary implements connect.Interceptor.
+func (i *AuthInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		ctx, err := i.authorize(ctx, req.Spec().Procedure, req.Header())
+		if err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+// WrapStreamingClient implements connect.Interceptor.
+func (i *AuthInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler implements connect.Interceptor.
+func (i *AuthInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, err := i.authorize(ctx, conn.Spec().Procedure, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
+		return next(ctx, conn)
+	}
+}
+
+// caller returns the identity the interceptor put in the context.
+func caller(ctx context.Context) precept.Identity {
+	if id, ok := precept.IdentityFrom(ctx); ok {
+		return id
+	}
+	return precept.Identity{Name: "unknown"}
+}

@@ -1,0 +1,286 @@
+// Package app wires preceptd together from its configuration: the
+// decision stream, the feedback store, the API server and the background
+// loops. cmd/preceptd and the end-to-end tests use the same wiring.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpcreflect"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/gen/grpc/health/v1/healthv1connect"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/internal/api"
+	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/internal/stream"
+)
+
+// maxRequestBytes bounds a request body: a decision is at most
+// ingest.max_event_bytes, so this leaves room for envelopes.
+const maxRequestBytes = 8 << 20
+
+// shutdownGrace bounds how long in-flight RPCs and batches may take to
+// finish after a stop signal.
+const shutdownGrace = 15 * time.Second
+
+// App is a running preceptd.
+type App struct {
+	Config   config.Config
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+
+	Redis        redis.UniversalClient
+	FeedbackRepo *gitrepo.Repo
+	Feedback     *feedbackstore.Store
+	Consumer     *stream.Consumer
+
+	embedded *miniredis.Miniredis
+	listener net.Listener
+	server   *http.Server
+	mux      *http.ServeMux
+	// interceptors apply to every Connect handler.
+	interceptors connect.Option
+	closers      []func() error
+}
+
+// New opens everything the configuration names and binds the listener,
+// but starts no loops; Run does. On error, whatever was opened is closed.
+func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
+	a = &App{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	nodeDir := filepath.Join(dataDir, "nodes", cfg.Node)
+
+	if err := a.openRedis(); err != nil {
+		return nil, err
+	}
+
+	a.FeedbackRepo, err = gitrepo.Open(filepath.Join(dataDir, "feedback.git"), gitrepo.Options{NoFsync: !*cfg.Feedback.Fsync})
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.FeedbackRepo.Close)
+	start := time.Now()
+	a.Feedback, err = feedbackstore.Open(a.FeedbackRepo, filepath.Join(nodeDir, "feedback.db"), feedbackstore.Options{
+		BatchSize:      cfg.Feedback.BatchSize,
+		BatchWait:      cfg.Feedback.BatchWait,
+		FollowInterval: cfg.Feedback.FollowInterval,
+		Logger:         log.With("component", "feedbackstore"),
+		Registerer:     a.Registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.Feedback.Close)
+	n, _ := a.Feedback.Count()
+	log.Info("feedback store ready", "decisions", n, "took", time.Since(start).Round(time.Millisecond), "repository", a.FeedbackRepo.Path())
+
+	r := cfg.Redis
+	a.Consumer, err = stream.New(a.Redis, a.Feedback, stream.Options{
+		Stream:           r.Stream,
+		Group:            r.Group,
+		Consumer:         cfg.Node,
+		DeadLetterStream: r.DeadLetterStream,
+		StartID:          r.StartID,
+		BatchSize:        r.BatchSize,
+		Block:            r.Block,
+		ClaimIdle:        r.ClaimIdle,
+		ClaimInterval:    r.ClaimInterval,
+		MaxDeliveries:    r.MaxDeliveries,
+		MaxInFlight:      r.MaxInFlight,
+		Limits:           cfg.Ingest.Limits(),
+		Logger:           log.With("component", "stream"),
+		Registerer:       a.Registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if err := a.buildServer(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) openRedis() error {
+	r := a.Config.Redis
+	addr := r.Addr
+	if addr == "" {
+		a.embedded = miniredis.NewMiniRedis()
+		if err := a.embedded.StartAddr(r.EmbeddedAddr); err != nil {
+			return fmt.Errorf("start embedded Redis on %s (redis.embedded_addr): %w", r.EmbeddedAddr, err)
+		}
+		addr = a.embedded.Addr()
+		a.closers = append(a.closers, func() error { a.embedded.Close(); return nil })
+		a.Log.Info("embedded Redis-protocol server started (development default: it keeps nothing on disk; set redis.addr for production)",
+			"addr", addr, "stream", r.Stream)
+	}
+	opts := &redis.Options{Addr: addr, Username: r.Username, Password: r.Password, DB: r.DB}
+	if r.TLS {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	a.Redis = redis.NewClient(opts)
+	a.closers = append(a.closers, a.Redis.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Redis.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("connect to Redis at %s (redis.addr): %w", addr, err)
+	}
+	return nil
+}
+
+func (a *App) buildServer() error {
+	auth, err := api.NewAuthenticator(a.Config.Auth.Tokens)
+	if err != nil {
+		return err
+	}
+	if auth.Open() {
+		a.Log.Warn("no API tokens configured: listening on loopback only, every caller is a local admin", "listen", a.Config.Listen)
+	}
+	a.interceptors = connect.WithInterceptors(api.NewMetricsInterceptor(a.Registry), &api.AuthInterceptor{Auth: auth})
+	a.mux = http.NewServeMux()
+	limits := connect.WithReadMaxBytes(maxRequestBytes)
+
+	a.mux.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
+		Store:       a.Feedback,
+		DeadLetters: a.Consumer,
+		Limits:      a.Config.Ingest.Limits(),
+		Log:         a.Log,
+	}, a.interceptors, limits))
+	a.mux.Handle(preceptv1connect.NewPingServiceHandler(api.PingService{}, a.interceptors, limits))
+	a.mux.Handle(healthv1connect.NewHealthHandler(&api.HealthService{Ready: a.Ready}, limits))
+	reflector := grpcreflect.NewStaticReflector(api.ServiceNames...)
+	a.mux.Handle(grpcreflect.NewHandlerV1(reflector))
+	a.mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	a.mux.Handle("/metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{Registry: a.Registry}))
+	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	a.mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.Ready(r.Context()); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+
+	ln, err := net.Listen("tcp", a.Config.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (listen): %w", a.Config.Listen, err)
+	}
+	a.listener = ln
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	// gRPC needs HTTP/2; without TLS that is h2c.
+	protocols.SetUnencryptedHTTP2(true)
+	a.server = &http.Server{
+		Handler:           a.mux,
+		Protocols:         protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// Handle adds an HTTP handler to the server's mux (before Run).
+func (a *App) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
+
+// ConnectOptions returns the options every Connect handler is built with:
+// metrics and authentication.
+func (a *App) ConnectOptions() []connect.HandlerOption {
+	return []connect.HandlerOption{a.interceptors, connect.WithReadMaxBytes(maxRequestBytes)}
+}
+
+// Addr returns the address the API listens on.
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// URL returns the API's base URL.
+func (a *App) URL() string { return "http://" + a.Addr() }
+
+// RedisAddr returns the address of the Redis server in use.
+func (a *App) RedisAddr() string {
+	if a.embedded != nil {
+		return a.embedded.Addr()
+	}
+	return a.Config.Redis.Addr
+}
+
+// Ready returns nil when preceptd can ingest and serve: Redis answers.
+func (a *App) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := a.Redis.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// Run serves the API and runs the background loops until ctx is done,
+// then shuts down gracefully: RPCs and batches in flight finish.
+func (a *App) Run(ctx context.Context) error {
+	a.Log.Info("preceptd listening", "addr", a.Addr(), "node", a.Config.Node, "data_dir", a.Config.DataDir)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := a.server.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		return a.server.Shutdown(sctx)
+	})
+	g.Go(func() error { return a.Consumer.Run(gctx) })
+	g.Go(func() error { return a.Feedback.Run(gctx) })
+	err := g.Wait()
+	a.Log.Info("preceptd stopped")
+	return err
+}
+
+// Close releases everything New opened, in reverse order.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.closers = nil
+	if a.listener != nil {
+		a.listener.Close()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,302 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/precept-dev/precept"
+)
+
+// Fields of a dead-letter entry; the original fields follow as
+// fieldPrefix+name.
+const (
+	dlqReason     = "reason"
+	dlqOriginalID = "original_id"
+	dlqStream     = "stream"
+	dlqConsumer   = "consumer"
+	dlqFailedAt   = "failed_at"
+	dlqDeliveries = "deliveries"
+	fieldPrefix   = "field:"
+)
+
+// Page sizes for DeadLetters.
+const (
+	defaultDeadLetterPage = 50
+	maxDeadLetterPage     = 1000
+)
+
+// DeadLetter is an entry the consumer could not turn into a stored
+// decision, as kept in the dead-letter stream.
+type DeadLetter struct {
+	// ID is the dead-letter entry's own id.
+	ID string
+	// OriginalID is the entry's id in the decision stream.
+	OriginalID string
+	// Reason says why the entry was dead-lettered, naming the fields at
+	// fault.
+	Reason string
+	// Consumer is the consumer that dead-lettered it.
+	Consumer string
+	// FailedAt is when it was dead-lettered.
+	FailedAt time.Time
+	// Deliveries is how often the entry had been delivered.
+	Deliveries int64
+	// Fields are the original fields, byte for byte, in their order.
+	Fields []RawField
+}
+
+// RawField is one field of a stream entry as received: neither name nor
+// value need be valid UTF-8.
+type RawField struct {
+	Name  []byte
+	Value []byte
+}
+
+// deadEntry is an entry on its way to the dead-letter stream.
+type deadEntry struct {
+	msg        redis.XMessage
+	deliveries int64
+	reason     string
+	// logReason is reason without field values, for the log.
+	logReason string
+}
+
+// deadLetter copies entries to the dead-letter stream and acknowledges
+// them in one MULTI/EXEC.
+func (c *Consumer) deadLetter(ctx context.Context, dead []deadEntry) error {
+	ids := make([]string, len(dead))
+	for i, d := range dead {
+		ids[i] = d.msg.ID
+	}
+	exact, err := c.rawEntries(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("dead-letter entries: %w", err)
+	}
+	failedAt := c.opts.Now().UTC().Format(time.RFC3339Nano)
+	_, err = c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, d := range dead {
+			fields, ok := exact[d.msg.ID]
+			if !ok {
+				fields = mapFields(d.msg.Values)
+			}
+			values := make([]any, 0, 12+2*len(fields))
+			values = append(values,
+				dlqReason, d.reason,
+				dlqOriginalID, d.msg.ID,
+				dlqStream, c.opts.Stream,
+				dlqConsumer, c.opts.Consumer,
+				dlqFailedAt, failedAt,
+				dlqDeliveries, d.deliveries,
+			)
+			for _, f := range fields {
+				values = append(values, fieldPrefix+string(f.Name), f.Value)
+			}
+			p.XAdd(ctx, &redis.XAddArgs{Stream: c.opts.DeadLetterStream, Values: values})
+		}
+		p.XAck(ctx, c.opts.Stream, c.opts.Group, ids...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dead-letter entries: %w", err)
+	}
+	c.metrics.decisions.WithLabelValues(resultDeadLetter).Add(float64(len(dead)))
+	c.forgetErrors(ids)
+	for _, d := range dead {
+		c.log.Warn("dead-lettered decision stream entry", "id", d.msg.ID, "deliveries", d.deliveries, "reason", d.logReason)
+	}
+	return nil
+}
+
+// rawEntries reads entries again with XRANGE to copy them exactly: the
+// parsed form the client returns is a map, which loses field order and
+// repeated names. Entries no longer in the stream are left out.
+func (c *Consumer) rawEntries(ctx context.Context, ids []string) (map[string][]RawField, error) {
+	cmds := make([]*redis.Cmd, len(ids))
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.Do(ctx, "XRANGE", c.opts.Stream, id, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("re-read entries: %w", err)
+	}
+	out := make(map[string][]RawField, len(ids))
+	for _, cmd := range cmds {
+		entries, err := parseEntries(cmd.Val())
+		if err != nil {
+			return nil, fmt.Errorf("re-read entries: %w", err)
+		}
+		for _, e := range entries {
+			out[e.id] = e.fields
+		}
+	}
+	return out, nil
+}
+
+// mapFields is the fallback copy of an entry's fields, sorted by name.
+func mapFields(values map[string]any) []RawField {
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fields := make([]RawField, len(names))
+	for i, name := range names {
+		s, _ := fieldString(values[name])
+		fields[i] = RawField{Name: []byte(name), Value: []byte(s)}
+	}
+	return fields
+}
+
+// rawEntry is one stream entry as Redis sent it.
+type rawEntry struct {
+	id     string
+	fields []RawField
+}
+
+// parseEntries reads an XRANGE / XREVRANGE reply as returned by Do:
+// an array of [id, [name, value, …]] (the field list may be nil for an
+// entry deleted while pending).
+func parseEntries(reply any) ([]rawEntry, error) {
+	if reply == nil {
+		return nil, nil
+	}
+	list, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply type %T", reply)
+	}
+	out := make([]rawEntry, 0, len(list))
+	for _, item := range list {
+		pair, ok := item.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("unexpected entry %T", item)
+		}
+		id, ok := pair[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("unexpected entry id %T", pair[0])
+		}
+		e := rawEntry{id: id}
+		switch fields := pair[1].(type) {
+		case nil:
+		case []any:
+			if len(fields)%2 != 0 {
+				return nil, fmt.Errorf("entry %s has an odd number of field names and values", id)
+			}
+			for i := 0; i < len(fields); i += 2 {
+				name, ok1 := fields[i].(string)
+				value, ok2 := fields[i+1].(string)
+				if !ok1 || !ok2 {
+					return nil, fmt.Errorf("entry %s has a field that is not a string", id)
+				}
+				e.fields = append(e.fields, RawField{Name: []byte(name), Value: []byte(value)})
+			}
+		default:
+			return nil, fmt.Errorf("unexpected fields %T in entry %s", pair[1], id)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// DeadLetters lists the dead-letter stream newest first. pageSize bounds
+// the page (default 50, at most 1000); pageToken is "" for the first page
+// or the next value of the previous call, which is "" after the last
+// page. total is the length of the dead-letter stream. A malformed token
+// is a precept.Invalid error.
+func (c *Consumer) DeadLetters(ctx context.Context, pageSize int, pageToken string) (letters []DeadLetter, next string, total int64, err error) {
+	switch {
+	case pageSize <= 0:
+		pageSize = defaultDeadLetterPage
+	case pageSize > maxDeadLetterPage:
+		pageSize = maxDeadLetterPage
+	}
+	end := "+"
+	if pageToken != "" {
+		if !entryIDPattern.MatchString(pageToken) {
+			return nil, "", 0, precept.Errorf(precept.Invalid, "invalid page token %q", truncate(pageToken, 32))
+		}
+		end = pageToken
+	}
+	var (
+		page   *redis.Cmd
+		length *redis.IntCmd
+	)
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		page = p.Do(ctx, "XREVRANGE", c.opts.DeadLetterStream, end, "-", "COUNT", pageSize+1)
+		length = p.XLen(ctx, c.opts.DeadLetterStream)
+		return nil
+	})
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("list dead letters: %w", err)
+	}
+	entries, err := parseEntries(page.Val())
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("list dead letters: %w", err)
+	}
+	if len(entries) > pageSize {
+		next = entries[pageSize].id
+		entries = entries[:pageSize]
+	}
+	letters = make([]DeadLetter, len(entries))
+	for i, e := range entries {
+		letters[i] = deadLetterFrom(e)
+	}
+	return letters, next, length.Val(), nil
+}
+
+// deadLetterFrom reads a dead-letter entry; fields it does not know are
+// ignored, so older and newer consumers can share the stream.
+func deadLetterFrom(e rawEntry) DeadLetter {
+	l := DeadLetter{ID: e.id}
+	for _, f := range e.fields {
+		name := string(f.Name)
+		if orig, ok := strings.CutPrefix(name, fieldPrefix); ok {
+			l.Fields = append(l.Fields, RawField{Name: []byte(orig), Value: f.Value})
+			continue
+		}
+		value := string(f.Value)
+		switch name {
+		case dlqReason:
+			l.Reason = value
+		case dlqOriginalID:
+			l.OriginalID = value
+		case dlqConsumer:
+			l.Consumer = value
+		case dlqFailedAt:
+			if t, err := time.Parse(time.RFC3339Nano, value); err == nil {
+				l.FailedAt = t
+			}
+		case dlqDeliveries:
+			if n, err := strconv.ParseInt(value, 10, 64); err == nil {
+				l.Deliveries = n
+			}
+		}
+	}
+	return l
+}
+
+// logReason is what the log may say about an invalid entry: the fields at
+// fault, never their values (reasons quote values).
+func logReason(err error) string {
+	var v *precept.ValidationError
+	if !errors.As(err, &v) {
+		return err.Error()
+	}
+	fields := make([]string, 0, len(v.Problems))
+	seen := make(map[string]bool)
+	for _, p := range v.Problems {
+		if !seen[p.Field] {
+			seen[p.Field] = true
+			fields = append(fields, p.Field)
+		}
+	}
+	return "invalid decision: problems with " + strings.Join(fields, ", ")
+}

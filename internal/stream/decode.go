@@ -1,0 +1,265 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/precept-dev/precept"
+)
+
+// dataField holds the whole event as one JSON object.
+const dataField = "data"
+
+// schemaVersion is the only event schema version this consumer reads.
+const schemaVersion = "1"
+
+// envelopeFields are transport fields producers may add to either
+// encoding; they are checked (schema_version) or ignored, never stored.
+var envelopeFields = map[string]bool{
+	"event_type":     true,
+	"producer":       true,
+	"traceparent":    true,
+	"schema_version": true,
+}
+
+// DecodeEntry decodes the fields of one stream entry into a decision. An
+// entry is either one field "data" holding the event as a JSON object, or
+// the event's fields flat: strings, with tags and error_categories as JSON
+// arrays, quality_scores as a JSON object, review_duration_seconds a
+// decimal integer and timestamp RFC 3339. Envelope fields (event_type,
+// producer, traceparent, schema_version) may accompany either encoding;
+// schema_version, when present, must be "1". Any other field, data mixed
+// with flat fields, a value that is not a string, or invalid UTF-8 in a
+// name or value is an error.
+//
+// Errors are *precept.ValidationError naming the fields at fault. The
+// decision is not validated; call (*precept.Decision).Validate.
+func DecodeEntry(values map[string]any) (precept.Decision, error) {
+	if len(values) == 0 {
+		return precept.Decision{}, precept.InvalidEvent("entry", "has no fields")
+	}
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	v := &precept.ValidationError{}
+	add := problemAdder(v)
+	var (
+		data    string
+		hasData bool
+		flat    = make(map[string]string, len(values))
+	)
+	for _, name := range names {
+		if !utf8.ValidString(name) {
+			add(strconv.Quote(name), "field name is not valid UTF-8")
+			continue
+		}
+		value, ok := fieldString(values[name])
+		switch {
+		case !ok:
+			add(name, "value is not a string")
+			continue
+		case !utf8.ValidString(value):
+			add(name, "not valid UTF-8")
+			continue
+		}
+		switch {
+		case name == dataField:
+			data, hasData = value, true
+		case name == "schema_version":
+			if value != schemaVersion {
+				add(name, "must be %q, got %q", schemaVersion, truncate(value, 16))
+			}
+		case envelopeFields[name]:
+		case precept.IsEventField(name):
+			flat[name] = value
+		default:
+			add(name, "unknown field")
+		}
+	}
+	if hasData {
+		for _, name := range names {
+			if _, ok := flat[name]; ok {
+				add(name, "flat event field mixed with data: send the event either in data or flat")
+			}
+		}
+	}
+	if len(v.Problems) > 0 {
+		return precept.Decision{}, v
+	}
+	if hasData {
+		return decodeData(data)
+	}
+	return decodeFlat(flat)
+}
+
+// problemAdder returns a function that records one problem in v.
+func problemAdder(v *precept.ValidationError) func(field, format string, args ...any) {
+	return func(field, format string, args ...any) {
+		v.Problems = append(v.Problems, precept.Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+}
+
+// fieldString accepts the value types a Redis client returns for a field.
+func fieldString(v any) (string, bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case []byte:
+		return string(s), true
+	}
+	return "", false
+}
+
+// decodeData decodes the JSON form, after removing envelope fields a
+// producer may have put inside the object.
+func decodeData(data string) (precept.Decision, error) {
+	raw := []byte(data)
+	if mayHoldEnvelope(raw) {
+		stripped, err := stripEnvelope(raw)
+		if err != nil {
+			return precept.Decision{}, err
+		}
+		raw = stripped
+	}
+	return precept.ParseDecisionJSON(raw)
+}
+
+func mayHoldEnvelope(raw []byte) bool {
+	for name := range envelopeFields {
+		if bytes.Contains(raw, []byte(`"`+name+`"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripEnvelope removes envelope keys from a JSON object and checks
+// schema_version. Input that is not a JSON object is returned unchanged
+// for ParseDecisionJSON to report.
+func stripEnvelope(raw []byte) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return raw, nil
+	}
+	if version, ok := obj["schema_version"]; ok {
+		var s string
+		if json.Unmarshal(version, &s) != nil || s != schemaVersion {
+			return nil, precept.InvalidEvent("schema_version", "must be %q, got %s", schemaVersion, truncate(string(version), 16))
+		}
+	}
+	found := false
+	for name := range envelopeFields {
+		if _, ok := obj[name]; ok {
+			delete(obj, name)
+			found = true
+		}
+	}
+	if !found {
+		return raw, nil
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, precept.InvalidEvent(dataField, "invalid JSON: %v", err)
+	}
+	return out, nil
+}
+
+// decodeFlat decodes the flat form: one stream field per event field. An
+// empty optional list, object or number counts as absent.
+func decodeFlat(f map[string]string) (precept.Decision, error) {
+	d := precept.Decision{
+		DecisionID:         f["decision_id"],
+		GateID:             f["gate_id"],
+		EpicID:             f["epic_id"],
+		TaskID:             f["task_id"],
+		Agent:              f["agent"],
+		Decision:           precept.Verdict(f["decision"]),
+		ReviewerID:         f["reviewer_id"],
+		AgentOutputSHA:     f["agent_output_sha"],
+		ApprovedOutputSHA:  f["approved_output_sha"],
+		CorrectionDiffPath: f["correction_diff_path"],
+		CorrectionDiff:     f["correction_diff"],
+		AgentOutput:        f["agent_output"],
+		ApprovedOutput:     f["approved_output"],
+		ReviewerComment:    f["reviewer_comment"],
+		ScopePath:          f["scope_path"],
+		PromptVersion:      f["prompt_version"],
+		Rating:             f["rating"],
+	}
+	v := &precept.ValidationError{}
+	add := problemAdder(v)
+	if s := f["timestamp"]; s != "" {
+		ts, err := precept.ParseTimestamp(s)
+		if err != nil {
+			add("timestamp", "%v", err)
+		}
+		d.Timestamp = ts
+	}
+	if s := f["review_duration_seconds"]; s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			add("review_duration_seconds", "must be a decimal integer, got %q", truncate(s, 32))
+		} else {
+			d.ReviewDurationSeconds = &n
+		}
+	}
+	for field, dst := range map[string]*[]string{"tags": &d.Tags, "error_categories": &d.ErrorCategories} {
+		if s := f[field]; s != "" && json.Unmarshal([]byte(s), dst) != nil {
+			add(field, "must be a JSON array of strings")
+		}
+	}
+	if s := f["quality_scores"]; s != "" && json.Unmarshal([]byte(s), &d.QualityScores) != nil {
+		add("quality_scores", "must be a JSON object of integer scores")
+	}
+	if len(v.Problems) > 0 {
+		sort.SliceStable(v.Problems, func(i, j int) bool { return v.Problems[i].Field < v.Problems[j].Field })
+		return precept.Decision{}, v
+	}
+	return d, nil
+}
+
+// entrySize is the size of an entry as received: its names and values.
+func entrySize(values map[string]any) int {
+	n := 0
+	for name, value := range values {
+		s, _ := fieldString(value)
+		n += len(name) + len(s)
+	}
+	return n
+}
+
+// validate decodes and validates an entry under limits, as the consumer
+// accepts it.
+func validate(values map[string]any, limits precept.Limits, now time.Time) (precept.Decision, error) {
+	if n := entrySize(values); n > limits.MaxEventBytes {
+		return precept.Decision{}, precept.InvalidEvent("event", "%d bytes, more than the limit of %d", n, limits.MaxEventBytes)
+	}
+	d, err := DecodeEntry(values)
+	if err != nil {
+		return precept.Decision{}, err
+	}
+	if err := d.Validate(limits, now); err != nil {
+		return precept.Decision{}, err
+	}
+	return d, nil
+}
+
+// truncate shortens s to at most n bytes on a rune boundary, for quoting
+// values in reasons.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
