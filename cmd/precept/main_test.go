@@ -159,4 +159,3 @@ func TestEnvironmentSuppliesAddressAndToken(t *testing.T) {
 		t.Fatalf("ping with env: %+v", r)
 	}
 }
-
