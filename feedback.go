@@ -3,6 +3,7 @@ package precept
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -76,28 +77,36 @@ func CorrectionSummary(diff string) string {
 	return strings.Join(out, "\n")
 }
 
-// maxDiffInput bounds the edit-distance computation, which is quadratic in
-// the worst case; longer outputs are compared on their prefixes.
-const maxDiffInput = 64 << 10
+// Edit distance is computed character by character for outputs up to
+// charDiffMax bytes and line by line (over at most maxDiffLines lines)
+// above that. Myers' diff costs O(N·D), so bounding N bounds the work on
+// any input; for large outputs the line diff counts the characters of the
+// changed lines.
+const (
+	charDiffMax  = 2 << 10
+	maxDiffLines = 2000
+)
 
 // EditDistancePercent returns the share of characters changed between two
 // texts, 0-100 (seed 002: character diff, percent changed).
 func EditDistancePercent(original, revised string) int32 {
-	if len(original) > maxDiffInput {
-		original = original[:maxDiffInput]
-	}
-	if len(revised) > maxDiffInput {
-		revised = revised[:maxDiffInput]
-	}
 	if original == revised {
 		return 0
 	}
 	dmp := diffmatchpatch.New()
-	dmp.DiffTimeout = 200 * time.Millisecond
-	diffs := dmp.DiffMain(original, revised, false)
+	// No timeout: with one, the library first tries an unbounded
+	// "half-match" heuristic; the input bounds above bound the diff.
+	dmp.DiffTimeout = 0
+	var diffs []diffmatchpatch.Diff
+	if len(original) <= charDiffMax && len(revised) <= charDiffMax {
+		diffs = dmp.DiffMain(original, revised, false)
+	} else {
+		a, b, lines := dmp.DiffLinesToChars(firstLines(original, maxDiffLines), firstLines(revised, maxDiffLines))
+		diffs = dmp.DiffCharsToLines(dmp.DiffMain(a, b, false), lines)
+	}
 	var total, changed int
 	for _, d := range diffs {
-		n := len([]rune(d.Text))
+		n := utf8.RuneCountInString(d.Text)
 		total += n
 		if d.Type != diffmatchpatch.DiffEqual {
 			changed += n
@@ -107,4 +116,16 @@ func EditDistancePercent(original, revised string) int32 {
 		return 0
 	}
 	return int32((changed*100 + total/2) / total)
+}
+
+func firstLines(s string, n int) string {
+	end := 0
+	for i := 0; i < n; i++ {
+		j := strings.IndexByte(s[end:], '\n')
+		if j < 0 {
+			return s
+		}
+		end += j + 1
+	}
+	return s[:end]
 }
