@@ -19,7 +19,7 @@ import (
 
 // indexVersion changes whenever the index layout changes; an index of
 // another version is rebuilt from git.
-const indexVersion = "1"
+const indexVersion = "2"
 
 var (
 	bucketRecords = []byte("records")  // decision id -> Record JSON
@@ -29,6 +29,7 @@ var (
 
 	keyApplied = []byte("applied") // the last commit applied
 	keySeq     = []byte("seq")     // the last sequence number given
+	keyCount   = []byte("count")   // decisions indexed
 	keyVersion = []byte("version")
 )
 
@@ -70,6 +71,7 @@ func openIndex(path string) (*index, error) {
 			}
 			meta.Delete(keyApplied)
 			meta.Delete(keySeq)
+			meta.Delete(keyCount)
 		}
 		for _, b := range [][]byte{bucketRecords, bucketByAgent, bucketBySeq} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -117,6 +119,7 @@ func (ix *index) reset() error {
 		}
 		meta := tx.Bucket(bucketMeta)
 		meta.Delete(keyApplied)
+		meta.Delete(keyCount)
 		return meta.Delete(keySeq)
 	})
 }
@@ -138,18 +141,27 @@ func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
 		byAgent := tx.Bucket(bucketByAgent)
 		bySeq := tx.Bucket(bucketBySeq)
 		meta := tx.Bucket(bucketMeta)
-		var seq uint64
+		var seq, count uint64
 		if v := meta.Get(keySeq); v != nil {
 			seq = binary.BigEndian.Uint64(v)
 		}
+		if v := meta.Get(keyCount); v != nil {
+			count = binary.BigEndian.Uint64(v)
+		}
 		for _, c := range commits {
 			for _, id := range c.deleted {
-				if err := ix.remove(records, byAgent, bySeq, id); err != nil {
+				removed, err := ix.remove(records, byAgent, bySeq, id)
+				if err != nil {
 					return err
+				}
+				if removed {
+					count--
 				}
 			}
 			for _, f := range c.added {
-				if old := records.Get([]byte(f.DecisionID)); old != nil {
+				if old := records.Get([]byte(f.DecisionID)); old == nil {
+					count++
+				} else {
 					var prev Record
 					if err := json.Unmarshal(old, &prev); err != nil {
 						return fmt.Errorf("decode indexed %s: %w", f.DecisionID, err)
@@ -178,23 +190,26 @@ func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
 				return err
 			}
 		}
+		if err := meta.Put(keyCount, seqKey(count)); err != nil {
+			return err
+		}
 		return meta.Put(keySeq, seqKey(seq))
 	})
 	return out, err
 }
 
-func (ix *index) remove(records, byAgent, bySeq *bolt.Bucket, id string) error {
+func (ix *index) remove(records, byAgent, bySeq *bolt.Bucket, id string) (bool, error) {
 	old := records.Get([]byte(id))
 	if old == nil {
-		return nil
+		return false, nil
 	}
 	var prev Record
 	if err := json.Unmarshal(old, &prev); err != nil {
-		return fmt.Errorf("decode indexed %s: %w", id, err)
+		return false, fmt.Errorf("decode indexed %s: %w", id, err)
 	}
 	byAgent.Delete(agentKey(prev.Agent, prev.Timestamp, prev.DecisionID))
 	bySeq.Delete(seqKey(prev.Seq))
-	return records.Delete([]byte(id))
+	return true, records.Delete([]byte(id))
 }
 
 func seqKey(seq uint64) []byte {
@@ -228,10 +243,14 @@ func (ix *index) get(id string) (Record, bool, error) {
 	return r, found, err
 }
 
+// count returns the number of indexed decisions, kept in the meta bucket
+// because counting keys walks every page.
 func (ix *index) count() (int, error) {
 	var n int
 	err := ix.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketRecords).Stats().KeyN
+		if v := tx.Bucket(bucketMeta).Get(keyCount); v != nil {
+			n = int(binary.BigEndian.Uint64(v))
+		}
 		return nil
 	})
 	return n, err

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -282,7 +282,12 @@ func (r *Repo) writeNode(n *editNode, objs *objectSet, isRoot bool) (Hash, bool,
 	for _, e := range n.entries {
 		entries = append(entries, e)
 	}
-	sort.Slice(entries, func(i, j int) bool { return gitLess(entries[i], entries[j]) })
+	slices.SortFunc(entries, func(a, b treeEntry) int {
+		if gitLess(a, b) {
+			return -1
+		}
+		return 1
+	})
 	t := &object.Tree{Entries: make([]object.TreeEntry, len(entries))}
 	for i, e := range entries {
 		t.Entries[i] = object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash}

@@ -149,11 +149,18 @@ func compressAll(objs *objectSet) ([]compressedObject, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+			fast, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+			// Trees are mostly SHA-1s, which do not compress: storing them
+			// saves the Huffman work that dominates small objects.
+			stored, _ := zlib.NewWriterLevel(io.Discard, zlib.NoCompression)
 			var buf bytes.Buffer
 			for i := w; i < len(objs.hashes); i += workers {
 				o, err := objs.st.EncodedObject(plumbing.AnyObject, objs.hashes[i])
 				if err == nil {
+					zw := fast
+					if o.Type() == plumbing.TreeObject {
+						zw = stored
+					}
 					err = compressObject(zw, &buf, o)
 				}
 				if err != nil {
