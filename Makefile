@@ -11,7 +11,7 @@ GO       ?= go
 CONFIG   ?=
 BENCHTIME ?= 1x
 
-.PHONY: all run build test test-short fuzz bench generate checkgenerate lint tools clean
+.PHONY: all run build test test-short deps fuzz bench generate checkgenerate lint tools clean
 
 all: lint test
 
@@ -23,10 +23,15 @@ run:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: the full suite, real Redis/Chroma/git included (see .ci/run)
-test: $(BIN)/grpcurl
-	$(GO) test -race -count=1 -timeout 20m ./...
+## test: the full suite against real Redis, Chroma and git; installs what
+## it needs first (.ci/install-deps: apt-get redis-server, npm Chroma)
+test: deps $(BIN)/grpcurl
+	$(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
+
+## deps: system packages and the pinned Chroma server the tests use
+deps:
+	@.ci/install-deps
 
 ## test-short: unit tests only, no external servers
 test-short:
