@@ -29,12 +29,17 @@ type Config struct {
 	DataDir string `yaml:"data_dir"`
 	// Node names this replica: its Redis consumer and its local index
 	// directory. Default: the host name.
-	Node     string   `yaml:"node"`
-	Log      Log      `yaml:"log"`
-	Auth     Auth     `yaml:"auth"`
-	Redis    Redis    `yaml:"redis"`
-	Ingest   Ingest   `yaml:"ingest"`
-	Feedback Feedback `yaml:"feedback"`
+	Node      string    `yaml:"node"`
+	Log       Log       `yaml:"log"`
+	Auth      Auth      `yaml:"auth"`
+	Redis     Redis     `yaml:"redis"`
+	Ingest    Ingest    `yaml:"ingest"`
+	Feedback  Feedback  `yaml:"feedback"`
+	Evaluator Evaluator `yaml:"evaluator"`
+	Rules     Rules     `yaml:"rules"`
+	Features  Features  `yaml:"features"`
+	Prompts   Prompts   `yaml:"prompts"`
+	Slack     Slack     `yaml:"slack"`
 }
 
 // Log configures structured logging.
@@ -162,6 +167,10 @@ func Default() Config {
 			Fsync:          &yes,
 			FollowInterval: time.Second,
 		},
+		Evaluator: defaultEvaluator(),
+		Rules:     defaultRules(),
+		Prompts:   defaultPrompts(),
+		Slack:     defaultSlack(),
 	}
 }
 
@@ -275,6 +284,12 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	set(&c.Node, "PRECEPT_NODE")
 	set(&c.Redis.Addr, "PRECEPT_REDIS_ADDR")
 	set(&c.Redis.Password, "PRECEPT_REDIS_PASSWORD")
+	set(&c.Evaluator.Index.Chroma.Token, "PRECEPT_CHROMA_TOKEN")
+	set(&c.Evaluator.Embedder.APIKey, "PRECEPT_EMBEDDER_API_KEY")
+	set(&c.Evaluator.LLM.APIKey, "PRECEPT_LLM_API_KEY")
+	set(&c.Rules.Git.Password, "PRECEPT_GIT_PASSWORD")
+	set(&c.Slack.BotToken, "PRECEPT_SLACK_BOT_TOKEN")
+	set(&c.Slack.SigningSecret, "PRECEPT_SLACK_SIGNING_SECRET")
 	for i := range c.Auth.Tokens {
 		if t := &c.Auth.Tokens[i]; t.TokenEnv != "" {
 			t.Token = getenv(t.TokenEnv)
@@ -425,7 +440,17 @@ func (c *Config) Validate() error {
 		yes := true
 		c.Feedback.Fsync = &yes
 	}
-	return nil
+	if err := c.Evaluator.validate(); err != nil {
+		return err
+	}
+	if err := c.Rules.validate(); err != nil {
+		return err
+	}
+	c.Features.validate()
+	if err := c.Prompts.validate(); err != nil {
+		return err
+	}
+	return c.Slack.validate()
 }
 
 // Digest returns the SHA-256 of the token in hex: how tokens are compared

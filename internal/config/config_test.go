@@ -75,6 +75,17 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"auth: {tokens: [{name: a, role: reader, token: 0123456789abcdef}, {name: b, role: admin, token: 0123456789abcdef}]}", "auth.tokens[1]"},
 		{"node: a/b", "node"},
 		{"ingest: {max_tags: 0}", "ingest.max_tags"},
+		{"evaluator: {similarity_threshold: 1.5}", "evaluator.similarity_threshold"},
+		{"evaluator: {index: {backend: milvus}}", "evaluator.index.backend"},
+		{"evaluator: {index: {backend: chroma, chroma: {url: 'localhost:8000'}}}", "evaluator.index.chroma.url"},
+		{"evaluator: {llm: {provider: openai}}", "evaluator.llm.model"},
+		{"evaluator: {embedder: {provider: word2vec}}", "evaluator.embedder.provider"},
+		{"evaluator: {thresholds: {high_min_size: 1}}", "evaluator.thresholds"},
+		{"rules: {required_approvals: 0}", "rules.required_approvals"},
+		{"rules: {duplicate_threshold: 0.5}", "rules.duplicate_threshold"},
+		{"rules: {quality: {min_signal_density: 2}}", "rules.quality.min_signal_density"},
+		{"prompts: {max_rules: 0}", "prompts.max_rules"},
+		{"slack: {bot_token: xoxb-1, channel: C1}", "slack.signing_secret"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.yaml)

@@ -1,0 +1,154 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Evaluator configures similarity, clustering and classification
+// (DESIGN.md §3-4). Every threshold is configurable.
+type Evaluator struct {
+	// Enabled runs the evaluator on every ingested decision.
+	Enabled *bool `yaml:"enabled"`
+	// SimilarityThreshold is the cosine similarity from which feedback is
+	// "similar" (FindSimilar's default and the clustering threshold).
+	SimilarityThreshold float64 `yaml:"similarity_threshold"`
+	// MaxSimilar bounds how many similar ids an evaluation lists.
+	MaxSimilar int      `yaml:"max_similar"`
+	Index      Index    `yaml:"index"`
+	Embedder   Provider `yaml:"embedder"`
+	LLM        Provider `yaml:"llm"`
+	// RubricFile is a YAML clarity rubric, re-read when it changes; empty
+	// uses the built-in rubric.
+	RubricFile string     `yaml:"rubric_file"`
+	Thresholds Thresholds `yaml:"thresholds"`
+	// ArtifactsRoot is where correction_diff_path files are read from;
+	// empty ignores such paths.
+	ArtifactsRoot string `yaml:"artifacts_root"`
+}
+
+// Thresholds decide when a cluster is generalizable (DESIGN.md §4): they
+// count distinct reviewers and epics, never raw totals alone.
+type Thresholds struct {
+	LowMinSize       int `yaml:"low_min_size"`
+	LowMinReviewers  int `yaml:"low_min_reviewers"`
+	HighMinSize      int `yaml:"high_min_size"`
+	HighMinReviewers int `yaml:"high_min_reviewers"`
+	HighMinEpics     int `yaml:"high_min_epics"`
+}
+
+// Index selects the vector index backend.
+type Index struct {
+	// Backend is embedded (chromem-go under the data dir) or chroma.
+	Backend string `yaml:"backend"`
+	Chroma  Chroma `yaml:"chroma"`
+}
+
+// Chroma locates a Chroma server.
+type Chroma struct {
+	URL              string `yaml:"url"`
+	Tenant           string `yaml:"tenant"`
+	Database         string `yaml:"database"`
+	CollectionPrefix string `yaml:"collection_prefix"`
+	// Token; env PRECEPT_CHROMA_TOKEN overrides it.
+	Token   string        `yaml:"token"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Provider configures a langchaingo model: an embedder or an LLM.
+type Provider struct {
+	// Provider is local (embedder only), none (LLM only), openai (any
+	// OpenAI-compatible endpoint: vLLM, llama.cpp, Ollama's /v1, hosted)
+	// or ollama.
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model"`
+	BaseURL  string `yaml:"base_url"`
+	// APIKey; env PRECEPT_EMBEDDER_API_KEY / PRECEPT_LLM_API_KEY override.
+	APIKey      string        `yaml:"api_key"`
+	Timeout     time.Duration `yaml:"timeout"`
+	Temperature float64       `yaml:"temperature"`
+	// Dimension of the local embedder; 0 means its default.
+	Dimension int `yaml:"dimension"`
+}
+
+func defaultEvaluator() Evaluator {
+	yes := true
+	return Evaluator{
+		Enabled:             &yes,
+		SimilarityThreshold: 0.8,
+		MaxSimilar:          10,
+		Index:               Index{Backend: "embedded", Chroma: Chroma{Tenant: "default_tenant", Database: "default_database", CollectionPrefix: "precept-feedback", Timeout: 10 * time.Second}},
+		Embedder:            Provider{Provider: "local", Timeout: 30 * time.Second},
+		LLM:                 Provider{Provider: "none", Timeout: 20 * time.Second},
+		Thresholds:          Thresholds{LowMinSize: 2, LowMinReviewers: 2, HighMinSize: 3, HighMinReviewers: 2, HighMinEpics: 2},
+	}
+}
+
+func (e *Evaluator) validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: evaluator.%s: %s", key, fmt.Sprintf(format, args...))
+	}
+	if e.Enabled == nil {
+		yes := true
+		e.Enabled = &yes
+	}
+	if e.SimilarityThreshold <= 0 || e.SimilarityThreshold > 1 {
+		return bad("similarity_threshold", "%v is outside (0, 1]", e.SimilarityThreshold)
+	}
+	if e.MaxSimilar < 1 || e.MaxSimilar > 100 {
+		return bad("max_similar", "%d is outside 1..100", e.MaxSimilar)
+	}
+	switch e.Index.Backend {
+	case "embedded":
+	case "chroma":
+		if u, err := url.Parse(e.Index.Chroma.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("index.chroma.url", "%q is not an http(s) URL", e.Index.Chroma.URL)
+		}
+	default:
+		return bad("index.backend", "%q is not embedded or chroma", e.Index.Backend)
+	}
+	switch e.Embedder.Provider {
+	case "local":
+		if d := e.Embedder.Dimension; d != 0 && (d < 64 || d > 4096) {
+			return bad("embedder.dimension", "%d is outside 64..4096", d)
+		}
+	case "openai", "ollama":
+		if e.Embedder.Model == "" {
+			return bad("embedder.model", "required for provider %s", e.Embedder.Provider)
+		}
+	default:
+		return bad("embedder.provider", "%q is not local, openai or ollama", e.Embedder.Provider)
+	}
+	switch e.LLM.Provider {
+	case "none", "":
+		e.LLM.Provider = "none"
+	case "openai", "ollama":
+		if e.LLM.Model == "" {
+			return bad("llm.model", "required for provider %s", e.LLM.Provider)
+		}
+	default:
+		return bad("llm.provider", "%q is not none, openai or ollama", e.LLM.Provider)
+	}
+	for key, p := range map[string]Provider{"embedder": e.Embedder, "llm": e.LLM} {
+		if p.BaseURL != "" {
+			if u, err := url.Parse(p.BaseURL); err != nil || u.Host == "" {
+				return bad(key+".base_url", "%q is not a URL", p.BaseURL)
+			}
+		}
+		if p.Timeout <= 0 {
+			return bad(key+".timeout", "must be a positive duration")
+		}
+	}
+	t := e.Thresholds
+	for key, v := range map[string]int{"low_min_size": t.LowMinSize, "low_min_reviewers": t.LowMinReviewers,
+		"high_min_size": t.HighMinSize, "high_min_reviewers": t.HighMinReviewers, "high_min_epics": t.HighMinEpics} {
+		if v < 1 || v > 1000 {
+			return bad("thresholds."+key, "%d is outside 1..1000", v)
+		}
+	}
+	if t.HighMinSize < t.LowMinSize || t.HighMinReviewers < t.LowMinReviewers {
+		return bad("thresholds", "high thresholds must not be below low ones")
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Rules configures proposals, their guards and meta-approval
+// (DESIGN.md §5).
+type Rules struct {
+	// RequiredApprovals is how many distinct approvers a proposal needs.
+	RequiredApprovals int `yaml:"required_approvals"`
+	// Approvers are the identities (API token names, mapped Slack users,
+	// git committer emails) allowed to approve or reject. Empty: every
+	// caller with the approver role.
+	Approvers []string `yaml:"approvers"`
+	// ProtectedTags are never auto-proposed and need one extra approval.
+	ProtectedTags []string `yaml:"protected_tags"`
+	// MaxProposalsPerAgent within ProposalWindow (seed 001 rate cap).
+	MaxProposalsPerAgent int           `yaml:"max_proposals_per_agent"`
+	ProposalWindow       time.Duration `yaml:"proposal_window"`
+	// MaxActiveRulesPerAgent; beyond it a consolidation is proposed.
+	MaxActiveRulesPerAgent int `yaml:"max_active_rules_per_agent"`
+	// Reconsolidation thresholds (seed 001 TM-06) on rule-text similarity.
+	DuplicateThreshold float64 `yaml:"duplicate_threshold"`
+	ConflictThreshold  float64 `yaml:"conflict_threshold"`
+	// RejectedSimilarity: a draft this similar to a rejected proposal is
+	// not re-proposed unless its support doubled.
+	RejectedSimilarity float64 `yaml:"rejected_similarity"`
+	// ShadowPeriod keeps approved rules in the shadow prompt this long; 0
+	// activates them at once.
+	ShadowPeriod time.Duration `yaml:"shadow_period"`
+	// ProposeInterval is how often the batched proposer drafts.
+	ProposeInterval time.Duration `yaml:"propose_interval"`
+	Quality         Quality       `yaml:"quality"`
+	Git             RulesGit      `yaml:"git"`
+}
+
+// Quality is the pre-commit quality gate (seed 001 TM-04).
+type Quality struct {
+	MinLength        int     `yaml:"min_length"`
+	MaxLength        int     `yaml:"max_length"`
+	MinSignalDensity float64 `yaml:"min_signal_density"`
+	// Denylist adds phrases to the built-in denylist.
+	Denylist []string `yaml:"denylist"`
+}
+
+// RulesGit configures the rules repository's remote.
+type RulesGit struct {
+	// RemoteURL, when set, is pushed to and fetched from.
+	RemoteURL string `yaml:"remote_url"`
+	// Username and Password (or token) for HTTPS; env
+	// PRECEPT_GIT_PASSWORD overrides Password.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	SSHKey   string `yaml:"ssh_key"`
+	// WebURL is the repository's web page, for PR / compare links
+	// (e.g. https://github.com/org/rules).
+	WebURL        string        `yaml:"web_url"`
+	FetchInterval time.Duration `yaml:"fetch_interval"`
+}
+
+// Features switch parts of the pipeline off (seed 000 R29); off means the
+// earlier behaviour, nothing is lost.
+type Features struct {
+	// Proposing drafts rule proposals from generalizable clusters.
+	Proposing *bool `yaml:"proposing"`
+	// Posting posts proposals to Slack.
+	Posting *bool `yaml:"posting"`
+	// AutoMerge merges a proposal into main once it has its approvals.
+	AutoMerge *bool `yaml:"auto_merge"`
+	// Clarification asks reviewers of ambiguous feedback in Slack threads.
+	Clarification *bool `yaml:"clarification"`
+}
+
+func defaultRules() Rules {
+	return Rules{
+		RequiredApprovals:      2,
+		ProtectedTags:          []string{"security", "correctness", "compliance"},
+		MaxProposalsPerAgent:   3,
+		ProposalWindow:         8 * time.Hour,
+		MaxActiveRulesPerAgent: 20,
+		DuplicateThreshold:     0.92,
+		ConflictThreshold:      0.75,
+		RejectedSimilarity:     0.88,
+		ProposeInterval:        30 * time.Second,
+		Quality:                Quality{MinLength: 20, MaxLength: 800, MinSignalDensity: 0.4},
+		Git:                    RulesGit{FetchInterval: 30 * time.Second},
+	}
+}
+
+func (r *Rules) validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: rules.%s: %s", key, fmt.Sprintf(format, args...))
+	}
+	if r.RequiredApprovals < 1 || r.RequiredApprovals > 10 {
+		return bad("required_approvals", "%d is outside 1..10", r.RequiredApprovals)
+	}
+	if r.MaxProposalsPerAgent < 1 {
+		return bad("max_proposals_per_agent", "must be at least 1")
+	}
+	if r.ProposalWindow <= 0 {
+		return bad("proposal_window", "must be a positive duration")
+	}
+	if r.MaxActiveRulesPerAgent < 1 || r.MaxActiveRulesPerAgent > 200 {
+		return bad("max_active_rules_per_agent", "%d is outside 1..200", r.MaxActiveRulesPerAgent)
+	}
+	if !(0 < r.ConflictThreshold && r.ConflictThreshold < r.DuplicateThreshold && r.DuplicateThreshold <= 1) {
+		return bad("duplicate_threshold", "need 0 < conflict_threshold (%v) < duplicate_threshold (%v) <= 1", r.ConflictThreshold, r.DuplicateThreshold)
+	}
+	if r.RejectedSimilarity <= 0 || r.RejectedSimilarity > 1 {
+		return bad("rejected_similarity", "%v is outside (0, 1]", r.RejectedSimilarity)
+	}
+	if r.ShadowPeriod < 0 {
+		return bad("shadow_period", "must not be negative")
+	}
+	if r.ProposeInterval <= 0 {
+		return bad("propose_interval", "must be a positive duration")
+	}
+	q := r.Quality
+	if q.MinLength < 1 || q.MaxLength < q.MinLength {
+		return bad("quality", "need 1 <= min_length <= max_length")
+	}
+	if q.MinSignalDensity < 0 || q.MinSignalDensity > 1 {
+		return bad("quality.min_signal_density", "%v is outside [0, 1]", q.MinSignalDensity)
+	}
+	if r.Git.RemoteURL != "" && r.Git.FetchInterval <= 0 {
+		return bad("git.fetch_interval", "must be a positive duration")
+	}
+	return nil
+}
+
+func (f *Features) validate() {
+	for _, p := range []**bool{&f.Proposing, &f.Posting, &f.AutoMerge} {
+		if *p == nil {
+			yes := true
+			*p = &yes
+		}
+	}
+	if f.Clarification == nil {
+		no := false
+		f.Clarification = &no
+	}
+}

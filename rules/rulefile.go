@@ -1,0 +1,195 @@
+package rules
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Type says how a rule guides an agent (seed 004 RuleProposal.rule_type).
+type Type string
+
+// The rule types.
+const (
+	NegativeExample Type = "NEGATIVE_EXAMPLE"
+	PositiveExample Type = "POSITIVE_EXAMPLE"
+	Guideline       Type = "GUIDELINE"
+	Constraint      Type = "CONSTRAINT"
+)
+
+// Valid reports whether t is a known rule type.
+func (t Type) Valid() bool {
+	switch t {
+	case NegativeExample, PositiveExample, Guideline, Constraint:
+		return true
+	}
+	return false
+}
+
+// Status is where an approved rule is in its lifecycle (DESIGN.md §5).
+type Status string
+
+// The rule statuses. Only Active rules enter an agent's prompt; Shadow
+// rules enter its shadow prompt.
+const (
+	Shadow     Status = "SHADOW"
+	Active     Status = "ACTIVE"
+	RolledBack Status = "ROLLED_BACK"
+	Sunset     Status = "SUNSET"
+)
+
+// Importance orders rules within a prompt (seed 001 auto-promotion).
+type Importance string
+
+// The importance levels, lowest first.
+const (
+	Normal    Importance = "NORMAL"
+	Important Importance = "IMPORTANT"
+	Critical  Importance = "CRITICAL"
+)
+
+// Rank orders importance levels: higher is more important.
+func (i Importance) Rank() int {
+	switch i {
+	case Critical:
+		return 3
+	case Important:
+		return 2
+	case Normal, "":
+		return 1
+	}
+	return 0
+}
+
+// DefaultInsertionPoint is where a rule goes when its proposal names none:
+// the learned-rules section of the prompt.
+const DefaultInsertionPoint = "learned_rules"
+
+// Approval is one person's approval of a proposal.
+type Approval struct {
+	Approver string    `yaml:"approver"`
+	Note     string    `yaml:"note,omitempty"`
+	At       time.Time `yaml:"at"`
+	// Via is api, slack or git.
+	Via string `yaml:"via"`
+}
+
+// Rule is an approved rule as stored in the rules repository at
+// rules/active/<agent>/<rule_id>.md: YAML front matter, then the rule text
+// as the Markdown body. A rule for several agents has one identical file
+// in each agent's directory.
+type Rule struct {
+	ID                  string         `yaml:"rule_id"`
+	ProposalID          string         `yaml:"proposal_id"`
+	Agents              []string       `yaml:"agents"`
+	Type                Type           `yaml:"rule_type"`
+	InsertionPoint      string         `yaml:"insertion_point"`
+	Status              Status         `yaml:"status"`
+	Importance          Importance     `yaml:"importance"`
+	Confidence          float64        `yaml:"confidence"`
+	Frequency           int            `yaml:"frequency"`
+	FeedbackIDs         []string       `yaml:"feedback_ids,omitempty"`
+	ClusterID           string         `yaml:"cluster_id,omitempty"`
+	Approvals           []Approval     `yaml:"approvals,omitempty"`
+	Tags                []string       `yaml:"tags,omitempty"`
+	Protected           bool           `yaml:"protected,omitempty"`
+	ActivatedAt         time.Time      `yaml:"activated_at"`
+	ShadowUntil         *time.Time     `yaml:"shadow_until,omitempty"`
+	PositiveValidations int            `yaml:"positive_validations,omitempty"`
+	NegativeValidations int            `yaml:"negative_validations,omitempty"`
+	EvidenceSummary     string         `yaml:"evidence_summary,omitempty"`
+	RollbackReason      string         `yaml:"rollback_reason,omitempty"`
+	Extra               map[string]any `yaml:",inline"`
+	// Content is the rule text: the Markdown body of the file.
+	Content string `yaml:"-"`
+}
+
+// ActiveDir is the directory of active (and shadow) rules.
+const ActiveDir = "rules/active"
+
+// ActiveRulePath returns where a rule lives for one agent.
+func ActiveRulePath(agent, ruleID string) string {
+	return ActiveDir + "/" + agent + "/" + ruleID + ".md"
+}
+
+// ParseRule reads a rule file.
+func ParseRule(data []byte) (Rule, error) {
+	var r Rule
+	body, err := parseFrontMatter(data, &r)
+	if err != nil {
+		return Rule{}, fmt.Errorf("parse rule: %w", err)
+	}
+	r.Content = body
+	if r.ID == "" {
+		return Rule{}, errors.New("parse rule: rule_id is missing")
+	}
+	if strings.TrimSpace(r.Content) == "" {
+		return Rule{}, fmt.Errorf("parse rule %s: the rule text is empty", r.ID)
+	}
+	if r.InsertionPoint == "" {
+		r.InsertionPoint = DefaultInsertionPoint
+	}
+	if r.Importance == "" {
+		r.Importance = Normal
+	}
+	if r.Status == "" {
+		r.Status = Active
+	}
+	return r, nil
+}
+
+// Marshal renders a rule file.
+func (r Rule) Marshal() ([]byte, error) {
+	return renderFrontMatter(r, r.Content)
+}
+
+const fence = "---\n"
+
+// parseFrontMatter decodes the YAML between the leading "---" fences into
+// v and returns the body after them, trimmed of surrounding blank lines.
+func parseFrontMatter(data []byte, v any) (string, error) {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	if !strings.HasPrefix(s, fence) {
+		return "", errors.New("no front matter: the file must start with ---")
+	}
+	rest := s[len(fence):]
+	end := strings.Index(rest, "\n"+fence)
+	var head, body string
+	switch {
+	case strings.HasPrefix(rest, fence):
+		head, body = "", rest[len(fence):]
+	case end >= 0:
+		head, body = rest[:end+1], rest[end+1+len(fence):]
+	case strings.HasSuffix(rest, "\n---"):
+		head, body = rest[:len(rest)-3], ""
+	default:
+		return "", errors.New("front matter is not closed with ---")
+	}
+	dec := yaml.NewDecoder(strings.NewReader(head))
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("front matter: %w", err)
+	}
+	return strings.Trim(body, "\n"), nil
+}
+
+// renderFrontMatter writes v as YAML front matter followed by body.
+func renderFrontMatter(v any, body string) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(fence)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("render front matter: %w", err)
+	}
+	enc.Close()
+	buf.WriteString(fence)
+	buf.WriteString("\n")
+	buf.WriteString(strings.Trim(body, "\n"))
+	buf.WriteString("\n")
+	return buf.Bytes(), nil
+}
