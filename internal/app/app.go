@@ -51,6 +51,9 @@ type App struct {
 	FeedbackRepo *gitrepo.Repo
 	Feedback     *feedbackstore.Store
 	Consumer     *stream.Consumer
+	// RulesRepo is the rules repository (DESIGN.md §5), shared by the rule
+	// manager and prompt assembly.
+	RulesRepo *gitrepo.Repo
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -104,6 +107,12 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 	a.closers = append(a.closers, a.Feedback.Close)
 	n, _ := a.Feedback.Count()
 	log.Info("feedback store ready", "decisions", n, "took", time.Since(start).Round(time.Millisecond), "repository", a.FeedbackRepo.Path())
+
+	a.RulesRepo, err = gitrepo.Open(filepath.Join(dataDir, "rules.git"), gitrepo.Options{})
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.RulesRepo.Close)
 
 	r := cfg.Redis
 	a.Consumer, err = stream.New(a.Redis, a.Feedback, stream.Options{
