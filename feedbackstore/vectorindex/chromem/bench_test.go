@@ -1,0 +1,143 @@
+package chromem
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/precept-dev/precept/feedbackstore/vectorindex"
+	"github.com/precept-dev/precept/feedbackstore/vectorindex/indextest"
+)
+
+// benchSpec matches precept's local embedder's size.
+var benchSpec = vectorindex.Spec{Embedder: "bench", Dimension: 384}
+
+// benchAgents spreads vectors over agents so a Where on one agent keeps a
+// tenth of them.
+const benchAgents = 10
+
+// buildIndex fills a new index in dir with n random vectors, upserted in
+// batches of 1,000 as a re-index would.
+func buildIndex(b *testing.B, dir string, n int) *Index {
+	b.Helper()
+	idx, _, err := Open(dir, benchSpec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
+	for start := 0; start < n; start += 1000 {
+		vs := indextest.RandomVectors(rng, min(1000, n-start), benchSpec.Dimension, fmt.Sprint("b", start))
+		for i := range vs {
+			vs[i].Metadata = map[string]string{"agent": fmt.Sprint("agent-", (start+i)%benchAgents)}
+			vs[i].Document = "a reviewer comment of typical length, about a hundred characters, saying what was wrong"
+		}
+		if err := idx.Upsert(context.Background(), vs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return idx
+}
+
+// BenchmarkQuery measures one classification's similarity lookup: the top
+// 10 at cosine ≥ 0.8 (random vectors rarely reach it, so every vector is
+// scored and few are returned).
+func BenchmarkQuery(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		idx := buildIndex(b, b.TempDir(), n)
+		rng := rand.New(rand.NewPCG(7, 7))
+		queries := make([][]float32, 256)
+		for i := range queries {
+			queries[i] = indextest.RandomUnit(rng, benchSpec.Dimension)
+		}
+		for _, filtered := range []bool{false, true} {
+			name := fmt.Sprintf("n=%d", n)
+			var where map[string]string
+			if filtered {
+				name += "/where-agent"
+				where = map[string]string{"agent": "agent-3"}
+			}
+			b.Run(name, func(b *testing.B) {
+				lat := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for i := range b.N {
+					start := time.Now()
+					_, err := idx.Query(context.Background(), vectorindex.Query{Embedding: queries[i%len(queries)], Limit: 10, MinSimilarity: 0.8, Where: where})
+					lat = append(lat, time.Since(start))
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportPercentiles(b, lat)
+			})
+		}
+		if err := idx.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpsert measures write throughput: one vector per call, as the
+// consumer indexes each decision (one journal fsync each), and 1,000 per
+// call, as a re-index does.
+func BenchmarkUpsert(b *testing.B) {
+	for _, batch := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			idx, _, err := Open(b.TempDir(), benchSpec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer idx.Close()
+			rng := rand.New(rand.NewPCG(3, 3))
+			pool := indextest.RandomVectors(rng, 4096, benchSpec.Dimension, "u")
+			b.ResetTimer()
+			for i := range b.N {
+				vs := make([]vectorindex.Vector, batch)
+				for j := range vs {
+					vs[j] = pool[(i*batch+j)%len(pool)]
+					vs[j].ID = fmt.Sprint("u-", i*batch+j)
+				}
+				if err := idx.Upsert(context.Background(), vs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "vectors/s")
+		})
+	}
+}
+
+// BenchmarkReopen measures start-up: opening a 100k-vector index from disk
+// and replaying its journal.
+func BenchmarkReopen(b *testing.B) {
+	const n = 100_000
+	dir := b.TempDir()
+	if err := buildIndex(b, dir, n).Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+		for range b.N {
+			idx, reset, err := Open(dir, benchSpec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if reset {
+				b.Fatal("reopen reset the index")
+			}
+			if err := idx.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/open")
+	})
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	at := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}
