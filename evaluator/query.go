@@ -1,0 +1,377 @@
+package evaluator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/evaluator/embed"
+	"github.com/precept-dev/precept/feedbackstore/vectorindex"
+)
+
+// Evaluate classifies a decision against the stored feedback without
+// storing anything: a dry run. The decision is treated as if it arrived
+// now.
+func (s *Service) Evaluate(ctx context.Context, d precept.Decision) (Evaluation, error) {
+	rubric := s.opts.Rubric.Rubric()
+	now := s.opts.Now().UTC()
+	neg, _ := polarity(d, rubric)
+	var ev Evaluation
+	switch {
+	case !neg:
+		ev = positiveEvaluation(d)
+	case !hasSignal(d):
+		ev = ambiguousEvaluation(d, nil)
+	default:
+		r := rubric.Score(d)
+		if !r.Passed {
+			ev = ambiguousEvaluation(d, &r)
+			break
+		}
+		f := precept.NewFeedback(d, "dry-run", now)
+		c := &candidate{item: Item{Feedback: f}, rubric: r}
+		if err := s.embedAndQuery(ctx, []*candidate{c}); err != nil {
+			return Evaluation{}, err
+		}
+		cl := &Cluster{ID: clusterID(d.DecisionID)}
+		sim := 1.0
+		for _, h := range c.hits {
+			if h.ID == d.DecisionID || h.Similarity < s.opts.SimilarityThreshold {
+				continue
+			}
+			stored, ok, err := getJSON[Cluster](s.state, bClusters, h.Metadata["cluster_id"])
+			if err != nil {
+				return Evaluation{}, err
+			}
+			if ok {
+				cl, sim = &stored, h.Similarity
+			}
+			break
+		}
+		if !cl.has(d.DecisionID) {
+			cl.Members = append(cl.Members, memberOf(f, sim))
+		}
+		ev = s.opts.Thresholds.clusterEvaluation(d, &r, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
+		ev.SimilarIDs = s.similarIDs(c, nil)
+		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
+		s.refine(ctx, d, cl, &ev)
+		if ev.Action != nil {
+			ev.Action.ProposalID = s.proposalFor(ctx, cl.ID)
+		}
+		return ev, nil
+	}
+	ev.Evaluator, ev.EvaluatedAt = "deterministic", now
+	return ev, nil
+}
+
+// Evaluation returns a decision's evaluation. When there is none yet,
+// pending says why (the last error), or is empty while it waits its turn.
+func (s *Service) Evaluation(ctx context.Context, id string) (ev Evaluation, pending string, err error) {
+	ev, ok, err := getJSON[Evaluation](s.state, bEvals, id)
+	if err != nil {
+		return Evaluation{}, "", fmt.Errorf("get evaluation: %w", err)
+	}
+	if !ok {
+		msg, err := s.state.evaluationError(id)
+		if err != nil {
+			return Evaluation{}, "", err
+		}
+		return Evaluation{}, msg, precept.Errorf(precept.NotFound, "decision %q has no evaluation yet", id)
+	}
+	if ev.Action != nil && ev.ClusterID != "" {
+		ev.Action.ProposalID = s.proposalFor(ctx, ev.ClusterID)
+	}
+	return ev, "", nil
+}
+
+// ClusterView is a cluster with what callers need to judge it.
+type ClusterView struct {
+	Cluster
+	Stats           Stats
+	Tags            []string
+	Representatives []Representative
+	ProposalID      string
+}
+
+// Cluster returns one cluster with its representatives.
+func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
+	c, ok, err := getJSON[Cluster](s.state, bClusters, id)
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("get cluster: %w", err)
+	}
+	if !ok {
+		return ClusterView{}, precept.Errorf(precept.NotFound, "cluster %q not found", id)
+	}
+	return s.view(ctx, c, 5)
+}
+
+// Clusters lists clusters with at least minSize members that include
+// agent (any agent when empty), largest first.
+func (s *Service) Clusters(ctx context.Context, agent string, minSize int) ([]ClusterView, error) {
+	var out []ClusterView
+	err := eachJSON(s.state, bClusters, func(c Cluster) error {
+		if len(c.Members) < minSize {
+			return nil
+		}
+		st := c.Stats()
+		if agent != "" && !contains(st.Agents, agent) {
+			return nil
+		}
+		v, err := s.view(ctx, c, 3)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if a, b := len(out[i].Members), len(out[j].Members); a != b {
+			return a > b
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Generalizable lists the clusters whose statistics support a rule.
+func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
+	var out []ClusterView
+	err := eachJSON(s.state, bClusters, func(c Cluster) error {
+		if !c.Class.Generalizable() {
+			return nil
+		}
+		v, err := s.view(ctx, c, 5)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
+
+// view adds statistics and the n most central comments to a cluster.
+// Centrality is a member's mean similarity to the others, computed from
+// fresh embeddings of the kept texts.
+func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, error) {
+	v := ClusterView{Cluster: c, Stats: c.Stats(), Tags: c.Tags(), ProposalID: s.proposalFor(ctx, c.ID)}
+	texts := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		texts[i] = m.Text
+	}
+	vecs, err := s.emb.Embed(ctx, texts)
+	if err != nil {
+		return ClusterView{}, fmt.Errorf("embed cluster %s: %w", c.ID, err)
+	}
+	reps := make([]Representative, len(c.Members))
+	for i, m := range c.Members {
+		var sum float64
+		for j := range c.Members {
+			if i != j {
+				sum += embed.Cosine(vecs[i], vecs[j])
+			}
+		}
+		cent := 1.0
+		if len(c.Members) > 1 {
+			cent = sum / float64(len(c.Members)-1)
+		}
+		reps[i] = Representative{DecisionID: m.DecisionID, ReviewerID: m.ReviewerID, Agent: m.Agent, Text: m.Text, Centrality: round2(cent)}
+	}
+	sort.SliceStable(reps, func(i, j int) bool { return reps[i].Centrality > reps[j].Centrality })
+	v.Representatives = reps[:min(n, len(reps))]
+	return v, nil
+}
+
+// SimilarQuery asks for feedback similar to a stored decision or a text.
+type SimilarQuery struct {
+	DecisionID string
+	Text       string
+	Agent      string
+	// Threshold defaults to the clustering threshold.
+	Threshold float64
+	Limit     int
+}
+
+// SimilarHit is one similar decision.
+type SimilarHit struct {
+	DecisionID string
+	Similarity float64
+	Agent      string
+	ReviewerID string
+	EpicID     string
+	Text       string
+	ClusterID  string
+}
+
+// FindSimilar searches the clustered feedback (clear negative decisions)
+// for feedback similar to a decision or a text (seed 004 find_similar).
+func (s *Service) FindSimilar(ctx context.Context, q SimilarQuery) ([]SimilarHit, error) {
+	text := q.Text
+	if q.DecisionID != "" {
+		f, err := s.feed.Get(ctx, q.DecisionID)
+		if err != nil {
+			return nil, err
+		}
+		text = f.EmbeddingText
+		if strings.TrimSpace(text) == "" {
+			return nil, precept.Errorf(precept.FailedPrecondition, "decision %q has no comment or correction to compare", q.DecisionID)
+		}
+	}
+	if q.Threshold == 0 {
+		q.Threshold = s.opts.SimilarityThreshold
+	}
+	if q.Limit <= 0 {
+		q.Limit = 10
+	}
+	vecs, err := s.emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("embed query: %w", err)
+	}
+	count, err := s.index.Count(ctx)
+	if err != nil || count == 0 {
+		return nil, err
+	}
+	query := vectorindex.Query{Embedding: vecs[0], Limit: min(q.Limit+1, count), MinSimilarity: q.Threshold}
+	if q.Agent != "" {
+		query.Where = map[string]string{"agent": q.Agent}
+	}
+	hits, err := s.index.Query(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("search similar feedback: %w", err)
+	}
+	var out []SimilarHit
+	for _, h := range hits {
+		if h.ID == q.DecisionID || len(out) == q.Limit {
+			continue
+		}
+		out = append(out, SimilarHit{
+			DecisionID: h.ID, Similarity: h.Similarity, Agent: h.Metadata["agent"], ReviewerID: h.Metadata["reviewer_id"],
+			EpicID: h.Metadata["epic_id"], Text: h.Document, ClusterID: h.Metadata["cluster_id"],
+		})
+	}
+	return out, nil
+}
+
+// NeedsReview lists ambiguous decisions waiting for a human, for agent
+// (every agent when empty), oldest first.
+func (s *Service) NeedsReview(ctx context.Context, agent string) ([]NeedsReview, error) {
+	var out []NeedsReview
+	err := eachJSON(s.state, bReview, func(r NeedsReview) error {
+		if (agent == "" || r.Agent == agent) && r.Status != Resolved {
+			out = append(out, r)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.Before(out[j].UpdatedAt)
+		}
+		return out[i].DecisionID < out[j].DecisionID
+	})
+	return out, err
+}
+
+// Review returns one needs-review record.
+func (s *Service) Review(ctx context.Context, id string) (NeedsReview, error) {
+	r, ok, err := getJSON[NeedsReview](s.state, bReview, id)
+	if err != nil {
+		return NeedsReview{}, err
+	}
+	if !ok {
+		return NeedsReview{}, precept.Errorf(precept.NotFound, "decision %q is not waiting for review", id)
+	}
+	return r, nil
+}
+
+// UpdateReview stores a needs-review record changed by the clarification
+// loop (attempts, thread, status).
+func (s *Service) UpdateReview(ctx context.Context, r NeedsReview) error {
+	return s.state.apply(commit{reviews: []NeedsReview{r}})
+}
+
+// Clarify appends a reviewer's reply to an ambiguous decision and
+// evaluates it again with the reply as part of its comment. When the
+// clarified feedback passes the rubric it is clustered like any clear
+// negative and the record is resolved.
+func (s *Service) Clarify(ctx context.Context, id, reply string) (Evaluation, NeedsReview, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.Review(ctx, id)
+	if err != nil {
+		return Evaluation{}, NeedsReview{}, err
+	}
+	f, err := s.feed.Get(ctx, id)
+	if err != nil {
+		return Evaluation{}, NeedsReview{}, err
+	}
+	now := s.opts.Now().UTC()
+	r.Replies = append(r.Replies, strings.TrimSpace(reply))
+	r.UpdatedAt = now
+	d := f.Decision
+	d.ReviewerComment = strings.TrimSpace(strings.Join(append([]string{d.ReviewerComment}, r.Replies...), "\n"))
+	clarified := precept.NewFeedback(d, f.Source, f.ReceivedAt)
+
+	rubric := s.opts.Rubric.Rubric()
+	score := rubric.Score(d)
+	if !score.Passed {
+		ev := ambiguousEvaluation(d, &score)
+		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
+		old, _, _ := getJSON[Evaluation](s.state, bEvals, id)
+		ev.Revision = old.Revision + 1
+		r.Missing = score.Missing
+		if err := s.state.apply(commit{evaluations: []Evaluation{ev}, reviews: []NeedsReview{r}}); err != nil {
+			return Evaluation{}, NeedsReview{}, err
+		}
+		return ev, r, nil
+	}
+	old, _, err := getJSON[Evaluation](s.state, bEvals, id)
+	if err != nil {
+		return Evaluation{}, NeedsReview{}, err
+	}
+	b, err := s.evaluateBatch(ctx, []Item{{Feedback: clarified}})
+	if err != nil {
+		return Evaluation{}, NeedsReview{}, err
+	}
+	for i := range b.commit.evaluations {
+		if b.commit.evaluations[i].DecisionID == id {
+			b.commit.evaluations[i].Revision = old.Revision + 1
+		}
+	}
+	b.fresh[0].Revision = old.Revision + 1
+	if len(b.vectors) > 0 {
+		if err := s.index.Upsert(ctx, b.vectors); err != nil {
+			return Evaluation{}, NeedsReview{}, fmt.Errorf("index clarified feedback: %w", err)
+		}
+		_, indexed, err := s.state.position()
+		if err != nil {
+			return Evaluation{}, NeedsReview{}, err
+		}
+		b.commit.indexed = indexed + uint64(len(b.vectors))
+	}
+	r.Status, r.Missing = Resolved, nil
+	b.commit.reviews = []NeedsReview{r}
+	if err := s.state.apply(b.commit); err != nil {
+		return Evaluation{}, NeedsReview{}, err
+	}
+	s.flushEdgeCases(ctx)
+	if s.opts.OnChange != nil && len(b.change.GeneralizableClusters) > 0 {
+		s.opts.OnChange(Change{GeneralizableClusters: b.change.GeneralizableClusters})
+	}
+	ev := b.fresh[0]
+	return ev, r, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

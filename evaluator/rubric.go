@@ -1,0 +1,366 @@
+package evaluator
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/precept-dev/precept"
+)
+
+//go:embed rubric.yaml
+var defaultRubricYAML []byte
+
+// RubricAttribute is one attribute of the clarity rubric as scored.
+type RubricAttribute struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Present     bool    `json:"present"`
+	Confidence  float64 `json:"confidence,omitempty"`
+	// Evidence is what showed the attribute, for a human to check.
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// RubricResult is the clarity rubric applied to a negative decision.
+type RubricResult struct {
+	Attributes    []RubricAttribute `json:"attributes"`
+	Met           int               `json:"met"`
+	Required      int               `json:"required"`
+	Confidence    float64           `json:"confidence"`
+	MinConfidence float64           `json:"min_confidence"`
+	Passed        bool              `json:"passed"`
+	Missing       []string          `json:"missing,omitempty"`
+}
+
+// rubricSpec is the YAML form of the rubric.
+type rubricSpec struct {
+	MinMet          int     `yaml:"min_met"`
+	MinConfidence   float64 `yaml:"min_confidence"`
+	MinContentWords int     `yaml:"min_content_words"`
+	Confidence      struct {
+		Explicit float64 `yaml:"explicit"`
+		Fields   float64 `yaml:"fields"`
+		Inferred float64 `yaml:"inferred"`
+	} `yaml:"confidence"`
+	Attributes []struct {
+		Name        string   `yaml:"name"`
+		Description string   `yaml:"description"`
+		Cues        []string `yaml:"cues"`
+		Patterns    []string `yaml:"patterns"`
+		Inferred    []string `yaml:"inferred"`
+		ImpliedBy   []string `yaml:"implied_by"`
+		Fields      []string `yaml:"fields"`
+	} `yaml:"attributes"`
+	RequestCues     []string `yaml:"request_cues"`
+	RequestPatterns []string `yaml:"request_patterns"`
+	StopWords       []string `yaml:"stop_words"`
+	VagueWords      []string `yaml:"vague_words"`
+}
+
+// Rubric scores how clearly negative feedback says what was wrong, where,
+// why, and what was wanted (seed 000).
+type Rubric struct {
+	minMet, minContent         int
+	minConfidence              float64
+	explicit, fields, inferred float64
+	attrs                      []rubricAttr
+	stop, vague, request       map[string]bool
+	requestPatterns            []*regexp.Regexp
+}
+
+type rubricAttr struct {
+	name, description string
+	cues              map[string]bool
+	patterns          []*regexp.Regexp
+	inferred          []*regexp.Regexp
+	impliedBy         []string
+	fields            []string
+}
+
+var knownFields = map[string]func(precept.Decision) string{
+	"correction_diff":      func(d precept.Decision) string { return d.CorrectionDiff },
+	"correction_diff_path": func(d precept.Decision) string { return d.CorrectionDiffPath },
+	"scope_path":           func(d precept.Decision) string { return d.ScopePath },
+	"agent":                func(d precept.Decision) string { return d.Agent },
+	"approved_output":      func(d precept.Decision) string { return d.ApprovedOutput },
+}
+
+// ParseRubric reads a rubric from YAML, checking it completely.
+func ParseRubric(data []byte) (*Rubric, error) {
+	var spec rubricSpec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&spec); err != nil {
+		return nil, fmt.Errorf("parse rubric: %w", err)
+	}
+	if len(spec.Attributes) == 0 {
+		return nil, errors.New("parse rubric: no attributes")
+	}
+	if spec.MinMet < 1 || spec.MinMet > len(spec.Attributes) {
+		return nil, fmt.Errorf("parse rubric: min_met %d is outside 1..%d", spec.MinMet, len(spec.Attributes))
+	}
+	for name, v := range map[string]float64{"min_confidence": spec.MinConfidence, "confidence.explicit": spec.Confidence.Explicit,
+		"confidence.fields": spec.Confidence.Fields, "confidence.inferred": spec.Confidence.Inferred} {
+		if v < 0 || v > 1 {
+			return nil, fmt.Errorf("parse rubric: %s %v is outside [0, 1]", name, v)
+		}
+	}
+	r := &Rubric{
+		minMet: spec.MinMet, minContent: spec.MinContentWords, minConfidence: spec.MinConfidence,
+		explicit: spec.Confidence.Explicit, fields: spec.Confidence.Fields, inferred: spec.Confidence.Inferred,
+		stop: wordSet(spec.StopWords), vague: wordSet(spec.VagueWords), request: wordSet(spec.RequestCues),
+	}
+	for _, p := range spec.RequestPatterns {
+		re, err := regexp.Compile("(?i)" + p)
+		if err != nil {
+			return nil, fmt.Errorf("parse rubric: request pattern %q: %w", p, err)
+		}
+		r.requestPatterns = append(r.requestPatterns, re)
+	}
+	seen := map[string]bool{}
+	for i, a := range spec.Attributes {
+		if a.Name == "" || seen[a.Name] {
+			return nil, fmt.Errorf("parse rubric: attributes[%d]: missing or duplicate name %q", i, a.Name)
+		}
+		seen[a.Name] = true
+		ra := rubricAttr{name: a.Name, description: a.Description, cues: wordSet(a.Cues), fields: a.Fields, impliedBy: a.ImpliedBy}
+		for _, f := range a.Fields {
+			if knownFields[f] == nil {
+				return nil, fmt.Errorf("parse rubric: attribute %s: unknown field %q", a.Name, f)
+			}
+		}
+		for _, list := range []struct {
+			src []string
+			dst *[]*regexp.Regexp
+		}{{a.Patterns, &ra.patterns}, {a.Inferred, &ra.inferred}} {
+			for _, p := range list.src {
+				re, err := regexp.Compile("(?i)" + p)
+				if err != nil {
+					return nil, fmt.Errorf("parse rubric: attribute %s: pattern %q: %w", a.Name, p, err)
+				}
+				*list.dst = append(*list.dst, re)
+			}
+		}
+		r.attrs = append(r.attrs, ra)
+	}
+	for _, a := range r.attrs {
+		for _, other := range a.impliedBy {
+			if !seen[other] || other == a.name {
+				return nil, fmt.Errorf("parse rubric: attribute %s: implied_by names %q, not another attribute", a.name, other)
+			}
+		}
+	}
+	return r, nil
+}
+
+// DefaultRubric returns the built-in rubric.
+func DefaultRubric() *Rubric {
+	r, err := ParseRubric(defaultRubricYAML)
+	if err != nil {
+		panic("built-in rubric: " + err.Error())
+	}
+	return r
+}
+
+func wordSet(words []string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[strings.ToLower(w)] = true
+	}
+	return m
+}
+
+// words splits text into lower-case words, keeping inner apostrophes and
+// hyphens ("isn't", "hard-coded").
+func words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’' && r != '-' && r != '_'
+	})
+}
+
+// AsksForChange reports whether an approving comment still asks for a
+// change, and the words that show it.
+func (r *Rubric) AsksForChange(comment string) (bool, string) {
+	for _, w := range words(comment) {
+		if r.request[w] {
+			return true, w
+		}
+	}
+	for _, re := range r.requestPatterns {
+		if m := re.FindString(comment); m != "" {
+			return true, m
+		}
+	}
+	return false, ""
+}
+
+// direct scores one attribute from the comment and the event's fields.
+func (r *Rubric) direct(a rubricAttr, d precept.Decision, comment string, ws []string, useComment bool) RubricAttribute {
+	attr := RubricAttribute{Name: a.name, Description: a.description}
+	consider := func(conf float64, ev string) {
+		if conf > attr.Confidence {
+			attr.Present, attr.Confidence, attr.Evidence = true, conf, ev
+		}
+	}
+	if useComment {
+		for _, w := range ws {
+			if a.cues[w] {
+				consider(r.explicit, fmt.Sprintf("%q in the comment", w))
+				break
+			}
+		}
+		for _, re := range a.patterns {
+			if m := re.FindString(comment); m != "" {
+				consider(r.explicit, fmt.Sprintf("%q in the comment", m))
+				break
+			}
+		}
+		for _, re := range a.inferred {
+			if m := re.FindString(comment); m != "" {
+				consider(r.inferred, fmt.Sprintf("implied by %q", m))
+				break
+			}
+		}
+	}
+	for _, f := range a.fields {
+		if v := knownFields[f](d); strings.TrimSpace(v) != "" {
+			consider(r.fields, "the event's "+f)
+			break
+		}
+	}
+	return attr
+}
+
+// Score applies the rubric to a negative decision.
+func (r *Rubric) Score(d precept.Decision) RubricResult {
+	comment := strings.TrimSpace(d.ReviewerComment)
+	ws := words(comment)
+	content := 0
+	for _, w := range ws {
+		w = strings.Trim(w, "'’-_")
+		if len(w) > 1 && !r.stop[w] && !r.vague[w] {
+			content++
+		}
+	}
+	// Comment evidence counts only when the comment names something:
+	// "fix this" or "wrong" says nothing to learn from.
+	useComment := content >= r.minContent && comment != ""
+
+	res := RubricResult{Required: r.minMet, MinConfidence: r.minConfidence}
+	found := make([]RubricAttribute, len(r.attrs))
+	explicitly := map[string]bool{}
+	for i, a := range r.attrs {
+		found[i] = r.direct(a, d, comment, ws, useComment)
+		if found[i].Present && found[i].Confidence >= r.explicit {
+			explicitly[a.name] = true
+		}
+	}
+	var sum float64
+	for i, a := range r.attrs {
+		attr := found[i]
+		if !attr.Present && useComment {
+			// Implied only by what the comment states outright, so two
+			// inferences never prop each other up.
+			for _, other := range a.impliedBy {
+				if explicitly[other] {
+					attr.Present, attr.Confidence, attr.Evidence = true, r.inferred, "implied by the "+strings.ReplaceAll(other, "_", " ")
+					break
+				}
+			}
+		}
+		if attr.Present {
+			res.Met++
+			sum += attr.Confidence
+		} else {
+			res.Missing = append(res.Missing, a.name)
+		}
+		res.Attributes = append(res.Attributes, attr)
+	}
+	if res.Met > 0 {
+		res.Confidence = round2(sum / float64(res.Met))
+	}
+	res.Passed = res.Met >= r.minMet && res.Confidence >= r.minConfidence
+	return res
+}
+
+func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
+
+// RubricSource serves the rubric, re-reading its file when it changes.
+type RubricSource struct {
+	path string
+	mu   sync.Mutex
+	cur  *Rubric
+	mod  time.Time
+	size int64
+	// err is the last reload failure; the previous rubric stays in use.
+	err error
+}
+
+// NewRubricSource returns the built-in rubric when path is empty, else
+// the rubric in the file, which must be valid now.
+func NewRubricSource(path string) (*RubricSource, error) {
+	s := &RubricSource{path: path, cur: DefaultRubric()}
+	if path == "" {
+		return s, nil
+	}
+	if err := s.reload(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Rubric returns the current rubric, first re-reading the file if it
+// changed. A file that stops parsing keeps the last good rubric in use;
+// LastError says why.
+func (s *RubricSource) Rubric() *Rubric {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.path != "" {
+		if fi, err := os.Stat(s.path); err == nil && (!fi.ModTime().Equal(s.mod) || fi.Size() != s.size) {
+			s.err = s.reloadLocked()
+		}
+	}
+	return s.cur
+}
+
+// LastError returns why the last reload failed, or nil.
+func (s *RubricSource) LastError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *RubricSource) reload() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reloadLocked()
+}
+
+func (s *RubricSource) reloadLocked() error {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("rubric file: %w", err)
+	}
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		return fmt.Errorf("rubric file: %w", err)
+	}
+	r, err := ParseRubric(data)
+	// Remember the file's state either way, so a broken file is not
+	// re-parsed on every decision.
+	s.mod, s.size = fi.ModTime(), fi.Size()
+	if err != nil {
+		return fmt.Errorf("rubric file %s: %w", s.path, err)
+	}
+	s.cur = r
+	return nil
+}

@@ -1,0 +1,217 @@
+package evaluator
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// stateVersion changes when the layout changes; another version is
+// rebuilt by re-evaluating the feedback store from the start.
+const stateVersion = "1"
+
+var (
+	bEvals    = []byte("evaluations")  // decision id -> Evaluation
+	bClusters = []byte("clusters")     // cluster id -> Cluster
+	bReview   = []byte("needs_review") // decision id -> NeedsReview
+	bErrors   = []byte("errors")       // decision id -> last evaluation error
+	bEdge     = []byte("edge_pending") // decision id -> EdgeCaseDoc not yet written
+	bMeta     = []byte("meta")
+
+	kPosition = []byte("position") // last feed seq evaluated
+	kIndexed  = []byte("indexed")  // vectors written to the index
+	kVersion  = []byte("version")
+)
+
+// state is the evaluator's durable derived state, local to a replica.
+type state struct {
+	db *bolt.DB
+}
+
+func openState(path string) (*state, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open evaluator state: %w", err)
+	}
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	if err != nil {
+		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
+	}
+	all := [][]byte{bEvals, bClusters, bReview, bErrors, bEdge}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bMeta)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(kVersion); v != nil && string(v) != stateVersion {
+			for _, b := range all {
+				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+					return err
+				}
+			}
+			meta.Delete(kPosition)
+			meta.Delete(kIndexed)
+		}
+		for _, b := range all {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return meta.Put(kVersion, []byte(stateVersion))
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
+	}
+	return &state{db: db}, nil
+}
+
+func (s *state) close() error { return s.db.Close() }
+
+func u64(v []byte) uint64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putU64(b *bolt.Bucket, k []byte, v uint64) error {
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], v)
+	return b.Put(k, buf[:])
+}
+
+func (s *state) position() (pos, indexed uint64, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bMeta)
+		pos, indexed = u64(m.Get(kPosition)), u64(m.Get(kIndexed))
+		return nil
+	})
+	return pos, indexed, err
+}
+
+func getJSON[T any](s *state, bucket []byte, key string) (T, bool, error) {
+	var v T
+	var found bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket).Get([]byte(key))
+		if b == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(b, &v)
+	})
+	return v, found, err
+}
+
+func eachJSON[T any](s *state, bucket []byte, fn func(T) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(_, b []byte) error {
+			var v T
+			if err := json.Unmarshal(b, &v); err != nil {
+				return err
+			}
+			return fn(v)
+		})
+	})
+}
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), data)
+}
+
+// commit is what one evaluated batch changes.
+type commit struct {
+	position    uint64
+	indexed     uint64
+	evaluations []Evaluation
+	clusters    []*Cluster
+	reviews     []NeedsReview
+	edgeAdd     []EdgeCaseDoc
+	edgeDone    []string
+	clearErrors []string
+}
+
+func (s *state) apply(c commit) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		evals, clusters, review := tx.Bucket(bEvals), tx.Bucket(bClusters), tx.Bucket(bReview)
+		errs, edge, meta := tx.Bucket(bErrors), tx.Bucket(bEdge), tx.Bucket(bMeta)
+		for _, e := range c.evaluations {
+			if err := putJSON(evals, e.DecisionID, e); err != nil {
+				return err
+			}
+		}
+		for _, cl := range c.clusters {
+			if err := putJSON(clusters, cl.ID, cl); err != nil {
+				return err
+			}
+		}
+		for _, r := range c.reviews {
+			if err := putJSON(review, r.DecisionID, r); err != nil {
+				return err
+			}
+		}
+		for _, d := range c.edgeAdd {
+			if err := putJSON(edge, d.DecisionID, d); err != nil {
+				return err
+			}
+		}
+		for _, id := range c.edgeDone {
+			if err := edge.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		for _, id := range c.clearErrors {
+			if err := errs.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		if c.position > 0 {
+			if err := putU64(meta, kPosition, c.position); err != nil {
+				return err
+			}
+		}
+		if c.indexed > 0 {
+			if err := putU64(meta, kIndexed, c.indexed); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// setIndexed records how many vectors the index should hold.
+func (s *state) setIndexed(n uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return putU64(tx.Bucket(bMeta), kIndexed, n) })
+}
+
+// recordErrors keeps why decisions could not be evaluated, for the API.
+func (s *state) recordErrors(ids []string, msg string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bErrors)
+		for _, id := range ids {
+			if err := b.Put([]byte(id), []byte(msg)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *state) evaluationError(id string) (string, error) {
+	var msg string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		msg = string(tx.Bucket(bErrors).Get([]byte(id)))
+		return nil
+	})
+	return msg, err
+}
