@@ -173,9 +173,13 @@ func TestInvalidRubricsAreRefused(t *testing.T) {
 	for name, mut := range map[string]func(string) string{
 		"min_met too high": func(s string) string { return strings.Replace(s, "min_met: 3", "min_met: 9", 1) },
 		"bad regexp":       func(s string) string { return strings.Replace(s, `'\bno\s+\w+'`, `'(unclosed'`, 1) },
-		"unknown field":    func(s string) string { return strings.Replace(s, "fields: [scope_path", "fields: [colour, scope_path", 1) },
-		"unknown key":      func(s string) string { return s + "\nsurprise: true\n" },
-		"bad implied_by":   func(s string) string { return strings.Replace(s, "implied_by: [desired_behaviour]", "implied_by: [nothing]", 1) },
+		"unknown field": func(s string) string {
+			return strings.Replace(s, "fields: [scope_path", "fields: [colour, scope_path", 1)
+		},
+		"unknown key": func(s string) string { return s + "\nsurprise: true\n" },
+		"bad implied_by": func(s string) string {
+			return strings.Replace(s, "implied_by: [desired_behaviour]", "implied_by: [nothing]", 1)
+		},
 	} {
 		if _, err := ParseRubric([]byte(mut(string(defaultRubricYAML)))); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -147,11 +147,11 @@ func TestTheLLMMayExplainOrDowngradeButNeverUpgradeAndFailsOpen(t *testing.T) {
 
 func TestExtractJSONFindsTheObjectInProse(t *testing.T) {
 	for in, want := range map[string]string{
-		`sure: {"a":"}"} done`:             `{"a":"}"}`,
+		`sure: {"a":"}"} done`:            `{"a":"}"}`,
 		"```json\n{\"a\":{\"b\":1}}\n```": `{"a":{"b":1}}`,
-		`no object`:                        ``,
-		`{"unterminated": 1`:               ``,
-		`{"esc":"a\"}b"}`:                  `{"esc":"a\"}b"}`,
+		`no object`:                       ``,
+		`{"unterminated": 1`:              ``,
+		`{"esc":"a\"}b"}`:                 `{"esc":"a\"}b"}`,
 	} {
 		if got := extractJSON(in); got != want {
 			t.Errorf("extractJSON(%q) = %q, want %q", in, got, want)

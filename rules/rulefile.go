@@ -84,27 +84,36 @@ type Approval struct {
 // as the Markdown body. A rule for several agents has one identical file
 // in each agent's directory.
 type Rule struct {
-	ID                  string         `yaml:"rule_id"`
-	ProposalID          string         `yaml:"proposal_id"`
-	Agents              []string       `yaml:"agents"`
-	Type                Type           `yaml:"rule_type"`
-	InsertionPoint      string         `yaml:"insertion_point"`
-	Status              Status         `yaml:"status"`
-	Importance          Importance     `yaml:"importance"`
-	Confidence          float64        `yaml:"confidence"`
-	Frequency           int            `yaml:"frequency"`
-	FeedbackIDs         []string       `yaml:"feedback_ids,omitempty"`
-	ClusterID           string         `yaml:"cluster_id,omitempty"`
-	Approvals           []Approval     `yaml:"approvals,omitempty"`
-	Tags                []string       `yaml:"tags,omitempty"`
-	Protected           bool           `yaml:"protected,omitempty"`
-	ActivatedAt         time.Time      `yaml:"activated_at"`
-	ShadowUntil         *time.Time     `yaml:"shadow_until,omitempty"`
-	PositiveValidations int            `yaml:"positive_validations,omitempty"`
-	NegativeValidations int            `yaml:"negative_validations,omitempty"`
-	EvidenceSummary     string         `yaml:"evidence_summary,omitempty"`
-	RollbackReason      string         `yaml:"rollback_reason,omitempty"`
-	Extra               map[string]any `yaml:",inline"`
+	ID                  string     `yaml:"rule_id"`
+	ProposalID          string     `yaml:"proposal_id"`
+	Agents              []string   `yaml:"agents"`
+	Type                Type       `yaml:"rule_type"`
+	InsertionPoint      string     `yaml:"insertion_point"`
+	Status              Status     `yaml:"status"`
+	Importance          Importance `yaml:"importance"`
+	Confidence          float64    `yaml:"confidence"`
+	Frequency           int        `yaml:"frequency"`
+	FeedbackIDs         []string   `yaml:"feedback_ids,omitempty"`
+	ClusterID           string     `yaml:"cluster_id,omitempty"`
+	Approvals           []Approval `yaml:"approvals,omitempty"`
+	Tags                []string   `yaml:"tags,omitempty"`
+	Protected           bool       `yaml:"protected,omitempty"`
+	ActivatedAt         time.Time  `yaml:"activated_at"`
+	ShadowUntil         *time.Time `yaml:"shadow_until,omitempty"`
+	PositiveValidations int        `yaml:"positive_validations,omitempty"`
+	NegativeValidations int        `yaml:"negative_validations,omitempty"`
+	EvidenceSummary     string     `yaml:"evidence_summary,omitempty"`
+	RollbackReason      string     `yaml:"rollback_reason,omitempty"`
+	// ProposedBy is "precept" for drafted rules, else the manual proposer.
+	ProposedBy string `yaml:"proposed_by,omitempty"`
+	// Supersedes are the rules this one replaced when it was approved.
+	Supersedes []string `yaml:"supersedes,omitempty"`
+	// EvidenceClusters are clusters whose duplicate drafts added their
+	// evidence to this rule after it was approved (Frequency counts them).
+	EvidenceClusters []string `yaml:"evidence_clusters,omitempty"`
+	// SunsetReason says why a SUNSET rule was retired (e.g. superseded).
+	SunsetReason string         `yaml:"sunset_reason,omitempty"`
+	Extra        map[string]any `yaml:",inline"`
 	// Content is the rule text: the Markdown body of the file.
 	Content string `yaml:"-"`
 }
