@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -24,12 +25,15 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/feedbackstore/vectorindex"
 	"github.com/precept-dev/precept/gen/grpc/health/v1/healthv1connect"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/stream"
 )
 
@@ -54,6 +58,13 @@ type App struct {
 	// RulesRepo is the rules repository (DESIGN.md §5), shared by the rule
 	// manager and prompt assembly.
 	RulesRepo *gitrepo.Repo
+	Vectors   vectorindex.Index
+	Evaluator *evaluator.Service
+	// LLM is the configured language model, nil without one.
+	LLM *llm.Model
+
+	listenersMu        sync.Mutex
+	evaluatorListeners []func(evaluator.Change)
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -107,6 +118,10 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 	a.closers = append(a.closers, a.Feedback.Close)
 	n, _ := a.Feedback.Count()
 	log.Info("feedback store ready", "decisions", n, "took", time.Since(start).Round(time.Millisecond), "repository", a.FeedbackRepo.Path())
+
+	if err := a.openEvaluator(context.Background(), nodeDir); err != nil {
+		return nil, err
+	}
 
 	a.RulesRepo, err = gitrepo.Open(filepath.Join(dataDir, "rules.git"), gitrepo.Options{})
 	if err != nil {
@@ -180,12 +195,16 @@ func (a *App) buildServer() error {
 	a.mux = http.NewServeMux()
 	limits := connect.WithReadMaxBytes(maxRequestBytes)
 
+	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Limits: a.Config.Ingest.Limits(), Log: a.Log}
 	a.mux.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
 		Store:       a.Feedback,
 		DeadLetters: a.Consumer,
+		Similarity:  evaluations,
+		Evaluations: evaluations,
 		Limits:      a.Config.Ingest.Limits(),
 		Log:         a.Log,
 	}, a.interceptors, limits))
+	a.mux.Handle(preceptv1connect.NewEvaluatorServiceHandler(evaluations, a.interceptors, limits))
 	a.mux.Handle(preceptv1connect.NewPingServiceHandler(api.PingService{}, a.interceptors, limits))
 	a.mux.Handle(healthv1connect.NewHealthHandler(&api.HealthService{Ready: a.Ready}, limits))
 	reflector := grpcreflect.NewStaticReflector(api.ServiceNames...)
@@ -274,6 +293,9 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return a.Consumer.Run(gctx) })
 	g.Go(func() error { return a.Feedback.Run(gctx) })
+	if *a.Config.Evaluator.Enabled {
+		g.Go(func() error { return a.Evaluator.Run(gctx) })
+	}
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err
