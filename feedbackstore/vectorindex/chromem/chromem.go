@@ -79,6 +79,8 @@ type Index struct {
 	closed bool
 	col    *chromemgo.Collection
 	ids    map[string]struct{}
+	// flat mirrors the collection's vectors for fast unfiltered queries.
+	flat *flat
 }
 
 // storedSpec is spec.json.
@@ -103,7 +105,7 @@ func Open(dir string, spec vectorindex.Spec) (idx *Index, reset bool, err error)
 	if err != nil {
 		return nil, false, fmt.Errorf("open vector index: %w", err)
 	}
-	x := &Index{spec: spec, dir: dir, lock: lock, ids: map[string]struct{}{}}
+	x := &Index{spec: spec, dir: dir, lock: lock, ids: map[string]struct{}{}, flat: newFlat(spec.Dimension)}
 	defer func() {
 		if err != nil {
 			x.release()
@@ -179,6 +181,7 @@ func (x *Index) load() (reset bool, err error) {
 			return false, fmt.Errorf("load vector %q: %w", r.id, err)
 		}
 		x.ids[r.id] = struct{}{}
+		x.flat.upsert(r.id, r.vector)
 	}
 	return false, nil
 }
@@ -252,6 +255,7 @@ func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error 
 			return fmt.Errorf("upsert vectors: %w", err)
 		}
 		x.ids[d.ID] = struct{}{}
+		x.flat.upsert(d.ID, d.Embedding)
 	}
 	x.mu.Unlock()
 	return x.maybeCompact()
@@ -272,7 +276,7 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	}
 	where := q.Where
 	if len(where) == 0 {
-		where = nil
+		return x.queryFlat(ctx, q)
 	}
 	search := func(ctx context.Context, n int) ([]vectorindex.Hit, error) {
 		res, err := x.col.QueryEmbedding(ctx, q.Embedding, n, where, nil)
@@ -294,6 +298,27 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	hits, err := topk.Select(ctx, q.Limit, x.col.Count(), q.MinSimilarity, search)
 	if err != nil {
 		return nil, fmt.Errorf("query vectors: %w", err)
+	}
+	return hits, nil
+}
+
+// queryFlat answers an unfiltered query from the contiguous mirror and
+// takes metadata and documents from the collection; the caller holds mu.
+func (x *Index) queryFlat(ctx context.Context, q vectorindex.Query) ([]vectorindex.Hit, error) {
+	// float32 similarities are compared with the float64 threshold after
+	// conversion; scan a hair below it so rounding loses no hit.
+	found := x.flat.search(q.Embedding, q.Limit, float32(q.MinSimilarity)-1e-6)
+	var hits []vectorindex.Hit
+	for _, f := range found {
+		sim := vectorindex.ClampSimilarity(float64(f.sim))
+		if sim < q.MinSimilarity {
+			continue
+		}
+		doc, err := x.col.GetByID(ctx, f.id)
+		if err != nil {
+			return nil, fmt.Errorf("query vectors: %w", err)
+		}
+		hits = append(hits, vectorindex.Hit{ID: f.id, Similarity: sim, Metadata: cloneMetadata(doc.Metadata), Document: doc.Content})
 	}
 	return hits, nil
 }
@@ -332,6 +357,7 @@ func (x *Index) Delete(ctx context.Context, ids []string) error {
 	err = x.col.Delete(context.Background(), nil, nil, present...)
 	for _, id := range present {
 		delete(x.ids, id)
+		x.flat.delete(id)
 	}
 	x.mu.Unlock()
 	if err != nil {
@@ -376,7 +402,7 @@ func (x *Index) Close() error {
 	}
 	x.release()
 	x.mu.Lock()
-	x.col, x.ids = nil, nil
+	x.col, x.ids, x.flat = nil, nil, nil
 	x.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close vector index: %w", err)
