@@ -5,7 +5,11 @@ import (
 	"io"
 	"strings"
 
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 )
 
 func printEvaluation(w io.Writer, ev *preceptv1.Evaluation) {
@@ -27,4 +31,207 @@ func printEvaluation(w io.Writer, ev *preceptv1.Evaluation) {
 		"action", action,
 		"evaluator", ev.GetEvaluator(),
 	)
+}
+
+func (c *cli) evaluatorClient() preceptv1connect.EvaluatorServiceClient {
+	return preceptv1connect.NewEvaluatorServiceClient(c.httpClient(), c.addr, c.clientOptions()...)
+}
+
+func (c *cli) evaluationCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "evaluation", Short: "Read the evaluator's decisions"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "get DECISION_ID",
+		Short: "Show how a decision was classified, and why",
+		Args:  exactArgs(1, "get needs one DECISION_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := c.ctx(cmd)
+			defer cancel()
+			resp, err := c.evaluatorClient().GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: args[0]}))
+			if err != nil {
+				return err
+			}
+			return c.emit(resp.Msg, func(w io.Writer) {
+				ev := resp.Msg.Evaluation
+				fields(w, "decision", ev.GetDecisionId())
+				printEvaluation(w, ev)
+				if st := ev.GetClusterStats(); st != nil {
+					fields(w, "support", fmt.Sprintf("%d decisions, %d distinct reviewers, %d distinct epics", st.GetSize(), st.GetDistinctReviewers(), st.GetDistinctEpics()))
+				}
+				printRubric(w, ev.GetRubric())
+			})
+		},
+	})
+	return cmd
+}
+
+func printRubric(w io.Writer, r *preceptv1.RubricResult) {
+	if r == nil {
+		return
+	}
+	verdict := "passed"
+	if !r.GetPassed() {
+		verdict = "failed"
+	}
+	fmt.Fprintf(w, "\nclarity rubric %s: %d/%d attributes (needs %d), confidence %.2f (needs %.2f)\n",
+		verdict, r.GetMet(), len(r.GetAttributes()), r.GetRequired(), r.GetConfidence(), r.GetMinConfidence())
+	for _, a := range r.GetAttributes() {
+		mark := "  -"
+		if a.GetPresent() {
+			mark = "  ✓"
+		}
+		fmt.Fprintf(w, "%s %s", mark, strings.ReplaceAll(a.GetName(), "_", " "))
+		if a.GetEvidence() != "" {
+			fmt.Fprintf(w, ": %s", a.GetEvidence())
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func (c *cli) similarCmd() *cobra.Command {
+	var agent, decision string
+	var threshold float64
+	var limit int32
+	cmd := &cobra.Command{
+		Use:   `similar ["TEXT"] [--decision ID] [--agent NAME]`,
+		Short: "Find stored feedback similar to a text or a decision",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &preceptv1.FindSimilarRequest{Agent: agent, Threshold: threshold, Limit: limit}
+			switch {
+			case len(args) == 1 && decision == "":
+				req.Query = &preceptv1.FindSimilarRequest_Text{Text: args[0]}
+			case len(args) == 0 && decision != "":
+				req.Query = &preceptv1.FindSimilarRequest_DecisionId{DecisionId: decision}
+			default:
+				return usagef(`similar needs a "TEXT" or --decision ID (one of them)`)
+			}
+			ctx, cancel := c.ctx(cmd)
+			defer cancel()
+			resp, err := c.feedbackClient().FindSimilar(ctx, connect.NewRequest(req))
+			if err != nil {
+				return err
+			}
+			return c.emit(resp.Msg, func(w io.Writer) {
+				if len(resp.Msg.Results) == 0 {
+					fmt.Fprintln(w, "no similar feedback above the threshold")
+					return
+				}
+				var rows [][]string
+				for _, r := range resp.Msg.Results {
+					rows = append(rows, []string{fmt.Sprintf("%.2f", r.GetSimilarity()), r.GetDecisionId(), r.GetAgent(), r.GetReviewerId(), r.GetClusterId(), clip(r.GetText(), 60)})
+				}
+				table(w, []string{"SIMILARITY", "DECISION", "AGENT", "REVIEWER", "CLUSTER", "TEXT"}, rows)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "only feedback on this agent")
+	cmd.Flags().StringVar(&decision, "decision", "", "search with a stored decision's text")
+	cmd.Flags().Float64Var(&threshold, "threshold", 0, "cosine similarity threshold (default: the server's, 0.8)")
+	cmd.Flags().Int32Var(&limit, "limit", 10, "most results (max 100)")
+	return cmd
+}
+
+func (c *cli) clustersCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "clusters", Short: "Inspect clusters of similar negative feedback"}
+	var agent, token string
+	var minSize, limit int32
+	list := &cobra.Command{
+		Use:   "list [--agent NAME]",
+		Short: "List clusters, largest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := c.ctx(cmd)
+			defer cancel()
+			resp, err := c.evaluatorClient().ListClusters(ctx, connect.NewRequest(&preceptv1.ListClustersRequest{Agent: agent, MinSize: minSize, PageSize: limit, PageToken: token}))
+			if err != nil {
+				return err
+			}
+			return c.emit(resp.Msg, func(w io.Writer) {
+				var rows [][]string
+				for _, cl := range resp.Msg.Clusters {
+					st := cl.GetStats()
+					rep := ""
+					if len(cl.GetRepresentatives()) > 0 {
+						rep = cl.GetRepresentatives()[0].GetText()
+					}
+					rows = append(rows, []string{cl.GetId(), className(cl.GetClassification()), fmt.Sprint(st.GetSize()), fmt.Sprint(st.GetDistinctReviewers()),
+						fmt.Sprint(st.GetDistinctEpics()), strings.Join(st.GetAgents(), ","), orDash(cl.GetProposalId()), clip(rep, 50)})
+				}
+				table(w, []string{"CLUSTER", "CLASS", "SIZE", "REVIEWERS", "EPICS", "AGENTS", "PROPOSAL", "REPRESENTATIVE"}, rows)
+				if resp.Msg.NextPageToken != "" {
+					fmt.Fprintf(w, "\nmore: --page-token %s\n", resp.Msg.NextPageToken)
+				}
+			})
+		},
+	}
+	list.Flags().StringVar(&agent, "agent", "", "only clusters that include this agent")
+	list.Flags().Int32Var(&minSize, "min-size", 2, "only clusters with at least this many decisions")
+	list.Flags().Int32Var(&limit, "limit", 50, "clusters per page (max 1000)")
+	list.Flags().StringVar(&token, "page-token", "", "continue a previous listing")
+	show := &cobra.Command{
+		Use:   "show CLUSTER_ID",
+		Short: "Show a cluster: its statistics, members and central comments",
+		Args:  exactArgs(1, "show needs one CLUSTER_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := c.ctx(cmd)
+			defer cancel()
+			resp, err := c.evaluatorClient().GetCluster(ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: args[0]}))
+			if err != nil {
+				return err
+			}
+			return c.emit(resp.Msg, func(w io.Writer) {
+				cl := resp.Msg.Cluster
+				st := cl.GetStats()
+				fields(w,
+					"cluster", cl.GetId(),
+					"class", className(cl.GetClassification()),
+					"support", fmt.Sprintf("%d decisions, %d distinct reviewers, %d distinct epics", st.GetSize(), st.GetDistinctReviewers(), st.GetDistinctEpics()),
+					"agents", strings.Join(st.GetAgents(), ", "),
+					"seen", ts(st.GetFirstSeen())+" … "+ts(st.GetLastSeen()),
+					"tags", strings.Join(cl.GetTags(), ", "),
+					"proposal", cl.GetProposalId(),
+					"members", strings.Join(cl.GetMemberIds(), ", "),
+				)
+				fmt.Fprintln(w, "\nmost central comments:")
+				for _, r := range cl.GetRepresentatives() {
+					fmt.Fprintf(w, "  %.2f  %s (%s): %s\n", r.GetCentrality(), r.GetDecisionId(), r.GetReviewerId(), clip(r.GetText(), 100))
+				}
+			})
+		},
+	}
+	cmd.AddCommand(list, show)
+	return cmd
+}
+
+func (c *cli) reviewCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "review", Short: "Ambiguous decisions that need a human"}
+	var agent string
+	list := &cobra.Command{
+		Use:   "list [--agent NAME]",
+		Short: "List ambiguous decisions and the rubric attributes they miss",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := c.ctx(cmd)
+			defer cancel()
+			resp, err := c.evaluatorClient().ListNeedsReview(ctx, connect.NewRequest(&preceptv1.ListNeedsReviewRequest{Agent: agent}))
+			if err != nil {
+				return err
+			}
+			return c.emit(resp.Msg, func(w io.Writer) {
+				var rows [][]string
+				for _, r := range resp.Msg.Items {
+					missing := make([]string, len(r.GetMissingAttributes()))
+					for i, m := range r.GetMissingAttributes() {
+						missing[i] = strings.ReplaceAll(m, "_", " ")
+					}
+					rows = append(rows, []string{r.GetDecisionId(), r.GetAgent(), r.GetReviewerId(), r.GetStatus(), fmt.Sprint(r.GetAttempts()),
+						strings.Join(missing, ", "), orDash(clip(r.GetReviewerComment(), 40))})
+				}
+				table(w, []string{"DECISION", "AGENT", "REVIEWER", "STATUS", "ASKED", "MISSING", "COMMENT"}, rows)
+			})
+		},
+	}
+	list.Flags().StringVar(&agent, "agent", "", "only this agent's decisions")
+	cmd.AddCommand(list)
+	return cmd
 }
