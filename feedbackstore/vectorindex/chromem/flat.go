@@ -109,17 +109,21 @@ func (f *flat) search(q []float32, n int, minSim float32) []scored {
 		go func() {
 			defer wg.Done()
 			h := make(topHeap, 0, n+1)
-			for i := lo; i < hi; i++ {
-				sim := dot(q, f.vecs[i*f.dim:(i+1)*f.dim])
-				if sim < minSim {
-					continue
-				}
-				c := scored{f.ids[i], sim}
-				if len(h) < n {
-					heap.Push(&h, c)
-				} else if worse(h[0], c) {
-					h[0] = c
-					heap.Fix(&h, 0)
+			var sims [256]float32
+			for block := lo; block < hi; block += len(sims) {
+				k := min(len(sims), hi-block)
+				dotRows(q, f.vecs[block*f.dim:(block+k)*f.dim], k, sims[:k])
+				for j, sim := range sims[:k] {
+					if sim < minSim {
+						continue
+					}
+					c := scored{f.ids[block+j], sim}
+					if len(h) < n {
+						heap.Push(&h, c)
+					} else if worse(h[0], c) {
+						h[0] = c
+						heap.Fix(&h, 0)
+					}
 				}
 			}
 			parts[w] = h
@@ -135,24 +139,6 @@ func (f *flat) search(q []float32, n int, minSim float32) []scored {
 		all = all[:n]
 	}
 	return all
-}
-
-// dot is an unrolled dot product: four independent accumulators let the
-// CPU pipeline the multiplications.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		s0 += a[i]*b[i] + a[i+4]*b[i+4]
-		s1 += a[i+1]*b[i+1] + a[i+5]*b[i+5]
-		s2 += a[i+2]*b[i+2] + a[i+6]*b[i+6]
-		s3 += a[i+3]*b[i+3] + a[i+7]*b[i+7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // normalized returns v scaled to unit length, as chromem-go stores
