@@ -32,11 +32,11 @@ const maxRationale = 1000
 // lower its class; it may never raise it past what the cluster statistics
 // support. Any failure leaves the deterministic evaluation as it is
 // (fail-open) and is logged.
-func (s *Service) refine(ctx context.Context, d precept.Decision, cl *Cluster, ev *Evaluation) {
+func (s *Service) refine(ctx context.Context, d precept.Decision, cl *Cluster, similar []similarText, ev *Evaluation) {
 	if s.opts.LLM == nil || ev.Class.rank() < EdgeCase.rank() {
 		return
 	}
-	prompt, err := s.evaluatePrompt(d, cl, ev)
+	prompt, err := s.evaluatePrompt(d, cl, similar, ev)
 	if err == nil {
 		var out string
 		cctx, cancel := context.WithTimeout(ctx, s.opts.LLMTimeout)
@@ -59,22 +59,19 @@ func (s *Service) refine(ctx context.Context, d precept.Decision, cl *Cluster, e
 	ev.Evaluator = "llm:" + s.opts.LLM.Model()
 }
 
-func (s *Service) evaluatePrompt(d precept.Decision, cl *Cluster, ev *Evaluation) (string, error) {
-	type similar struct{ ReviewerID, EpicID, Text string }
+// similarText is a similar comment shown to the LLM.
+type similarText struct{ ReviewerID, EpicID, Text string }
+
+func (s *Service) evaluatePrompt(d precept.Decision, cl *Cluster, similar []similarText, ev *Evaluation) (string, error) {
 	data := struct {
 		Agent, Verdict, Comment, Correction string
 		ClusterSize, DistinctReviewers      int
 		DistinctEpics                       int
-		Similar                             []similar
+		Similar                             []similarText
 		Ceiling                             Class
-	}{Agent: d.Agent, Verdict: string(d.Decision), Comment: d.ReviewerComment, Correction: precept.CorrectionSummary(d.CorrectionDiff), Ceiling: ev.Class}
+	}{Agent: d.Agent, Verdict: string(d.Decision), Comment: d.ReviewerComment, Correction: precept.CorrectionSummary(d.CorrectionDiff), Similar: similar, Ceiling: ev.Class}
 	st := cl.Stats()
 	data.ClusterSize, data.DistinctReviewers, data.DistinctEpics = st.Size, st.DistinctReviewers, st.DistinctEpics
-	for _, m := range cl.Members {
-		if m.DecisionID != d.DecisionID && len(data.Similar) < 5 {
-			data.Similar = append(data.Similar, similar{m.ReviewerID, m.EpicID, clip(m.Text, 300)})
-		}
-	}
 	var buf bytes.Buffer
 	if err := evaluateTemplate.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("render evaluate template: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator/embed"
@@ -35,7 +36,7 @@ func (s *Service) Evaluate(ctx context.Context, d precept.Decision) (Evaluation,
 		if err := s.embedAndQuery(ctx, []*candidate{c}); err != nil {
 			return Evaluation{}, err
 		}
-		cl := &Cluster{ID: clusterID(d.DecisionID)}
+		cl := newCluster(clusterID(d.DecisionID), now)
 		sim := 1.0
 		for _, h := range c.hits {
 			if h.ID == d.DecisionID || h.Similarity < s.opts.SimilarityThreshold {
@@ -46,17 +47,19 @@ func (s *Service) Evaluate(ctx context.Context, d precept.Decision) (Evaluation,
 				return Evaluation{}, err
 			}
 			if ok {
-				cl, sim = &stored, h.Similarity
+				cl, sim = stored.clone(), h.Similarity
 			}
 			break
 		}
-		if !cl.has(d.DecisionID) {
-			cl.Members = append(cl.Members, memberOf(f, sim))
+		if existing, err := s.state.clusterOf(d.DecisionID); err != nil {
+			return Evaluation{}, err
+		} else if existing != cl.ID {
+			cl.add(memberOf(f, sim))
 		}
 		ev = s.opts.Thresholds.clusterEvaluation(d, &r, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
 		ev.SimilarIDs = s.similarIDs(c, nil)
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
-		s.refine(ctx, d, cl, &ev)
+		s.refine(ctx, d, cl, similarTexts(c, nil), &ev)
 		if ev.Action != nil {
 			ev.Action.ProposalID = s.proposalFor(ctx, cl.ID)
 		}
@@ -93,7 +96,13 @@ type ClusterView struct {
 	Tags            []string
 	Representatives []Representative
 	ProposalID      string
+	// Members is filled by Cluster (one cluster), not by listings.
+	Members []Member
 }
+
+// centralitySample bounds the members whose centrality is computed: the
+// most recent ones, so a view costs the same for any cluster size.
+const centralitySample = 64
 
 // Cluster returns one cluster with its representatives.
 func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
@@ -104,7 +113,12 @@ func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
 	if !ok {
 		return ClusterView{}, precept.Errorf(precept.NotFound, "cluster %q not found", id)
 	}
-	return s.view(ctx, c, 5)
+	v, err := s.view(ctx, c, 5)
+	if err != nil {
+		return ClusterView{}, err
+	}
+	v.Members, err = s.state.members(id, 1)
+	return v, err
 }
 
 // Clusters lists clusters with at least minSize members that include
@@ -112,7 +126,7 @@ func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
 func (s *Service) Clusters(ctx context.Context, agent string, minSize int) ([]ClusterView, error) {
 	var out []ClusterView
 	err := eachJSON(s.state, bClusters, func(c Cluster) error {
-		if len(c.Members) < minSize {
+		if c.Size < minSize {
 			return nil
 		}
 		st := c.Stats()
@@ -130,7 +144,7 @@ func (s *Service) Clusters(ctx context.Context, agent string, minSize int) ([]Cl
 		return nil, fmt.Errorf("list clusters: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if a, b := len(out[i].Members), len(out[j].Members); a != b {
+		if a, b := out[i].Size, out[j].Size; a != b {
 			return a > b
 		}
 		return out[i].ID < out[j].ID
@@ -157,29 +171,33 @@ func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
 }
 
 // view adds statistics and the n most central comments to a cluster.
-// Centrality is a member's mean similarity to the others, computed from
-// fresh embeddings of the kept texts.
+// Centrality is a member's mean similarity to the others among the most
+// recent centralitySample members, from fresh embeddings of their texts.
 func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, error) {
 	v := ClusterView{Cluster: c, Stats: c.Stats(), Tags: c.Tags(), ProposalID: s.proposalFor(ctx, c.ID)}
-	texts := make([]string, len(c.Members))
-	for i, m := range c.Members {
+	sample, err := s.state.members(c.ID, c.Size-centralitySample+1)
+	if err != nil {
+		return ClusterView{}, err
+	}
+	texts := make([]string, len(sample))
+	for i, m := range sample {
 		texts[i] = m.Text
 	}
 	vecs, err := s.emb.Embed(ctx, texts)
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("embed cluster %s: %w", c.ID, err)
 	}
-	reps := make([]Representative, len(c.Members))
-	for i, m := range c.Members {
+	reps := make([]Representative, len(sample))
+	for i, m := range sample {
 		var sum float64
-		for j := range c.Members {
+		for j := range sample {
 			if i != j {
 				sum += embed.Cosine(vecs[i], vecs[j])
 			}
 		}
 		cent := 1.0
-		if len(c.Members) > 1 {
-			cent = sum / float64(len(c.Members)-1)
+		if len(sample) > 1 {
+			cent = sum / float64(len(sample)-1)
 		}
 		reps[i] = Representative{DecisionID: m.DecisionID, ReviewerID: m.ReviewerID, Agent: m.Agent, Text: m.Text, Centrality: round2(cent)}
 	}
@@ -313,9 +331,9 @@ func (s *Service) Clarify(ctx context.Context, id, reply string) (Evaluation, Ne
 	now := s.opts.Now().UTC()
 	r.Replies = append(r.Replies, strings.TrimSpace(reply))
 	r.UpdatedAt = now
-	d := f.Decision
-	d.ReviewerComment = strings.TrimSpace(strings.Join(append([]string{d.ReviewerComment}, r.Replies...), "\n"))
-	clarified := precept.NewFeedback(d, f.Source, f.ReceivedAt)
+	clarified := clarifiedText(f.Decision, r.Replies)
+	clarified.Source, clarified.ReceivedAt = f.Source, f.ReceivedAt
+	d := clarified.Decision
 
 	rubric := s.opts.Rubric.Rubric()
 	score := rubric.Score(d)
@@ -365,6 +383,13 @@ func (s *Service) Clarify(ctx context.Context, id, reply string) (Evaluation, Ne
 	}
 	ev := b.fresh[0]
 	return ev, r, nil
+}
+
+// clarifiedText is a decision with the reviewer's clarifying replies
+// appended to the comment.
+func clarifiedText(d precept.Decision, replies []string) precept.Feedback {
+	d.ReviewerComment = strings.TrimSpace(strings.Join(append([]string{d.ReviewerComment}, replies...), "\n"))
+	return precept.NewFeedback(d, "", time.Time{})
 }
 
 func contains(list []string, s string) bool {

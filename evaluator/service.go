@@ -217,20 +217,21 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 		vectors = vectors[:0]
 		return nil
 	}
-	err = eachJSON(s.state, bClusters, func(c Cluster) error {
-		for _, m := range c.Members {
-			f, err := s.feed.Get(ctx, m.DecisionID)
-			if err != nil {
-				return fmt.Errorf("re-index %s: %w", m.DecisionID, err)
-			}
-			v := vectorFor(f.Decision, c.ID)
-			v.Document = f.EmbeddingText
-			vectors = append(vectors, v)
-			if len(vectors) == 512 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
+	err = s.state.eachMembership(func(decisionID, clusterID string) error {
+		f, err := s.feed.Get(ctx, decisionID)
+		if err != nil {
+			return fmt.Errorf("re-index %s: %w", decisionID, err)
+		}
+		text := f.EmbeddingText
+		// A clarified decision was clustered with its replies.
+		if r, ok, err := getJSON[NeedsReview](s.state, bReview, decisionID); err == nil && ok && len(r.Replies) > 0 {
+			text = clarifiedText(f.Decision, r.Replies).EmbeddingText
+		}
+		v := vectorFor(f.Decision, clusterID)
+		v.Document = text
+		vectors = append(vectors, v)
+		if len(vectors) == 512 {
+			return flush()
 		}
 		return nil
 	})
@@ -405,11 +406,8 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 			return c, nil
 		}
 		c, ok, err := getJSON[Cluster](s.state, bClusters, id)
-		if err != nil {
+		if err != nil || !ok {
 			return nil, err
-		}
-		if !ok {
-			return nil, nil
 		}
 		clusters[id] = &c
 		return &c, nil
@@ -417,45 +415,55 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 	before := map[string]Class{}
 	for i, c := range cands {
 		d := c.item.Feedback.Decision
-		best, bestSim, bestID := "", -1.0, ""
-		for _, h := range c.hits {
-			if h.ID == d.DecisionID || h.Similarity < s.opts.SimilarityThreshold {
-				continue
-			}
-			if h.Similarity > bestSim || (h.Similarity == bestSim && h.ID < bestID) {
-				best, bestSim, bestID = h.Metadata["cluster_id"], h.Similarity, h.ID
-			}
+		// Evaluated before (a batch re-run after a crash, or a clarified
+		// decision): it keeps its cluster and is not counted twice.
+		existing, err := s.state.clusterOf(d.DecisionID)
+		if err != nil {
+			return nil, err
 		}
-		for _, p := range cands[:i] {
-			sim := embed.Cosine(c.vec, p.vec)
-			if sim < s.opts.SimilarityThreshold {
-				continue
+		best, bestSim, bestID := existing, 1.0, ""
+		if existing == "" {
+			best, bestSim = "", -1
+			for _, h := range c.hits {
+				if h.ID == d.DecisionID || h.Similarity < s.opts.SimilarityThreshold {
+					continue
+				}
+				if h.Similarity > bestSim || (h.Similarity == bestSim && h.ID < bestID) {
+					best, bestSim, bestID = h.Metadata["cluster_id"], h.Similarity, h.ID
+				}
 			}
-			if sim > bestSim || (sim == bestSim && p.item.Feedback.DecisionID < bestID) {
-				best, bestSim, bestID = p.cluster, sim, p.item.Feedback.DecisionID
+			for _, p := range cands[:i] {
+				sim := embed.Cosine(c.vec, p.vec)
+				if sim < s.opts.SimilarityThreshold {
+					continue
+				}
+				if sim > bestSim || (sim == bestSim && p.item.Feedback.DecisionID < bestID) {
+					best, bestSim, bestID = p.cluster, sim, p.item.Feedback.DecisionID
+				}
 			}
 		}
 		var cl *Cluster
 		if best != "" {
-			var err error
 			if cl, err = load(best); err != nil {
 				return nil, err
 			}
 		}
 		if cl == nil {
-			cl = &Cluster{ID: clusterID(d.DecisionID), CreatedAt: now, Class: EdgeCase}
+			cl = newCluster(clusterID(d.DecisionID), now)
 			clusters[cl.ID] = cl
 			bestSim = 1
 		}
 		if _, seen := before[cl.ID]; !seen {
 			before[cl.ID] = cl.Class
-			if len(cl.Members) == 0 {
+			if cl.Size == 0 {
 				before[cl.ID] = ""
 			}
 		}
 		c.cluster, c.joinSim = cl.ID, bestSim
-		if !cl.has(d.DecisionID) {
-			cl.Members = append(cl.Members, memberOf(c.item.Feedback, bestSim))
+		if existing == "" {
+			m := memberOf(c.item.Feedback, bestSim)
+			cl.add(m)
+			b.commit.members = append(b.commit.members, memberRecord{ClusterID: cl.ID, Seq: cl.Size, Member: m})
 		}
 		cl.UpdatedAt = now
 		v := vectorFor(d, cl.ID)
@@ -470,7 +478,7 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 		ev := s.opts.Thresholds.clusterEvaluation(d, &c.rubric, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
 		ev.SimilarIDs = s.similarIDs(c, cands)
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
-		s.refine(ctx, d, cl, &ev)
+		s.refine(ctx, d, cl, similarTexts(c, cands), &ev)
 		evals[d.DecisionID] = &ev
 	}
 
@@ -594,7 +602,11 @@ func (s *Service) similarIDs(c *candidate, cands []*candidate) []string {
 // changed (DESIGN.md §4: re-evaluated when it grows across a threshold).
 func (s *Service) reclassMembers(cl *Cluster, evals map[string]*Evaluation, now time.Time, b *batch) error {
 	stats, tags, meanSim := cl.Stats(), cl.Tags(), cl.meanSimilarity()
-	for _, m := range cl.Members {
+	members, err := s.state.members(cl.ID, 1)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
 		if _, fresh := evals[m.DecisionID]; fresh {
 			continue
 		}
@@ -662,24 +674,25 @@ func memberOf(f precept.Feedback, sim float64) Member {
 	}
 }
 
-func (c *Cluster) has(id string) bool {
-	for _, m := range c.Members {
-		if m.DecisionID == id {
-			return true
+// similarTexts lists the comments a decision was found similar to, for
+// the LLM: index hits and earlier decisions of the batch.
+func similarTexts(c *candidate, cands []*candidate) []similarText {
+	var out []similarText
+	for _, h := range c.hits {
+		if h.ID != c.item.Feedback.DecisionID && len(out) < 5 {
+			out = append(out, similarText{ReviewerID: h.Metadata["reviewer_id"], EpicID: h.Metadata["epic_id"], Text: clip(h.Document, 300)})
 		}
 	}
-	return false
-}
-
-func (c *Cluster) meanSimilarity() float64 {
-	if len(c.Members) < 2 {
-		return 1
+	for _, p := range cands {
+		if p == c || len(out) >= 5 {
+			break
+		}
+		if p.cluster == c.cluster && p.cluster != "" {
+			f := p.item.Feedback
+			out = append(out, similarText{ReviewerID: f.ReviewerID, EpicID: f.EpicID, Text: clip(f.EmbeddingText, 300)})
+		}
 	}
-	var sum float64
-	for _, m := range c.Members[1:] {
-		sum += m.Similarity
-	}
-	return sum / float64(len(c.Members)-1)
+	return out
 }
 
 func newNeedsReview(d precept.Decision, r *RubricResult, now time.Time) NeedsReview {

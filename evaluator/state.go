@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,11 +15,13 @@ import (
 
 // stateVersion changes when the layout changes; another version is
 // rebuilt by re-evaluating the feedback store from the start.
-const stateVersion = "1"
+const stateVersion = "2"
 
 var (
 	bEvals    = []byte("evaluations")  // decision id -> Evaluation
-	bClusters = []byte("clusters")     // cluster id -> Cluster
+	bClusters = []byte("clusters")     // cluster id -> Cluster (running counts)
+	bMembers  = []byte("members")      // cluster id \x00 join order -> Member
+	bMember   = []byte("membership")   // decision id -> cluster id
 	bReview   = []byte("needs_review") // decision id -> NeedsReview
 	bErrors   = []byte("errors")       // decision id -> last evaluation error
 	bEdge     = []byte("edge_pending") // decision id -> EdgeCaseDoc not yet written
@@ -42,7 +45,7 @@ func openState(path string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
-	all := [][]byte{bEvals, bClusters, bReview, bErrors, bEdge}
+	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
@@ -135,6 +138,7 @@ type commit struct {
 	indexed     uint64
 	evaluations []Evaluation
 	clusters    []*Cluster
+	members     []memberRecord
 	reviews     []NeedsReview
 	edgeAdd     []EdgeCaseDoc
 	edgeDone    []string
@@ -152,6 +156,19 @@ func (s *state) apply(c commit) error {
 		}
 		for _, cl := range c.clusters {
 			if err := putJSON(clusters, cl.ID, cl); err != nil {
+				return err
+			}
+		}
+		members, membership := tx.Bucket(bMembers), tx.Bucket(bMember)
+		for _, m := range c.members {
+			data, err := json.Marshal(m.Member)
+			if err != nil {
+				return err
+			}
+			if err := members.Put(memberKey(m.ClusterID, m.Seq), data); err != nil {
+				return err
+			}
+			if err := membership.Put([]byte(m.DecisionID), []byte(m.ClusterID)); err != nil {
 				return err
 			}
 		}
@@ -186,6 +203,56 @@ func (s *state) apply(c commit) error {
 			}
 		}
 		return nil
+	})
+}
+
+// memberRecord is a member to store under its cluster, in join order.
+type memberRecord struct {
+	ClusterID string
+	Seq       int
+	Member
+}
+
+func memberKey(clusterID string, seq int) []byte {
+	k := make([]byte, 0, len(clusterID)+9)
+	k = append(k, clusterID...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, uint64(seq))
+}
+
+// clusterOf returns the cluster a decision belongs to, if any.
+func (s *state) clusterOf(decisionID string) (string, error) {
+	var id string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id = string(tx.Bucket(bMember).Get([]byte(decisionID)))
+		return nil
+	})
+	return id, err
+}
+
+// members returns a cluster's members in join order, from the from-th
+// (1-based) on.
+func (s *state) members(clusterID string, from int) ([]Member, error) {
+	var out []Member
+	prefix := append([]byte(clusterID), 0)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bMembers).Cursor()
+		for k, v := c.Seek(memberKey(clusterID, max(from, 1))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var m Member
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// eachMembership calls fn for every clustered decision.
+func (s *state) eachMembership(fn func(decisionID, clusterID string) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bMember).ForEach(func(k, v []byte) error { return fn(string(k), string(v)) })
 	})
 }
 

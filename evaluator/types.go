@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"maps"
 	"time"
 )
 
@@ -105,50 +106,82 @@ type Member struct {
 }
 
 // Cluster is a group of similar clear negative feedback. Its id is fixed
-// when it is founded and never changes.
+// when it is founded and never changes. It keeps running counts, so adding
+// a member costs the same however large the cluster is; the members
+// themselves are stored apart (Service.members).
 type Cluster struct {
-	ID      string   `json:"id"`
-	Members []Member `json:"members"`
-	Class   Class    `json:"class"`
+	ID    string `json:"id"`
+	Class Class  `json:"class"`
 	// Revision increases whenever the cluster's class changes.
 	Revision  int       `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	Size      int       `json:"size"`
+	// Reviewers, Epics, Agents and TagCounts count members per value.
+	Reviewers map[string]int `json:"reviewers"`
+	Epics     map[string]int `json:"epics"`
+	Agents    map[string]int `json:"agents"`
+	TagCounts map[string]int `json:"tags,omitempty"`
+	FirstSeen time.Time      `json:"first_seen"`
+	LastSeen  time.Time      `json:"last_seen"`
+	// SimSum adds up the similarity through which each member after the
+	// founder joined.
+	SimSum float64 `json:"sim_sum"`
 }
 
-// Stats computes the cluster's support.
-func (c *Cluster) Stats() Stats {
-	reviewers := map[string]bool{}
-	epics := map[string]bool{}
-	agents := map[string]bool{}
-	var s Stats
-	for i, m := range c.Members {
-		reviewers[m.ReviewerID] = true
-		epics[m.EpicID] = true
-		agents[m.Agent] = true
-		if i == 0 || m.At.Before(s.FirstSeen) {
-			s.FirstSeen = m.At
-		}
-		if m.At.After(s.LastSeen) {
-			s.LastSeen = m.At
-		}
+func newCluster(id string, now time.Time) *Cluster {
+	return &Cluster{ID: id, Class: EdgeCase, CreatedAt: now, Reviewers: map[string]int{}, Epics: map[string]int{}, Agents: map[string]int{}, TagCounts: map[string]int{}}
+}
+
+// add counts a new member.
+func (c *Cluster) add(m Member) {
+	if c.Reviewers == nil {
+		c.Reviewers, c.Epics, c.Agents = map[string]int{}, map[string]int{}, map[string]int{}
 	}
-	s.Size = len(c.Members)
-	s.DistinctReviewers = len(reviewers)
-	s.DistinctEpics = len(epics)
-	s.Agents = sortedKeys(agents)
-	return s
+	if c.TagCounts == nil {
+		c.TagCounts = map[string]int{}
+	}
+	if c.Size > 0 {
+		c.SimSum += m.Similarity
+	}
+	c.Size++
+	c.Reviewers[m.ReviewerID]++
+	c.Epics[m.EpicID]++
+	c.Agents[m.Agent]++
+	for _, t := range m.Tags {
+		c.TagCounts[t]++
+	}
+	if c.FirstSeen.IsZero() || m.At.Before(c.FirstSeen) {
+		c.FirstSeen = m.At
+	}
+	if m.At.After(c.LastSeen) {
+		c.LastSeen = m.At
+	}
+}
+
+// Stats returns the cluster's support.
+func (c *Cluster) Stats() Stats {
+	return Stats{
+		Size: c.Size, DistinctReviewers: len(c.Reviewers), DistinctEpics: len(c.Epics),
+		Agents: sortedKeys(c.Agents), FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
+	}
 }
 
 // Tags returns the union of the members' tags.
-func (c *Cluster) Tags() []string {
-	set := map[string]bool{}
-	for _, m := range c.Members {
-		for _, t := range m.Tags {
-			set[t] = true
-		}
+func (c *Cluster) Tags() []string { return sortedKeys(c.TagCounts) }
+
+func (c *Cluster) meanSimilarity() float64 {
+	if c.Size < 2 {
+		return 1
 	}
-	return sortedKeys(set)
+	return c.SimSum / float64(c.Size-1)
+}
+
+// clone copies a cluster, for dry runs.
+func (c *Cluster) clone() *Cluster {
+	cp := *c
+	cp.Reviewers, cp.Epics, cp.Agents, cp.TagCounts = maps.Clone(c.Reviewers), maps.Clone(c.Epics), maps.Clone(c.Agents), maps.Clone(c.TagCounts)
+	return &cp
 }
 
 // Representative is a member comment close to its cluster's centre.

@@ -162,13 +162,18 @@ func ingestClassifyRate(b *testing.B, a *App, rdb *redis.Client, g *feedbackGen,
 // BenchmarkIngestClassify reports, per index backend, the classification
 // cost per decision (p50/p99) and end-to-end ingest+classify throughput
 // with 10k and 100k decisions stored and evaluated. Run with -benchtime
-// 1x; PRECEPT_BENCH_SIZES=10000 limits the sizes.
+// 1x; PRECEPT_BENCH_SIZES=10000 limits the sizes and
+// PRECEPT_BENCH_BACKENDS=embedded the backends.
 func BenchmarkIngestClassify(b *testing.B) {
 	sizes := []int{10000, 100000}
 	if os.Getenv("PRECEPT_BENCH_SIZES") == "10000" {
 		sizes = sizes[:1]
 	}
-	for _, backend := range []string{"embedded", "chroma"} {
+	backends := []string{"embedded", "chroma"}
+	if b := os.Getenv("PRECEPT_BENCH_BACKENDS"); b != "" {
+		backends = strings.Split(b, ",")
+	}
+	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
 			redisAddr := testenv.Redis(b)
 			rdb := testenv.RedisClient(b, redisAddr)
