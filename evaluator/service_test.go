@@ -112,7 +112,12 @@ func (e *edgeSink) WriteEdgeCases(_ context.Context, docs []EdgeCaseDoc) error {
 
 func newEnv(t testing.TB, dir string, feed *memFeed, opts Options) *env {
 	t.Helper()
-	emb := &flakyEmbedder{Embedder: embed.NewLocal(embed.LocalOptions{})}
+	return newEnvWith(t, dir, feed, embed.NewLocal(embed.LocalOptions{}), opts)
+}
+
+func newEnvWith(t testing.TB, dir string, feed *memFeed, base embed.Embedder, opts Options) *env {
+	t.Helper()
+	emb := &flakyEmbedder{Embedder: base}
 	idx, reset, err := chromem.Open(filepath.Join(dir, "vectors"), vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()})
 	if err != nil {
 		t.Fatal(err)
@@ -384,6 +389,39 @@ func TestStateAndIndexAgreeAfterARestartAndALostIndex(t *testing.T) {
 	ev, _, _ := e.svc.Evaluation(context.Background(), "late")
 	if ev.ClusterID == clusterID("late") {
 		t.Fatalf("new feedback founded its own cluster: the rebuilt index did not serve it (%+v)", ev)
+	}
+}
+
+func TestChangingTheEmbedderReIndexesAndNeverMixes(t *testing.T) {
+	dir := t.TempDir()
+	feed := newFeed()
+	for _, it := range loadFixture(t, "labelled.jsonl") {
+		feed.add(it.Feedback)
+	}
+	e := newEnv(t, dir, feed, Options{})
+	e.drain(t)
+	count, _ := e.index.Count(context.Background())
+	e.close()
+
+	wider := embed.NewLocal(embed.LocalOptions{Dimension: 384})
+	e = newEnvWith(t, dir, feed, wider, Options{})
+	if sp := e.index.Spec(); sp.Dimension != 384 || sp.Embedder != wider.Name() {
+		t.Fatalf("index spec after the change = %+v", sp)
+	}
+	if n, _ := e.index.Count(context.Background()); n != count {
+		t.Fatalf("re-indexed %d vectors, want %d", n, count)
+	}
+	// Every vector now comes from the new embedder: a query with it finds
+	// a stored decision's own text at similarity 1.
+	f, _ := feed.Get(context.Background(), "fb-0002")
+	hits, err := e.svc.FindSimilar(context.Background(), SimilarQuery{Text: f.EmbeddingText, Threshold: 0.999})
+	if err != nil || len(hits) == 0 || hits[0].DecisionID != "fb-0002" {
+		t.Fatalf("FindSimilar with the new embedder = %+v, %v", hits, err)
+	}
+	// An embedder that does not match the index is refused outright.
+	idx := e.index
+	if _, err := New(context.Background(), feed, embed.NewLocal(embed.LocalOptions{Dimension: 512}), idx, false, filepath.Join(dir, "evaluator.db.2"), Options{}); err == nil {
+		t.Fatal("an evaluator opened over an index of another embedder")
 	}
 }
 
