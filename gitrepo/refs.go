@@ -53,14 +53,24 @@ func isDirErr(err error) bool {
 
 // packedRef looks a ref up in packed-refs.
 func packedRef(gitDir string, name plumbing.ReferenceName) (Hash, error) {
+	all, err := packedRefs(gitDir)
+	if err != nil {
+		return ZeroHash, err
+	}
+	return all[name.String()], nil
+}
+
+// packedRefs returns every ref in packed-refs.
+func packedRefs(gitDir string) (map[string]Hash, error) {
 	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
 	if errors.Is(err, os.ErrNotExist) {
-		return ZeroHash, nil
+		return nil, nil
 	}
 	if err != nil {
-		return ZeroHash, fmt.Errorf("read packed-refs: %w", err)
+		return nil, fmt.Errorf("read packed-refs: %w", err)
 	}
 	defer f.Close()
+	out := map[string]Hash{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -68,15 +78,11 @@ func packedRef(gitDir string, name plumbing.ReferenceName) (Hash, error) {
 		if line == "" || line[0] == '#' || line[0] == '^' {
 			continue
 		}
-		hash, ref, ok := strings.Cut(line, " ")
-		if ok && ref == name.String() && plumbing.IsHash(hash) {
-			return plumbing.NewHash(hash), nil
+		if hash, ref, ok := strings.Cut(line, " "); ok && plumbing.IsHash(hash) {
+			out[ref] = plumbing.NewHash(hash)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return ZeroHash, fmt.Errorf("read packed-refs: %w", err)
-	}
-	return ZeroHash, nil
+	return out, sc.Err()
 }
 
 // acquireLock creates path+".lock" exclusively, waiting for another

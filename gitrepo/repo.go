@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -202,29 +203,57 @@ func (r *Repo) RemoteBranches(remote, prefix string) ([]Branch, error) {
 	return r.listRefs("refs/remotes/"+remote+"/", prefix)
 }
 
+// listRefs lists the refs under namespace (e.g. "refs/heads/") whose
+// short names start with prefix. It reads the ref files itself rather
+// than through go-git, which also reads the empty <ref>.lock files a
+// writer holds for a moment and then fails on them.
 func (r *Repo) listRefs(namespace, prefix string) ([]Branch, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	iter, err := r.st.IterReferences()
-	if err != nil {
-		return nil, fmt.Errorf("list refs: %w", err)
-	}
-	defer iter.Close()
+	seen := map[string]bool{}
 	var out []Branch
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		name := ref.Name().String()
-		if ref.Type() != plumbing.HashReference || !strings.HasPrefix(name, namespace) {
+	root := filepath.Join(r.path, filepath.FromSlash(namespace))
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		short := strings.TrimPrefix(name, namespace)
-		if strings.HasPrefix(short, prefix) {
-			out = append(out, Branch{Name: short, Tip: ref.Hash()})
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		short := filepath.ToSlash(rel)
+		if !strings.HasPrefix(short, prefix) {
+			return nil
+		}
+		h, err := readRef(r.path, plumbing.ReferenceName(namespace+short))
+		if err != nil {
+			return err
+		}
+		// A ref deleted between the walk and the read is simply gone.
+		if !h.IsZero() {
+			seen[short] = true
+			out = append(out, Branch{Name: short, Tip: h})
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list refs: %w", err)
 	}
+	packed, err := packedRefs(r.path)
+	if err != nil {
+		return nil, fmt.Errorf("list refs: %w", err)
+	}
+	for name, h := range packed {
+		short, ok := strings.CutPrefix(name, namespace)
+		if ok && strings.HasPrefix(short, prefix) && !seen[short] {
+			out = append(out, Branch{Name: short, Tip: h})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 

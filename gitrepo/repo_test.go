@@ -543,3 +543,35 @@ func TestGitLessMatchesGitsTreeOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestBranchListingsIgnoreLockFilesAndIncludePackedRefs(t *testing.T) {
+	r := openTemp(t, Options{})
+	h := write(t, r, "main", "one", Change{Path: "f", Data: []byte("1")})
+	for _, b := range []string{"proposal/p-1", "proposal/p-2"} {
+		if err := r.SetBranch(b, ZeroHash, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitCLI(t, r.Path(), "pack-refs", "--all")
+	if err := r.SetBranch("proposal/p-3", ZeroHash, h); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer holds the lock of a ref it is about to create.
+	if err := os.WriteFile(filepath.Join(r.Path(), "refs", "heads", "proposal", "p-4.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Branches("proposal/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range got {
+		names = append(names, b.Name)
+		if b.Tip != h {
+			t.Fatalf("%s at %s", b.Name, b.Tip)
+		}
+	}
+	if strings.Join(names, ",") != "proposal/p-1,proposal/p-2,proposal/p-3" {
+		t.Fatalf("branches = %v", names)
+	}
+}
