@@ -77,6 +77,8 @@ type Approval struct {
 	At       time.Time `yaml:"at"`
 	// Via is api, slack or git.
 	Via string `yaml:"via"`
+	// Commit recorded the approval; filled from history, not stored.
+	Commit string `yaml:"-"`
 }
 
 // Rule is an approved rule as stored in the rules repository at

@@ -1,0 +1,217 @@
+package rules
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/precept-dev/precept/evaluator/embed"
+)
+
+// Candidate is rule text to check against the active rules and the open
+// proposals before (or while) it is proposed.
+type Candidate struct {
+	Agents         []string
+	Content        string
+	InsertionPoint string
+	// ProposalID, when set, is left out of the comparison: a proposal
+	// does not conflict with itself.
+	ProposalID string
+}
+
+// ruleText is an active rule or an open proposal as the guards compare it.
+type ruleText struct {
+	ID             string
+	Agents         []string
+	InsertionPoint string
+	Content        string
+	// IsRule: an active (or shadow) rule, not a proposal.
+	IsRule bool
+}
+
+// Thresholds are the similarity bands of reconsolidation (seed 001 TM-06)
+// and the rejected-before guard.
+type Thresholds struct {
+	// Duplicate: above it a draft duplicates an existing rule; default 0.92.
+	Duplicate float64
+	// Conflict: from it up to Duplicate a draft overlaps (or, with the
+	// opposite polarity, opposes) an existing rule; default 0.75.
+	Conflict float64
+	// Rejected: above it a draft repeats a rejected proposal; default 0.88.
+	Rejected float64
+}
+
+func (t Thresholds) withDefaults() Thresholds {
+	if t.Duplicate <= 0 {
+		t.Duplicate = 0.92
+	}
+	if t.Conflict <= 0 {
+		t.Conflict = 0.75
+	}
+	if t.Rejected <= 0 {
+		t.Rejected = 0.88
+	}
+	return t
+}
+
+// classifyConflicts compares a candidate with existing rule texts that
+// share one of its agents. Opposite polarity ("always …" / "never …") at
+// topical similarity is opposing guidance when the insertion point is the
+// same, an overlap otherwise, and never a duplicate. Reports are ordered
+// by similarity, highest first.
+func classifyConflicts(cand Candidate, candVec []float32, others []ruleText, vecs [][]float32, th Thresholds) []ConflictReport {
+	var out []ConflictReport
+	candPolarity := polarity(cand.Content)
+	for i, o := range others {
+		agent, shared := sharedAgent(cand.Agents, o.Agents)
+		if !shared || o.ID == cand.ProposalID || o.ID == RuleIDFor(cand.ProposalID) && cand.ProposalID != "" {
+			continue
+		}
+		sim := embed.Cosine(candVec, vecs[i])
+		if sim < th.Conflict {
+			continue
+		}
+		opposite := candPolarity*polarity(o.Content) < 0
+		what := "proposal"
+		if o.IsRule {
+			what = "rule"
+		}
+		r := ConflictReport{OtherID: o.ID, Similarity: round3(sim), OtherContent: o.Content, Agent: agent, InsertionPoint: o.InsertionPoint}
+		switch {
+		case opposite && o.InsertionPoint == cand.InsertionPoint:
+			r.Kind = ConflictOpposing
+			r.Explanation = fmt.Sprintf("opposing guidance: the %s %s gives %s the opposite instruction on the same topic at %s (similarity %.2f)",
+				what, o.ID, agent, o.InsertionPoint, sim)
+		case opposite:
+			r.Kind = ConflictOverlap
+			r.Explanation = fmt.Sprintf("the %s %s covers the same topic with the opposite instruction, at a different insertion point (%s; similarity %.2f)",
+				what, o.ID, o.InsertionPoint, sim)
+		case sim > th.Duplicate:
+			r.Kind = ConflictDuplicate
+			r.Explanation = fmt.Sprintf("duplicates the %s %s (similarity %.2f > %.2f)", what, o.ID, sim, th.Duplicate)
+		default:
+			r.Kind = ConflictOverlap
+			r.Explanation = fmt.Sprintf("overlaps the %s %s (similarity %.2f in %.2f–%.2f)", what, o.ID, sim, th.Conflict, th.Duplicate)
+		}
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(a, b ConflictReport) int {
+		switch {
+		case a.Similarity > b.Similarity:
+			return -1
+		case a.Similarity < b.Similarity:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func sharedAgent(a, b []string) (string, bool) {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return x, true
+		}
+	}
+	return "", false
+}
+
+func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+
+// Polarity cues. The first cue in a text decides whether it prescribes
+// (+1) or forbids (-1) what it talks about.
+var (
+	negativePairs = phraseSet("do not", "must not", "should not", "no longer", "shall not", "need not", "stop using", "get rid")
+	positivePairs = phraseSet("make sure", "be sure")
+	negativeCues  = toSet(`never don't dont doesn't mustn't shouldn't avoid remove delete drop omit skip
+		stop disable forbid forbidden prohibit refrain exclude eliminate strip`)
+	positiveCues = toSet(`always add use include ensure prefer keep require enable must should write
+		wrap log document validate check provide mention cite introduce insert`)
+)
+
+func phraseSet(phrases ...string) map[string]bool {
+	m := make(map[string]bool, len(phrases))
+	for _, p := range phrases {
+		m[p] = true
+	}
+	return m
+}
+
+// polarity returns +1 when text prescribes something, -1 when it forbids
+// something, 0 when it has no directive cue.
+func polarity(text string) int {
+	ws := words(text)
+	for i, w := range ws {
+		if i+1 < len(ws) {
+			pair := w + " " + ws[i+1]
+			if negativePairs[pair] {
+				return -1
+			}
+			if positivePairs[pair] {
+				return 1
+			}
+		}
+		if negativeCues[w] {
+			return -1
+		}
+		if positiveCues[w] {
+			return 1
+		}
+	}
+	return 0
+}
+
+// vectorCache embeds rule texts, remembering each text's vector: rule
+// texts are few and compared often.
+type vectorCache struct {
+	emb embed.Embedder
+	mu  sync.Mutex
+	m   map[[32]byte][]float32
+}
+
+// maxCachedVectors bounds the cache; it is emptied when full.
+const maxCachedVectors = 50000
+
+func newVectorCache(e embed.Embedder) *vectorCache {
+	return &vectorCache{emb: e, m: map[[32]byte][]float32{}}
+}
+
+// vectors returns one vector per text, embedding only the texts it has
+// not seen.
+func (c *vectorCache) vectors(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	var missing []string
+	var at []int
+	c.mu.Lock()
+	for i, t := range texts {
+		if v, ok := c.m[sha256.Sum256([]byte(t))]; ok {
+			out[i] = v
+			continue
+		}
+		missing = append(missing, t)
+		at = append(at, i)
+	}
+	c.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	vecs, err := c.emb.Embed(ctx, missing)
+	if err != nil {
+		return nil, fmt.Errorf("embed rule texts: %w", err)
+	}
+	if len(vecs) != len(missing) {
+		return nil, fmt.Errorf("embed rule texts: got %d vectors for %d texts", len(vecs), len(missing))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m)+len(missing) > maxCachedVectors {
+		c.m = map[[32]byte][]float32{}
+	}
+	for j, v := range vecs {
+		out[at[j]] = v
+		c.m[sha256.Sum256([]byte(missing[j]))] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,402 @@
+package rules
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"text/template"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/precept-dev/precept/prompts/templates"
+)
+
+// LLM completes prompts; the langchaingo adapter in internal/llm
+// implements it. Drafting works without one.
+type LLM interface {
+	// Complete returns the model's answer to prompt.
+	Complete(ctx context.Context, prompt string) (string, error)
+	// Model names the model, recorded on the proposals it drafts.
+	Model() string
+}
+
+// draft is rule text drafted from evidence, before the guards.
+type draft struct {
+	Type    Type
+	Content string
+	// By is "extractive" or "llm:<model>".
+	By string
+}
+
+// draftTemplateName is the LLM prompt template under prompts/templates.
+const draftTemplateName = "draft_rule.tmpl"
+
+// Bounds on what the LLM prompt quotes from a cluster.
+const (
+	maxPromptComments    = 8
+	maxPromptCommentRune = 500
+)
+
+func parseDraftTemplate() (*template.Template, error) {
+	t, err := template.New(draftTemplateName).
+		Funcs(template.FuncMap{"join": strings.Join}).
+		ParseFS(templates.FS, draftTemplateName)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", draftTemplateName, err)
+	}
+	return t, nil
+}
+
+// draftPromptData is what the template sees.
+type draftPromptData struct {
+	Agents               []string
+	Size, Reviewers      int
+	Epics                int
+	Class                string
+	Tags                 []string
+	Comments             []string
+	MinLength, MaxLength int
+}
+
+// renderDraftPrompt fills the template. Comments are clipped and their
+// delimiters neutralised: they are untrusted data.
+func renderDraftPrompt(t *template.Template, ev Evidence, q Quality) (string, error) {
+	data := draftPromptData{
+		Agents: ev.Agents, Size: ev.Size, Reviewers: len(distinct(ev.Reviewers)), Epics: len(distinct(ev.Epics)),
+		Class: ev.Class, Tags: ev.Tags, MinLength: q.MinLength, MaxLength: q.MaxLength,
+	}
+	for _, c := range ev.Comments {
+		text := strings.TrimSpace(c.Text)
+		if text == "" {
+			continue
+		}
+		text = strings.NewReplacer("<<<", "‹‹‹", ">>>", "›››").Replace(clipRunes(text, maxPromptCommentRune))
+		data.Comments = append(data.Comments, text)
+		if len(data.Comments) == maxPromptComments {
+			break
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("render %s: %w", draftTemplateName, err)
+	}
+	return buf.String(), nil
+}
+
+// llmAnswer is the JSON the template asks for.
+type llmAnswer struct {
+	RuleType    string `json:"rule_type"`
+	RuleContent string `json:"rule_content"`
+}
+
+// parseLLMDraft validates the model's answer: one JSON object (code
+// fences and prose around it are tolerated) with a known rule type and
+// rule text within the length bounds.
+func parseLLMDraft(answer string, q Quality) (draft, error) {
+	start, end := strings.Index(answer, "{"), strings.LastIndex(answer, "}")
+	if start < 0 || end < start {
+		return draft{}, errors.New("no JSON object in the answer")
+	}
+	var a llmAnswer
+	dec := json.NewDecoder(strings.NewReader(answer[start : end+1]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return draft{}, fmt.Errorf("malformed JSON: %w", err)
+	}
+	t := Type(strings.ToUpper(strings.TrimSpace(a.RuleType)))
+	if !t.Valid() {
+		return draft{}, fmt.Errorf("unknown rule_type %q", a.RuleType)
+	}
+	content := strings.TrimSpace(a.RuleContent)
+	if n := utf8.RuneCountInString(content); n < q.MinLength || n > q.MaxLength {
+		return draft{}, fmt.Errorf("rule_content has %d characters, want %d..%d", n, q.MinLength, q.MaxLength)
+	}
+	return draft{Type: t, Content: content}, nil
+}
+
+// Bounds of the extractive draft: the instruction's length, and how many
+// meaningful words a comment needs to be quoted as the problem to avoid.
+const (
+	maxInstructionRunes = 220
+	minProblemWords     = 3
+	// maxCommentRunes bounds the work spent on one comment.
+	maxCommentRunes = 4000
+)
+
+// extractiveDraft writes a rule from the cluster's most central comments
+// without a model: the first comment (most central first) that can be
+// read as an instruction becomes one, e.g. "missing unit tests for the
+// parser" → "Include unit tests for the parser.". When none can, the most
+// central comment is kept as the problem to avoid. The rule text is the
+// instruction alone: the evidence summary quotes the comments, and rule
+// texts without quotes compare well when guarding against duplicates.
+func extractiveDraft(ev Evidence) draft {
+	var texts []string
+	for _, c := range ev.Comments {
+		if t := strings.Join(strings.Fields(clipRunes(c.Text, maxCommentRunes)), " "); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	if len(texts) == 0 {
+		return draft{Type: NegativeExample, By: "extractive"}
+	}
+	for _, t := range texts {
+		if s, typ, ok := instruction(t); ok {
+			return draft{Type: typ, Content: s, By: "extractive"}
+		}
+	}
+	problem := lowerFirst(trimSentence(clipWords(firstSentence(texts[0]), maxInstructionRunes)))
+	if contentWords(problem) < minProblemWords {
+		// Nothing to learn from: an empty draft, which the quality gate
+		// blocks.
+		return draft{Type: NegativeExample, By: "extractive"}
+	}
+	return draft{Type: NegativeExample, Content: "Avoid this problem reviewers keep flagging: " + problem + ".", By: "extractive"}
+}
+
+// directiveVerbs start a sentence that already reads as an instruction.
+var directiveVerbs = map[string]Type{
+	"always": Constraint, "never": Constraint, "don't": Constraint, "dont": Constraint, "must": Constraint,
+	"add": Guideline, "avoid": Guideline, "use": Guideline, "remove": Guideline, "include": Guideline,
+	"write": Guideline, "keep": Guideline, "make": Guideline, "ensure": Guideline, "prefer": Guideline,
+	"handle": Guideline, "check": Guideline, "validate": Guideline, "wrap": Guideline, "return": Guideline,
+	"log": Guideline, "document": Guideline, "split": Guideline, "rename": Guideline, "follow": Guideline,
+	"cover": Guideline, "run": Guideline, "update": Guideline, "delete": Guideline, "drop": Guideline,
+	"stop": Guideline, "put": Guideline, "move": Guideline, "extract": Guideline, "reuse": Guideline,
+	"replace": Guideline, "limit": Guideline, "explain": Guideline, "describe": Guideline, "mention": Guideline,
+	"cite": Guideline, "link": Guideline, "state": Guideline, "list": Guideline, "close": Guideline,
+	"release": Guideline, "guard": Guideline, "escape": Guideline, "sanitize": Guideline, "verify": Guideline,
+	"pin": Guideline, "specify": Guideline, "clarify": Guideline, "reference": Guideline, "test": Guideline,
+	"consider": Guideline, "break": Guideline, "name": Guideline, "annotate": Guideline, "mock": Guideline,
+}
+
+// leadIns are filler a reviewer puts before the point.
+var leadIns = []string{
+	"nit:", "nit", "nitpick:", "please", "pls", "plz", "again", "also", "so", "ok", "okay", "hmm", "fyi", "imo",
+	"i think", "i'd say", "we should", "you should", "the agent should", "agent should", "it should",
+	"can you", "could you", "you need to", "we need to", "need to", "needs to", "you must", "make sure to",
+	"remember to", "as always", "once more", "still", "sigh",
+}
+
+var (
+	missingLead  = regexp.MustCompile(`(?i)^(?:missing|no|lacks?|lacking|without)\s+(.+)$`)
+	missingTail  = regexp.MustCompile(`(?i)^(.+?)\s+(?:is|are)\s+(?:missing|absent|lacking|not there)\b\s*(.*)$`)
+	modalPattern = regexp.MustCompile(`(?i)^(.+?)\s+(should|must|needs to|need to)\s+(.+)$`)
+	tooPattern   = regexp.MustCompile(`(?i)^too\s+(?:many|much|long|verbose|big|large|complex)\b`)
+	badState     = regexp.MustCompile(`(?i)^(.+?)\s+(is|are)\s+((?:too\s+)?(?:wrong|incorrect|broken|outdated|inconsistent|unclear|confusing|hard to read|long|vague|flaky|redundant|unnecessary|hardcoded|hard-coded|verbose|duplicated|missing tests|untested|swallowed|ignored|leaking))\b\s*(.*)$`)
+)
+
+// instruction rewrites one comment as an imperative instruction, if it can
+// be read as one.
+func instruction(comment string) (string, Type, bool) {
+	s := ""
+	for _, cand := range sentences(comment) {
+		c := stripLeadIns(trimSentence(cand))
+		if contentWords(c) >= 2 {
+			s = c
+			break
+		}
+	}
+	if s == "" {
+		return "", "", false
+	}
+	s = clipWords(s, maxInstructionRunes)
+	first := strings.ToLower(strings.Trim(strings.Fields(s)[0], ",:"))
+	lower := strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(lower, "do not "):
+		return upperFirst(s) + ".", Constraint, true
+	case strings.HasPrefix(lower, "no need"):
+		return "", "", false
+	}
+	if t, ok := directiveVerbs[first]; ok {
+		return upperFirst(s) + ".", t, true
+	}
+	if m := missingLead.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
+		return "Include " + lowerFirst(stripLeadIns(m[1])) + ".", Guideline, true
+	}
+	if m := missingTail.FindStringSubmatch(s); m != nil {
+		rest := strings.TrimSpace(m[1] + " " + m[2])
+		return "Include " + lowerFirst(rest) + ".", Guideline, true
+	}
+	if tooPattern.MatchString(s) {
+		return "Avoid " + lowerFirst(s) + ".", Guideline, true
+	}
+	if m := badState.FindStringSubmatch(s); m != nil {
+		rest := strings.TrimSpace(m[4])
+		out := "Make sure " + lowerFirst(m[1]) + " " + strings.ToLower(m[2]) + " not " + strings.ToLower(m[3])
+		if rest != "" {
+			out += " " + rest
+		}
+		return out + ".", Guideline, true
+	}
+	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
+		t := Guideline
+		if strings.EqualFold(m[2], "must") {
+			t = Constraint
+		}
+		return upperFirst(s) + ".", t, true
+	}
+	return "", "", false
+}
+
+// sentences splits text at sentence ends, semicolons and line breaks.
+func sentences(text string) []string {
+	var out []string
+	start := 0
+	rs := []rune(text)
+	for i, r := range rs {
+		end := r == '\n' || r == ';'
+		if (r == '.' || r == '!' || r == '?') && (i+1 == len(rs) || unicode.IsSpace(rs[i+1])) {
+			end = true
+		}
+		if end {
+			if s := strings.TrimSpace(string(rs[start:i])); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(string(rs[start:])); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func firstSentence(text string) string {
+	if s := sentences(text); len(s) > 0 {
+		return s[0]
+	}
+	return text
+}
+
+// trimSentence drops surrounding punctuation, quotes and repeated marks.
+func trimSentence(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune(".,;:!?-–—\"'`“”‘’()[]*_>#", r)
+	})
+}
+
+// stripLeadIns removes filler words before and after the point.
+func stripLeadIns(s string) string {
+	for changed := true; changed; {
+		changed = false
+		for _, l := range leadIns {
+			if len(s) >= len(l) && strings.EqualFold(s[:len(l)], l) && (len(s) == len(l) || !isWordRune(rune(s[len(l)]))) {
+				s = trimSentence(s[len(l):])
+				changed = true
+				break
+			}
+		}
+	}
+	for _, tail := range []string{" again", " please", " pls", " thanks", " as usual", " once more"} {
+		if len(s) >= len(tail) && strings.EqualFold(s[len(s)-len(tail):], tail) {
+			s = trimSentence(s[:len(s)-len(tail)])
+		}
+	}
+	return s
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' }
+
+// clipWords shortens s to at most n runes at a word boundary, marking the
+// cut with an ellipsis.
+func clipWords(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)[:n]
+	cut := strings.LastIndexFunc(string(r), unicode.IsSpace)
+	out := string(r)
+	if cut > n/2 {
+		out = out[:cut]
+	}
+	return strings.TrimRightFunc(out, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
+}
+
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// lowerFirst lower-cases the first letter unless the first word looks
+// like a name or an acronym (a second capital letter).
+func lowerFirst(s string) string {
+	word, _, _ := strings.Cut(s, " ")
+	upper := 0
+	for _, r := range word {
+		if unicode.IsUpper(r) {
+			upper++
+		}
+	}
+	if upper > 1 {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// evidenceSummary says what supports a drafted rule: counts, distinct
+// reviewers and epics, and representative comments quoted.
+func evidenceSummary(ev Evidence) string {
+	reviewers, epics := distinct(ev.Reviewers), distinct(ev.Epics)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d negative %s from %d distinct %s (%s) across %d distinct %s (%s) for %s; cluster %s classified %s (confidence %.2f).",
+		ev.Size, plural(ev.Size, "review", "reviews"),
+		len(reviewers), plural(len(reviewers), "reviewer", "reviewers"), listSome(reviewers, 5),
+		len(epics), plural(len(epics), "epic", "epics"), listSome(epics, 5),
+		strings.Join(ev.Agents, ", "), ev.ClusterID, ev.Class, ev.Confidence)
+	var quotes []string
+	for _, c := range ev.Comments {
+		t := strings.Join(strings.Fields(c.Text), " ")
+		if t == "" {
+			continue
+		}
+		q := "“" + clipWords(t, 160) + "”"
+		if c.ReviewerID != "" {
+			q += " — " + c.ReviewerID
+		}
+		quotes = append(quotes, q)
+		if len(quotes) == 3 {
+			break
+		}
+	}
+	if len(quotes) > 0 {
+		b.WriteString(" Representative comments: " + strings.Join(quotes, "; ") + ".")
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func listSome(items []string, n int) string {
+	if len(items) == 0 {
+		return "none recorded"
+	}
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}

@@ -1,0 +1,63 @@
+package rules
+
+import (
+	"context"
+	"time"
+)
+
+// The cluster classes that may support a rule (DESIGN.md §4).
+const (
+	ClassGeneralizableLow  = "GENERALIZABLE_LOW"
+	ClassGeneralizableHigh = "GENERALIZABLE_HIGH"
+)
+
+// Evidence is a cluster of similar negative feedback that may support a
+// rule.
+type Evidence struct {
+	ClusterID   string
+	Class       string // "GENERALIZABLE_LOW" or "GENERALIZABLE_HIGH"
+	Confidence  float64
+	Agents      []string // distinct, sorted
+	FeedbackIDs []string
+	Reviewers   []string  // distinct
+	Epics       []string  // distinct
+	Tags        []string  // union of member tags, lower-case
+	Comments    []Comment // most central first
+	Size        int
+	FirstSeen   time.Time
+	LastSeen    time.Time
+}
+
+// Comment is one reviewer comment of a cluster.
+type Comment struct {
+	DecisionID string
+	ReviewerID string
+	Agent      string
+	Text       string
+	// Centrality is how close the comment is to the cluster's centre.
+	Centrality float64
+}
+
+// EvidenceSource supplies the generalizable clusters the proposer drafts
+// rules from; the evaluator implements it.
+type EvidenceSource interface {
+	// Generalizable returns every cluster currently classified
+	// GENERALIZABLE_LOW or GENERALIZABLE_HIGH.
+	Generalizable(ctx context.Context) ([]Evidence, error)
+}
+
+// support is how many distinct decisions back the evidence.
+func (e Evidence) support() int {
+	if n := len(distinct(e.FeedbackIDs)); n > 0 {
+		return n
+	}
+	return e.Size
+}
+
+// priority maps the class to the proposal priority.
+func (e Evidence) priority() string {
+	if e.Class == ClassGeneralizableHigh {
+		return "high"
+	}
+	return "low"
+}
