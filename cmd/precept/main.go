@@ -112,6 +112,8 @@ func (c *cli) root() *cobra.Command {
 	f.StringVar(&c.protocol, "protocol", "connect", "RPC protocol: connect, grpc or grpcweb")
 	f.DurationVar(&c.timeout, "timeout", 30*time.Second, "request timeout")
 	root.AddCommand(c.feedbackCmd(), c.dlqCmd(), c.pingCmd())
+	root.AddCommand(c.promptCmd())
+	root.AddCommand(c.proposalsCmd(), c.rulesCmd())
 	root.AddCommand(c.similarCmd(), c.clustersCmd(), c.evaluationCmd(), c.reviewCmd())
 	return root
 }

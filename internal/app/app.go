@@ -35,6 +35,8 @@ import (
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/stream"
+	"github.com/precept-dev/precept/prompts"
+	"github.com/precept-dev/precept/rules"
 )
 
 // maxRequestBytes bounds a request body: a decision is at most
@@ -65,6 +67,10 @@ type App struct {
 
 	listenersMu        sync.Mutex
 	evaluatorListeners []func(evaluator.Change)
+	// Prompts assembles stage prompts from RulesRepo (DESIGN.md §7).
+	Prompts *prompts.Assembler
+	// Rules runs rule proposals and meta-approval on RulesRepo (DESIGN.md §5).
+	Rules *rules.Manager
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -151,6 +157,12 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 	}
 
 	if err := a.buildServer(); err != nil {
+		return nil, err
+	}
+	if err := a.openPrompts(); err != nil {
+		return nil, err
+	}
+	if err := a.openRules(context.Background()); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -296,6 +308,8 @@ func (a *App) Run(ctx context.Context) error {
 	if *a.Config.Evaluator.Enabled {
 		g.Go(func() error { return a.Evaluator.Run(gctx) })
 	}
+	g.Go(func() error { return a.Prompts.Run(gctx) })
+	g.Go(func() error { return a.Rules.Run(gctx) })
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err

@@ -321,26 +321,39 @@ func TestHealthReflectionAndMetricsAreServed(t *testing.T) {
 		_, err := c.GetFeedback(ctx, connect.NewRequest(&preceptv1.GetFeedbackRequest{DecisionId: "m-1"}))
 		return err == nil
 	})
-	var body string
-	eventually(t, "stream gauges", 10*time.Second, func() bool {
-		resp, err := http.Get(base + "/metrics")
-		if err != nil {
-			return false
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		body = string(b)
-		return strings.Contains(body, "precept_stream_pending ")
-	})
-	for _, want := range []string{
+	want := []string{
 		`precept_stream_decisions_total{result="stored"} 1`,
 		"precept_stream_lag ", "precept_stream_pending ", "precept_stream_dlq_length ",
 		"precept_feedback_batch_commit_seconds_count", "precept_feedback_decisions 1",
 		`precept_rpc_requests_total{code="ok",procedure="/precept.v1.FeedbackService/GetFeedback"}`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("metrics lack %q", want)
+	}
+	var body string
+	// The decision is readable a moment before the consumer counts it, and
+	// the gauges refresh on a timer: wait for all of them.
+	missing := func() []string {
+		var out []string
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				out = append(out, w)
+			}
 		}
+		return out
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+		}
+		if len(missing()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack %q", missing())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

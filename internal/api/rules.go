@@ -1,0 +1,358 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/precept-dev/precept"
+	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/rules"
+)
+
+// RuleManager is what RuleService needs of the rule manager.
+type RuleManager interface {
+	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
+	Get(ctx context.Context, id string) (rules.Proposal, error)
+	Propose(ctx context.Context, p rules.ManualProposal, proposer precept.Identity) (rules.Proposal, error)
+	Approve(ctx context.Context, id, approver, note string, revision int, via string) (rules.Proposal, error)
+	Reject(ctx context.Context, id, rejector, reason string, revision int, via string) (rules.Proposal, error)
+	ActiveRules(ctx context.Context, agent string) ([]rules.Rule, error)
+	Rule(ctx context.Context, id string) (rules.Rule, []rules.HistoryEntry, error)
+	Rollback(ctx context.Context, ruleID, by, reason string) (rules.Rule, string, error)
+	CheckConflicts(ctx context.Context, c rules.Candidate) ([]rules.ConflictReport, error)
+	History(ctx context.Context, id string) ([]rules.HistoryEntry, error)
+}
+
+var _ RuleManager = (*rules.Manager)(nil)
+
+// RuleService implements preceptv1connect.RuleServiceHandler. Approvals,
+// rejections, proposals and rollbacks are made in the name of the
+// authenticated caller, never of a name in the request.
+type RuleService struct {
+	Rules RuleManager
+	Log   *slog.Logger
+}
+
+var _ preceptv1connect.RuleServiceHandler = (*RuleService)(nil)
+
+func (s *RuleService) fail(ctx context.Context, procedure string, err error) error {
+	return toConnect(ctx, s.Log, procedure, err)
+}
+
+// ListProposals lists proposals by status and agent, newest first.
+func (s *RuleService) ListProposals(ctx context.Context, req *connect.Request[preceptv1.ListProposalsRequest]) (*connect.Response[preceptv1.ListProposalsResponse], error) {
+	const proc = preceptv1connect.RuleServiceListProposalsProcedure
+	n, err := pageSize(req.Msg.GetPageSize(), 50, 500)
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	status, ok := proposalStatuses[req.Msg.GetStatus()]
+	if !ok && req.Msg.GetStatus() != preceptv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED {
+		return nil, s.fail(ctx, proc, invalid("status", "unknown status %d", req.Msg.GetStatus()))
+	}
+	list, err := s.Rules.List(ctx, rules.ListFilter{Status: status, Agent: req.Msg.GetAgent()})
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	start := 0
+	if tok := req.Msg.GetPageToken(); tok != "" {
+		after, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil {
+			return nil, s.fail(ctx, proc, invalid("page_token", "malformed"))
+		}
+		start = -1
+		for i, p := range list {
+			if p.ID == string(after) {
+				start = i + 1
+				break
+			}
+		}
+		if start < 0 {
+			return nil, s.fail(ctx, proc, invalid("page_token", "unknown; list again from the start"))
+		}
+	}
+	resp := &preceptv1.ListProposalsResponse{}
+	end := min(start+n, len(list))
+	for _, p := range list[start:end] {
+		resp.Proposals = append(resp.Proposals, proposalToProto(p))
+	}
+	if end < len(list) {
+		resp.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(list[end-1].ID))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// GetProposal returns one proposal with its commits.
+func (s *RuleService) GetProposal(ctx context.Context, req *connect.Request[preceptv1.GetProposalRequest]) (*connect.Response[preceptv1.GetProposalResponse], error) {
+	const proc = preceptv1connect.RuleServiceGetProposalProcedure
+	p, err := s.Rules.Get(ctx, req.Msg.GetProposalId())
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	return connect.NewResponse(&preceptv1.GetProposalResponse{Proposal: proposalToProto(p)}), nil
+}
+
+// ProposeRule submits a manual proposal in the caller's name.
+func (s *RuleService) ProposeRule(ctx context.Context, req *connect.Request[preceptv1.ProposeRuleRequest]) (*connect.Response[preceptv1.ProposeRuleResponse], error) {
+	const proc = preceptv1connect.RuleServiceProposeRuleProcedure
+	m := req.Msg
+	t := rules.Type("")
+	if m.GetRuleType() != preceptv1.RuleType_RULE_TYPE_UNSPECIFIED {
+		var ok bool
+		if t, ok = ruleTypes[m.GetRuleType()]; !ok {
+			return nil, s.fail(ctx, proc, invalid("rule_type", "unknown type %d", m.GetRuleType()))
+		}
+	}
+	p, err := s.Rules.Propose(ctx, rules.ManualProposal{
+		Agents: m.GetAffectedAgents(), Type: t, Content: m.GetRuleContent(), InsertionPoint: m.GetInsertionPoint(),
+		Rationale: m.GetRationale(), FeedbackIDs: m.GetFeedbackIds(), Tags: m.GetTags(),
+	}, caller(ctx))
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	return connect.NewResponse(&preceptv1.ProposeRuleResponse{Proposal: proposalToProto(p)}), nil
+}
+
+// ApproveRule records the caller's approval.
+func (s *RuleService) ApproveRule(ctx context.Context, req *connect.Request[preceptv1.ApproveRuleRequest]) (*connect.Response[preceptv1.ApproveRuleResponse], error) {
+	const proc = preceptv1connect.RuleServiceApproveRuleProcedure
+	p, err := s.Rules.Approve(ctx, req.Msg.GetProposalId(), caller(ctx).Name, req.Msg.GetNote(), int(req.Msg.GetRevision()), rules.ViaAPI)
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	resp := &preceptv1.ApproveRuleResponse{Proposal: proposalToProto(p)}
+	if p.MergedCommit != "" {
+		r, _, err := s.Rules.Rule(ctx, p.RuleID)
+		if err != nil && !errors.Is(err, precept.ErrNotFound) {
+			return nil, s.fail(ctx, proc, err)
+		}
+		if err == nil {
+			resp.Rule = ruleToProto(r, nil)
+		}
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// RejectRule rejects a proposal in the caller's name.
+func (s *RuleService) RejectRule(ctx context.Context, req *connect.Request[preceptv1.RejectRuleRequest]) (*connect.Response[preceptv1.RejectRuleResponse], error) {
+	const proc = preceptv1connect.RuleServiceRejectRuleProcedure
+	p, err := s.Rules.Reject(ctx, req.Msg.GetProposalId(), caller(ctx).Name, req.Msg.GetReason(), int(req.Msg.GetRevision()), rules.ViaAPI)
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	return connect.NewResponse(&preceptv1.RejectRuleResponse{Proposal: proposalToProto(p)}), nil
+}
+
+// ListActiveRules lists active rules (and shadow ones when asked).
+func (s *RuleService) ListActiveRules(ctx context.Context, req *connect.Request[preceptv1.ListActiveRulesRequest]) (*connect.Response[preceptv1.ListActiveRulesResponse], error) {
+	const proc = preceptv1connect.RuleServiceListActiveRulesProcedure
+	list, err := s.Rules.ActiveRules(ctx, req.Msg.GetAgent())
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	resp := &preceptv1.ListActiveRulesResponse{}
+	for _, r := range list {
+		if r.Status == rules.Shadow && !req.Msg.GetIncludeShadow() {
+			continue
+		}
+		resp.Rules = append(resp.Rules, ruleToProto(r, nil))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// GetRule returns a rule with its provenance and history, also after it
+// was rolled back.
+func (s *RuleService) GetRule(ctx context.Context, req *connect.Request[preceptv1.GetRuleRequest]) (*connect.Response[preceptv1.GetRuleResponse], error) {
+	const proc = preceptv1connect.RuleServiceGetRuleProcedure
+	r, hist, err := s.Rules.Rule(ctx, req.Msg.GetRuleId())
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	return connect.NewResponse(&preceptv1.GetRuleResponse{Rule: ruleToProto(r, hist), History: historyToProto(hist)}), nil
+}
+
+// RollbackRule reverts an active rule in the caller's name.
+func (s *RuleService) RollbackRule(ctx context.Context, req *connect.Request[preceptv1.RollbackRuleRequest]) (*connect.Response[preceptv1.RollbackRuleResponse], error) {
+	const proc = preceptv1connect.RuleServiceRollbackRuleProcedure
+	r, commit, err := s.Rules.Rollback(ctx, req.Msg.GetRuleId(), caller(ctx).Name, req.Msg.GetReason())
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	return connect.NewResponse(&preceptv1.RollbackRuleResponse{Rule: ruleToProto(r, nil), Commit: commit}), nil
+}
+
+// CheckConflicts reports rules and proposals that duplicate, overlap or
+// oppose a proposal or a candidate rule.
+func (s *RuleService) CheckConflicts(ctx context.Context, req *connect.Request[preceptv1.CheckConflictsRequest]) (*connect.Response[preceptv1.CheckConflictsResponse], error) {
+	const proc = preceptv1connect.RuleServiceCheckConflictsProcedure
+	var c rules.Candidate
+	switch sub := req.Msg.GetSubject().(type) {
+	case *preceptv1.CheckConflictsRequest_ProposalId:
+		p, err := s.Rules.Get(ctx, sub.ProposalId)
+		if err != nil {
+			return nil, s.fail(ctx, proc, err)
+		}
+		c = rules.Candidate{Agents: p.Agents, Content: p.Content, InsertionPoint: p.InsertionPoint, ProposalID: p.ID}
+	case *preceptv1.CheckConflictsRequest_Candidate:
+		c = rules.Candidate{Agents: sub.Candidate.GetAgents(), Content: sub.Candidate.GetContent(), InsertionPoint: sub.Candidate.GetInsertionPoint()}
+	default:
+		return nil, s.fail(ctx, proc, invalid("subject", "set proposal_id or candidate"))
+	}
+	reports, err := s.Rules.CheckConflicts(ctx, c)
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	resp := &preceptv1.CheckConflictsResponse{}
+	for _, r := range reports {
+		resp.Conflicts = append(resp.Conflicts, conflictToProto(r))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// GetRuleHistory lists the commits of a rule or a proposal, newest first.
+func (s *RuleService) GetRuleHistory(ctx context.Context, req *connect.Request[preceptv1.GetRuleHistoryRequest]) (*connect.Response[preceptv1.GetRuleHistoryResponse], error) {
+	const proc = preceptv1connect.RuleServiceGetRuleHistoryProcedure
+	hist, err := s.Rules.History(ctx, req.Msg.GetId())
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	if len(hist) == 0 {
+		return nil, s.fail(ctx, proc, precept.Errorf(precept.NotFound, "no history for %s", req.Msg.GetId()))
+	}
+	return connect.NewResponse(&preceptv1.GetRuleHistoryResponse{Commits: historyToProto(hist)}), nil
+}
+
+var proposalStatuses = map[preceptv1.ProposalStatus]rules.ProposalStatus{
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_PENDING:  rules.Pending,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_APPROVED: rules.Approved,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_REJECTED: rules.Rejected,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_BLOCKED:  rules.Blocked,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_DEFERRED: rules.Deferred,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_MERGED:   rules.Merged,
+}
+
+var ruleTypes = map[preceptv1.RuleType]rules.Type{
+	preceptv1.RuleType_RULE_TYPE_NEGATIVE_EXAMPLE: rules.NegativeExample,
+	preceptv1.RuleType_RULE_TYPE_POSITIVE_EXAMPLE: rules.PositiveExample,
+	preceptv1.RuleType_RULE_TYPE_GUIDELINE:        rules.Guideline,
+	preceptv1.RuleType_RULE_TYPE_CONSTRAINT:       rules.Constraint,
+}
+
+var proposalKinds = map[rules.Kind]preceptv1.ProposalKind{
+	rules.KindNewRule:       preceptv1.ProposalKind_PROPOSAL_KIND_NEW_RULE,
+	rules.KindConsolidation: preceptv1.ProposalKind_PROPOSAL_KIND_CONSOLIDATION,
+	rules.KindSunset:        preceptv1.ProposalKind_PROPOSAL_KIND_SUNSET,
+}
+
+var ruleStatuses = map[rules.Status]preceptv1.RuleStatus{
+	rules.Shadow:     preceptv1.RuleStatus_RULE_STATUS_SHADOW,
+	rules.Active:     preceptv1.RuleStatus_RULE_STATUS_ACTIVE,
+	rules.RolledBack: preceptv1.RuleStatus_RULE_STATUS_ROLLED_BACK,
+	rules.Sunset:     preceptv1.RuleStatus_RULE_STATUS_SUNSET,
+}
+
+var importances = map[rules.Importance]preceptv1.Importance{
+	rules.Normal:    preceptv1.Importance_IMPORTANCE_NORMAL,
+	rules.Important: preceptv1.Importance_IMPORTANCE_IMPORTANT,
+	rules.Critical:  preceptv1.Importance_IMPORTANCE_CRITICAL,
+}
+
+func typeToProto(t rules.Type) preceptv1.RuleType {
+	for k, v := range ruleTypes {
+		if v == t {
+			return k
+		}
+	}
+	return preceptv1.RuleType_RULE_TYPE_UNSPECIFIED
+}
+
+func statusToProto(s rules.ProposalStatus) preceptv1.ProposalStatus {
+	for k, v := range proposalStatuses {
+		if v == s {
+			return k
+		}
+	}
+	return preceptv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED
+}
+
+func tsOrNil(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func approvalsToProto(in []rules.Approval) []*preceptv1.Approval {
+	out := make([]*preceptv1.Approval, 0, len(in))
+	for _, a := range in {
+		out = append(out, &preceptv1.Approval{Approver: a.Approver, Note: a.Note, At: tsOrNil(a.At), Via: a.Via, Commit: a.Commit})
+	}
+	return out
+}
+
+func conflictToProto(c rules.ConflictReport) *preceptv1.ConflictReport {
+	return &preceptv1.ConflictReport{
+		OtherId: c.OtherID, Kind: c.Kind, Similarity: c.Similarity, OtherContent: c.OtherContent,
+		Explanation: c.Explanation, Agent: c.Agent, InsertionPoint: c.InsertionPoint,
+	}
+}
+
+func proposalToProto(p rules.Proposal) *preceptv1.Proposal {
+	out := &preceptv1.Proposal{
+		ProposalId: p.ID, CreatedFromFeedbackIds: p.FeedbackIDs, ClassificationConfidence: p.Confidence,
+		AffectedAgents: p.Agents, RuleType: typeToProto(p.Type), RuleContent: p.Content, InsertionPoint: p.InsertionPoint,
+		EvidenceSummary: p.EvidenceSummary, Status: statusToProto(p.Status), CreatedAt: tsOrNil(p.CreatedAt),
+		Kind: proposalKinds[p.Kind], ClusterId: p.ClusterID, ProposedBy: p.ProposedBy, Approvals: approvalsToProto(p.Approvals),
+		RequiredApprovals: int32(p.Required), Supersedes: p.Supersedes, Revision: int32(p.Revision), Branch: p.Branch,
+		Commits: p.Commits, Tags: p.Tags, Protected: p.Protected, RuleId: p.RuleID, Priority: p.Priority,
+		ReviewUrl: p.ReviewURL, UpdatedAt: tsOrNil(p.UpdatedAt),
+	}
+	if r := p.Rejection; r != nil {
+		out.Rejection = &preceptv1.Rejection{Rejector: r.Rejector, Reason: r.Reason, At: tsOrNil(r.At), Via: r.Via, Commit: r.Commit}
+	}
+	for _, c := range p.Conflicts {
+		out.Conflicts = append(out.Conflicts, conflictToProto(c))
+	}
+	for _, g := range p.Guards {
+		out.Guards = append(out.Guards, &preceptv1.GuardResult{Guard: g.Guard, Passed: g.Passed, Reason: g.Reason})
+	}
+	if s := p.Slack; s != nil {
+		out.Slack = &preceptv1.SlackPost{
+			Channel: s.Channel, Ts: s.TS, Permalink: s.Permalink, Posted: s.Posted, Attempts: int32(s.Attempts),
+			LastError: s.LastError, UpdatedAt: tsOrNil(s.UpdatedAt), PostedRevision: int32(s.PostedRevision),
+		}
+	}
+	return out
+}
+
+// ruleToProto converts a rule; hist, when given, supplies its commits.
+func ruleToProto(r rules.Rule, hist []rules.HistoryEntry) *preceptv1.Rule {
+	out := &preceptv1.Rule{
+		RuleId: r.ID, Agents: r.Agents, RuleType: typeToProto(r.Type), Content: r.Content, InsertionPoint: r.InsertionPoint,
+		Status: ruleStatuses[r.Status], Importance: importances[r.Importance], Confidence: r.Confidence,
+		Frequency: int32(r.Frequency), FeedbackIds: r.FeedbackIDs, Approvals: approvalsToProto(r.Approvals),
+		ProposalId: r.ProposalID, Commits: rules.Commits(hist), ActivatedAt: tsOrNil(r.ActivatedAt), Tags: r.Tags,
+		Protected: r.Protected, ClusterId: r.ClusterID, RollbackReason: r.RollbackReason,
+		PositiveValidations: int32(r.PositiveValidations), NegativeValidations: int32(r.NegativeValidations),
+		EvidenceSummary: r.EvidenceSummary,
+	}
+	if r.ShadowUntil != nil {
+		out.ShadowUntil = timestamppb.New(*r.ShadowUntil)
+	}
+	return out
+}
+
+func historyToProto(hist []rules.HistoryEntry) []*preceptv1.RuleCommit {
+	out := make([]*preceptv1.RuleCommit, 0, len(hist))
+	for _, h := range hist {
+		out = append(out, &preceptv1.RuleCommit{Sha: h.Commit, Message: h.Message, Author: h.Author, At: tsOrNil(h.At), Trailers: h.Trailers})
+	}
+	return out
+}

@@ -1,0 +1,154 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/evaluator/embed"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/internal/api"
+	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/rules"
+)
+
+// openRules starts the rule manager on the rules repository and serves
+// RuleService. The evaluator's generalizable clusters are its evidence
+// (and wake it when they change), the configured LLM drafts rule text,
+// and every commit to main notifies prompt assembly at once. Run runs it
+// (App.Rules.Run).
+func (a *App) openRules(ctx context.Context) error {
+	cfg := a.Config.Rules
+	emb, err := a.rulesEmbedder(ctx)
+	if err != nil {
+		return err
+	}
+	opts := rules.Options{
+		RequiredApprovals:      cfg.RequiredApprovals,
+		Approvers:              cfg.Approvers,
+		ProtectedTags:          cfg.ProtectedTags,
+		MaxProposalsPerAgent:   cfg.MaxProposalsPerAgent,
+		ProposalWindow:         cfg.ProposalWindow,
+		MaxActiveRulesPerAgent: cfg.MaxActiveRulesPerAgent,
+		Thresholds:             rules.Thresholds{Duplicate: cfg.DuplicateThreshold, Conflict: cfg.ConflictThreshold, Rejected: cfg.RejectedSimilarity},
+		Quality: rules.Quality{
+			MinLength: cfg.Quality.MinLength, MaxLength: cfg.Quality.MaxLength,
+			MinSignalDensity: cfg.Quality.MinSignalDensity, Denylist: cfg.Quality.Denylist,
+		},
+		ShadowPeriod:    cfg.ShadowPeriod,
+		ProposeInterval: cfg.ProposeInterval,
+		Features:        &rules.Features{Proposing: *a.Config.Features.Proposing, AutoMerge: *a.Config.Features.AutoMerge},
+		LLMTimeout:      a.Config.Evaluator.LLM.Timeout,
+		Embedder:        emb,
+		MainBranch:      a.RulesRepo.DefaultBranch(),
+		Logger:          a.Log.With("component", "rules"),
+		Registerer:      a.Registry,
+	}
+	if a.Evaluator != nil {
+		opts.Evidence = clusterEvidence{a.Evaluator}
+	}
+	if a.LLM != nil {
+		opts.LLM = a.LLM
+	}
+	if g := cfg.Git; g.RemoteURL != "" {
+		opts.Remote = &rules.Remote{
+			URL:           g.RemoteURL,
+			Auth:          gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey},
+			WebURL:        g.WebURL,
+			FetchInterval: g.FetchInterval,
+		}
+	}
+	m, err := rules.New(a.RulesRepo, opts)
+	if err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	a.Rules = m
+	m.OnChange(func(c rules.Change) {
+		if c.MainChanged && a.Prompts != nil {
+			a.Prompts.Notify()
+		}
+	})
+	if a.Evaluator != nil {
+		a.Evaluator.SetProposals(m)
+		a.OnEvaluatorChange(func(c evaluator.Change) {
+			if len(c.GeneralizableClusters) > 0 {
+				m.Wake()
+			}
+		})
+	}
+	a.Handle(preceptv1connect.NewRuleServiceHandler(&api.RuleService{Rules: m, Log: a.Log}, a.ConnectOptions()...))
+	return nil
+}
+
+// rulesEmbedder compares rule texts with the embedder the evaluator is
+// configured with; the similarity thresholds of rules.* are calibrated
+// for the local one, the default.
+func (a *App) rulesEmbedder(ctx context.Context) (embed.Embedder, error) {
+	p := a.Config.Evaluator.Embedder
+	if p.Provider == "local" {
+		return embed.NewLocal(embed.LocalOptions{Dimension: p.Dimension}), nil
+	}
+	e, err := llm.NewEmbedder(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("rules: evaluator.embedder: %w", err)
+	}
+	return e, nil
+}
+
+// clusterEvidence offers the evaluator's generalizable clusters to the
+// rule proposer.
+type clusterEvidence struct{ ev *evaluator.Service }
+
+var _ rules.EvidenceSource = clusterEvidence{}
+
+// Generalizable implements rules.EvidenceSource. Listings leave a
+// cluster's members out, so each generalizable cluster is read whole. A
+// cluster's confidence is the evaluator's confidence in its most central
+// member.
+func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, error) {
+	listed, err := c.ev.Generalizable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rules.Evidence, 0, len(listed))
+	for _, l := range listed {
+		v, err := c.ev.Cluster(ctx, l.ID)
+		if errors.Is(err, precept.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		e := rules.Evidence{
+			ClusterID: v.ID, Class: string(v.Class), Agents: v.Stats.Agents, Size: v.Stats.Size,
+			Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)),
+			FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen,
+		}
+		for _, m := range v.Members {
+			e.FeedbackIDs = append(e.FeedbackIDs, m.DecisionID)
+		}
+		for _, t := range v.Tags {
+			e.Tags = append(e.Tags, strings.ToLower(t))
+		}
+		for _, r := range v.Representatives {
+			e.Comments = append(e.Comments, rules.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
+		}
+		e.Confidence = 0.7
+		if v.Class == evaluator.GeneralizableHigh {
+			e.Confidence = 0.85
+		}
+		if len(v.Representatives) > 0 {
+			if ev, pending, err := c.ev.Evaluation(ctx, v.Representatives[0].DecisionID); err == nil && pending == "" {
+				e.Confidence = ev.Confidence
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
