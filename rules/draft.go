@@ -145,7 +145,10 @@ func extractiveDraft(ev Evidence) draft {
 		return draft{Type: NegativeExample, By: "extractive"}
 	}
 	for _, t := range texts {
-		if s, typ, ok := instruction(t); ok {
+		if s, typ, reason, ok := instructionWithReason(t); ok {
+			if reason != "" {
+				s += " Reviewers flagged: " + lowerFirst(reason) + "."
+			}
 			return draft{Type: typ, Content: s, By: "extractive"}
 		}
 	}
@@ -190,21 +193,43 @@ var (
 	badState     = regexp.MustCompile(`(?i)^(.+?)\s+(is|are)\s+((?:too\s+)?(?:wrong|incorrect|broken|outdated|inconsistent|unclear|confusing|hard to read|long|vague|flaky|redundant|unnecessary|hardcoded|hard-coded|verbose|duplicated|missing tests|untested|swallowed|ignored|leaking))\b\s*(.*)$`)
 )
 
-// instruction rewrites one comment as an imperative instruction, if it can
-// be read as one.
+// instruction rewrites one comment as an imperative instruction, if it can.
 func instruction(comment string) (string, Type, bool) {
-	s := ""
+	out, typ, _, ok := instructionWithReason(comment)
+	return out, typ, ok
+}
+
+// instructionWithReason rewrites one comment as an imperative
+// instruction: a prescription the reviewer wrote anywhere in the comment
+// ("…; always set a timeout") wins over one inferred from a problem
+// statement ("missing tests" → "Include tests"). When the instruction
+// comes from a later sentence, the comment's first sentence (usually the
+// problem) is returned as the reason.
+func instructionWithReason(comment string) (string, Type, string, bool) {
+	var cands []string
 	for _, cand := range sentences(comment) {
-		c := stripLeadIns(trimSentence(cand))
+		c := balance(clipWords(stripLeadIns(trimSentence(cand)), maxInstructionRunes))
 		if contentWords(c) >= 2 {
-			s = c
-			break
+			cands = append(cands, c)
 		}
 	}
-	if s == "" {
-		return "", "", false
+	for _, try := range []func(string) (string, Type, bool){explicitInstruction, inferredInstruction} {
+		for i, c := range cands {
+			if out, typ, ok := try(c); ok {
+				reason := ""
+				if i > 0 {
+					reason = cands[0]
+				}
+				return out, typ, reason, true
+			}
+		}
 	}
-	s = clipWords(s, maxInstructionRunes)
+	return "", "", "", false
+}
+
+// explicitInstruction accepts a sentence that already prescribes:
+// "always …", "don't …", "add …", "X should …".
+func explicitInstruction(s string) (string, Type, bool) {
 	first := strings.ToLower(strings.Trim(strings.Fields(s)[0], ",:"))
 	lower := strings.ToLower(s)
 	switch {
@@ -216,6 +241,20 @@ func instruction(comment string) (string, Type, bool) {
 	if t, ok := directiveVerbs[first]; ok {
 		return upperFirst(s) + ".", t, true
 	}
+	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
+		t := Guideline
+		if strings.EqualFold(m[2], "must") {
+			t = Constraint
+		}
+		return upperFirst(s) + ".", t, true
+	}
+	return "", "", false
+}
+
+// inferredInstruction turns a problem statement into an instruction:
+// what is missing should be included, excess avoided, a bad state not
+// reached.
+func inferredInstruction(s string) (string, Type, bool) {
 	if m := missingLead.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
 		return "Include " + lowerFirst(stripLeadIns(m[1])) + ".", Guideline, true
 	}
@@ -229,29 +268,25 @@ func instruction(comment string) (string, Type, bool) {
 	if m := badState.FindStringSubmatch(s); m != nil {
 		rest := strings.TrimSpace(m[4])
 		out := "Make sure " + lowerFirst(m[1]) + " " + strings.ToLower(m[2]) + " not " + strings.ToLower(m[3])
-		if rest != "" {
+		switch {
+		case rest == "":
+		case strings.ContainsRune(",:;", rune(rest[0])):
+			out += rest
+		default:
 			out += " " + rest
 		}
 		return out + ".", Guideline, true
 	}
-	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
-		t := Guideline
-		if strings.EqualFold(m[2], "must") {
-			t = Constraint
-		}
-		return upperFirst(s) + ".", t, true
-	}
 	return "", "", false
 }
 
-// sentences splits text at sentence ends, semicolons and line breaks.
 func sentences(text string) []string {
 	var out []string
 	start := 0
 	rs := []rune(text)
 	for i, r := range rs {
 		end := r == '\n' || r == ';'
-		if (r == '.' || r == '!' || r == '?') && (i+1 == len(rs) || unicode.IsSpace(rs[i+1])) {
+		if (r == '.' || r == '!' || r == '?') && (i+1 == len(rs) || unicode.IsSpace(rs[i+1])) && !abbreviationBefore(rs, i) {
 			end = true
 		}
 		if end {
@@ -266,6 +301,68 @@ func sentences(text string) []string {
 	}
 	return out
 }
+
+// abbreviations end in a period without ending a sentence.
+var abbreviations = map[string]bool{"e.g": true, "i.e": true, "etc": true, "vs": true, "approx": true, "incl": true, "cf": true}
+
+// abbreviationBefore reports whether the period at rs[i] ends an
+// abbreviation such as "e.g.".
+func abbreviationBefore(rs []rune, i int) bool {
+	if rs[i] != '.' {
+		return false
+	}
+	j := i
+	for j > 0 && !unicode.IsSpace(rs[j-1]) && rs[j-1] != '(' {
+		j--
+	}
+	return abbreviations[strings.ToLower(string(rs[j:i]))]
+}
+
+// balance drops an opening bracket or quote that a clipped sentence left
+// unclosed, with what follows it when enough remains, so a rule never
+// reads "… a name (maxUploadBytes.".
+func balance(s string) string {
+	for _, pair := range [][2]string{{"(", ")"}, {"[", "]"}, {"'", "'"}, {"\"", "\""}, {"`", "`"}} {
+		open, close := pair[0], pair[1]
+		var unbalanced bool
+		if open == close {
+			unbalanced = len(quotes(s, open[0]))%2 == 1
+		} else {
+			unbalanced = strings.Count(s, open) > strings.Count(s, close)
+		}
+		if !unbalanced {
+			continue
+		}
+		i := strings.LastIndex(s, open)
+		if q := quotes(s, open[0]); open == close {
+			i = q[len(q)-1]
+		}
+		if head := strings.TrimRight(s[:i], " ,:;-"); contentWords(head) >= 3 {
+			s = head
+		} else {
+			s = s[:i] + s[i+len(open):]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// quotes returns the positions of quote character q in s, leaving out
+// apostrophes (a quote between two letters, as in "don't").
+func quotes(s string, q byte) []int {
+	var out []int
+	for i := 0; i < len(s); i++ {
+		if s[i] != q {
+			continue
+		}
+		if q == '\'' && i > 0 && i+1 < len(s) && isLetterByte(s[i-1]) && isLetterByte(s[i+1]) {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+func isLetterByte(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
 func firstSentence(text string) string {
 	if s := sentences(text); len(s) > 0 {

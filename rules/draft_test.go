@@ -24,6 +24,10 @@ func TestExtractiveDraftReadsAsAnInstruction(t *testing.T) {
 		{"the commit message is too vague", "Make sure the commit message is not too vague.", Guideline},
 		{"Too many nested ifs in the handler", "Avoid too many nested ifs in the handler.", Guideline},
 		{"I think we should wrap errors from the retry loop.", "Wrap errors from the retry loop.", Guideline},
+		{"The HTTP client has no timeout and requests can hang forever; always set a timeout.", "Always set a timeout.", Constraint},
+		{"Errors are returned bare. Wrap them with context, e.g. fmt.Errorf with %w.", "Wrap them with context, e.g. fmt.Errorf with %w.", Guideline},
+		{"Use a named constant (maxUploadBytes", "Use a named constant.", Guideline},
+		{"these tests are flaky: they sleep and assert", "Make sure these tests are not flaky: they sleep and assert.", Guideline},
 	}
 	for _, tt := range tests {
 		got, typ, ok := instruction(tt.comment)
@@ -46,6 +50,11 @@ func TestExtractiveDraftFallsBackToTheProblemAndUsesTheMostCentralComment(t *tes
 	// The most central comment that reads as an instruction wins.
 	if d := extractiveDraft(ev); d.Content != "Include rollback for the migration." {
 		t.Fatalf("draft = %q", d.Content)
+	}
+	// A prescription in a later sentence wins, with the problem as the reason.
+	ev2 := Evidence{Comments: []Comment{{Text: "The HTTP client has no timeout and requests can hang forever; always set a timeout."}}}
+	if d := extractiveDraft(ev2); d.Content != "Always set a timeout. Reviewers flagged: the HTTP client has no timeout and requests can hang forever." || d.Type != Constraint {
+		t.Fatalf("draft = %+v", d)
 	}
 	ev.Comments = ev.Comments[:1]
 	d := extractiveDraft(ev)
