@@ -123,7 +123,7 @@ func protocols(base string, token string) map[string]connect.HTTPClient {
 	mk := func(p *http.Protocols) connect.HTTPClient {
 		return &http.Client{Transport: bearer{token, &http.Transport{Protocols: p}}}
 	}
-	return map[string]connect.HTTPClient{"connect": mk(h1), "grpc": mk(h2)}
+	return map[string]connect.HTTPClient{"connect": mk(h1), "grpc": mk(h2), "grpcweb": mk(h1)}
 }
 
 type bearer struct {
@@ -141,8 +141,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func feedbackClient(base, protocol, token string) preceptv1connect.FeedbackServiceClient {
 	var opts []connect.ClientOption
-	if protocol == "grpc" {
+	switch protocol {
+	case "grpc":
 		opts = append(opts, connect.WithGRPC())
+	case "grpcweb":
+		opts = append(opts, connect.WithGRPCWeb())
 	}
 	return preceptv1connect.NewFeedbackServiceClient(protocols(base, token)[protocol], base, opts...)
 }
@@ -158,10 +161,10 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() bo
 	}
 }
 
-func TestFeedbackRPCsOverConnectAndGRPC(t *testing.T) {
+func TestFeedbackRPCsOverConnectGRPCAndGRPCWeb(t *testing.T) {
 	r := start(t, "")
 	ctx := context.Background()
-	for _, protocol := range []string{"connect", "grpc"} {
+	for _, protocol := range []string{"connect", "grpc", "grpcweb"} {
 		t.Run(protocol, func(t *testing.T) {
 			c := feedbackClient(r.app.URL(), protocol, "")
 			id := "api-" + protocol
