@@ -34,6 +34,7 @@ import (
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
@@ -71,6 +72,8 @@ type App struct {
 	Prompts *prompts.Assembler
 	// Rules runs rule proposals and meta-approval on RulesRepo (DESIGN.md §5).
 	Rules *rules.Manager
+	// Slack is the Slack app (DESIGN.md §6), nil unless slack is configured.
+	Slack *slackapp.Service
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -163,6 +166,9 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 		return nil, err
 	}
 	if err := a.openRules(context.Background()); err != nil {
+		return nil, err
+	}
+	if err := a.openSlack(); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -310,6 +316,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.Prompts.Run(gctx) })
 	g.Go(func() error { return a.Rules.Run(gctx) })
+	g.Go(func() error { return a.runSlack(gctx) })
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err

@@ -53,12 +53,12 @@ func newFeedbackGen(b testing.TB) *feedbackGen {
 }
 
 var (
-	genFiles   = []string{"handler.go", "client.py", "api.ts", "billing/service.go", "README.md", "plan.md", "migrate.sql"}
-	genPrefix  = []string{"", "", "Again: ", "nit: ", "Blocking: ", "FYI "}
-	genSuffix  = []string{"", "", " See %s.", " (in %s)", " Same as last sprint.", " Ticket PLAT-%d."}
-	genAgents  = []string{"coding-agent", "test-agent", "docs-agent", "planner-agent", "review-agent"}
-	genPraise  = []string{"", "LGTM", "Looks good, thanks!", "Nice work, ship it."}
-	genTerse   = []string{"", "no", "redo", "not good", "fix this"}
+	genFiles  = []string{"handler.go", "client.py", "api.ts", "billing/service.go", "README.md", "plan.md", "migrate.sql"}
+	genPrefix = []string{"", "", "Again: ", "nit: ", "Blocking: ", "FYI "}
+	genSuffix = []string{"", "", " See %s.", " (in %s)", " Same as last sprint.", " Ticket PLAT-%d."}
+	genAgents = []string{"coding-agent", "test-agent", "docs-agent", "planner-agent", "review-agent"}
+	genPraise = []string{"", "LGTM", "Looks good, thanks!", "Nice work, ship it."}
+	genTerse  = []string{"", "no", "redo", "not good", "fix this"}
 )
 
 func (g *feedbackGen) decision(id string, at time.Time) precept.Feedback {

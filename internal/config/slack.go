@@ -2,6 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
 	"time"
 )
 
@@ -33,11 +37,21 @@ type Slack struct {
 // Clarification configures the loop that asks reviewers of ambiguous
 // feedback for what the clarity rubric missed (seed 000).
 type Clarification struct {
-	MaxAttempts  int           `yaml:"max_attempts"`
-	StaleAfter   time.Duration `yaml:"stale_after"`
-	RepostGuard  time.Duration `yaml:"repost_guard"`
+	// MaxAttempts is how many questions are asked before a decision is
+	// left for human review.
+	MaxAttempts int `yaml:"max_attempts"`
+	// StaleAfter is how long an item may go without activity before the
+	// scheduler looks at it again.
+	StaleAfter time.Duration `yaml:"stale_after"`
+	// RepostGuard is the least time between two questions the scheduler
+	// posts about one item.
+	RepostGuard time.Duration `yaml:"repost_guard"`
+	// ScanInterval is how often the scheduler scans.
 	ScanInterval time.Duration `yaml:"scan_interval"`
 }
+
+// slackIDPattern matches Slack ids: users (U…, W…), channels (C…, G…).
+var slackIDPattern = regexp.MustCompile(`^[A-Z0-9]{2,32}$`)
 
 // Enabled reports whether Slack is configured.
 func (s Slack) Enabled() bool { return s.BotToken != "" }
@@ -71,6 +85,24 @@ func (s *Slack) validate() error {
 	c := s.Clarification
 	if c.MaxAttempts < 1 || c.StaleAfter <= 0 || c.RepostGuard <= 0 || c.ScanInterval <= 0 {
 		return bad("clarification", "max_attempts must be at least 1 and every interval positive")
+	}
+	if s.APIURL != "" {
+		if u, err := url.Parse(s.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return bad("api_url", "%q is not an http(s) URL", s.APIURL)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Users)) {
+		if !slackIDPattern.MatchString(id) {
+			return bad("users", "%q is not a Slack user id (e.g. U012AB3CD)", id)
+		}
+		if s.Users[id] == "" {
+			return bad("users."+id, "names no precept identity")
+		}
+	}
+	for _, reviewer := range slices.Sorted(maps.Keys(s.Reviewers)) {
+		if reviewer == "" || !slackIDPattern.MatchString(s.Reviewers[reviewer]) {
+			return bad("reviewers", "%q must map a reviewer_id to a Slack user id (e.g. U012AB3CD)", reviewer)
+		}
 	}
 	return nil
 }

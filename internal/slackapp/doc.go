@@ -1,0 +1,36 @@
+// Package slackapp is precept's Slack app (DESIGN.md §6, seed 000 Units
+// 8–15): meta-approval of rule proposals in Slack and the clarification
+// loop for ambiguous decisions.
+//
+// Posting. Every pending proposal is posted to the configured channel as
+// Block Kit: the agents and rule type, the rule, the evidence (counts,
+// distinct reviewers and epics, quoted comments), conflicts and what it
+// supersedes, the branch and review link, the approvals so far, and
+// Approve / Reject buttons whose value is {proposal_id, revision, action}
+// JSON. Where the message went is recorded on the proposal
+// (rules.Manager.SetSlackPost), so a restarted server updates the same
+// message; every change the rule manager reports — decisions made in
+// Slack, through the API or CLI, or by a merge in git — updates it, and
+// a decided proposal shows its outcome instead of buttons. Failed posts
+// and updates are retried with exponential backoff; attempts and the
+// last error are recorded on the proposal. Nothing else waits for Slack.
+//
+// Interactions. Requests are verified with Slack's v0 signature; stale
+// timestamps and replays (remembered in a Store shared by the replicas)
+// are refused. Handlers answer at once and work after: a click opens a
+// modal with one optional note, and its submission approves or rejects
+// through the rule manager — the API's policy — as the precept identity
+// slack.users maps the Slack user to. A click on buttons of an old
+// revision, on a decided proposal, or a second approval by the same
+// person changes nothing and says why.
+//
+// Clarification. When the evaluator finds a decision AMBIGUOUS, its
+// reviewer is asked in a thread for the rubric attributes the feedback
+// lacks; their replies (Events API) re-evaluate it. After MaxAttempts
+// questions it is left for human review and later replies are only kept.
+// A scheduler re-asks stale items, never twice within RepostGuard, and
+// recovers replies whose events were lost. Replies go through a shared
+// log in the Store, so every replica's evaluator applies the same
+// replies in the same order, and claims in the Store make exactly one
+// replica post each message.
+package slackapp

@@ -1,0 +1,63 @@
+package slackapp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/precept-dev/precept/rules"
+)
+
+// noteModal is the dialog a button click opens (seed 000 U9): one
+// optional multi-line note. Submitting it without a note approves or
+// rejects plainly; with one, the note is kept as a tuning example and,
+// for a rejection, is the reason. p may be nil when the proposal could
+// not be read in time; the submission checks it again.
+func noteModal(meta noteMeta, identity string, p *rules.Proposal) (slack.ModalViewRequest, error) {
+	md, err := meta.encode()
+	if err != nil {
+		return slack.ModalViewRequest{}, err
+	}
+	title, submit, label, hint := "Approve rule", "Approve", "Note (optional)",
+		"Kept with the approval as a tuning example for the agent."
+	if meta.Action == ActionReject {
+		title, submit, label = "Reject rule", "Reject", "Reason (optional)"
+		hint = fmt.Sprintf("The rejection reason, kept as a tuning example. Without one it is “%s”.", noReasonText(identity))
+	}
+	intro := fmt.Sprintf("You are about to %s `%s` as *%s*.", meta.Action, meta.ProposalID, escape(identity))
+	if p != nil {
+		intro += "\n" + quote(clip(strings.TrimSpace(p.Content), 600))
+	}
+	input := slack.NewPlainTextInputBlockElement(plain("Why?"), actionNote)
+	input.Multiline = true
+	input.MaxLength = maxNoteChars
+	note := slack.NewInputBlock(blockNote, plain(label), plain(clip(hint, 150)), input)
+	note.Optional = true
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      callbackNote,
+		Title:           plain(title),
+		Submit:          plain(submit),
+		Close:           plain("Cancel"),
+		PrivateMetadata: md,
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewSectionBlock(mrkdwn(clip(intro, maxSectionText)), nil, nil, slack.SectionBlockOptionBlockID(blockNoteIntro)),
+			note,
+		}},
+	}, nil
+}
+
+// noReasonText is the reason recorded for a rejection made without a
+// note: the rule manager requires one.
+func noReasonText(identity string) string {
+	return "rejected in Slack by " + identity + " without a note"
+}
+
+// submittedNote returns the note of a submitted modal, trimmed.
+func submittedNote(v slack.View) string {
+	if v.State == nil {
+		return ""
+	}
+	return strings.TrimSpace(v.State.Values[blockNote][actionNote].Value)
+}

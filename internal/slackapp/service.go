@@ -1,0 +1,369 @@
+package slackapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"maps"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/rules"
+)
+
+// API is the part of Slack's Web API precept calls; *slack.Client
+// implements it.
+type API interface {
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
+	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
+	OpenViewContext(ctx context.Context, triggerID string, view slack.ModalViewRequest) (*slack.ViewResponse, error)
+	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
+	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
+	AddReactionContext(ctx context.Context, name string, item slack.ItemRef) error
+}
+
+var _ API = (*slack.Client)(nil)
+
+// Rules is the rule manager as the Slack app uses it: decisions made in
+// Slack go through the same policy as the API's (rules.Manager).
+type Rules interface {
+	Get(ctx context.Context, id string) (rules.Proposal, error)
+	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
+	Approve(ctx context.Context, id, approver, note string, revision int, via string) (rules.Proposal, error)
+	Reject(ctx context.Context, id, rejector, reason string, revision int, via string) (rules.Proposal, error)
+	SetSlackPost(ctx context.Context, id string, post rules.SlackPost) error
+}
+
+// Reviews is the evaluator's needs-review queue (evaluator.Service): the
+// ambiguous decisions the clarification loop asks about.
+type Reviews interface {
+	NeedsReview(ctx context.Context, agent string) ([]evaluator.NeedsReview, error)
+	Review(ctx context.Context, id string) (evaluator.NeedsReview, error)
+	UpdateReview(ctx context.Context, r evaluator.NeedsReview) error
+	Clarify(ctx context.Context, id, reply string) (evaluator.Evaluation, evaluator.NeedsReview, error)
+}
+
+// Features switch the Slack app's parts (seed 000 R29). Off means
+// nothing is sent and nothing is lost: turning Posting on posts the
+// pending proposals, turning Clarification on asks about the waiting
+// ambiguous decisions.
+type Features struct {
+	// Posting posts proposals and keeps their messages up to date.
+	Posting bool
+	// Clarification asks reviewers of ambiguous decisions in threads.
+	Clarification bool
+}
+
+// Clarification configures the clarification loop (seed 000 U12–U15).
+// Zero values mean the defaults.
+type Clarification struct {
+	// MaxAttempts is how many questions are asked before a decision is
+	// left for human review; default 3.
+	MaxAttempts int
+	// StaleAfter is how long an item may stay without activity before the
+	// scheduler looks at it again; default 30m.
+	StaleAfter time.Duration
+	// RepostGuard is the least time between two questions the scheduler
+	// posts about one item; default 24h.
+	RepostGuard time.Duration
+	// ScanInterval is how often the scheduler scans; default 5m.
+	ScanInterval time.Duration
+}
+
+// Options configure a Service. Channel and SigningSecret are required;
+// zero values of the others mean the defaults.
+type Options struct {
+	// Channel where proposals and clarification questions are posted.
+	Channel string
+	// SigningSecret verifies requests from Slack. It is never logged.
+	SigningSecret string
+	// Users maps Slack user ids to precept identities: only mapped users
+	// may approve or reject, as that identity.
+	Users map[string]string
+	// Reviewers maps the reviewer_id of decisions to Slack user ids, to
+	// mention reviewers in clarification questions.
+	Reviewers map[string]string
+	// MaxSkew is the largest accepted distance between a signed request's
+	// timestamp and now; default 5m.
+	MaxSkew time.Duration
+	// PostRetry caps the backoff between attempts to post or update a
+	// message, and is how often every proposal's message is reconciled;
+	// default 1m.
+	PostRetry     time.Duration
+	Clarification Clarification
+	// Features; nil means posting on and clarification off.
+	Features *Features
+	// AckTimeout bounds views.open, whose trigger expires 3 s after the
+	// click; default 2.5s.
+	AckTimeout time.Duration
+	// Now is the clock; default time.Now.
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxSkew <= 0 {
+		o.MaxSkew = 5 * time.Minute
+	}
+	if o.PostRetry <= 0 {
+		o.PostRetry = time.Minute
+	}
+	c := &o.Clarification
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 3
+	}
+	if c.StaleAfter <= 0 {
+		c.StaleAfter = 30 * time.Minute
+	}
+	if c.RepostGuard <= 0 {
+		c.RepostGuard = 24 * time.Hour
+	}
+	if c.ScanInterval <= 0 {
+		c.ScanInterval = 5 * time.Minute
+	}
+	if o.AckTimeout <= 0 {
+		o.AckTimeout = 2500 * time.Millisecond
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Users = maps.Clone(o.Users)
+	o.Reviewers = maps.Clone(o.Reviewers)
+	return o
+}
+
+// How long the Store keeps a conversation and what was applied to it.
+const conversationTTL = 90 * 24 * time.Hour
+
+// Service is precept's Slack app: it posts rule proposals and keeps
+// their messages current, serves Slack's interactivity and Events API
+// requests, and runs the clarification loop for ambiguous decisions.
+// Nothing in the pipeline waits for it: Slack failures are retried with
+// backoff and recorded on the proposals.
+type Service struct {
+	api     API
+	rules   Rules
+	reviews Reviews
+	store   Store
+	opts    Options
+	log     *slog.Logger
+	verify  verifier
+	metrics *metrics
+
+	featMu   sync.RWMutex
+	features Features
+
+	post    poster
+	clarify clarifier
+	// locks serialise work on one proposal or decision in this process.
+	locks [64]sync.Mutex
+
+	// base bounds the work started by requests; Run cancels it on exit.
+	base      context.Context
+	cancel    context.CancelFunc
+	workMu    sync.Mutex
+	closed    bool
+	work      sync.WaitGroup
+	workSlots chan struct{}
+}
+
+// New returns a Service. reviews may be nil: there is then no
+// clarification loop.
+func New(api API, r Rules, reviews Reviews, store Store, opts Options) (*Service, error) {
+	switch {
+	case api == nil || r == nil || store == nil:
+		return nil, errors.New("slack app: the Slack API, the rule manager and a store are required")
+	case opts.Channel == "":
+		return nil, errors.New("slack app: a channel is required")
+	case opts.SigningSecret == "":
+		return nil, errors.New("slack app: a signing secret is required")
+	}
+	opts = opts.withDefaults()
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		api: api, rules: r, reviews: reviews, store: store, opts: opts, log: opts.Logger, metrics: m,
+		verify:    verifier{secret: []byte(opts.SigningSecret), maxSkew: opts.MaxSkew, now: opts.Now, store: store},
+		features:  Features{Posting: true},
+		workSlots: make(chan struct{}, 32),
+	}
+	if opts.Features != nil {
+		s.features = *opts.Features
+	}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.post.init()
+	s.clarify.init()
+	return s, nil
+}
+
+// SetFeatures switches features at run time. Turning posting on posts
+// the pending proposals; turning clarification on asks about the waiting
+// ambiguous decisions.
+func (s *Service) SetFeatures(f Features) {
+	s.featMu.Lock()
+	s.features = f
+	s.featMu.Unlock()
+	s.post.reconcileSoon()
+	s.clarify.scanSoon()
+}
+
+// Features returns the current feature switches.
+func (s *Service) Features() Features {
+	s.featMu.RLock()
+	defer s.featMu.RUnlock()
+	return s.features
+}
+
+// Run posts and updates proposal messages and runs the clarification
+// scheduler until ctx is done, then waits for the work requests started.
+func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.runPoster(ctx) }()
+	go func() { defer wg.Done(); s.runClarifier(ctx) }()
+	<-ctx.Done()
+	wg.Wait()
+	s.shutdown()
+	return nil
+}
+
+// workGrace is how long work that requests started may take to finish
+// at shutdown before it is cancelled: an acknowledged click should not
+// be lost to a restart.
+const workGrace = 10 * time.Second
+
+// shutdown lets the work requests started finish (within workGrace),
+// then cancels what is left and waits for it.
+func (s *Service) shutdown() {
+	s.workMu.Lock()
+	s.closed = true
+	s.workMu.Unlock()
+	done := make(chan struct{})
+	go func() { s.work.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(workGrace):
+		s.log.Warn("slack work still running at shutdown; cancelling it")
+	}
+	s.cancel()
+	<-done
+}
+
+// async runs fn after the request that asked for it was answered: Slack
+// wants an answer within 3 s, and approving, updating messages and
+// re-evaluating take longer. At most 32 run at once.
+func (s *Service) async(what string, fn func(ctx context.Context)) { s.spawn(what, true, fn) }
+
+// urgent is async without waiting for a free slot, for work that must
+// start at once (views.open, whose trigger expires 3 s after the click).
+func (s *Service) urgent(what string, fn func(ctx context.Context)) { s.spawn(what, false, fn) }
+
+func (s *Service) spawn(what string, limited bool, fn func(ctx context.Context)) {
+	s.workMu.Lock()
+	if s.closed {
+		s.workMu.Unlock()
+		s.log.Warn("slack work dropped: shutting down", "work", what)
+		return
+	}
+	s.work.Add(1)
+	s.workMu.Unlock()
+	go func() {
+		defer s.work.Done()
+		if limited {
+			select {
+			case s.workSlots <- struct{}{}:
+			case <-s.base.Done():
+				return
+			}
+			defer func() { <-s.workSlots }()
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("slack work panicked", "work", what, "panic", fmt.Sprint(r))
+			}
+		}()
+		fn(s.base)
+	}()
+}
+
+// wait blocks until the work started so far is done (tests).
+func (s *Service) wait() { s.work.Wait() }
+
+// lock serialises work on one proposal or decision id in this process.
+func (s *Service) lock(id string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	m := &s.locks[h.Sum32()%uint32(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// RuleChanged is the rule manager's OnChange hook: the proposal's message
+// is posted or updated soon, whoever made the change (API, CLI, git).
+func (s *Service) RuleChanged(c rules.Change) {
+	if c.ProposalID != "" {
+		s.post.markDirty(c.ProposalID)
+	}
+	if c.Kind == rules.EvidenceAdded || c.Kind == rules.RemoteSynced {
+		// Evidence went to another proposal, or decisions arrived from
+		// the remote: look at every message.
+		s.post.reconcileSoon()
+	}
+}
+
+// EvaluatorChanged is the evaluator's change hook: decisions that just
+// became ambiguous are asked about soon.
+func (s *Service) EvaluatorChanged(c evaluator.Change) {
+	if len(c.NeedsReview) > 0 {
+		s.clarify.askSoon(c.NeedsReview)
+	}
+}
+
+// Keys in the Store.
+func keySeen(sig string) string          { return "seen:" + sig }
+func keyEvent(id string) string          { return "event:" + id }
+func keyPostClaim(id string) string      { return "post:" + id }
+func keyPosted(id string) string         { return "posted:" + id }
+func keyThread(thread string) string     { return "thread:" + thread }
+func keyConversation(id string) string   { return "conversation:" + id }
+func keyReplies(id string) string        { return "replies:" + id }
+func keyReply(channel, ts string) string { return "reply:" + channel + ":" + ts }
+func keyAsk(id string, n int) string     { return fmt.Sprintf("ask:%d:%s", n, id) }
+func keyFinal(id string) string          { return "final:" + id }
+
+// tokenPattern matches Slack tokens, which must never reach a log or a
+// recorded error.
+var tokenPattern = regexp.MustCompile(`xox[a-z]-[A-Za-z0-9-]+`)
+
+// errText is an error's text fit to record: Slack's error code when it
+// sent one, never a token.
+func errText(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && se.Err != "" {
+		return se.Err
+	}
+	return clip(tokenPattern.ReplaceAllString(err.Error(), "[redacted]"), 500)
+}
+
+// retryAfter is how long Slack asked to wait, if it rate-limited a call.
+func retryAfter(err error) time.Duration {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter
+	}
+	return 0
+}

@@ -1,0 +1,213 @@
+package slackapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store keeps what the replicas of preceptd must share about Slack:
+// signed requests and events already seen, claims that let exactly one
+// replica do what any could (post a message, ask a question, apply a
+// reply), and the clarification conversations. Replicas share Redis, so
+// RedisStore is the production Store; MemoryStore serves one process.
+type Store interface {
+	// Claim records key for ttl unless it is recorded already, and reports
+	// whether this call recorded it.
+	Claim(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	// Release drops key, so that what it claimed may be tried again.
+	Release(ctx context.Context, key string) error
+	// Get returns the value at key; ok is false when there is none.
+	Get(ctx context.Context, key string) (value string, ok bool, err error)
+	// Set stores value at key for ttl.
+	Set(ctx context.Context, key, value string, ttl time.Duration) error
+	// Append adds value to the end of the list at key, keeps the list for
+	// ttl from now and returns its new length.
+	Append(ctx context.Context, key, value string, ttl time.Duration) (int, error)
+	// List returns the list at key from index from (0-based) to its end.
+	List(ctx context.Context, key string, from int) ([]string, error)
+}
+
+// RedisStore is a Store in Redis, under a key prefix.
+type RedisStore struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+var _ Store = (*RedisStore)(nil)
+
+// NewRedisStore returns a Store keeping its keys in rdb under prefix
+// (e.g. "precept:slack:").
+func NewRedisStore(rdb redis.UniversalClient, prefix string) *RedisStore {
+	return &RedisStore{rdb: rdb, prefix: prefix}
+}
+
+// Claim implements Store with SET NX PX.
+func (s *RedisStore) Claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	ok, err := s.rdb.SetNX(ctx, s.prefix+key, 1, ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Release implements Store.
+func (s *RedisStore) Release(ctx context.Context, key string) error {
+	if err := s.rdb.Del(ctx, s.prefix+key).Err(); err != nil {
+		return fmt.Errorf("release %s: %w", key, err)
+	}
+	return nil
+}
+
+// Get implements Store.
+func (s *RedisStore) Get(ctx context.Context, key string) (string, bool, error) {
+	v, err := s.rdb.Get(ctx, s.prefix+key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("get %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+// Set implements Store.
+func (s *RedisStore) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	if err := s.rdb.Set(ctx, s.prefix+key, value, ttl).Err(); err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	return nil
+}
+
+// Append implements Store with RPUSH and PEXPIRE in one transaction.
+func (s *RedisStore) Append(ctx context.Context, key, value string, ttl time.Duration) (int, error) {
+	var n *redis.IntCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.RPush(ctx, s.prefix+key, value)
+		p.PExpire(ctx, s.prefix+key, ttl)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append to %s: %w", key, err)
+	}
+	return int(n.Val()), nil
+}
+
+// List implements Store.
+func (s *RedisStore) List(ctx context.Context, key string, from int) ([]string, error) {
+	if from < 0 {
+		from = 0
+	}
+	v, err := s.rdb.LRange(ctx, s.prefix+key, int64(from), -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// MemoryStore is a Store in one process's memory, for tests and single
+// replicas; expired keys are dropped when touched.
+type MemoryStore struct {
+	now func() time.Time
+
+	mu    sync.Mutex
+	items map[string]memItem
+}
+
+type memItem struct {
+	value   string
+	list    []string
+	expires time.Time
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty MemoryStore whose keys expire by now
+// (time.Now when nil).
+func NewMemoryStore(now func() time.Time) *MemoryStore {
+	if now == nil {
+		now = time.Now
+	}
+	return &MemoryStore{now: now, items: map[string]memItem{}}
+}
+
+// get returns the live item at key; the caller holds mu.
+func (s *MemoryStore) get(key string) (memItem, bool) {
+	it, ok := s.items[key]
+	if ok && !it.expires.IsZero() && !s.now().Before(it.expires) {
+		delete(s.items, key)
+		return memItem{}, false
+	}
+	return it, ok
+}
+
+func (s *MemoryStore) expiry(ttl time.Duration) time.Time {
+	if ttl <= 0 {
+		return time.Time{}
+	}
+	return s.now().Add(ttl)
+}
+
+// Claim implements Store.
+func (s *MemoryStore) Claim(_ context.Context, key string, ttl time.Duration) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.get(key); ok {
+		return false, nil
+	}
+	s.items[key] = memItem{value: "1", expires: s.expiry(ttl)}
+	return true, nil
+}
+
+// Release implements Store.
+func (s *MemoryStore) Release(_ context.Context, key string) error {
+	s.mu.Lock()
+	delete(s.items, key)
+	s.mu.Unlock()
+	return nil
+}
+
+// Get implements Store.
+func (s *MemoryStore) Get(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.get(key)
+	return it.value, ok, nil
+}
+
+// Set implements Store.
+func (s *MemoryStore) Set(_ context.Context, key, value string, ttl time.Duration) error {
+	s.mu.Lock()
+	s.items[key] = memItem{value: value, expires: s.expiry(ttl)}
+	s.mu.Unlock()
+	return nil
+}
+
+// Append implements Store.
+func (s *MemoryStore) Append(_ context.Context, key, value string, ttl time.Duration) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, _ := s.get(key)
+	it.list = append(it.list, value)
+	it.expires = s.expiry(ttl)
+	s.items[key] = it
+	return len(it.list), nil
+}
+
+// List implements Store.
+func (s *MemoryStore) List(_ context.Context, key string, from int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, _ := s.get(key)
+	if from < 0 {
+		from = 0
+	}
+	if from >= len(it.list) {
+		return nil, nil
+	}
+	return append([]string(nil), it.list[from:]...), nil
+}
