@@ -131,6 +131,26 @@ func (c *cli) proposalsShowCmd() *cobra.Command {
 	}
 }
 
+// slackState says whether and where a proposal was posted to Slack, and
+// why not when posting failed.
+func slackState(s *preceptv1.SlackPost) string {
+	switch {
+	case s == nil || (s.GetAttempts() == 0 && !s.GetPosted()):
+		return ""
+	case s.GetPosted():
+		where := s.GetPermalink()
+		if where == "" {
+			where = s.GetChannel() + " " + s.GetTs()
+		}
+		out := fmt.Sprintf("posted at %s (revision %d shown)", where, s.GetPostedRevision())
+		if s.GetLastError() != "" {
+			out += fmt.Sprintf("; last update failed after %d attempts: %s", s.GetAttempts(), s.GetLastError())
+		}
+		return out
+	}
+	return fmt.Sprintf("not posted yet: %d attempts, last error: %s", s.GetAttempts(), s.GetLastError())
+}
+
 func printProposal(w io.Writer, p *preceptv1.Proposal) {
 	rej := ""
 	if r := p.GetRejection(); r != nil {
@@ -158,6 +178,7 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 		"supersedes", strings.Join(p.GetSupersedes(), ", "),
 		"branch", p.GetBranch(),
 		"review", p.GetReviewUrl(),
+		"slack", slackState(p.GetSlack()),
 	)
 	fmt.Fprintf(w, "\n%s\n", indent(p.GetRuleContent()))
 	fmt.Fprintf(w, "\nEvidence\n%s\n", indent(p.GetEvidenceSummary()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -163,5 +164,23 @@ func TestRejectingAndListingBlockedProposalsFromTheCLI(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit %d containing %q", r.code, r.stderr, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+func TestSlackStateSaysWhetherAndWhereAProposalWasPosted(t *testing.T) {
+	tests := []struct {
+		post *preceptv1.SlackPost
+		want string
+	}{
+		{nil, ""},
+		{&preceptv1.SlackPost{}, ""},
+		{&preceptv1.SlackPost{Posted: true, Channel: "C1", Ts: "1.2", Permalink: "https://x.slack.com/p1", PostedRevision: 3}, "posted at https://x.slack.com/p1 (revision 3 shown)"},
+		{&preceptv1.SlackPost{Attempts: 4, LastError: "ratelimited"}, "not posted yet: 4 attempts, last error: ratelimited"},
+		{&preceptv1.SlackPost{Posted: true, Channel: "C1", Ts: "1.2", Attempts: 2, LastError: "timeout"}, "posted at C1 1.2 (revision 0 shown); last update failed after 2 attempts: timeout"},
+	}
+	for _, tt := range tests {
+		if got := slackState(tt.post); got != tt.want {
+			t.Errorf("slackState(%v) = %q, want %q", tt.post, got, tt.want)
+		}
 	}
 }
