@@ -58,6 +58,24 @@ func hasSignal(d precept.Decision) bool {
 		d.CorrectionDiffPath != "" || (d.AgentOutput != "" && d.ApprovedOutput != "")
 }
 
+// triage decides what needs no cluster: an approval is positive, negative
+// feedback without signal or failing the rubric is ambiguous. For clear
+// negative feedback it returns clear=true and the passing rubric result,
+// and the cluster decides the rest.
+func triage(d precept.Decision, rubric *Rubric) (ev Evaluation, result RubricResult, clear bool) {
+	if neg, _ := polarity(d, rubric); !neg {
+		return positiveEvaluation(d), RubricResult{}, false
+	}
+	if !hasSignal(d) {
+		return ambiguousEvaluation(d, nil), RubricResult{}, false
+	}
+	result = rubric.Score(d)
+	if !result.Passed {
+		return ambiguousEvaluation(d, &result), result, false
+	}
+	return Evaluation{}, result, true
+}
+
 // positiveEvaluation evaluates an approval without a negative comment.
 func positiveEvaluation(d precept.Decision) Evaluation {
 	conf, why := 0.95, "approved without comment"

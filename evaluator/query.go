@@ -16,21 +16,9 @@ import (
 // storing anything: a dry run. The decision is treated as if it arrived
 // now.
 func (s *Service) Evaluate(ctx context.Context, d precept.Decision) (Evaluation, error) {
-	rubric := s.opts.Rubric.Rubric()
 	now := s.opts.Now().UTC()
-	neg, _ := polarity(d, rubric)
-	var ev Evaluation
-	switch {
-	case !neg:
-		ev = positiveEvaluation(d)
-	case !hasSignal(d):
-		ev = ambiguousEvaluation(d, nil)
-	default:
-		r := rubric.Score(d)
-		if !r.Passed {
-			ev = ambiguousEvaluation(d, &r)
-			break
-		}
+	ev, r, clear := triage(d, s.opts.Rubric.Rubric())
+	if clear {
 		f := precept.NewFeedback(d, "dry-run", now)
 		c := &candidate{item: Item{Feedback: f}, rubric: r}
 		if err := s.embedAndQuery(ctx, []*candidate{c}); err != nil {

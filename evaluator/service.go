@@ -370,21 +370,10 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 	for _, it := range items {
 		d := it.Feedback.Decision
 		b.commit.clearErrors = append(b.commit.clearErrors, d.DecisionID)
-		neg, _ := polarity(d, rubric)
-		var ev Evaluation
-		switch {
-		case !neg:
-			ev = positiveEvaluation(d)
-		case !hasSignal(d):
-			ev = ambiguousEvaluation(d, nil)
-		default:
-			r := rubric.Score(d)
-			if !r.Passed {
-				ev = ambiguousEvaluation(d, &r)
-			} else {
-				cands = append(cands, &candidate{item: it, rubric: r})
-				continue
-			}
+		ev, r, clear := triage(d, rubric)
+		if clear {
+			cands = append(cands, &candidate{item: it, rubric: r})
+			continue
 		}
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
 		evals[d.DecisionID] = &ev
