@@ -112,24 +112,26 @@ func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
 // Clusters lists clusters with at least minSize members that include
 // agent (any agent when empty), largest first.
 func (s *Service) Clusters(ctx context.Context, agent string, minSize int) ([]ClusterView, error) {
-	var out []ClusterView
+	var picked []Cluster
 	err := eachJSON(s.state, bClusters, func(c Cluster) error {
-		if c.Size < minSize {
-			return nil
+		if c.Size >= minSize && (agent == "" || c.Agents[agent] > 0) {
+			picked = append(picked, c)
 		}
-		st := c.Stats()
-		if agent != "" && !contains(st.Agents, agent) {
-			return nil
-		}
-		v, err := s.view(ctx, c, 3)
-		if err != nil {
-			return err
-		}
-		out = append(out, v)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	// Views read members in transactions of their own, after the listing's
+	// has ended: a read transaction opened inside another can deadlock
+	// with a writer that waits to grow the database.
+	out := make([]ClusterView, 0, len(picked))
+	for _, c := range picked {
+		v, err := s.view(ctx, c, 3)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if a, b := out[i].Size, out[j].Size; a != b {
@@ -142,20 +144,26 @@ func (s *Service) Clusters(ctx context.Context, agent string, minSize int) ([]Cl
 
 // Generalizable lists the clusters whose statistics support a rule.
 func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
-	var out []ClusterView
+	var picked []Cluster
 	err := eachJSON(s.state, bClusters, func(c Cluster) error {
-		if !c.Class.Generalizable() {
-			return nil
+		if c.Class.Generalizable() {
+			picked = append(picked, c)
 		}
-		v, err := s.view(ctx, c, 5)
-		if err != nil {
-			return err
-		}
-		out = append(out, v)
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClusterView, 0, len(picked))
+	for _, c := range picked {
+		v, err := s.view(ctx, c, 5)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, err
+	return out, nil
 }
 
 // view adds statistics and the n most central comments to a cluster.

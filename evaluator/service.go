@@ -217,24 +217,33 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 		vectors = vectors[:0]
 		return nil
 	}
+	type membership struct{ decision, cluster string }
+	var all []membership
 	err = s.state.eachMembership(func(decisionID, clusterID string) error {
-		f, err := s.feed.Get(ctx, decisionID)
-		if err != nil {
-			return fmt.Errorf("re-index %s: %w", decisionID, err)
+		all = append(all, membership{decisionID, clusterID})
+		return nil
+	})
+	// Each decision is read after the listing's transaction has ended (see
+	// Clusters).
+	for i := 0; err == nil && i < len(all); i++ {
+		m := all[i]
+		var f precept.Feedback
+		if f, err = s.feed.Get(ctx, m.decision); err != nil {
+			err = fmt.Errorf("re-index %s: %w", m.decision, err)
+			break
 		}
 		text := f.EmbeddingText
 		// A clarified decision was clustered with its replies.
-		if r, ok, err := getJSON[NeedsReview](s.state, bReview, decisionID); err == nil && ok && len(r.Replies) > 0 {
+		if r, ok, rerr := getJSON[NeedsReview](s.state, bReview, m.decision); rerr == nil && ok && len(r.Replies) > 0 {
 			text = clarifiedText(f.Decision, r.Replies).EmbeddingText
 		}
-		v := vectorFor(f.Decision, clusterID)
+		v := vectorFor(f.Decision, m.cluster)
 		v.Document = text
 		vectors = append(vectors, v)
 		if len(vectors) == 512 {
-			return flush()
+			err = flush()
 		}
-		return nil
-	})
+	}
 	if err == nil {
 		err = flush()
 	}

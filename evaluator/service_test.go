@@ -539,3 +539,56 @@ func TestGeneralizableClustersCarryCentralComments(t *testing.T) {
 		t.Fatalf("changes = %+v", changes)
 	}
 }
+
+// Readers listing clusters while batches grow the database: a read
+// transaction nested in another would deadlock with a writer waiting to
+// remap (this hung the ingest+classify benchmark once).
+func TestClusterReadsDoNotDeadlockWithGrowingWrites(t *testing.T) {
+	items := loadFixture(t, "labelled.jsonl")
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{BatchSize: 8})
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 3 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := e.svc.Generalizable(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := e.svc.Clusters(context.Background(), "", 1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for round := range 6 {
+			var batch []precept.Feedback
+			for _, it := range items {
+				f := it.Feedback
+				f.DecisionID = fmt.Sprintf("%s-r%d", f.DecisionID, round)
+				batch = append(batch, f)
+			}
+			feed.add(batch...)
+			e.drain(t)
+		}
+	}()
+	select {
+	case <-finished:
+	case <-time.After(90 * time.Second):
+		t.Fatal("evaluation did not finish: a deadlock between readers and writers")
+	}
+	close(done)
+	readers.Wait()
+}

@@ -112,6 +112,9 @@ func getJSON[T any](s *state, bucket []byte, key string) (T, bool, error) {
 	return v, found, err
 }
 
+// eachJSON calls fn for every value of a bucket inside one read
+// transaction; fn must not use the state itself (a nested transaction
+// can deadlock with a writer that waits to grow the database).
 func eachJSON[T any](s *state, bucket []byte, fn func(T) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucket).ForEach(func(_, b []byte) error {
