@@ -247,11 +247,7 @@ func (s *Service) FindSimilar(ctx context.Context, q SimilarQuery) ([]SimilarHit
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
-	count, err := s.index.Count(ctx)
-	if err != nil || count == 0 {
-		return nil, err
-	}
-	query := vectorindex.Query{Embedding: vecs[0], Limit: min(q.Limit+1, count), MinSimilarity: q.Threshold}
+	query := vectorindex.Query{Embedding: vecs[0], Limit: q.Limit + 1, MinSimilarity: q.Threshold}
 	if q.Agent != "" {
 		query.Where = map[string]string{"agent": q.Agent}
 	}

@@ -533,14 +533,9 @@ func (s *Service) embedAndQuery(ctx context.Context, cands []*candidate) error {
 	for i, c := range cands {
 		c.vec = vecs[i]
 	}
-	count, err := s.index.Count(ctx)
-	if err != nil {
-		return fmt.Errorf("count index: %w", err)
-	}
-	if count == 0 {
-		return nil
-	}
-	limit := min(s.opts.MaxSimilar+1, count)
+	// No Count first: a limit above the stored count is allowed, and with
+	// a Chroma server every call is a round trip.
+	limit := s.opts.MaxSimilar + 1
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	errs := make([]error, len(cands))
 	var wg sync.WaitGroup
