@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,20 +13,14 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
-// gitCLI runs the git CLI against dir and returns its trimmed output.
+// gitCLI runs the git CLI against dir as a curator and returns its trimmed
+// output.
 func gitCLI(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Curator", "GIT_AUTHOR_EMAIL=curator@example.com",
-		"GIT_COMMITTER_NAME=Curator", "GIT_COMMITTER_EMAIL=curator@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.GitAs(t, dir, "Curator", "curator@example.com", args...)
 }
 
 func openTemp(t testing.TB, opts Options) *Repo {

@@ -2,8 +2,6 @@ package prompts
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -146,13 +145,5 @@ func (c *countingRepo) reads() int64 { return c.tips.Load() + c.snapshots.Load()
 // gitCLI runs the git CLI in dir as a curator would.
 func gitCLI(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Curator", "GIT_AUTHOR_EMAIL=curator@example.com",
-		"GIT_COMMITTER_NAME=Curator", "GIT_COMMITTER_EMAIL=curator@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.GitAs(t, dir, "Curator", "curator@example.com", args...)
 }

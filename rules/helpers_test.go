@@ -3,56 +3,25 @@ package rules
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // gitCLI runs the git CLI in dir and returns its trimmed output.
 func gitCLI(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	return gitAs(t, dir, "Curator", "curator@example.com", args...)
+	return testenv.GitAs(t, dir, "Curator", "curator@example.com", args...)
 }
 
-// gitAs runs the git CLI as a person.
-func gitAs(t testing.TB, dir, name, email string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME="+name, "GIT_AUTHOR_EMAIL="+email,
-		"GIT_COMMITTER_NAME="+name, "GIT_COMMITTER_EMAIL="+email, "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newClock returns a test clock at a fixed time.
+func newClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC))
 }
 
 // fakeSource is an EvidenceSource whose clusters tests set.
@@ -80,7 +49,7 @@ type fixture struct {
 	repo  *gitrepo.Repo
 	m     *Manager
 	src   *fakeSource
-	clock *clock
+	clock *testenv.Clock
 	// changes are the transitions OnChange reported.
 	mu      sync.Mutex
 	changes []Change

@@ -11,6 +11,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // remoteFixture is a Manager whose repository has a bare remote made
@@ -44,7 +45,7 @@ func (r *remoteFixture) sync() {
 // person runs git as a named person in the clone.
 func (r *remoteFixture) person(name string, args ...string) string {
 	r.t.Helper()
-	return gitAs(r.t, r.clone, name, strings.ToLower(strings.Fields(name)[0])+"@example.com", args...)
+	return testenv.GitAs(r.t, r.clone, name, strings.ToLower(strings.Fields(name)[0])+"@example.com", args...)
 }
 
 func (r *remoteFixture) remoteGit(args ...string) string {

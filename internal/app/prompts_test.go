@@ -19,6 +19,7 @@ import (
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -65,15 +66,7 @@ func activeRule(t testing.TB, agent, id, text string, importance rules.Importanc
 // promptGit runs the git CLI as a curator would.
 func promptGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Curator", "GIT_AUTHOR_EMAIL=curator@example.com",
-		"GIT_COMMITTER_NAME=Curator", "GIT_COMMITTER_EMAIL=curator@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.GitAs(t, dir, "Curator", "curator@example.com", args...)
 }
 
 // writeAndPush commits files in a clone with the git CLI and pushes main.

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // Tokens of the rule tests: two approvers and a reader.
@@ -39,18 +39,10 @@ func ruleClient(base, protocol, token string) preceptv1connect.RuleServiceClient
 	return preceptv1connect.NewRuleServiceClient(protocols(base, token)[protocol], base, opts...)
 }
 
-// gitIn runs the git CLI in dir.
+// gitIn runs the git CLI in dir as a reviewer.
 func gitIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir(),
-		"GIT_AUTHOR_NAME=Jane Reviewer", "GIT_AUTHOR_EMAIL=jane@example.com", "GIT_COMMITTER_NAME=Jane Reviewer", "GIT_COMMITTER_EMAIL=jane@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.GitAs(t, dir, "Jane Reviewer", "jane@example.com", args...)
 }
 
 // clusterEvents are reviews of one recurring problem by three reviewers

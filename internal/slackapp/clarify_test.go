@@ -17,6 +17,7 @@ import (
 	"github.com/precept-dev/precept/feedbackstore/vectorindex"
 	"github.com/precept-dev/precept/feedbackstore/vectorindex/chromem"
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // feed is an in-memory feedback store in commit order.
@@ -84,7 +85,7 @@ type replica struct {
 
 // newReplica starts an evaluator whose changes reach a Slack app with
 // clarification on.
-func newReplica(t *testing.T, cfg envConfig, clk *clock) *replica {
+func newReplica(t *testing.T, cfg envConfig, clk *testenv.Clock) *replica {
 	t.Helper()
 	dir := t.TempDir()
 	emb := embed.NewLocal(embed.LocalOptions{})

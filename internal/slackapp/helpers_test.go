@@ -1,15 +1,12 @@
 package slackapp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +18,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -40,43 +38,8 @@ const (
 	uVic     = "U0VIC"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// syncBuffer collects logs from concurrent goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// newClock returns a test clock reading the current second.
+func newClock() *testenv.Clock { return testenv.NewClock(time.Now().UTC().Truncate(time.Second)) }
 
 // env is a Slack app on a fake workspace, a real rule manager on a fresh
 // git repository, and an HTTP server with the app's endpoints.
@@ -86,10 +49,10 @@ type env struct {
 	repo  *gitrepo.Repo
 	rules *rules.Manager
 	store *MemoryStore
-	clock *clock
+	clock *testenv.Clock
 	svc   *Service
 	srv   *httptest.Server
-	logs  *syncBuffer
+	logs  *testenv.SyncBuffer
 	opts  Options
 	stop  func()
 }
@@ -109,7 +72,7 @@ type envConfig struct {
 
 func newEnv(t *testing.T, cfg envConfig) *env {
 	t.Helper()
-	e := &env{t: t, clock: newClock(), logs: &syncBuffer{}}
+	e := &env{t: t, clock: newClock(), logs: &testenv.SyncBuffer{}}
 	e.ws = cfg.ws
 	if e.ws == nil {
 		e.ws = fakeslack.New(t)
@@ -350,19 +313,6 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// gitCLI runs the git CLI in dir.
-func gitCLI(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // bumpContent changes a proposal on its branch the way a content change

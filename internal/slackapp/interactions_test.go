@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -63,26 +64,26 @@ func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
 			t.Errorf("approval %+v not via slack", ap)
 		}
 	}
-	trailers := gitCLI(t, repo, "log", "-1", "--format=%(trailers)", a.MergedCommit)
+	trailers := testenv.Git(t, repo, "log", "-1", "--format=%(trailers)", a.MergedCommit)
 	for _, want := range []string{"Approved-by: alice", "Approved-by: bob", "Proposal-Id: " + approved.ID, "Rule-Id: " + a.RuleID} {
 		if !strings.Contains(trailers, want) {
 			t.Errorf("merge trailers lack %q:\n%s", want, trailers)
 		}
 	}
-	branchLog := gitCLI(t, repo, "log", "--format=%s%n%(trailers)", rules.ProposalBranch(approved.ID))
+	branchLog := testenv.Git(t, repo, "log", "--format=%s%n%(trailers)", rules.ProposalBranch(approved.ID))
 	for _, want := range []string{"Approve " + approved.ID + " (1 of 2) by alice", "Approve " + approved.ID + " (2 of 2) by bob", "Via: slack"} {
 		if !strings.Contains(branchLog, want) {
 			t.Errorf("proposal branch log lacks %q:\n%s", want, branchLog)
 		}
 	}
-	if got := gitCLI(t, repo, "show", "main:rules/active/coding-agent/"+a.RuleID+".md"); !strings.Contains(got, "Add unit tests for every new exported function") {
+	if got := testenv.Git(t, repo, "show", "main:rules/active/coding-agent/"+a.RuleID+".md"); !strings.Contains(got, "Add unit tests for every new exported function") {
 		t.Errorf("rule file:\n%s", got)
 	}
 	good := "main:" + rules.TuningPath("coding-agent", "good", approved.ID, "bob")
-	if got := gitCLI(t, repo, "show", good); !strings.Contains(got, "Matches our testing policy.") || !strings.Contains(got, "ground_truth: true") || !strings.Contains(got, "via: slack") {
+	if got := testenv.Git(t, repo, "show", good); !strings.Contains(got, "Matches our testing policy.") || !strings.Contains(got, "ground_truth: true") || !strings.Contains(got, "via: slack") {
 		t.Errorf("%s:\n%s", good, got)
 	}
-	if got := gitCLI(t, repo, "show", "main:"+rules.TuningPath("coding-agent", "good", approved.ID, "alice")); !strings.Contains(got, "(no note)") {
+	if got := testenv.Git(t, repo, "show", "main:"+rules.TuningPath("coding-agent", "good", approved.ID, "alice")); !strings.Contains(got, "(no note)") {
 		t.Errorf("alice's example:\n%s", got)
 	}
 	for _, tc := range []struct {
@@ -96,20 +97,20 @@ func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
 		if got.Status != rules.Rejected || got.Rejection == nil || got.Rejection.Rejector != tc.who || got.Rejection.Reason != tc.reason || got.Rejection.Via != rules.ViaSlack {
 			t.Errorf("rejection of %s = %+v", tc.p.ID, got.Rejection)
 		}
-		archived := gitCLI(t, repo, "show", "main:"+rules.RejectedPath(tc.p.ID))
+		archived := testenv.Git(t, repo, "show", "main:"+rules.RejectedPath(tc.p.ID))
 		if !strings.Contains(archived, tc.reason) {
 			t.Errorf("%s lacks the reason:\n%s", rules.RejectedPath(tc.p.ID), archived)
 		}
-		log := gitCLI(t, repo, "log", "--format=%(trailers)", "--grep", "Reject "+tc.p.ID, "main")
+		log := testenv.Git(t, repo, "log", "--format=%(trailers)", "--grep", "Reject "+tc.p.ID, "main")
 		if !strings.Contains(log, "Rejected-by: "+tc.who) || !strings.Contains(log, "Via: slack") {
 			t.Errorf("rejection trailers:\n%s", log)
 		}
-		bad := gitCLI(t, repo, "show", "main:"+rules.TuningPath("coding-agent", "bad", tc.p.ID, tc.who))
+		bad := testenv.Git(t, repo, "show", "main:"+rules.TuningPath("coding-agent", "bad", tc.p.ID, tc.who))
 		if !strings.Contains(bad, tc.reason) {
 			t.Errorf("bad example lacks the reason:\n%s", bad)
 		}
 	}
-	gitCLI(t, repo, "fsck", "--strict", "--no-dangling")
+	testenv.Git(t, repo, "fsck", "--strict", "--no-dangling")
 	if n := len(e.ws.TopLevel(testChannel)); n != 3 {
 		t.Fatalf("%d messages in the channel, want 3 (updated, never duplicated)", n)
 	}
@@ -125,7 +126,7 @@ type snapshot struct {
 func (e *env) snapshot(id string) snapshot {
 	p := e.get(id)
 	return snapshot{revision: p.Revision, approvals: len(p.Approvals), views: len(e.ws.Views()), status: p.Status,
-		commits: gitCLI(e.t, e.repo.Path(), "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/main", "refs/heads/proposal")}
+		commits: testenv.Git(e.t, e.repo.Path(), "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/main", "refs/heads/proposal")}
 }
 
 func TestBadRequestsAreRefusedWithoutChangingAnything(t *testing.T) {
@@ -328,7 +329,7 @@ func TestConcurrentSubmissionsByOneApproverRecordOneApproval(t *testing.T) {
 	if len(got.Approvals) != 1 || got.Approvals[0].Approver != "alice" {
 		t.Fatalf("approvals = %+v", got.Approvals)
 	}
-	if n := strings.Count(gitCLI(t, e.repo.Path(), "log", "--format=%s", rules.ProposalBranch(p.ID)), "Approve "+p.ID); n != 1 {
+	if n := strings.Count(testenv.Git(t, e.repo.Path(), "log", "--format=%s", rules.ProposalBranch(p.ID)), "Approve "+p.ID); n != 1 {
 		t.Fatalf("%d approval commits", n)
 	}
 }

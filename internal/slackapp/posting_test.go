@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -68,7 +69,7 @@ func TestDraftedProposalIsPostedWithItsEvidenceAndTheMessageIsRecorded(t *testin
 	}
 	// The record is a commit on precept/slack that the git CLI reads; the
 	// proposal's revision did not move.
-	if out := gitCLI(t, e.repo.Path(), "show", rules.SlackBranch+":slack/"+p.ID+".yaml"); !strings.Contains(out, "ts: \""+msg.TS+"\"") && !strings.Contains(out, "ts: "+msg.TS) {
+	if out := testenv.Git(t, e.repo.Path(), "show", rules.SlackBranch+":slack/"+p.ID+".yaml"); !strings.Contains(out, "ts: \""+msg.TS+"\"") && !strings.Contains(out, "ts: "+msg.TS) {
 		t.Fatalf("slack record in git:\n%s", out)
 	}
 	if e.get(p.ID).Revision != p.Revision {
@@ -191,7 +192,7 @@ func TestAMessageDeletedInSlackIsPostedAgainWhileTheProposalIsPending(t *testing
 
 func TestAMergeInGitUpdatesTheMessage(t *testing.T) {
 	remote := filepath.Join(t.TempDir(), "remote.git")
-	gitCLI(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	testenv.Git(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
 	e := newEnv(t, envConfig{rules: rules.Options{Remote: &rules.Remote{URL: remote, WebURL: "https://git.example.com/org/rules"}}})
 	p := e.propose("Give every exported function a doc comment that starts with its name.")
 	msg := e.posted(p.ID)
@@ -202,9 +203,9 @@ func TestAMergeInGitUpdatesTheMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	clone := filepath.Join(t.TempDir(), "person")
-	gitCLI(t, filepath.Dir(clone), "clone", "-q", remote, clone)
+	testenv.Git(t, filepath.Dir(clone), "clone", "-q", remote, clone)
 	person := func(args ...string) {
-		gitCLI(t, clone, append([]string{"-c", "user.name=Jane Reviewer", "-c", "user.email=jane@example.com"}, args...)...)
+		testenv.GitAs(t, clone, "Jane Reviewer", "jane@example.com", args...)
 	}
 	person("merge", "-q", "--no-ff", "-m", "Merge rule PR "+p.ID, "origin/proposal/"+p.ID)
 	person("push", "-q", "origin", "main")

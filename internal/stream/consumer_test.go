@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -669,7 +669,7 @@ func TestWorksAgainstMiniredis(t *testing.T) {
 
 func TestLogsDeadLettersWithIDAndFieldsButNoValues(t *testing.T) {
 	rdb := newRedis(t)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	opts := testOptions("c1")
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := newConsumer(t, rdb, newMemSink(), opts)
@@ -714,22 +714,4 @@ func TestRegistersMetricsUnderPreceptNames(t *testing.T) {
 			t.Errorf("metric %s not registered (have %v)", name, got)
 		}
 	}
-}
-
-// syncBuffer is a log destination safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

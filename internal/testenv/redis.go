@@ -2,7 +2,9 @@
 // against (DESIGN.md §9): each helper starts a fresh server on a free
 // loopback port, waits until it answers and stops it when the test ends.
 // Helpers skip under -short; when a server cannot be started they fail the
-// test with what to install, never skip silently.
+// test with what to install, never skip silently. The package also holds
+// the small helpers several packages' tests share: the git CLI, a
+// concurrent log buffer and a settable clock.
 package testenv
 
 import (
