@@ -226,6 +226,25 @@ func TestLocalGoldenVectorPinsLocalVersion(t *testing.T) {
 	}
 }
 
+func TestCosineIsExactOnSmallVectors(t *testing.T) {
+	tests := []struct {
+		a, b []float32
+		want float64
+	}{
+		{[]float32{1, 0}, []float32{1, 0}, 1},
+		{[]float32{1, 0}, []float32{0, 1}, 0},
+		{[]float32{1, 0}, []float32{-2, 0}, -1},
+		{[]float32{3, 4}, []float32{4, 3}, 24.0 / 25},
+		{[]float32{0, 0}, []float32{1, 0}, 0},
+		{[]float32{1}, []float32{1, 0}, 0},
+	}
+	for _, tt := range tests {
+		if got := Cosine(tt.a, tt.b); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Cosine(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
 func TestCosineOfKnownVectors(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -201,26 +201,6 @@ func PrepareDelete(ids []string) ([]string, error) {
 	return out, nil
 }
 
-// Cosine returns the cosine similarity of a and b computed in float64, or 0
-// when either has zero length. It is the reference the backends are tested
-// against.
-func Cosine(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return 0
-	}
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / (math.Sqrt(na) * math.Sqrt(nb))
-}
-
 // ClampSimilarity limits rounding noise to the range a cosine can take.
 func ClampSimilarity(s float64) float64 {
 	return math.Max(-1, math.Min(1, s))

@@ -120,25 +120,6 @@ func TestPrepareDelete(t *testing.T) {
 	}
 }
 
-func TestCosine(t *testing.T) {
-	tests := []struct {
-		a, b []float32
-		want float64
-	}{
-		{[]float32{1, 0}, []float32{1, 0}, 1},
-		{[]float32{1, 0}, []float32{0, 1}, 0},
-		{[]float32{1, 0}, []float32{-2, 0}, -1},
-		{[]float32{3, 4}, []float32{4, 3}, 24.0 / 25},
-		{[]float32{0, 0}, []float32{1, 0}, 0},
-		{[]float32{1}, []float32{1, 0}, 0},
-	}
-	for _, tt := range tests {
-		if got := Cosine(tt.a, tt.b); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("Cosine(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
 func TestClampSimilarity(t *testing.T) {
 	for in, want := range map[float64]float64{1.0000001: 1, -1.0000001: -1, 0.5: 0.5} {
 		if got := ClampSimilarity(in); got != want {

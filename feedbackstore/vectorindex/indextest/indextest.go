@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/precept-dev/precept/evaluator/embed"
 	"github.com/precept-dev/precept/feedbackstore/vectorindex"
 )
 
@@ -244,8 +245,8 @@ func testUpsertReplaces(t *testing.T, h *harness) {
 	// The old vector is gone: x now sits at cos(a, b) from a.
 	got = query(t, idx, vectorindex.Query{Embedding: a, Limit: len(others) + 1, MinSimilarity: -1})
 	for _, hit := range got {
-		if hit.ID == "x" && math.Abs(hit.Similarity-vectorindex.Cosine(a, b)) > tolerance {
-			t.Errorf("x against the old vector: similarity %v, want %v", hit.Similarity, vectorindex.Cosine(a, b))
+		if hit.ID == "x" && math.Abs(hit.Similarity-embed.Cosine(a, b)) > tolerance {
+			t.Errorf("x against the old vector: similarity %v, want %v", hit.Similarity, embed.Cosine(a, b))
 		}
 	}
 }
@@ -539,7 +540,7 @@ func testThousand(t *testing.T, h *harness) {
 		}
 		// Every hit carries its true cosine, whatever search the backend uses.
 		for _, hit := range got {
-			if want := vectorindex.Cosine(vs[i].Embedding, stored[hit.ID].Embedding); math.Abs(hit.Similarity-want) > tolerance {
+			if want := embed.Cosine(vs[i].Embedding, stored[hit.ID].Embedding); math.Abs(hit.Similarity-want) > tolerance {
 				t.Errorf("%s: similarity %v, want %v", hit.ID, hit.Similarity, want)
 			}
 		}
@@ -640,7 +641,7 @@ outer:
 				continue outer
 			}
 		}
-		s := vectorindex.Cosine(q.Embedding, v.Embedding)
+		s := embed.Cosine(q.Embedding, v.Embedding)
 		if s >= q.MinSimilarity {
 			hits = append(hits, vectorindex.Hit{ID: v.ID, Similarity: s, Metadata: v.Metadata, Document: v.Document})
 		}
