@@ -38,6 +38,13 @@ auth:
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := startApp(t, cfg)
+	return a.URL(), testenv.RedisClient(t, redisAddr)
+}
+
+// startApp runs an in-process preceptd on cfg until the test ends.
+func startApp(t *testing.T, cfg config.Config) *app.App {
+	t.Helper()
 	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +53,7 @@ auth:
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; a.Close() })
-	return a.URL(), testenv.RedisClient(t, redisAddr)
+	return a
 }
 
 type result struct {

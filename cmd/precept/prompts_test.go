@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,14 +37,7 @@ auth:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
+	a := startApp(t, cfg)
 
 	files := map[string]string{
 		"prompts/implement.md":  "You implement tasks.",

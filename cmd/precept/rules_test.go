@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/precept-dev/precept/internal/app"
+	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/testenv"
 )
@@ -42,14 +39,7 @@ auth:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; a.Close() })
+	a := startApp(t, cfg)
 	return func(who string, args ...string) result {
 		return run("", append([]string{"--addr", a.URL(), "--token", ruleCLITokens[who]}, args...)...)
 	}
