@@ -159,15 +159,13 @@ func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
 				}
 			}
 			for _, f := range c.added {
-				if old := records.Get([]byte(f.DecisionID)); old == nil {
+				// A decision indexed again replaces its entries.
+				replaced, err := ix.remove(records, byAgent, bySeq, f.DecisionID)
+				if err != nil {
+					return err
+				}
+				if !replaced {
 					count++
-				} else {
-					var prev Record
-					if err := json.Unmarshal(old, &prev); err != nil {
-						return fmt.Errorf("decode indexed %s: %w", f.DecisionID, err)
-					}
-					byAgent.Delete(agentKey(prev.Agent, prev.Timestamp, prev.DecisionID))
-					bySeq.Delete(seqKey(prev.Seq))
 				}
 				seq++
 				r := Record{Feedback: f, Commit: c.commit.String(), Seq: seq}
@@ -198,18 +196,29 @@ func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
 	return out, err
 }
 
+// remove drops a decision and its entries from the index and reports
+// whether it was there.
 func (ix *index) remove(records, byAgent, bySeq *bolt.Bucket, id string) (bool, error) {
-	old := records.Get([]byte(id))
-	if old == nil {
-		return false, nil
-	}
-	var prev Record
-	if err := json.Unmarshal(old, &prev); err != nil {
-		return false, fmt.Errorf("decode indexed %s: %w", id, err)
+	prev, ok, err := lookup(records, []byte(id))
+	if err != nil || !ok {
+		return false, err
 	}
 	byAgent.Delete(agentKey(prev.Agent, prev.Timestamp, prev.DecisionID))
 	bySeq.Delete(seqKey(prev.Seq))
 	return true, records.Delete([]byte(id))
+}
+
+// lookup decodes the indexed record of a decision, if there is one.
+func lookup(records *bolt.Bucket, id []byte) (Record, bool, error) {
+	v := records.Get(id)
+	if v == nil {
+		return Record{}, false, nil
+	}
+	var r Record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Record{}, false, fmt.Errorf("decode indexed %s: %w", id, err)
+	}
+	return r, true, nil
 }
 
 func seqKey(seq uint64) []byte {
@@ -232,13 +241,9 @@ func agentKey(agent string, ts time.Time, id string) []byte {
 func (ix *index) get(id string) (Record, bool, error) {
 	var r Record
 	var found bool
-	err := ix.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketRecords).Get([]byte(id))
-		if v == nil {
-			return nil
-		}
-		found = true
-		return json.Unmarshal(v, &r)
+	err := ix.db.View(func(tx *bolt.Tx) (err error) {
+		r, found, err = lookup(tx.Bucket(bucketRecords), []byte(id))
+		return err
 	})
 	return r, found, err
 }
@@ -279,16 +284,13 @@ func (ix *index) listAgent(agent string, limit int, token string) ([]Record, str
 				next = base64.RawURLEncoding.EncodeToString(out[len(out)-1].agentKey())
 				return nil
 			}
-			id := k[len(prefix)+9:]
-			v := records.Get(id)
-			if v == nil {
-				continue
+			r, ok, err := lookup(records, k[len(prefix)+9:])
+			if err != nil {
+				return err
 			}
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode indexed %s: %w", id, err)
+			if ok {
+				out = append(out, r)
 			}
-			out = append(out, r)
 		}
 		return nil
 	})
@@ -304,15 +306,13 @@ func (ix *index) since(seq uint64, limit int) ([]Record, error) {
 		records := tx.Bucket(bucketRecords)
 		c := tx.Bucket(bucketBySeq).Cursor()
 		for k, id := c.Seek(seqKey(seq + 1)); k != nil && len(out) < limit; k, id = c.Next() {
-			v := records.Get(id)
-			if v == nil {
-				continue
+			r, ok, err := lookup(records, id)
+			if err != nil {
+				return err
 			}
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode indexed %s: %w", id, err)
+			if ok {
+				out = append(out, r)
 			}
-			out = append(out, r)
 		}
 		return nil
 	})
