@@ -48,7 +48,7 @@ fuzz:
 ## PRECEPT_BENCH_SIZES=10000 and PRECEPT_BENCH_BACKENDS=embedded shorten it.
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$' -benchtime 1x -timeout 90m ./internal/app
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./feedbackstore/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
 
 ## generate: regenerate protobuf and Connect code from proto/
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go

@@ -3,6 +3,7 @@ package evaluator
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +11,15 @@ import (
 	"text/template"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/prompts/templates"
 )
 
-var evaluateTemplate = template.Must(template.ParseFS(templates.FS, "evaluate.tmpl"))
+// evaluateTemplateText is the fixed prompt of the LLM refinement; it
+// ships in the binary and changes only through review.
+//
+//go:embed evaluate.tmpl
+var evaluateTemplateText string
+
+var evaluateTemplate = template.Must(template.New("evaluate.tmpl").Parse(evaluateTemplateText))
 
 // llmVerdict is the JSON the evaluate template asks for.
 type llmVerdict struct {

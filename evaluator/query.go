@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/evaluator/embed"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
+	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/vectorindex"
 )
 
 // Evaluate classifies a decision against the stored feedback without
@@ -188,7 +188,7 @@ func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, erro
 		var sum float64
 		for j := range sample {
 			if i != j {
-				sum += embed.Cosine(vecs[i], vecs[j])
+				sum += embedding.Cosine(vecs[i], vecs[j])
 			}
 		}
 		cent := 1.0

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/evaluator/embed"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
+	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/vectorindex"
 )
 
 // Item is one stored decision as the evaluator follows the store.
@@ -123,7 +123,7 @@ func (o Options) withDefaults() Options {
 // Service is the evaluator of one replica.
 type Service struct {
 	feed   Feed
-	emb    embed.Embedder
+	emb    embedding.Embedder
 	index  vectorindex.Index
 	state  *state
 	opts   Options
@@ -137,7 +137,7 @@ type Service struct {
 // New opens the evaluator's state at statePath over an index whose spec
 // matches emb. reset says the index was (re)created empty: everything
 // already clustered is re-indexed, so index and store agree.
-func New(ctx context.Context, feed Feed, emb embed.Embedder, index vectorindex.Index, reset bool, statePath string, opts Options) (*Service, error) {
+func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorindex.Index, reset bool, statePath string, opts Options) (*Service, error) {
 	opts = opts.withDefaults()
 	if sp := index.Spec(); sp.Embedder != emb.Name() || sp.Dimension != emb.Dimension() {
 		return nil, fmt.Errorf("open evaluator: index holds %s embeddings, the embedder makes %s/%d", sp, emb.Name(), emb.Dimension())
@@ -431,7 +431,7 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 				}
 			}
 			for _, p := range cands[:i] {
-				sim := embed.Cosine(c.vec, p.vec)
+				sim := embedding.Cosine(c.vec, p.vec)
 				if sim < s.opts.SimilarityThreshold {
 					continue
 				}
@@ -571,7 +571,7 @@ func (s *Service) similarIDs(c *candidate, cands []*candidate) []string {
 		if p == c {
 			break
 		}
-		if sim := embed.Cosine(c.vec, p.vec); sim >= s.opts.SimilarityThreshold {
+		if sim := embedding.Cosine(c.vec, p.vec); sim >= s.opts.SimilarityThreshold {
 			all = append(all, scored{p.item.Feedback.DecisionID, sim})
 		}
 	}

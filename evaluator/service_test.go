@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/evaluator/embed"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/chromem"
+	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/chromem"
 )
 
 // memFeed is an in-memory feedback store in commit order.
@@ -68,7 +68,7 @@ func (f *memFeed) Changed() <-chan struct{} {
 
 // flakyEmbedder fails while told to.
 type flakyEmbedder struct {
-	embed.Embedder
+	embedding.Embedder
 	mu   sync.Mutex
 	fail error
 }
@@ -112,10 +112,10 @@ func (e *edgeSink) WriteEdgeCases(_ context.Context, docs []EdgeCaseDoc) error {
 
 func newEnv(t testing.TB, dir string, feed *memFeed, opts Options) *env {
 	t.Helper()
-	return newEnvWith(t, dir, feed, embed.NewLocal(embed.LocalOptions{}), opts)
+	return newEnvWith(t, dir, feed, embedding.NewLocal(embedding.LocalOptions{}), opts)
 }
 
-func newEnvWith(t testing.TB, dir string, feed *memFeed, base embed.Embedder, opts Options) *env {
+func newEnvWith(t testing.TB, dir string, feed *memFeed, base embedding.Embedder, opts Options) *env {
 	t.Helper()
 	emb := &flakyEmbedder{Embedder: base}
 	idx, reset, err := chromem.Open(filepath.Join(dir, "vectors"), vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()})
@@ -403,7 +403,7 @@ func TestChangingTheEmbedderReIndexesAndNeverMixes(t *testing.T) {
 	count, _ := e.index.Count(context.Background())
 	e.close()
 
-	wider := embed.NewLocal(embed.LocalOptions{Dimension: 384})
+	wider := embedding.NewLocal(embedding.LocalOptions{Dimension: 384})
 	e = newEnvWith(t, dir, feed, wider, Options{})
 	if sp := e.index.Spec(); sp.Dimension != 384 || sp.Embedder != wider.Name() {
 		t.Fatalf("index spec after the change = %+v", sp)
@@ -420,7 +420,7 @@ func TestChangingTheEmbedderReIndexesAndNeverMixes(t *testing.T) {
 	}
 	// An embedder that does not match the index is refused outright.
 	idx := e.index
-	if _, err := New(context.Background(), feed, embed.NewLocal(embed.LocalOptions{Dimension: 512}), idx, false, filepath.Join(dir, "evaluator.db.2"), Options{}); err == nil {
+	if _, err := New(context.Background(), feed, embedding.NewLocal(embedding.LocalOptions{Dimension: 512}), idx, false, filepath.Join(dir, "evaluator.db.2"), Options{}); err == nil {
 		t.Fatal("an evaluator opened over an index of another embedder")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/precept-dev/precept/evaluator/embed"
+	"github.com/precept-dev/precept/embedding"
 )
 
 // Candidate is rule text to check against the active rules and the open
@@ -43,15 +43,22 @@ type Thresholds struct {
 	Rejected float64
 }
 
+// DefaultThresholds are the similarity bands of the local embedder
+// (docs/thresholds.md says how they were chosen).
+func DefaultThresholds() Thresholds {
+	return Thresholds{Duplicate: 0.92, Conflict: 0.75, Rejected: 0.88}
+}
+
 func (t Thresholds) withDefaults() Thresholds {
+	d := DefaultThresholds()
 	if t.Duplicate <= 0 {
-		t.Duplicate = 0.92
+		t.Duplicate = d.Duplicate
 	}
 	if t.Conflict <= 0 {
-		t.Conflict = 0.75
+		t.Conflict = d.Conflict
 	}
 	if t.Rejected <= 0 {
-		t.Rejected = 0.88
+		t.Rejected = d.Rejected
 	}
 	return t
 }
@@ -69,7 +76,7 @@ func classifyConflicts(cand Candidate, candVec []float32, others []ruleText, vec
 		if !shared || o.ID == cand.ProposalID || o.ID == RuleIDFor(cand.ProposalID) && cand.ProposalID != "" {
 			continue
 		}
-		sim := embed.Cosine(candVec, vecs[i])
+		sim := embedding.Cosine(candVec, vecs[i])
 		if sim < th.Conflict {
 			continue
 		}
@@ -166,7 +173,7 @@ func polarity(text string) int {
 // vectorCache embeds rule texts, remembering each text's vector: rule
 // texts are few and compared often.
 type vectorCache struct {
-	emb embed.Embedder
+	emb embedding.Embedder
 	mu  sync.Mutex
 	m   map[[32]byte][]float32
 }
@@ -174,7 +181,7 @@ type vectorCache struct {
 // maxCachedVectors bounds the cache; it is emptied when full.
 const maxCachedVectors = 50000
 
-func newVectorCache(e embed.Embedder) *vectorCache {
+func newVectorCache(e embedding.Embedder) *vectorCache {
 	return &vectorCache{emb: e, m: map[[32]byte][]float32{}}
 }
 

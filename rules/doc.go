@@ -19,9 +19,9 @@
 // branch precept/slack, apart from the rule PRs.
 //
 // A Manager drafts a proposal for each generalizable cluster an
-// EvidenceSource offers (with an LLM and the prompts/templates
-// draft_rule.tmpl template, or extractively), and guards it before
-// anything is committed: safety floor, quality gate, rejected before,
+// EvidenceSource offers (with an LLM and the draft_rule.tmpl template
+// beside this file, or extractively), and guards it before anything is
+// committed: safety floor, quality gate, rejected before,
 // reconsolidation and conflicts, rule cap, rate cap. A draft a guard
 // holds is recorded under rules/drafts/ with the reason, so it stays
 // visible. Approvals are commits on the proposal's branch; once a

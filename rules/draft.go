@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 	"text/template"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/precept-dev/precept/prompts/templates"
 )
 
 // LLM completes prompts; the langchaingo adapter in internal/llm
@@ -32,8 +31,14 @@ type draft struct {
 	By string
 }
 
-// draftTemplateName is the LLM prompt template under prompts/templates.
+// draftTemplateName names the LLM prompt template beside this file.
 const draftTemplateName = "draft_rule.tmpl"
+
+// draftTemplateText is the fixed drafting prompt; it ships in the binary
+// and changes only through review.
+//
+//go:embed draft_rule.tmpl
+var draftTemplateText string
 
 // Bounds on what the LLM prompt quotes from a cluster.
 const (
@@ -44,7 +49,7 @@ const (
 func parseDraftTemplate() (*template.Template, error) {
 	t, err := template.New(draftTemplateName).
 		Funcs(template.FuncMap{"join": strings.Join}).
-		ParseFS(templates.FS, draftTemplateName)
+		Parse(draftTemplateText)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", draftTemplateName, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/evaluator/embed"
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/gitrepo"
 )
 
@@ -56,7 +56,7 @@ type Options struct {
 	// LLMTimeout bounds one drafting call; default 20s.
 	LLMTimeout time.Duration
 	// Embedder compares rule texts; default the local embedder.
-	Embedder embed.Embedder
+	Embedder embedding.Embedder
 	// Remote, when set, is pushed to and fetched from.
 	Remote *Remote
 	// MainBranch defaults to the repository's default branch.
@@ -79,32 +79,52 @@ type Features struct {
 	AutoMerge bool
 }
 
+// The defaults of Options. Configuration (internal/config) starts from
+// these, so each is written once.
+const (
+	// DefaultRequiredApprovals: two distinct people agree before a rule
+	// reaches a prompt.
+	DefaultRequiredApprovals = 2
+	// DefaultMaxProposalsPerAgent drafted within DefaultProposalWindow:
+	// reviewers are not flooded with rule PRs for one agent.
+	DefaultMaxProposalsPerAgent = 3
+	DefaultProposalWindow       = 8 * time.Hour
+	// DefaultMaxActiveRulesPerAgent bounds what a prompt carries.
+	DefaultMaxActiveRulesPerAgent = 20
+	DefaultProposeInterval        = 30 * time.Second
+	DefaultLLMTimeout             = 20 * time.Second
+)
+
+// DefaultProtectedTags are the checks a learned rule must never weaken
+// without an extra approval.
+func DefaultProtectedTags() []string { return []string{"security", "correctness", "compliance"} }
+
 func (o Options) withDefaults() Options {
 	if o.RequiredApprovals <= 0 {
-		o.RequiredApprovals = 2
+		o.RequiredApprovals = DefaultRequiredApprovals
 	}
 	if o.ProtectedTags == nil {
-		o.ProtectedTags = []string{"security", "correctness", "compliance"}
+		o.ProtectedTags = DefaultProtectedTags()
 	}
 	if o.MaxProposalsPerAgent <= 0 {
-		o.MaxProposalsPerAgent = 3
+		o.MaxProposalsPerAgent = DefaultMaxProposalsPerAgent
 	}
 	if o.ProposalWindow <= 0 {
-		o.ProposalWindow = 8 * time.Hour
+		o.ProposalWindow = DefaultProposalWindow
 	}
 	if o.MaxActiveRulesPerAgent <= 0 {
-		o.MaxActiveRulesPerAgent = 20
+		o.MaxActiveRulesPerAgent = DefaultMaxActiveRulesPerAgent
 	}
 	o.Thresholds = o.Thresholds.withDefaults()
 	o.Quality = o.Quality.withDefaults()
 	if o.ProposeInterval <= 0 {
-		o.ProposeInterval = 30 * time.Second
+		o.ProposeInterval = DefaultProposeInterval
 	}
 	if o.LLMTimeout <= 0 {
-		o.LLMTimeout = 20 * time.Second
+		o.LLMTimeout = DefaultLLMTimeout
 	}
 	if o.Embedder == nil {
-		o.Embedder = embed.NewLocal(embed.LocalOptions{})
+		o.Embedder = embedding.NewLocal(embedding.LocalOptions{})
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -17,7 +17,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/evaluator/embed"
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/gitrepo"
 )
 
@@ -633,7 +633,7 @@ func (m *Manager) rejectedBefore(ctx context.Context, st *state, p *Proposal) (b
 	var best *Proposal
 	bestSim := 0.0
 	for i, o := range others {
-		if s := embed.Cosine(vecs[0], vecs[i+1]); s > m.opts.Thresholds.Rejected && s > bestSim {
+		if s := embedding.Cosine(vecs[0], vecs[i+1]); s > m.opts.Thresholds.Rejected && s > bestSim {
 			best, bestSim = o, s
 		}
 	}
@@ -677,7 +677,7 @@ func (m *Manager) consolidate(ctx context.Context, st *state, p *Proposal, agent
 	}
 	best, bestSim := candidates[0], -2.0
 	for i, c := range candidates {
-		if s := embed.Cosine(vecs[0], vecs[i+1]); s > bestSim {
+		if s := embedding.Cosine(vecs[0], vecs[i+1]); s > bestSim {
 			best, bestSim = c, s
 		}
 	}

@@ -23,15 +23,23 @@ type Quality struct {
 	Denylist []string
 }
 
+// DefaultQuality is the quality gate's defaults: long enough to say
+// something, short enough for a prompt, and at least 40% of the words
+// carrying meaning.
+func DefaultQuality() Quality {
+	return Quality{MinLength: 20, MaxLength: 800, MinSignalDensity: 0.4}
+}
+
 func (q Quality) withDefaults() Quality {
+	d := DefaultQuality()
 	if q.MinLength <= 0 {
-		q.MinLength = 20
+		q.MinLength = d.MinLength
 	}
 	if q.MaxLength <= 0 {
-		q.MaxLength = 800
+		q.MaxLength = d.MaxLength
 	}
 	if q.MinSignalDensity <= 0 {
-		q.MinSignalDensity = 0.4
+		q.MinSignalDensity = d.MinSignalDensity
 	}
 	return q
 }

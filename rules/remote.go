@@ -34,13 +34,16 @@ func (r *Remote) validate() error {
 	return nil
 }
 
+// DefaultFetchInterval is how often the remote is fetched by default.
+const DefaultFetchInterval = 30 * time.Second
+
 func (r *Remote) withDefaults() *Remote {
 	c := *r
 	if c.Name == "" {
 		c.Name = "origin"
 	}
 	if c.FetchInterval <= 0 {
-		c.FetchInterval = 30 * time.Second
+		c.FetchInterval = DefaultFetchInterval
 	}
 	return &c
 }

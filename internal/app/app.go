@@ -27,7 +27,6 @@ import (
 
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
 	"github.com/precept-dev/precept/gen/grpc/health/v1/healthv1connect"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
@@ -38,6 +37,7 @@ import (
 	"github.com/precept-dev/precept/internal/stream"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/vectorindex"
 )
 
 // maxRequestBytes bounds a request body: a decision is at most

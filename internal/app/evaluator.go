@@ -8,24 +8,24 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
-	"github.com/precept-dev/precept/evaluator/embed"
 	"github.com/precept-dev/precept/feedbackstore"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/chroma"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/chromem"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/chroma"
+	"github.com/precept-dev/precept/vectorindex/chromem"
 )
 
 // openEvaluator builds the embedder, the vector index and the evaluator
 // the configuration names.
 func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	cfg := a.Config.Evaluator
-	var emb embed.Embedder
+	var emb embedding.Embedder
 	switch cfg.Embedder.Provider {
 	case "local":
-		emb = embed.NewLocal(embed.LocalOptions{Dimension: cfg.Embedder.Dimension})
+		emb = embedding.NewLocal(embedding.LocalOptions{Dimension: cfg.Embedder.Dimension})
 	default:
 		e, err := llm.NewEmbedder(ctx, cfg.Embedder)
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/precept-dev/precept/evaluator/embed"
+	"github.com/precept-dev/precept/embedding"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/testenv"
@@ -177,7 +177,7 @@ func TestTheChromaServerBackendServesThePipeline(t *testing.T) {
 // fakeEmbeddings speaks the OpenAI embeddings API with the local
 // embedder's vectors, and can be made to fail.
 func fakeEmbeddings(t *testing.T) (*httptest.Server, *atomic.Bool) {
-	local := embed.NewLocal(embed.LocalOptions{})
+	local := embedding.NewLocal(embedding.LocalOptions{})
 	var failing atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if failing.Load() {

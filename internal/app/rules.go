@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
-	"github.com/precept-dev/precept/evaluator/embed"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/api"
@@ -89,10 +89,10 @@ func (a *App) openRules(ctx context.Context) error {
 // rulesEmbedder compares rule texts with the embedder the evaluator is
 // configured with; the similarity thresholds of rules.* are calibrated
 // for the local one, the default.
-func (a *App) rulesEmbedder(ctx context.Context) (embed.Embedder, error) {
+func (a *App) rulesEmbedder(ctx context.Context) (embedding.Embedder, error) {
 	p := a.Config.Evaluator.Embedder
 	if p.Provider == "local" {
-		return embed.NewLocal(embed.LocalOptions{Dimension: p.Dimension}), nil
+		return embedding.NewLocal(embedding.LocalOptions{Dimension: p.Dimension}), nil
 	}
 	e, err := llm.NewEmbedder(ctx, p)
 	if err != nil {

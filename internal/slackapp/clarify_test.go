@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
-	"github.com/precept-dev/precept/evaluator/embed"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/chromem"
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
 	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/chromem"
 )
 
 // feed is an in-memory feedback store in commit order.
@@ -88,7 +88,7 @@ type replica struct {
 func newReplica(t *testing.T, cfg envConfig, clk *testenv.Clock) *replica {
 	t.Helper()
 	dir := t.TempDir()
-	emb := embed.NewLocal(embed.LocalOptions{})
+	emb := embedding.NewLocal(embedding.LocalOptions{})
 	idx, reset, err := chromem.Open(filepath.Join(dir, "vectors"), vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()})
 	if err != nil {
 		t.Fatal(err)

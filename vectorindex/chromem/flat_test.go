@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
+	"github.com/precept-dev/precept/vectorindex"
 )
 
 // The contiguous mirror must answer exactly as chromem-go does: a filter

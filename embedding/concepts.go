@@ -1,4 +1,4 @@
-package embed
+package embedding
 
 // concept is one idea reviewers of agent output keep coming back to, with
 // the phrases they use for it. Phrases are matched on lower-cased words as

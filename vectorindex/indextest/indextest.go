@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/precept-dev/precept/evaluator/embed"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
+	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/vectorindex"
 )
 
 // Opener opens the index stored under key for spec and reports whether it
@@ -245,8 +245,8 @@ func testUpsertReplaces(t *testing.T, h *harness) {
 	// The old vector is gone: x now sits at cos(a, b) from a.
 	got = query(t, idx, vectorindex.Query{Embedding: a, Limit: len(others) + 1, MinSimilarity: -1})
 	for _, hit := range got {
-		if hit.ID == "x" && math.Abs(hit.Similarity-embed.Cosine(a, b)) > tolerance {
-			t.Errorf("x against the old vector: similarity %v, want %v", hit.Similarity, embed.Cosine(a, b))
+		if hit.ID == "x" && math.Abs(hit.Similarity-embedding.Cosine(a, b)) > tolerance {
+			t.Errorf("x against the old vector: similarity %v, want %v", hit.Similarity, embedding.Cosine(a, b))
 		}
 	}
 }
@@ -540,7 +540,7 @@ func testThousand(t *testing.T, h *harness) {
 		}
 		// Every hit carries its true cosine, whatever search the backend uses.
 		for _, hit := range got {
-			if want := embed.Cosine(vs[i].Embedding, stored[hit.ID].Embedding); math.Abs(hit.Similarity-want) > tolerance {
+			if want := embedding.Cosine(vs[i].Embedding, stored[hit.ID].Embedding); math.Abs(hit.Similarity-want) > tolerance {
 				t.Errorf("%s: similarity %v, want %v", hit.ID, hit.Similarity, want)
 			}
 		}
@@ -641,7 +641,7 @@ outer:
 				continue outer
 			}
 		}
-		s := embed.Cosine(q.Embedding, v.Embedding)
+		s := embedding.Cosine(q.Embedding, v.Embedding)
 		if s >= q.MinSimilarity {
 			hits = append(hits, vectorindex.Hit{ID: v.ID, Similarity: s, Metadata: v.Metadata, Document: v.Document})
 		}

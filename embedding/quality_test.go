@@ -1,4 +1,4 @@
-package embed
+package embedding
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ type labelled struct {
 
 func loadFixture(t testing.TB, name string) []labelled {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "feedback", name))
+	f, err := os.Open(filepath.Join("..", "testdata", "feedback", name))
 	if err != nil {
 		t.Fatalf("open fixture: %v", err)
 	}

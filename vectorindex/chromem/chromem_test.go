@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/indextest"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/indextest"
 )
 
 func TestIndexMeetsTheContract(t *testing.T) {

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/indextest"
 	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/indextest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithChroma(m)) }

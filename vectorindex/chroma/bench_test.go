@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/indextest"
 	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/indextest"
 )
 
 // BenchmarkQuery measures one classification's similarity lookup against

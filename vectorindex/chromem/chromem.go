@@ -28,8 +28,8 @@ import (
 
 	chromemgo "github.com/philippgille/chromem-go"
 
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/internal/topk"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/internal/topk"
 )
 
 // ErrLocked reports an index directory another open Index holds.

@@ -1,4 +1,4 @@
-package embed
+package embedding
 
 // Feature hashing. Every feature is reduced to a 64-bit hash: the low bits
 // pick a bucket, the top bit a sign, so colliding features cancel out on

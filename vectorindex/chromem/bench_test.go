@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/feedbackstore/vectorindex"
-	"github.com/precept-dev/precept/feedbackstore/vectorindex/indextest"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/indextest"
 )
 
 // benchSpec matches precept's local embedder's size.

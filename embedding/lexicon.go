@@ -1,4 +1,4 @@
-package embed
+package embedding
 
 // stopWords are dropped from the word features: Snowball's English list,
 // its contractions as the tokenizer spells them (apostrophes removed), and

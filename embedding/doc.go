@@ -1,4 +1,4 @@
-// Package embed turns reviewer feedback into vectors for similarity search.
+// Package embedding turns reviewer feedback into vectors for similarity search.
 //
 // An Embedder maps texts to L2-normalised vectors, so the cosine similarity
 // of two vectors is their dot product. precept clusters feedback whose
@@ -25,4 +25,4 @@
 // falls back to shared words and clusters poorly. Deployments whose
 // feedback strays from common software-review topics should configure an
 // embedding model instead.
-package embed
+package embedding

@@ -1,4 +1,4 @@
-package embed
+package embedding
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func init() {
 		for _, p := range c.phrases {
 			h, n := phraseKey(p)
 			if n == 0 || n > maxPhraseWords {
-				panic(fmt.Sprintf("embed: concept %q: phrase %q has %d words, want 1..%d", c.name, p, n, maxPhraseWords))
+				panic(fmt.Sprintf("embedding: concept %q: phrase %q has %d words, want 1..%d", c.name, p, n, maxPhraseWords))
 			}
 			addID(phraseConcepts, h, id)
 			if n == 1 {
