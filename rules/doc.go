@@ -1,5 +1,6 @@
 // Package rules manages rule proposals and their meta-approval, and the
-// rules agents run with, in the git rules repository (DESIGN.md §5).
+// rules agents run with, in the git rules repository (docs/lifecycle.md;
+// the repository's layout and file formats are in docs/formats.md).
 //
 // The repository is the system of record. On its main branch:
 //
@@ -15,24 +16,45 @@
 // rules/proposals/<proposal_id>.md until it is decided; every transition
 // is a commit whose trailers say who and why (Approved-by, Rejected-by,
 // Rolled-back-by, Reason, Feedback-Ids, Proposal-Id, Rule-Id), so history
-// is the audit log. Where proposals were posted to Slack is kept on the
-// branch precept/slack, apart from the rule PRs.
+// is the audit log.
+//
+// # Three layers
+//
+// The package is built in three layers, each using only the ones below
+// it (docs/architecture.md):
+//
+//   - The store (store.go, load.go, history.go) is the repository: it
+//     builds the state at the current ref tips (state.go), reads history,
+//     and commits with compare-and-swap (gitrepo.Repo.Update), so stores
+//     in several processes may share a repository. It holds every cache
+//     of what was read from git, under one lock.
+//   - The policy (policy.go, guards.go, draft.go, conflict.go,
+//     quality.go) decides: the guards a draft passes before anything is
+//     committed (safety floor, quality gate, rejected before,
+//     reconsolidation and conflicts, rule cap, rate cap), drafting from
+//     evidence (with an LLM and the draft_rule.tmpl template beside this
+//     file, or extractively), consolidation at the rule cap, and the
+//     rules of meta-approval (distinct approvers, no self-approval,
+//     revisions). It reads no repository: each of its functions takes a
+//     state, a proposal and the options; it remembers only the vectors of
+//     rule texts it has embedded.
+//   - The workflow (Manager: manager.go, propose.go, approve.go,
+//     gitmerge.go, rollback.go, remote.go, query.go) runs each operation:
+//     read the state, ask the policy, commit the outcome, tell OnChange
+//     listeners. Its requests are structs (ApproveRequest, RejectRequest,
+//     RollbackRequest).
+//
+// Below them are the types and file formats (proposal.go, rulefile.go,
+// layout.go, evidence.go, change.go, requests.go, options.go).
 //
 // A Manager drafts a proposal for each generalizable cluster an
-// EvidenceSource offers (with an LLM and the draft_rule.tmpl template
-// beside this file, or extractively), and guards it before anything is
-// committed: safety floor, quality gate, rejected before,
-// reconsolidation and conflicts, rule cap, rate cap. A draft a guard
-// holds is recorded under rules/drafts/ with the reason, so it stays
-// visible. Approvals are commits on the proposal's branch; once a
-// proposal has its approvals it is merged into main as its rule, in the
-// same commit as the tuning examples of its approvals and the removal of
-// the rules it supersedes. A rejection is one commit on main. Rollback
-// restores every path the approval changed. With a remote, a merge of a
-// proposal branch into the remote's main approves it in the name of the
-// committer, and deleting an unmerged proposal branch rejects it.
-//
-// Every write is a compare-and-swap commit (gitrepo.Repo.Update), so
-// Managers in several processes may share a repository, and approvals
-// racing between them are all recorded.
+// EvidenceSource offers. A draft a guard holds is recorded under
+// rules/drafts/ with the reason, so it stays visible. Approvals are
+// commits on the proposal's branch; once a proposal has its approvals it
+// is merged into main as its rule, in the same commit as the tuning
+// examples of its approvals and the removal of the rules it supersedes. A
+// rejection is one commit on main. Rollback restores every path the
+// approval changed. With a remote, a merge of a proposal branch into the
+// remote's main approves it in the name of the committer, and deleting an
+// unmerged proposal branch rejects it.
 package rules

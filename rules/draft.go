@@ -56,6 +56,30 @@ func parseDraftTemplate() (*template.Template, error) {
 	return t, nil
 }
 
+// draft writes the rule text: with the LLM when one is configured and its
+// answer is valid, else extractively.
+func (pol policy) draft(ctx context.Context, ev Evidence) draft {
+	if pol.opts.LLM == nil {
+		return extractiveDraft(ev)
+	}
+	prompt, err := renderDraftPrompt(pol.tmpl, ev, pol.opts.Quality)
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, pol.opts.LLMTimeout)
+		var answer string
+		answer, err = pol.opts.LLM.Complete(cctx, prompt)
+		cancel()
+		if err == nil {
+			var d draft
+			if d, err = parseLLMDraft(answer, pol.opts.Quality); err == nil {
+				d.By = "llm:" + pol.opts.LLM.Model()
+				return d
+			}
+		}
+	}
+	pol.log.Warn("LLM draft failed; using the extractive draft", "cluster_id", ev.ClusterID, "model", pol.opts.LLM.Model(), "err", err)
+	return extractiveDraft(ev)
+}
+
 // draftPromptData is what the template sees.
 type draftPromptData struct {
 	Agents               []string
@@ -285,44 +309,6 @@ func inferredInstruction(s string) (string, Type, bool) {
 	return "", "", false
 }
 
-func sentences(text string) []string {
-	var out []string
-	start := 0
-	rs := []rune(text)
-	for i, r := range rs {
-		end := r == '\n' || r == ';'
-		if (r == '.' || r == '!' || r == '?') && (i+1 == len(rs) || unicode.IsSpace(rs[i+1])) && !abbreviationBefore(rs, i) {
-			end = true
-		}
-		if end {
-			if s := strings.TrimSpace(string(rs[start:i])); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-		}
-	}
-	if s := strings.TrimSpace(string(rs[start:])); s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-// abbreviations end in a period without ending a sentence.
-var abbreviations = map[string]bool{"e.g": true, "i.e": true, "etc": true, "vs": true, "approx": true, "incl": true, "cf": true}
-
-// abbreviationBefore reports whether the period at rs[i] ends an
-// abbreviation such as "e.g.".
-func abbreviationBefore(rs []rune, i int) bool {
-	if rs[i] != '.' {
-		return false
-	}
-	j := i
-	for j > 0 && !unicode.IsSpace(rs[j-1]) && rs[j-1] != '(' {
-		j--
-	}
-	return abbreviations[strings.ToLower(string(rs[j:i]))]
-}
-
 // balance drops an opening bracket or quote that a clipped sentence left
 // unclosed, with what follows it when enough remains, so a rule never
 // reads "… a name (maxUploadBytes.".
@@ -369,13 +355,6 @@ func quotes(s string, q byte) []int {
 
 func isLetterByte(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
-func firstSentence(text string) string {
-	if s := sentences(text); len(s) > 0 {
-		return s[0]
-	}
-	return text
-}
-
 // trimSentence drops surrounding punctuation, quotes and repeated marks.
 func trimSentence(s string) string {
 	return strings.TrimFunc(s, func(r rune) bool {
@@ -404,28 +383,6 @@ func stripLeadIns(s string) string {
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' }
-
-// clipWords shortens s to at most n runes at a word boundary, marking the
-// cut with an ellipsis.
-func clipWords(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)[:n]
-	cut := strings.LastIndexFunc(string(r), unicode.IsSpace)
-	out := string(r)
-	if cut > n/2 {
-		out = out[:cut]
-	}
-	return strings.TrimRightFunc(out, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
-}
-
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}
 
 func upperFirst(s string) string {
 	r, n := utf8.DecodeRuneInString(s)
@@ -484,21 +441,4 @@ func evidenceSummary(ev Evidence) string {
 		b.WriteString(" Representative comments: " + strings.Join(quotes, "; ") + ".")
 	}
 	return b.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func listSome(items []string, n int) string {
-	if len(items) == 0 {
-		return "none recorded"
-	}
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }

@@ -129,7 +129,7 @@ func (f *fixture) proposeOne(ev Evidence) Proposal {
 
 func (f *fixture) approve(id, who string) Proposal {
 	f.t.Helper()
-	p, err := f.m.Approve(context.Background(), id, who, "", 0, ViaAPI)
+	p, err := f.m.Approve(context.Background(), ApproveRequest{ProposalID: id, By: who, Via: ViaAPI})
 	if err != nil {
 		f.t.Fatalf("approve %s by %s: %v", id, who, err)
 	}

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -10,25 +12,6 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
-)
-
-// The trailers precept writes; history is read back from them.
-const (
-	TrailerProposalID   = "Proposal-Id"
-	TrailerRuleID       = "Rule-Id"
-	TrailerApprovedBy   = "Approved-by"
-	TrailerRejectedBy   = "Rejected-by"
-	TrailerRolledBackBy = "Rolled-back-by"
-	TrailerReason       = "Reason"
-	TrailerFeedbackIDs  = "Feedback-Ids"
-	TrailerSupersedes   = "Supersedes"
-	TrailerMergeCommit  = "Merge-Commit"
-	TrailerReverts      = "Reverts"
-	TrailerVia          = "Via"
-	TrailerClusterID    = "Cluster-Id"
-	// TrailerRemoteSync marks the commits that merge the remote's main
-	// into the local one.
-	TrailerRemoteSync = "Remote-Sync"
 )
 
 // HistoryEntry is one commit in a rule's or proposal's history.
@@ -55,25 +38,19 @@ type historyIndex struct {
 	retired []retiredRule
 }
 
-// retiredRule is a rule that was rolled back, with who did it and why.
-type retiredRule struct {
-	rule       Rule
-	by, reason string
-}
-
 // history returns the index for the current tips, walking only when a tip
 // moved; commit metadata is cached, so a walk after a new commit is cheap.
-func (m *Manager) history(ctx context.Context) (*historyIndex, error) {
-	st, err := m.load(ctx)
+func (s *store) history(ctx context.Context) (*historyIndex, error) {
+	st, err := s.State(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	if h := m.hist; h != nil && h.key == st.key {
-		m.mu.Unlock()
+	s.mu.Lock()
+	if h := s.hist; h != nil && h.key == st.key {
+		s.mu.Unlock()
 		return h, nil
 	}
-	m.mu.Unlock()
+	s.mu.Unlock()
 
 	var tips []gitrepo.Hash
 	if !st.main.IsZero() {
@@ -82,13 +59,13 @@ func (m *Manager) history(ctx context.Context) (*historyIndex, error) {
 	for _, id := range slices.Sorted(maps.Keys(st.branches)) {
 		tips = append(tips, st.branches[id])
 	}
-	depth, err := m.depths(tips)
+	depth, err := s.depths(tips)
 	if err != nil {
 		return nil, err
 	}
 	var infos []gitrepo.CommitInfo
 	for h := range depth {
-		ci, err := m.commitInfo(h)
+		ci, err := s.commitInfo(h)
 		if err != nil {
 			return nil, err
 		}
@@ -121,29 +98,29 @@ func (m *Manager) history(ctx context.Context) (*historyIndex, error) {
 			}
 		}
 		if rid := ci.Trailer(TrailerRuleID); rid != "" {
-			if e.createsRule, err = m.addsRule(ci, rid); err != nil {
+			if e.createsRule, err = s.addsRule(ci, rid); err != nil {
 				return nil, err
 			}
 		}
 		idx.entries = append(idx.entries, e)
 		if by := e.Trailers[TrailerRolledBackBy]; by != "" {
-			r, err := m.ruleBefore(ci.Hash, ci.Trailer(TrailerRuleID))
+			r, err := s.ruleBefore(ci.Hash, ci.Trailer(TrailerRuleID))
 			if err != nil {
-				m.log.Warn("read a rolled-back rule", "commit", ci.Hash.String(), "err", err)
+				s.log.Warn("read a rolled-back rule", "commit", ci.Hash.String(), "err", err)
 				continue
 			}
 			idx.retired = append(idx.retired, retiredRule{rule: r, by: by, reason: e.Trailers[TrailerReason]})
 		}
 	}
-	m.mu.Lock()
-	m.hist = idx
-	m.mu.Unlock()
+	s.mu.Lock()
+	s.hist = idx
+	s.mu.Unlock()
 	return idx, nil
 }
 
 // depths returns every commit reachable from tips with its depth: the
 // length of the longest path from a root commit.
-func (m *Manager) depths(tips []gitrepo.Hash) (map[gitrepo.Hash]int, error) {
+func (s *store) depths(tips []gitrepo.Hash) (map[gitrepo.Hash]int, error) {
 	depth := map[gitrepo.Hash]int{}
 	type frame struct {
 		h        gitrepo.Hash
@@ -159,7 +136,7 @@ func (m *Manager) depths(tips []gitrepo.Hash) (map[gitrepo.Hash]int, error) {
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		ci, err := m.commitInfo(top.h)
+		ci, err := s.commitInfo(top.h)
 		if err != nil {
 			return nil, err
 		}
@@ -182,52 +159,31 @@ func (m *Manager) depths(tips []gitrepo.Hash) (map[gitrepo.Hash]int, error) {
 	return depth, nil
 }
 
-// commitInfo reads a commit's metadata, cached: commits never change.
-func (m *Manager) commitInfo(h gitrepo.Hash) (gitrepo.CommitInfo, error) {
-	m.mu.Lock()
-	ci, ok := m.commits[h]
-	m.mu.Unlock()
-	if ok {
-		return ci, nil
-	}
-	ci, err := m.repo.CommitInfo(h)
-	if err != nil {
-		return gitrepo.CommitInfo{}, err
-	}
-	m.mu.Lock()
-	if len(m.commits) > 200000 {
-		m.commits = map[gitrepo.Hash]gitrepo.CommitInfo{}
-	}
-	m.commits[h] = ci
-	m.mu.Unlock()
-	return ci, nil
-}
-
 // addsRule reports whether commit ci added a file of rule ruleID relative
 // to its first parent: whether it is the commit that approved the rule.
-func (m *Manager) addsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
-	m.mu.Lock()
-	adds, ok := m.creates[ci.Hash]
-	m.mu.Unlock()
+func (s *store) addsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
+	s.mu.Lock()
+	adds, ok := s.creates[ci.Hash]
+	s.mu.Unlock()
 	if ok {
 		return adds, nil
 	}
-	adds, err := m.diffAddsRule(ci, ruleID)
+	adds, err := s.diffAddsRule(ci, ruleID)
 	if err != nil {
 		return false, err
 	}
-	m.mu.Lock()
-	m.creates[ci.Hash] = adds
-	m.mu.Unlock()
+	s.mu.Lock()
+	s.creates[ci.Hash] = adds
+	s.mu.Unlock()
 	return adds, nil
 }
 
-func (m *Manager) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
+func (s *store) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
 	var parent gitrepo.Hash
 	if len(ci.Parents) > 0 {
 		parent = ci.Parents[0]
 	}
-	changes, err := m.repo.Diff(parent, ci.Hash, ActiveDir)
+	changes, err := s.repo.Diff(parent, ci.Hash, ActiveDir)
 	if err != nil {
 		return false, err
 	}
@@ -239,93 +195,17 @@ func (m *Manager) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, erro
 	return false, nil
 }
 
-// History returns the commits that recorded a proposal's or a rule's
-// transitions, newest first. For a rule it includes its proposal's
-// commits and the commit that superseded it, if any.
-func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error) {
-	if !ValidProposalID(id) && !ValidRuleID(id) {
-		return nil, precept.Errorf(precept.Invalid, "id: %q is neither a proposal id (p-…) nor a rule id (r-…)", clipRunes(id, 64))
-	}
-	idx, err := m.history(ctx)
-	if err != nil {
-		return nil, err
-	}
-	proposalID, ruleID := id, RuleIDFor(id)
-	if ValidRuleID(id) {
-		ruleID = id
-		proposalID = ""
-		for _, e := range idx.entries {
-			if e.Trailers[TrailerRuleID] == id && e.Trailers[TrailerProposalID] != "" {
-				proposalID = e.Trailers[TrailerProposalID]
-				break
-			}
-		}
-	}
-	var out []HistoryEntry
-	for _, e := range idx.entries {
-		if proposalID != "" && e.Trailers[TrailerProposalID] == proposalID || e.Trailers[TrailerRuleID] == ruleID ||
-			slices.Contains(strings.Fields(strings.ReplaceAll(e.Trailers[TrailerSupersedes], ",", " ")), ruleID) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-// Rule returns a rule with its provenance: on main while it is active or
-// in its shadow period, else as it was when it was rolled back or
-// superseded (status ROLLED_BACK or SUNSET), read from history. The
-// history is newest first.
-func (m *Manager) Rule(ctx context.Context, id string) (Rule, []HistoryEntry, error) {
-	if !ValidRuleID(id) {
-		return Rule{}, nil, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", clipRunes(id, 64))
-	}
-	st, err := m.load(ctx)
-	if err != nil {
-		return Rule{}, nil, err
-	}
-	hist, err := m.History(ctx, id)
-	if err != nil {
-		return Rule{}, nil, err
-	}
-	if r, ok := st.rules[id]; ok {
-		out := r.clone()
-		fillApprovalCommits(out.Approvals, hist)
-		return out, hist, nil
-	}
-	for _, e := range hist {
-		switch {
-		case e.Trailers[TrailerRuleID] == id && e.Trailers[TrailerRolledBackBy] != "":
-			r, err := m.ruleBefore(e.hash, id)
-			if err != nil {
-				return Rule{}, nil, err
-			}
-			r.Status, r.RollbackReason = RolledBack, e.Trailers[TrailerReason]
-			fillApprovalCommits(r.Approvals, hist)
-			return r, hist, nil
-		case e.Trailers[TrailerRuleID] != id && strings.Contains(e.Trailers[TrailerSupersedes], id):
-			r, err := m.ruleBefore(e.hash, id)
-			if err != nil {
-				return Rule{}, nil, err
-			}
-			r.Status, r.SunsetReason = Sunset, "superseded by "+e.Trailers[TrailerRuleID]
-			fillApprovalCommits(r.Approvals, hist)
-			return r, hist, nil
-		}
-	}
-	return Rule{}, nil, precept.Errorf(precept.NotFound, "rule %s not found", id)
-}
-
 // ruleBefore reads a rule as it was in the first parent of commit c, with
 // the agents whose directories held it.
-func (m *Manager) ruleBefore(c gitrepo.Hash, id string) (Rule, error) {
-	ci, err := m.commitInfo(c)
+func (s *store) ruleBefore(c gitrepo.Hash, id string) (Rule, error) {
+	ci, err := s.commitInfo(c)
 	if err != nil {
 		return Rule{}, err
 	}
 	if len(ci.Parents) == 0 {
 		return Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
 	}
-	snap, err := m.repo.SnapshotAt(ci.Parents[0])
+	snap, err := s.repo.SnapshotAt(ci.Parents[0])
 	if err != nil {
 		return Rule{}, err
 	}
@@ -344,7 +224,7 @@ func (m *Manager) ruleBefore(c gitrepo.Hash, id string) (Rule, error) {
 			return Rule{}, err
 		}
 		if !found {
-			r, err := m.parseRule(blob)
+			r, err := s.rule(blob)
 			if err != nil {
 				return Rule{}, err
 			}
@@ -359,11 +239,200 @@ func (m *Manager) ruleBefore(c gitrepo.Hash, id string) (Rule, error) {
 	return out, nil
 }
 
-// Commits returns the commit SHAs of a history, oldest first.
-func Commits(hist []HistoryEntry) []string {
-	out := make([]string, 0, len(hist))
-	for i := len(hist) - 1; i >= 0; i-- {
-		out = append(out, hist[i].Commit)
+// gitApproval is a merge of a proposal into main made by a person in git.
+type gitApproval struct {
+	commit      gitrepo.Hash
+	name, email string
+	fastForward bool
+}
+
+func (g *gitApproval) approver() string {
+	switch {
+	case g.fastForward:
+		return "unknown (fast-forward merge in git)"
+	case g.name != "":
+		return g.name
+	case g.email != "":
+		return g.email
 	}
-	return out
+	return "unknown"
+}
+
+func (g *gitApproval) signature() string {
+	if g.email != "" && !g.fastForward {
+		return g.approver() + " <" + g.email + ">"
+	}
+	return g.approver()
+}
+
+// findGitMerges lists the proposals whose files reached the main tip
+// (local, or the remote's) through a merge made in git, with who merged
+// them.
+func (s *store) findGitMerges(tip gitrepo.Hash) (map[string]*gitApproval, error) {
+	if tip.IsZero() {
+		return nil, nil
+	}
+	snap, err := s.repo.SnapshotAt(tip)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := snap.List(ProposalsDir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*gitApproval{}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name, ".md")
+		if e.IsDir || !ok || !ValidProposalID(id) {
+			continue
+		}
+		c, err := s.commitThatAdded(tip, ProposalPath(id))
+		if err != nil {
+			return nil, err
+		}
+		ci, err := s.commitInfo(c)
+		if err != nil {
+			return nil, err
+		}
+		g := &gitApproval{
+			commit: c, name: ci.CommitterName, email: ci.CommitterEmail,
+			// A commit precept made for the proposal reached main without
+			// a merge commit: nobody is recorded as the one who merged.
+			fastForward: ci.Trailer(TrailerProposalID) == id,
+		}
+		if strings.HasPrefix(strings.ToLower(ci.CommitterEmail), "noreply@") {
+			// Merged in a git host's web UI: the host commits, the person
+			// who merged is the author.
+			g.name, g.email = ci.AuthorName, ci.AuthorEmail
+		}
+		out[id] = g
+	}
+	return out, nil
+}
+
+// commitThatAdded walks tip's first-parent chain back to the commit that
+// brought path in; through precept's own remote-sync merges it follows
+// the remote side.
+func (s *store) commitThatAdded(tip gitrepo.Hash, path string) (gitrepo.Hash, error) {
+	cur := tip
+	for {
+		ci, err := s.commitInfo(cur)
+		if err != nil {
+			return gitrepo.ZeroHash, err
+		}
+		if len(ci.Parents) == 0 {
+			return cur, nil
+		}
+		parent, err := s.repo.SnapshotAt(ci.Parents[0])
+		if err != nil {
+			return gitrepo.ZeroHash, err
+		}
+		if ok, err := parent.Exists(path); err != nil {
+			return gitrepo.ZeroHash, err
+		} else if ok {
+			cur = ci.Parents[0]
+			continue
+		}
+		if ci.Trailer(TrailerRemoteSync) != "" && len(ci.Parents) > 1 {
+			cur = ci.Parents[1]
+			continue
+		}
+		return cur, nil
+	}
+}
+
+// approvedBefore reports whether history shows rule id approved before.
+func (s *store) approvedBefore(ctx context.Context, ruleID string) (bool, error) {
+	idx, err := s.history(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range idx.entries {
+		if e.createsRule && e.Trailers[TrailerRuleID] == ruleID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// preApprovalContent finds the commit that approved a rule and returns,
+// for every path the approval changed, its content before the approval
+// (nil: the path did not exist).
+func (s *store) preApprovalContent(ctx context.Context, ruleID string) (map[string][]byte, gitrepo.Hash, error) {
+	idx, err := s.history(ctx)
+	if err != nil {
+		return nil, gitrepo.ZeroHash, err
+	}
+	var approval *HistoryEntry
+	for i := range idx.entries {
+		if e := &idx.entries[i]; e.createsRule && e.Trailers[TrailerRuleID] == ruleID {
+			approval = e
+			break
+		}
+	}
+	if approval == nil {
+		return nil, gitrepo.ZeroHash, fmt.Errorf("rollback %s: the commit that approved it is not in main's history", ruleID)
+	}
+	restore := map[string][]byte{}
+	if err := s.collectBefore(approval.hash, restore); err != nil {
+		return nil, gitrepo.ZeroHash, err
+	}
+	if mc := approval.Trailers[TrailerMergeCommit]; mc != "" {
+		// Approved by a merge in git: what the merge brought is part of
+		// the approval, and its pre-merge state wins.
+		merge, err := parseHash(mc)
+		if err != nil {
+			return nil, gitrepo.ZeroHash, err
+		}
+		if err := s.collectBefore(merge, restore); err != nil {
+			return nil, gitrepo.ZeroHash, err
+		}
+	}
+	return restore, approval.hash, nil
+}
+
+// collectBefore records, for each path commit c changed relative to its
+// first parent, the parent's content.
+func (s *store) collectBefore(c gitrepo.Hash, into map[string][]byte) error {
+	ci, err := s.commitInfo(c)
+	if err != nil {
+		return err
+	}
+	var parent gitrepo.Hash
+	if len(ci.Parents) > 0 {
+		parent = ci.Parents[0]
+	}
+	changes, err := s.repo.Diff(parent, c, "")
+	if err != nil {
+		return err
+	}
+	var before *gitrepo.Snapshot
+	if !parent.IsZero() {
+		if before, err = s.repo.SnapshotAt(parent); err != nil {
+			return err
+		}
+	}
+	for _, ch := range changes {
+		into[ch.Path] = nil
+		if before == nil || ch.Kind == gitrepo.Added {
+			continue
+		}
+		data, err := before.ReadFile(ch.Path)
+		if err != nil {
+			return err
+		}
+		into[ch.Path] = data
+	}
+	return nil
+}
+
+// parseHash reads a commit id written in a trailer.
+func parseHash(s string) (gitrepo.Hash, error) {
+	var h gitrepo.Hash
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(h) {
+		return h, fmt.Errorf("malformed commit id %q", s)
+	}
+	copy(h[:], b)
+	return h, nil
 }

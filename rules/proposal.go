@@ -3,9 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -193,50 +191,6 @@ type Proposal struct {
 	// ReviewURL opens a PR / compare view on the remote's web UI.
 	ReviewURL string `yaml:"-"`
 }
-
-// Repository paths and branches.
-const (
-	ProposalsDir = "rules/proposals"
-	RejectedDir  = "rules/rejected"
-	DraftsDir    = "rules/drafts"
-	TuningDir    = "tuning/examples"
-	// BranchPrefix starts every proposal branch.
-	BranchPrefix = "proposal/"
-)
-
-// ProposalPath is where a proposal lives on its branch.
-func ProposalPath(id string) string { return ProposalsDir + "/" + id + ".md" }
-
-// RejectedPath is where a rejected proposal is archived on main.
-func RejectedPath(id string) string { return RejectedDir + "/" + id + ".md" }
-
-// DraftPath is where a draft that did not become a rule PR is recorded.
-func DraftPath(id string) string { return DraftsDir + "/" + id + ".md" }
-
-// ProposalBranch is a proposal's branch: its rule PR.
-func ProposalBranch(id string) string { return BranchPrefix + id }
-
-// RuleIDFor returns the rule id an approved proposal becomes.
-func RuleIDFor(proposalID string) string {
-	return "r-" + strings.TrimPrefix(proposalID, "p-")
-}
-
-var (
-	proposalIDPattern = regexp.MustCompile(`^p-[0-9a-z]{6,40}$`)
-	ruleIDPattern     = regexp.MustCompile(`^r-[0-9a-z][0-9a-z_-]{0,63}$`)
-	namePattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-)
-
-// ValidProposalID reports whether id is a well-formed proposal id.
-func ValidProposalID(id string) bool { return proposalIDPattern.MatchString(id) }
-
-// ValidRuleID reports whether id is a well-formed rule id.
-func ValidRuleID(id string) bool { return ruleIDPattern.MatchString(id) }
-
-// ValidName reports whether s can name an agent or an insertion point:
-// letters, digits, '.', '_' and '-', starting with a letter or digit. Such
-// names are safe as path components.
-func ValidName(s string) bool { return namePattern.MatchString(s) && !strings.Contains(s, "..") }
 
 // ParseProposal reads a proposal file.
 func ParseProposal(data []byte) (Proposal, error) {

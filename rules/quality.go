@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -230,16 +229,4 @@ func SignalDensity(text string) float64 {
 		seen[w] = true
 	}
 	return float64(signal) / float64(len(ws))
-}
-
-// distinct returns the non-empty values of in, deduplicated and sorted.
-func distinct(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

@@ -55,7 +55,7 @@ func approverProcess() int {
 		}
 	}
 	for _, id := range strings.Split(os.Getenv(helperIDs), ",") {
-		p, err := m.Approve(context.Background(), id, os.Getenv(helperWho), "", 0, ViaAPI)
+		p, err := m.Approve(context.Background(), ApproveRequest{ProposalID: id, By: os.Getenv(helperWho), Via: ViaAPI})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "approve %s: %v\n", id, err)
 			fmt.Printf("%s %s\n", id, precept.ErrorCode(err))

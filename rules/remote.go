@@ -7,105 +7,72 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/precept-dev/precept/gitrepo"
 )
-
-// Remote is the rules repository's remote: reviewers open PRs from the
-// proposal branches precept pushes, and merges and branch deletions there
-// are decisions.
-type Remote struct {
-	// Name defaults to "origin".
-	Name string
-	// URL is required.
-	URL  string
-	Auth gitrepo.Auth
-	// WebURL is the repository's web page, for compare / PR links.
-	WebURL string
-	// FetchInterval defaults to 30s.
-	FetchInterval time.Duration
-}
-
-func (r *Remote) validate() error {
-	if r.URL == "" {
-		return errors.New("rules remote: URL is required")
-	}
-	return nil
-}
-
-// DefaultFetchInterval is how often the remote is fetched by default.
-const DefaultFetchInterval = 30 * time.Second
-
-func (r *Remote) withDefaults() *Remote {
-	c := *r
-	if c.Name == "" {
-		c.Name = "origin"
-	}
-	if c.FetchInterval <= 0 {
-		c.FetchInterval = DefaultFetchInterval
-	}
-	return &c
-}
 
 // maxSyncRounds bounds how often Sync fetches again after a push was
 // refused because the remote moved meanwhile.
 const maxSyncRounds = 4
 
-// Sync brings the local repository and its remote in step. It fetches;
-// applies what people did on the remote — a proposal merged into the
-// remote's main is approved by the merge's committer and becomes a rule
-// with a precept commit, a proposal branch deleted without being merged
-// is rejected; brings the remote's main (e.g. a curator's _rules.md) into
-// the local one, by fast-forward or by a merge commit whose file-level
-// conflicts prefer the remote's version; follows proposal branches
-// created or advanced by other replicas; and pushes main, the Slack
-// records and the open proposal branches, deleting the remote branches
-// of rejected proposals. Without a remote it does nothing.
-func (m *Manager) Sync(ctx context.Context) error {
-	r := m.opts.Remote
-	if r == nil {
-		return nil
+// syncer keeps the repository in step with its remote; Manager.Sync
+// says what a round does. Rounds are serialised: two at once would push
+// and integrate the same refs.
+type syncer struct {
+	m     *Manager
+	store *store
+	r     *Remote
+	mu    sync.Mutex
+}
+
+func (y *syncer) syncAndLog(ctx context.Context) {
+	if err := y.sync(ctx); err != nil && ctx.Err() == nil {
+		y.m.log.Warn("sync the rules repository with its remote", "remote", y.r.Name, "err", err)
 	}
-	m.syncMu.Lock()
-	defer m.syncMu.Unlock()
+}
+
+func (y *syncer) sync(ctx context.Context) error {
+	y.mu.Lock()
+	defer y.mu.Unlock()
 	var err error
 	for round := 1; round <= maxSyncRounds; round++ {
-		if err = m.syncRound(ctx, r); !errors.Is(err, gitrepo.ErrRefChanged) {
+		if err = y.round(ctx); !errors.Is(err, gitrepo.ErrRefChanged) {
 			return err
 		}
-		m.log.Debug("the remote moved during sync; syncing again", "round", round)
+		y.m.log.Debug("the remote moved during sync; syncing again", "round", round)
 	}
 	return err
 }
 
-func (m *Manager) syncRound(ctx context.Context, r *Remote) error {
-	before, err := m.remoteTips(r.Name)
+func (y *syncer) round(ctx context.Context) error {
+	r := y.r
+	before, err := y.store.remoteTips(r.Name)
 	if err != nil {
 		return err
 	}
-	if _, err := m.repo.Fetch(ctx, r.Name, r.Auth); err != nil {
+	if _, err := y.store.repo.Fetch(ctx, r.Name, r.Auth); err != nil {
 		if !isEmptyRemote(err) {
 			return err
 		}
 		// A new, empty remote: there is nothing to apply; push.
-		return m.push(ctx, r)
+		return y.push(ctx)
 	}
-	after, err := m.remoteTips(r.Name)
+	after, err := y.store.remoteTips(r.Name)
 	if err != nil {
 		return err
 	}
 	changedMain := false
 	var errs []error
 
-	remoteMain := after[m.main]
-	merges, err := m.findGitMerges(remoteMain)
+	remoteMain := after[y.store.main]
+	merges, err := y.store.findGitMerges(remoteMain)
 	if err != nil {
 		return err
 	}
 	// A second listing: a branch another process is updating may be
 	// missing from one listing, and a missing branch means a rejection.
-	again, err := m.remoteTips(r.Name)
+	again, err := y.store.remoteTips(r.Name)
 	if err != nil {
 		return err
 	}
@@ -114,37 +81,40 @@ func (m *Manager) syncRound(ctx context.Context, r *Remote) error {
 			after[name] = tip
 		}
 	}
-	deleted, err := m.deletedUnmerged(ctx, before, after, remoteMain)
+	deleted, err := y.deletedUnmerged(ctx, before, after, remoteMain)
 	if err != nil {
 		return err
 	}
-	for _, b := range []string{m.main, SlackBranch} {
+	for _, b := range []string{y.store.main, SlackBranch} {
 		if tip, ok := after[b]; ok {
-			moved, err := m.integrate(ctx, b, r.Name, tip)
+			moved, err := y.integrate(ctx, b, r.Name, tip)
 			if err != nil {
 				return err
 			}
-			changedMain = changedMain || moved && b == m.main
+			changedMain = changedMain || moved && b == y.store.main
 		}
 	}
-	if err := m.convertMerged(ctx, m.main, merges); err != nil {
+	if err := y.m.convertMerged(ctx, merges); err != nil {
 		errs = append(errs, err)
 	}
 	for _, id := range deleted {
 		reason := fmt.Sprintf("the proposal branch was deleted on %s without being merged", r.Name)
-		if err := m.reject(ctx, id, ViaGit, "", reason, 0, ViaGit); err != nil {
+		if err := y.m.commitRejection(ctx, RejectRequest{ProposalID: id, By: ViaGit, Reason: reason, Via: ViaGit}, ""); err != nil {
 			errs = append(errs, fmt.Errorf("reject %s deleted on the remote: %w", id, err))
 		}
 	}
-	if err := m.followProposalBranches(ctx, after); err != nil {
+	if err := y.followProposalBranches(ctx, after); err != nil {
 		errs = append(errs, err)
 	}
 	if changedMain {
-		m.log.Info("remote changes brought into main", "remote", r.Name)
-		tip, _ := m.tipOrZero(m.main)
-		m.emit(Change{Kind: RemoteSynced, Commit: tip.String(), Actor: r.Name, Via: ViaGit, MainChanged: true})
+		y.m.log.Info("remote changes brought into main", "remote", r.Name)
+		tip, err := y.store.tip(y.store.main)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		y.m.emit(Change{Kind: RemoteSynced, Commit: tip.String(), Actor: r.Name, Via: ViaGit, MainChanged: true})
 	}
-	if err := m.push(ctx, r); err != nil {
+	if err := y.push(ctx); err != nil {
 		if errors.Is(err, gitrepo.ErrRefChanged) {
 			return err
 		}
@@ -160,23 +130,11 @@ func isEmptyRemote(err error) bool {
 	return strings.Contains(err.Error(), "remote repository is empty")
 }
 
-func (m *Manager) remoteTips(remote string) (map[string]gitrepo.Hash, error) {
-	branches, err := m.remoteBranches(remote)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]gitrepo.Hash, len(branches))
-	for _, b := range branches {
-		out[b.Name] = b.Tip
-	}
-	return out, nil
-}
-
 // deletedUnmerged lists the open proposals whose remote branch existed
 // before the fetch and is gone now without having been merged into the
 // remote's main.
-func (m *Manager) deletedUnmerged(ctx context.Context, before, after map[string]gitrepo.Hash, remoteMain gitrepo.Hash) ([]string, error) {
-	st, err := m.load(ctx)
+func (y *syncer) deletedUnmerged(ctx context.Context, before, after map[string]gitrepo.Hash, remoteMain gitrepo.Hash) ([]string, error) {
+	st, err := y.store.State(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +145,11 @@ func (m *Manager) deletedUnmerged(ctx context.Context, before, after map[string]
 			continue
 		}
 		if !remoteMain.IsZero() {
-			merged, err := m.repo.IsAncestor(before[name], remoteMain)
+			merged, err := y.store.repo.IsAncestor(before[name], remoteMain)
 			if err != nil {
 				return nil, err
 			}
-			decided, err := m.decidedAt(remoteMain, id)
+			decided, err := y.decidedAt(remoteMain, id)
 			if err != nil {
 				return nil, err
 			}
@@ -206,8 +164,8 @@ func (m *Manager) deletedUnmerged(ctx context.Context, before, after map[string]
 
 // decidedAt reports whether the snapshot at tip holds a decision about a
 // proposal: its rejection, its rule, or its merged file.
-func (m *Manager) decidedAt(tip gitrepo.Hash, id string) (bool, error) {
-	s, err := m.repo.SnapshotAt(tip)
+func (y *syncer) decidedAt(tip gitrepo.Hash, id string) (bool, error) {
+	s, err := y.store.repo.SnapshotAt(tip)
 	if err != nil {
 		return false, err
 	}
@@ -216,19 +174,19 @@ func (m *Manager) decidedAt(tip gitrepo.Hash, id string) (bool, error) {
 			return ok, err
 		}
 	}
-	return m.hasRule(s, RuleIDFor(id))
+	return y.store.hasRule(s, RuleIDFor(id))
 }
 
 // integrate brings a remote branch's tip into the local branch: nothing
 // when the local one contains it, a fast-forward when it descends from
 // the local one, else a merge commit. It reports whether the local branch
 // moved.
-func (m *Manager) integrate(ctx context.Context, branch, remote string, theirs gitrepo.Hash) (bool, error) {
+func (y *syncer) integrate(ctx context.Context, branch, remote string, theirs gitrepo.Hash) (bool, error) {
 	for attempt := 0; attempt < 16; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		ours, err := m.tipOrZero(branch)
+		ours, err := y.store.tip(branch)
 		if err != nil {
 			return false, err
 		}
@@ -236,20 +194,20 @@ func (m *Manager) integrate(ctx context.Context, branch, remote string, theirs g
 			return false, nil
 		}
 		if !ours.IsZero() {
-			if ok, err := m.repo.IsAncestor(theirs, ours); err != nil || ok {
+			if ok, err := y.store.repo.IsAncestor(theirs, ours); err != nil || ok {
 				return false, err
 			}
 		}
 		ff := ours.IsZero()
 		if !ff {
-			if ff, err = m.repo.IsAncestor(ours, theirs); err != nil {
+			if ff, err = y.store.repo.IsAncestor(ours, theirs); err != nil {
 				return false, err
 			}
 		}
 		if ff {
-			err = m.repo.SetBranch(branch, ours, theirs)
+			err = y.store.repo.SetBranch(branch, ours, theirs)
 		} else {
-			err = m.mergeRemote(branch, remote, ours, theirs)
+			err = y.mergeRemote(branch, remote, ours, theirs)
 		}
 		if errors.Is(err, gitrepo.ErrRefChanged) {
 			continue
@@ -262,21 +220,21 @@ func (m *Manager) integrate(ctx context.Context, branch, remote string, theirs g
 // mergeRemote commits the merge of the remote's tip into a diverged local
 // branch. On a true conflict the remote's version of the file wins; the
 // conflicts are logged and named in the commit.
-func (m *Manager) mergeRemote(branch, remote string, ours, theirs gitrepo.Hash) error {
-	res, err := m.repo.MergeFiles(ours, theirs)
+func (y *syncer) mergeRemote(branch, remote string, ours, theirs gitrepo.Hash) error {
+	res, err := y.store.repo.MergeFiles(ours, theirs)
 	if err != nil {
 		return err
 	}
-	snap, err := m.repo.SnapshotAt(ours)
+	snap, err := y.store.repo.SnapshotAt(ours)
 	if err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("Merge %s/%s into %s", remote, branch, branch)
 	if len(res.Conflicts) > 0 {
 		msg += "\n\nConflicting files, resolved with the remote's version:\n  " + strings.Join(res.Conflicts, "\n  ")
-		m.log.Warn("merge conflicts with the remote resolved with the remote's version", "branch", branch, "files", res.Conflicts)
+		y.m.log.Warn("merge conflicts with the remote resolved with the remote's version", "branch", branch, "files", res.Conflicts)
 	}
-	_, err = m.repo.Commit(branch, ours, snap, gitrepo.CommitSpec{
+	_, err = y.store.repo.Commit(branch, ours, snap, gitrepo.CommitSpec{
 		Message:      msg,
 		Trailers:     []gitrepo.Trailer{{Key: TrailerRemoteSync, Value: remote + "/" + branch}},
 		Changes:      res.Changes,
@@ -288,8 +246,8 @@ func (m *Manager) mergeRemote(branch, remote string, ours, theirs gitrepo.Hash) 
 // followProposalBranches creates local branches for proposals other
 // replicas pushed, fast-forwards those they advanced, and reconciles those
 // both advanced by joining their approvals.
-func (m *Manager) followProposalBranches(ctx context.Context, remote map[string]gitrepo.Hash) error {
-	st, err := m.load(ctx)
+func (y *syncer) followProposalBranches(ctx context.Context, remote map[string]gitrepo.Hash) error {
+	st, err := y.store.State(ctx)
 	if err != nil {
 		return err
 	}
@@ -305,15 +263,15 @@ func (m *Manager) followProposalBranches(ctx context.Context, remote map[string]
 		case ours == theirs:
 			continue
 		case ours.IsZero():
-			err = m.repo.SetBranch(name, gitrepo.ZeroHash, theirs)
+			err = y.store.repo.SetBranch(name, gitrepo.ZeroHash, theirs)
 		default:
 			var behind, ahead bool
-			if behind, err = m.repo.IsAncestor(ours, theirs); err == nil && behind {
-				err = m.repo.SetBranch(name, ours, theirs)
+			if behind, err = y.store.repo.IsAncestor(ours, theirs); err == nil && behind {
+				err = y.store.repo.SetBranch(name, ours, theirs)
 				break
 			}
-			if ahead, err = m.repo.IsAncestor(theirs, ours); err == nil && !ahead {
-				err = m.reconcileProposal(ctx, id, theirs)
+			if ahead, err = y.store.repo.IsAncestor(theirs, ours); err == nil && !ahead {
+				err = y.reconcileProposal(ctx, id, theirs)
 			}
 		}
 		if err != nil && !errors.Is(err, gitrepo.ErrRefChanged) {
@@ -325,17 +283,17 @@ func (m *Manager) followProposalBranches(ctx context.Context, remote map[string]
 
 // reconcileProposal merges a proposal branch that two replicas advanced
 // independently: the approvals of both are kept, so none is lost.
-func (m *Manager) reconcileProposal(ctx context.Context, id string, theirs gitrepo.Hash) error {
-	remoteSnap, err := m.repo.SnapshotAt(theirs)
+func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrepo.Hash) error {
+	remoteSnap, err := y.store.repo.SnapshotAt(theirs)
 	if err != nil {
 		return err
 	}
-	other, ok, err := m.readProposal(remoteSnap, ProposalPath(id))
+	other, ok, err := y.store.proposalAt(remoteSnap, ProposalPath(id))
 	if err != nil || !ok {
 		return err
 	}
-	_, err = m.repo.Update(ctx, ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		p, ok, err := m.readProposal(s, ProposalPath(id))
+	_, err = y.store.repo.Update(ctx, ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		p, ok, err := y.store.proposalAt(s, ProposalPath(id))
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -367,18 +325,19 @@ func (m *Manager) reconcileProposal(ctx context.Context, id string, theirs gitre
 // push sends main, the Slack records and the open proposal branches that
 // differ from the remote, and deletes the remote branches of proposals
 // that were rejected. A refused non-fast-forward update is ErrRefChanged.
-func (m *Manager) push(ctx context.Context, r *Remote) error {
-	remote, err := m.remoteTips(r.Name)
+func (y *syncer) push(ctx context.Context) error {
+	r := y.r
+	remote, err := y.store.remoteTips(r.Name)
 	if err != nil {
 		return err
 	}
-	st, err := m.load(ctx)
+	st, err := y.store.State(ctx)
 	if err != nil {
 		return err
 	}
 	var specs []gitrepo.PushSpec
-	for _, b := range []string{m.main, SlackBranch} {
-		if tip, err := m.tipOrZero(b); err != nil {
+	for _, b := range []string{y.store.main, SlackBranch} {
+		if tip, err := y.store.tip(b); err != nil {
 			return err
 		} else if !tip.IsZero() && remote[b] != tip {
 			specs = append(specs, gitrepo.PushSpec{Branch: b})
@@ -398,5 +357,5 @@ func (m *Manager) push(ctx context.Context, r *Remote) error {
 	if len(specs) == 0 {
 		return nil
 	}
-	return m.repo.Push(ctx, r.Name, r.Auth, specs...)
+	return y.store.repo.Push(ctx, r.Name, r.Auth, specs...)
 }

@@ -113,7 +113,7 @@ func TestProposalBranchesArePushedAndAMergeOnTheRemoteApproves(t *testing.T) {
 	// Rolling the rule back restores main as it was before the merge.
 	before := merge + "^1"
 	changed := strings.Fields(r.git("diff", "--name-only", before, got.MergedCommit))
-	if _, _, err := r.m.Rollback(ctx, got.RuleID, "carol", "Too strict for generated code."); err != nil {
+	if _, err := r.m.Rollback(ctx, RollbackRequest{RuleID: got.RuleID, By: "carol", Reason: "Too strict for generated code."}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range changed {
@@ -148,11 +148,11 @@ func TestABranchDeletedOnTheRemoteRejectsTheProposal(t *testing.T) {
 	if !strings.Contains(r.remoteGit("ls-tree", "--name-only", "-r", "main"), "rules/rejected/"+p.ID+".md") {
 		t.Fatal("the rejection was not pushed")
 	}
-	if _, err := r.m.Approve(ctx, p.ID, "alice", "", 0, ViaAPI); err == nil {
+	if _, err := r.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "alice", Via: ViaAPI}); err == nil {
 		t.Fatal("approved a proposal rejected in git")
 	}
 	// A rejection through the API deletes the remote branch.
-	if _, err := r.m.Reject(ctx, keep.ID, "alice", "Covered by the linter.", 0, ViaAPI); err != nil {
+	if _, err := r.m.Reject(ctx, RejectRequest{ProposalID: keep.ID, By: "alice", Reason: "Covered by the linter.", Via: ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	r.sync()
@@ -286,7 +286,7 @@ func TestAMergeIntoTheLocalMainInGitIsAnApprovalByTheAuthorWhenAHostCommitted(t 
 	if got := f.get(p.ID); got.Status != Pending {
 		t.Fatalf("before maintenance = %s", got.Status)
 	}
-	if _, err := f.m.Approve(ctx, p.ID, "alice", "", 0, ViaAPI); precept.ErrorCode(err) != precept.FailedPrecondition {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "alice", Via: ViaAPI}); precept.ErrorCode(err) != precept.FailedPrecondition {
 		t.Fatalf("approving a proposal merged in git: %v", err)
 	}
 	if err := f.m.Maintain(ctx); err != nil {

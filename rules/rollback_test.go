@@ -20,7 +20,7 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 		t.Fatalf("supersedes = %v", p.Supersedes)
 	}
 	f.approve(p.ID, "alice")
-	if _, err := f.m.Approve(ctx, p.ID, "bob", "we keep forgetting these", 0, ViaAPI); err != nil {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "bob", Note: "we keep forgetting these", Via: ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	approval := f.git("rev-parse", "main")
@@ -42,10 +42,11 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 	gitCLI(t, work, "commit", "-q", "-m", "Add directory rules")
 	gitCLI(t, work, "push", "-q", "origin", "main")
 
-	rolled, commit, err := f.m.Rollback(ctx, ruleID, "carol", "It made the agent write tests for generated code.")
+	rb, err := f.m.Rollback(ctx, RollbackRequest{RuleID: ruleID, By: "carol", Reason: "It made the agent write tests for generated code."})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rolled, commit := rb.Rule, rb.Commit
 	if rolled.Status != RolledBack || rolled.RollbackReason != "It made the agent write tests for generated code." || commit != f.git("rev-parse", "main") {
 		t.Fatalf("Rollback = %+v, %s", rolled, commit)
 	}
@@ -98,7 +99,7 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := f.m.Rollback(ctx, tt.id, "carol", tt.reason); precept.ErrorCode(err) != tt.code {
+			if _, err := f.m.Rollback(ctx, RollbackRequest{RuleID: tt.id, By: "carol", Reason: tt.reason}); precept.ErrorCode(err) != tt.code {
 				t.Fatalf("Rollback = %v, want %s", err, tt.code)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,14 +121,6 @@ type Rule struct {
 	Content string `yaml:"-"`
 }
 
-// ActiveDir is the directory of active (and shadow) rules.
-const ActiveDir = "rules/active"
-
-// ActiveRulePath returns where a rule lives for one agent.
-func ActiveRulePath(agent, ruleID string) string {
-	return ActiveDir + "/" + agent + "/" + ruleID + ".md"
-}
-
 // ParseRule reads a rule file.
 func ParseRule(data []byte) (Rule, error) {
 	var r Rule
@@ -157,6 +150,21 @@ func ParseRule(data []byte) (Rule, error) {
 // Marshal renders a rule file.
 func (r Rule) Marshal() ([]byte, error) {
 	return renderFrontMatter(r, r.Content)
+}
+
+// clone returns a deep copy of a rule.
+func (r Rule) clone() Rule {
+	r.Agents = slices.Clone(r.Agents)
+	r.FeedbackIDs = slices.Clone(r.FeedbackIDs)
+	r.Approvals = slices.Clone(r.Approvals)
+	r.Tags = slices.Clone(r.Tags)
+	r.Supersedes = slices.Clone(r.Supersedes)
+	r.EvidenceClusters = slices.Clone(r.EvidenceClusters)
+	if r.ShadowUntil != nil {
+		t := *r.ShadowUntil
+		r.ShadowUntil = &t
+	}
+	return r
 }
 
 const fence = "---\n"
@@ -203,4 +211,25 @@ func renderFrontMatter(v any, body string) ([]byte, error) {
 	buf.WriteString(strings.Trim(body, "\n"))
 	buf.WriteString("\n")
 	return buf.Bytes(), nil
+}
+
+// tuningExample renders an approve/reject note as a tuning example:
+// front matter, the note, and the rule text it judged.
+func tuningExample(p Proposal, agent, label, curator, note, via string, at time.Time) ([]byte, error) {
+	meta := struct {
+		ProposalID  string    `yaml:"proposal_id"`
+		RuleID      string    `yaml:"rule_id"`
+		Agent       string    `yaml:"agent"`
+		Label       string    `yaml:"label"`
+		Curator     string    `yaml:"curator"`
+		Via         string    `yaml:"via"`
+		At          time.Time `yaml:"at"`
+		GroundTruth bool      `yaml:"ground_truth"`
+		FeedbackIDs []string  `yaml:"feedback_ids,omitempty"`
+	}{p.ID, p.RuleID, agent, label, curator, via, at, strings.TrimSpace(note) != "", p.FeedbackIDs}
+	if strings.TrimSpace(note) == "" {
+		note = "(no note)"
+	}
+	body := "## Note\n\n" + strings.TrimSpace(note) + "\n\n## Rule\n\n" + strings.TrimSpace(p.Content)
+	return renderFrontMatter(meta, body)
 }

@@ -10,6 +10,13 @@ import (
 	"github.com/precept-dev/precept/gitrepo"
 )
 
+// SlackBranch holds where proposals were posted (slack/<id>.yaml). It is
+// kept apart from proposal branches and main: recording a post must not
+// change a rule PR, nor fill main's audit log with bookkeeping.
+const SlackBranch = "precept/slack"
+
+func slackPath(id string) string { return "slack/" + id + ".yaml" }
+
 // SetSlackPost records where and whether a proposal was posted to Slack,
 // so that a restarted server updates the same message. It is kept on
 // SlackBranch, not on the proposal's branch, and does not change the
@@ -19,7 +26,7 @@ func (m *Manager) SetSlackPost(ctx context.Context, id string, post SlackPost) e
 	if err := checkProposalID(id); err != nil {
 		return err
 	}
-	st, err := m.load(ctx, id)
+	st, err := m.store.State(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -33,7 +40,7 @@ func (m *Manager) SetSlackPost(ctx context.Context, id string, post SlackPost) e
 	if err != nil {
 		return fmt.Errorf("record slack post: %w", err)
 	}
-	_, err = m.repo.Update(ctx, SlackBranch, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err = m.store.Commit(ctx, SlackBranch, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		return &gitrepo.CommitSpec{
 			Message:  fmt.Sprintf("Record the Slack post of %s", id),
 			Trailers: []gitrepo.Trailer{{Key: "Slack-Post", Value: id}},

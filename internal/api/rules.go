@@ -21,11 +21,11 @@ type RuleManager interface {
 	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
 	Get(ctx context.Context, id string) (rules.Proposal, error)
 	Propose(ctx context.Context, p rules.ManualProposal, proposer precept.Identity) (rules.Proposal, error)
-	Approve(ctx context.Context, id, approver, note string, revision int, via string) (rules.Proposal, error)
-	Reject(ctx context.Context, id, rejector, reason string, revision int, via string) (rules.Proposal, error)
+	Approve(ctx context.Context, req rules.ApproveRequest) (rules.Proposal, error)
+	Reject(ctx context.Context, req rules.RejectRequest) (rules.Proposal, error)
 	ActiveRules(ctx context.Context, agent string) ([]rules.Rule, error)
 	Rule(ctx context.Context, id string) (rules.Rule, []rules.HistoryEntry, error)
-	Rollback(ctx context.Context, ruleID, by, reason string) (rules.Rule, string, error)
+	Rollback(ctx context.Context, req rules.RollbackRequest) (rules.Rollback, error)
 	CheckConflicts(ctx context.Context, c rules.Candidate) ([]rules.ConflictReport, error)
 	History(ctx context.Context, id string) ([]rules.HistoryEntry, error)
 }
@@ -123,7 +123,10 @@ func (s *RuleService) ProposeRule(ctx context.Context, req *connect.Request[prec
 // ApproveRule records the caller's approval.
 func (s *RuleService) ApproveRule(ctx context.Context, req *connect.Request[preceptv1.ApproveRuleRequest]) (*connect.Response[preceptv1.ApproveRuleResponse], error) {
 	const proc = preceptv1connect.RuleServiceApproveRuleProcedure
-	p, err := s.Rules.Approve(ctx, req.Msg.GetProposalId(), caller(ctx).Name, req.Msg.GetNote(), int(req.Msg.GetRevision()), rules.ViaAPI)
+	p, err := s.Rules.Approve(ctx, rules.ApproveRequest{
+		ProposalID: req.Msg.GetProposalId(), By: caller(ctx).Name, Note: req.Msg.GetNote(),
+		Revision: int(req.Msg.GetRevision()), Via: rules.ViaAPI,
+	})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
@@ -143,7 +146,10 @@ func (s *RuleService) ApproveRule(ctx context.Context, req *connect.Request[prec
 // RejectRule rejects a proposal in the caller's name.
 func (s *RuleService) RejectRule(ctx context.Context, req *connect.Request[preceptv1.RejectRuleRequest]) (*connect.Response[preceptv1.RejectRuleResponse], error) {
 	const proc = preceptv1connect.RuleServiceRejectRuleProcedure
-	p, err := s.Rules.Reject(ctx, req.Msg.GetProposalId(), caller(ctx).Name, req.Msg.GetReason(), int(req.Msg.GetRevision()), rules.ViaAPI)
+	p, err := s.Rules.Reject(ctx, rules.RejectRequest{
+		ProposalID: req.Msg.GetProposalId(), By: caller(ctx).Name, Reason: req.Msg.GetReason(),
+		Revision: int(req.Msg.GetRevision()), Via: rules.ViaAPI,
+	})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
@@ -181,11 +187,11 @@ func (s *RuleService) GetRule(ctx context.Context, req *connect.Request[preceptv
 // RollbackRule reverts an active rule in the caller's name.
 func (s *RuleService) RollbackRule(ctx context.Context, req *connect.Request[preceptv1.RollbackRuleRequest]) (*connect.Response[preceptv1.RollbackRuleResponse], error) {
 	const proc = preceptv1connect.RuleServiceRollbackRuleProcedure
-	r, commit, err := s.Rules.Rollback(ctx, req.Msg.GetRuleId(), caller(ctx).Name, req.Msg.GetReason())
+	rb, err := s.Rules.Rollback(ctx, rules.RollbackRequest{RuleID: req.Msg.GetRuleId(), By: caller(ctx).Name, Reason: req.Msg.GetReason()})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	return connect.NewResponse(&preceptv1.RollbackRuleResponse{Rule: ruleToProto(r, nil), Commit: commit}), nil
+	return connect.NewResponse(&preceptv1.RollbackRuleResponse{Rule: ruleToProto(rb.Rule, nil), Commit: rb.Commit}), nil
 }
 
 // CheckConflicts reports rules and proposals that duplicate, overlap or

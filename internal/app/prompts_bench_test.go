@@ -307,11 +307,11 @@ func approvalLatency(b *testing.B, a *App, c preceptv1connect.PromptServiceClien
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := m.Approve(ctx, p.ID, "alice", "", 0, "api"); err != nil {
+		if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rules.ViaAPI}); err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		if _, err := m.Approve(ctx, p.ID, "bob", "", 0, "api"); err != nil {
+		if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rules.ViaAPI}); err != nil {
 			b.Fatal(err)
 		}
 		approveCall = append(approveCall, time.Since(start))

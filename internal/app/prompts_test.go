@@ -315,14 +315,14 @@ func TestApprovedRulesEnterThePromptOrItsShadowAndRollbackTakesThemOut(t *testin
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := m.Approve(context.Background(), p.ID, "alice", "", 0, "api"); err != nil {
+			if _, err := m.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rules.ViaAPI}); err != nil {
 				t.Fatal(err)
 			}
 			if got := build(); got.Version != first.Prompt.Version {
 				t.Fatalf("one approval changed the prompt:\n%s", got.Prompt)
 			}
 			approved := time.Now()
-			if _, err := m.Approve(context.Background(), p.ID, "bob", "good rule", 0, "slack"); err != nil {
+			if _, err := m.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "bob", Note: "good rule", Via: rules.ViaSlack}); err != nil {
 				t.Fatal(err)
 			}
 			added := w.next(t, 5*time.Second)
@@ -340,7 +340,7 @@ func TestApprovedRulesEnterThePromptOrItsShadowAndRollbackTakesThemOut(t *testin
 				}
 			}
 
-			if _, _, err := m.Rollback(context.Background(), ruleID, "bob", "it fired on generated code"); err != nil {
+			if _, err := m.Rollback(context.Background(), rules.RollbackRequest{RuleID: ruleID, By: "bob", Reason: "it fired on generated code"}); err != nil {
 				t.Fatal(err)
 			}
 			removed := w.next(t, 5*time.Second)

@@ -15,6 +15,7 @@ import (
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -48,7 +49,6 @@ func (a *App) openRules(ctx context.Context) error {
 		Embedder:        emb,
 		MainBranch:      a.RulesRepo.DefaultBranch(),
 		Logger:          a.Log.With("component", "rules"),
-		Registerer:      a.Registry,
 	}
 	if a.Evaluator != nil {
 		opts.Evidence = clusterEvidence{a.Evaluator}
@@ -69,6 +69,9 @@ func (a *App) openRules(ctx context.Context) error {
 		return fmt.Errorf("rules: %w", err)
 	}
 	a.Rules = m
+	if err := metrics.Rules(a.Registry, m, a.Log); err != nil {
+		return fmt.Errorf("rules metrics: %w", err)
+	}
 	m.OnChange(func(c rules.Change) {
 		if c.MainChanged && a.Prompts != nil {
 			a.Prompts.Notify()

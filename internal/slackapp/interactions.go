@@ -264,13 +264,13 @@ func (s *Service) decide(ctx context.Context, meta noteMeta, note, user, identit
 	variant := meta.Action
 	switch meta.Action {
 	case ActionApprove:
-		after, err = s.rules.Approve(ctx, p.ID, identity, note, meta.Revision, rules.ViaSlack)
+		after, err = s.rules.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: identity, Note: note, Revision: meta.Revision, Via: rules.ViaSlack})
 	case ActionReject:
 		reason := note
 		if reason == "" {
 			reason = noReasonText(identity)
 		}
-		after, err = s.rules.Reject(ctx, p.ID, identity, reason, meta.Revision, rules.ViaSlack)
+		after, err = s.rules.Reject(ctx, rules.RejectRequest{ProposalID: p.ID, By: identity, Reason: reason, Revision: meta.Revision, Via: rules.ViaSlack})
 	}
 	if note != "" {
 		variant += "-with-note"

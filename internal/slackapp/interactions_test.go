@@ -288,7 +288,7 @@ func TestClicksThatCannotActSayWhyAndChangeNothing(t *testing.T) {
 		})
 	})
 	t.Run("proposal already decided", func(t *testing.T) {
-		if _, err := e.rules.Reject(ctx, p.ID, "carol", "Superseded by the config package rewrite.", 0, rules.ViaAPI); err != nil {
+		if _, err := e.rules.Reject(ctx, rules.RejectRequest{ProposalID: p.ID, By: "carol", Reason: "Superseded by the config package rewrite.", Via: rules.ViaAPI}); err != nil {
 			t.Fatal(err)
 		}
 		cur := e.get(p.ID)

@@ -86,7 +86,7 @@ func TestRestartUpdatesTheSameMessageAndNeverPostsTwice(t *testing.T) {
 	// A new process with nothing in memory (and an empty Store): the
 	// proposal's record says where its message is.
 	second := newEnv(t, envConfig{repo: first.repo, ws: first.ws})
-	if _, err := second.rules.Approve(context.Background(), p.ID, "bob", "", 0, rules.ViaAPI); err != nil {
+	if _, err := second.rules.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rules.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the message to show bob's approval", func() bool {
@@ -175,7 +175,7 @@ func TestAMessageDeletedInSlackIsPostedAgainWhileTheProposalIsPending(t *testing
 	p := e.propose("Name goroutines' owners in a comment where they are started.")
 	first := e.posted(p.ID)
 	e.ws.Fail("chat.update", "message_not_found")
-	if _, err := e.rules.Approve(context.Background(), p.ID, "alice", "", 0, rules.ViaAPI); err != nil {
+	if _, err := e.rules.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rules.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a second message", func() bool { return len(e.ws.TopLevel(testChannel)) == 2 })
@@ -223,7 +223,7 @@ func TestAGoneMessageOfADecidedProposalIsRecordedAndNotRetriedForever(t *testing
 	p := e.propose("Keep HTTP handlers free of business logic; call a service instead.")
 	e.posted(p.ID)
 	e.ws.Fail("chat.update", "message_not_found")
-	if _, err := e.rules.Reject(context.Background(), p.ID, "carol", "Too vague to check.", 0, rules.ViaAPI); err != nil {
+	if _, err := e.rules.Reject(context.Background(), rules.RejectRequest{ProposalID: p.ID, By: "carol", Reason: "Too vague to check.", Via: rules.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the failure to be recorded", func() bool {

@@ -37,8 +37,8 @@ var _ API = (*slack.Client)(nil)
 type Rules interface {
 	Get(ctx context.Context, id string) (rules.Proposal, error)
 	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
-	Approve(ctx context.Context, id, approver, note string, revision int, via string) (rules.Proposal, error)
-	Reject(ctx context.Context, id, rejector, reason string, revision int, via string) (rules.Proposal, error)
+	Approve(ctx context.Context, req rules.ApproveRequest) (rules.Proposal, error)
+	Reject(ctx context.Context, req rules.RejectRequest) (rules.Proposal, error)
 	SetSlackPost(ctx context.Context, id string, post rules.SlackPost) error
 }
 

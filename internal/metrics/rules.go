@@ -1,0 +1,127 @@
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/precept-dev/precept/rules"
+)
+
+// RuleSource is what the rule metrics read of a rule manager
+// (rules.Manager): its committed transitions and its proposal counts.
+type RuleSource interface {
+	OnChange(fn func(rules.Change))
+	ProposalCounts(ctx context.Context) (map[rules.ProposalStatus]int, error)
+}
+
+var _ RuleSource = (*rules.Manager)(nil)
+
+// proposalStatuses are the label values of precept_rules_proposals,
+// always all present.
+var proposalStatuses = []rules.ProposalStatus{rules.Pending, rules.Approved, rules.Rejected, rules.Blocked, rules.Deferred, rules.Merged}
+
+// Rules registers the rule manager's metrics on reg:
+//
+//	precept_rules_proposals{status}          proposals and held drafts, read at scrape time
+//	precept_rules_approvals_total{via}       approvals recorded (api, slack) and merges in git
+//	precept_rules_rejections_total{via}      rejections
+//	precept_rules_guard_blocks_total{guard}  drafts a guard held or merged into a duplicate
+//	precept_rules_rollbacks_total            rules rolled back
+//
+// The counters follow the manager's changes (OnChange).
+func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
+	approvals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "precept_rules_approvals_total",
+		Help: "Approvals recorded on rule proposals, by channel (api, slack, git).",
+	}, []string{"via"})
+	rejections := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "precept_rules_rejections_total",
+		Help: "Rule proposals rejected, by channel (api, slack, git).",
+	}, []string{"via"})
+	guardBlocks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "precept_rules_guard_blocks_total",
+		Help: "Drafts a guard blocked or deferred before they became rule PRs, by guard.",
+	}, []string{"guard"})
+	rollbacks := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "precept_rules_rollbacks_total",
+		Help: "Rules rolled back.",
+	})
+	var err error
+	if approvals, err = register(reg, approvals); err != nil {
+		return err
+	}
+	if rejections, err = register(reg, rejections); err != nil {
+		return err
+	}
+	if guardBlocks, err = register(reg, guardBlocks); err != nil {
+		return err
+	}
+	if rollbacks, err = register(reg, rollbacks); err != nil {
+		return err
+	}
+	if _, err = register(reg, &proposalCounts{src: src, log: log}); err != nil {
+		return err
+	}
+	src.OnChange(func(c rules.Change) {
+		switch c.Kind {
+		case rules.ApprovalRecorded:
+			approvals.WithLabelValues(c.Via).Inc()
+		case rules.ProposalApproved:
+			// An approval by a merge in git is recorded and completes the
+			// proposal in one commit; API and Slack approvals were
+			// counted as ApprovalRecorded.
+			if c.Via == rules.ViaGit {
+				approvals.WithLabelValues(c.Via).Inc()
+			}
+		case rules.ProposalRejected:
+			rejections.WithLabelValues(c.Via).Inc()
+		case rules.DraftHeld, rules.EvidenceAdded:
+			guardBlocks.WithLabelValues(c.Guard).Inc()
+		case rules.RuleRolledBack:
+			rollbacks.Inc()
+		}
+	})
+	return nil
+}
+
+// proposalCounts is precept_rules_proposals, read from the rules
+// repository at scrape time (cheap: the manager rebuilds its state only
+// when a ref moved). A failed read reports the last counts it had.
+type proposalCounts struct {
+	src RuleSource
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last map[rules.ProposalStatus]int
+}
+
+var proposalsDesc = prometheus.NewDesc("precept_rules_proposals",
+	"Rule proposals and held drafts in the rules repository, by status.", []string{"status"}, nil)
+
+// scrapeTimeout bounds the read of the rules repository in a scrape.
+const scrapeTimeout = 5 * time.Second
+
+func (p *proposalCounts) Describe(ch chan<- *prometheus.Desc) { ch <- proposalsDesc }
+
+func (p *proposalCounts) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	counts, err := p.src.ProposalCounts(ctx)
+	p.mu.Lock()
+	if err != nil {
+		if p.log != nil {
+			p.log.Warn("count rule proposals for /metrics; reporting the last counts", "err", err)
+		}
+		counts = p.last
+	} else {
+		p.last = counts
+	}
+	p.mu.Unlock()
+	for _, s := range proposalStatuses {
+		ch <- prometheus.MustNewConstMetric(proposalsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}

@@ -1,0 +1,505 @@
+package rules
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/embedding"
+)
+
+// Bounds on manual proposals.
+const (
+	maxAgents      = 20
+	maxTags        = 20
+	maxFeedbackIDs = 1000
+)
+
+func normalizeManual(mp ManualProposal) (ManualProposal, error) {
+	mp.Agents = distinct(mp.Agents)
+	switch {
+	case len(mp.Agents) == 0:
+		return mp, precept.Errorf(precept.Invalid, "affected_agents: at least one agent is required")
+	case len(mp.Agents) > maxAgents:
+		return mp, precept.Errorf(precept.Invalid, "affected_agents: more than %d agents", maxAgents)
+	}
+	for _, a := range mp.Agents {
+		if !ValidName(a) {
+			return mp, precept.Errorf(precept.Invalid, "affected_agents: %q is not a valid agent name (letters, digits, '.', '_', '-')", clipRunes(a, 64))
+		}
+	}
+	if mp.Type == "" {
+		mp.Type = Guideline
+	}
+	if !mp.Type.Valid() {
+		return mp, precept.Errorf(precept.Invalid, "rule_type: %q is not a rule type", mp.Type)
+	}
+	if mp.InsertionPoint == "" {
+		mp.InsertionPoint = DefaultInsertionPoint
+	}
+	if !ValidName(mp.InsertionPoint) {
+		return mp, precept.Errorf(precept.Invalid, "insertion_point: %q is not a valid name", clipRunes(mp.InsertionPoint, 64))
+	}
+	mp.Content = strings.TrimSpace(strings.ReplaceAll(mp.Content, "\r\n", "\n"))
+	if utf8.RuneCountInString(mp.Rationale) > maxNoteRunes {
+		return mp, precept.Errorf(precept.Invalid, "rationale: longer than %d characters", maxNoteRunes)
+	}
+	mp.FeedbackIDs = distinct(mp.FeedbackIDs)
+	if len(mp.FeedbackIDs) > maxFeedbackIDs {
+		return mp, precept.Errorf(precept.Invalid, "feedback_ids: more than %d", maxFeedbackIDs)
+	}
+	for _, f := range mp.FeedbackIDs {
+		if len(f) > 200 || strings.ContainsAny(f, " \t\r\n") {
+			return mp, precept.Errorf(precept.Invalid, "feedback_ids: %q is not a decision id", clipRunes(f, 64))
+		}
+	}
+	mp.Tags = normalizeTags(mp.Tags)
+	if len(mp.Tags) > maxTags {
+		return mp, precept.Errorf(precept.Invalid, "tags: more than %d", maxTags)
+	}
+	return mp, nil
+}
+
+func normalizeTags(tags []string) []string {
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		out = append(out, strings.ToLower(strings.TrimSpace(t)))
+	}
+	return distinct(out)
+}
+
+// conflicts compares a candidate with the active rules and open
+// proposals that share one of its agents.
+func (pol policy) conflicts(ctx context.Context, st *state, c Candidate) ([]ConflictReport, error) {
+	var others []ruleText
+	for _, t := range ruleTexts(st) {
+		if _, ok := sharedAgent(c.Agents, t.Agents); ok {
+			others = append(others, t)
+		}
+	}
+	if len(others) == 0 {
+		return nil, nil
+	}
+	texts := []string{c.Content}
+	for _, o := range others {
+		texts = append(texts, o.Content)
+	}
+	vecs, err := pol.vecs.vectors(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	return classifyConflicts(c, vecs[0], others, vecs[1:], pol.opts.Thresholds), nil
+}
+
+// reconsolidate compares a proposal with the active rules and open
+// proposals (seed 001 TM-06). A duplicate is returned; otherwise
+// overlapping and opposing ones are attached as conflicts and the active
+// rules among them become Supersedes.
+func (pol policy) reconsolidate(ctx context.Context, st *state, p *Proposal) (*ConflictReport, error) {
+	reports, err := pol.conflicts(ctx, st, Candidate{Agents: p.Agents, Content: p.Content, InsertionPoint: p.InsertionPoint, ProposalID: p.ID})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reports {
+		if r.Kind == ConflictDuplicate {
+			p.Conflicts = []ConflictReport{r}
+			p.Guards = append(p.Guards, GuardResult{Guard: GuardReconsolidation, Passed: false, Reason: r.Explanation})
+			return &r, nil
+		}
+	}
+	p.Conflicts = reports
+	var overlapping, opposing []string
+	for _, r := range reports {
+		if st.rules[r.OtherID] != nil {
+			p.Supersedes = append(p.Supersedes, r.OtherID)
+		}
+		if r.Kind == ConflictOpposing {
+			opposing = append(opposing, fmt.Sprintf("%s (%.2f)", r.OtherID, r.Similarity))
+		} else {
+			overlapping = append(overlapping, fmt.Sprintf("%s (%.2f)", r.OtherID, r.Similarity))
+		}
+	}
+	reason := "no similar rule: a new rule"
+	if len(overlapping) > 0 {
+		reason = "overlaps " + strings.Join(overlapping, ", ")
+	}
+	if len(p.Supersedes) > 0 {
+		reason += "; supersedes " + strings.Join(p.Supersedes, ", ") + " when approved"
+	}
+	p.Guards = append(p.Guards, GuardResult{Guard: GuardReconsolidation, Passed: true, Reason: reason})
+	conflict := GuardResult{Guard: GuardConflict, Passed: true}
+	if len(opposing) > 0 {
+		conflict.Reason = "opposing guidance for the same agent and insertion point: " + strings.Join(opposing, ", ") + "; see the conflict report"
+	}
+	p.Guards = append(p.Guards, conflict)
+	return nil, nil
+}
+
+// draftID is a drafted proposal's id: deterministic, so replicas drafting
+// the same cluster collide on the branch name and only one proposes.
+func draftID(clusterID string, generation int) string {
+	sum := sha256.Sum256([]byte(clusterID + ":" + strconv.Itoa(generation)))
+	return "p-" + hex.EncodeToString(sum[:])[:10]
+}
+
+func (pol policy) normalizeEvidence(ev Evidence) (Evidence, bool) {
+	if ev.ClusterID == "" || ev.Class != ClassGeneralizableLow && ev.Class != ClassGeneralizableHigh {
+		return ev, false
+	}
+	var agents []string
+	for _, a := range distinct(ev.Agents) {
+		if ValidName(a) {
+			agents = append(agents, a)
+		} else {
+			pol.log.Warn("evidence names an invalid agent; ignored", "cluster_id", ev.ClusterID, "agent", clipRunes(a, 64))
+		}
+	}
+	ev.Agents = agents
+	ev.FeedbackIDs = distinct(ev.FeedbackIDs)
+	ev.Reviewers = distinct(ev.Reviewers)
+	ev.Epics = distinct(ev.Epics)
+	ev.Tags = normalizeTags(ev.Tags)
+	if ev.Size < len(ev.FeedbackIDs) {
+		ev.Size = len(ev.FeedbackIDs)
+	}
+	return ev, len(ev.Agents) > 0
+}
+
+// guard applies the guards in order — safety floor, quality gate,
+// rejected before, reconsolidation and conflicts, rule cap, rate cap —
+// recording each result on p. It returns Pending when p may become a rule
+// PR, Blocked or Deferred when a guard held it, and Merged with the
+// duplicate it should add its evidence to.
+func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p *Proposal, now time.Time) (ProposalStatus, *ConflictReport, error) {
+	result := func(guard string, passed bool, reason string) {
+		p.Guards = append(p.Guards, GuardResult{Guard: guard, Passed: passed, Reason: reason})
+	}
+	if tags := pol.protected(p.Tags); len(tags) > 0 {
+		result(GuardSafetyFloor, false, fmt.Sprintf("touches protected %s %s: such rules are never proposed automatically; a person may propose it (it then needs %d approvals)",
+			plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), pol.opts.RequiredApprovals+1))
+		return Blocked, nil, nil
+	}
+	result(GuardSafetyFloor, true, "")
+	if reason := pol.opts.Quality.Check(p.Content); reason != "" {
+		result(GuardQuality, false, reason)
+		return Blocked, nil, nil
+	}
+	result(GuardQuality, true, "")
+
+	passed, reason, err := pol.rejectedBefore(ctx, st, retired, p)
+	if err != nil {
+		return "", nil, err
+	}
+	result(GuardRejectedBefore, passed, reason)
+	if !passed {
+		return Blocked, nil, nil
+	}
+
+	dup, err := pol.reconsolidate(ctx, st, p)
+	if err != nil {
+		return "", nil, err
+	}
+	if dup != nil {
+		return Merged, dup, nil
+	}
+
+	for _, agent := range p.Agents {
+		n := st.activeCount(agent) - st.supersededOf(p.Supersedes, agent)
+		if n < pol.opts.MaxActiveRulesPerAgent {
+			continue
+		}
+		if len(p.Agents) > 1 {
+			result(GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap; a rule for several agents cannot be consolidated into one of them", agent, n))
+			return Blocked, nil, nil
+		}
+		nearest, err := pol.consolidate(ctx, st, p, agent, n)
+		if err != nil {
+			return "", nil, err
+		}
+		if nearest == "" {
+			result(GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap, and none it alone holds to consolidate with", agent, n))
+			return Blocked, nil, nil
+		}
+		if reason := pol.opts.Quality.Check(p.Content); reason != "" {
+			result(GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap; the consolidation with %s fails the quality gate: %s", agent, n, nearest, reason))
+			return Blocked, nil, nil
+		}
+		result(GuardRuleCap, true, fmt.Sprintf("%s has %d active rules, the cap: proposed as a consolidation replacing %s", agent, n, nearest))
+		break
+	}
+	if p.Kind != KindConsolidation {
+		result(GuardRuleCap, true, "")
+	}
+
+	for _, agent := range p.Agents {
+		if n, next := pol.recentDrafts(st, agent, now); n >= pol.opts.MaxProposalsPerAgent {
+			result(GuardRateCap, false, fmt.Sprintf("%d proposals were drafted for %s in the last %s (the cap is %d); the next slot opens at %s",
+				n, agent, pol.opts.ProposalWindow, pol.opts.MaxProposalsPerAgent, next.Format(time.RFC3339)))
+			return Deferred, nil, nil
+		}
+	}
+	result(GuardRateCap, true, "")
+	return Pending, nil, nil
+}
+
+// rejectedBefore blocks a draft similar to a rejected proposal unless its
+// support at least doubled; the rejection reason is shown either way.
+func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retiredRule, p *Proposal) (bool, string, error) {
+	var others []*Proposal
+	for _, id := range slices.Sorted(maps.Keys(st.rejected)) {
+		r := st.rejected[id]
+		if _, ok := sharedAgent(p.Agents, r.Agents); ok && id != p.ID {
+			others = append(others, r)
+		}
+	}
+	// A rolled-back rule counts as rejected: its reason is the rollback's.
+	for _, rr := range retired {
+		if _, ok := sharedAgent(p.Agents, rr.rule.Agents); ok {
+			others = append(others, &Proposal{
+				ID: rr.rule.ID, Agents: rr.rule.Agents, Content: rr.rule.Content, Support: len(rr.rule.FeedbackIDs),
+				Rejection: &Rejection{Rejector: rr.by, Reason: "rolled back: " + rr.reason},
+			})
+		}
+	}
+	if len(others) == 0 {
+		return true, "", nil
+	}
+	texts := []string{p.Content}
+	for _, o := range others {
+		texts = append(texts, o.Content)
+	}
+	vecs, err := pol.vecs.vectors(ctx, texts)
+	if err != nil {
+		return false, "", err
+	}
+	var best *Proposal
+	bestSim := 0.0
+	for i, o := range others {
+		if s := embedding.Cosine(vecs[0], vecs[i+1]); s > pol.opts.Thresholds.Rejected && s > bestSim {
+			best, bestSim = o, s
+		}
+	}
+	if best == nil {
+		return true, "", nil
+	}
+	who, why := "", ""
+	if best.Rejection != nil {
+		who, why = best.Rejection.Rejector, best.Rejection.Reason
+	}
+	need := 2 * max(best.Support, 1)
+	if p.Support >= need {
+		return true, fmt.Sprintf("similar (%.2f) to %s, rejected by %s: %q; proposed again because its support doubled (%d → %d)",
+			bestSim, best.ID, who, why, best.Support, p.Support), nil
+	}
+	return false, fmt.Sprintf("similar (%.2f) to %s, rejected by %s: %q; proposed again only once its support doubles (%d now, %d needed)",
+		bestSim, best.ID, who, why, p.Support, need), nil
+}
+
+// consolidate turns p into a consolidation with the agent's most similar
+// rule that only it holds, and returns that rule's id ("" when there is
+// none).
+func (pol policy) consolidate(ctx context.Context, st *state, p *Proposal, agent string, count int) (string, error) {
+	var candidates []*Rule
+	for _, id := range slices.Sorted(maps.Keys(st.rules)) {
+		r := st.rules[id]
+		if len(r.Agents) == 1 && r.Agents[0] == agent && (r.Status == Active || r.Status == Shadow) && !slices.Contains(p.Supersedes, id) {
+			candidates = append(candidates, r)
+		}
+	}
+	if len(candidates) == 0 {
+		return "", nil
+	}
+	texts := []string{p.Content}
+	for _, c := range candidates {
+		texts = append(texts, c.Content)
+	}
+	vecs, err := pol.vecs.vectors(ctx, texts)
+	if err != nil {
+		return "", err
+	}
+	best, bestSim := candidates[0], -2.0
+	for i, c := range candidates {
+		if s := embedding.Cosine(vecs[0], vecs[i+1]); s > bestSim {
+			best, bestSim = c, s
+		}
+	}
+	p.Kind = KindConsolidation
+	p.Supersedes = append(p.Supersedes, best.ID)
+	p.Content = strings.TrimSpace(p.Content) + "\n\n" + strings.TrimSpace(best.Content)
+	p.EvidenceSummary = fmt.Sprintf("%s has %d active rules, the cap: this consolidation replaces %s with one rule that also carries the new guidance. %s",
+		agent, count, best.ID, p.EvidenceSummary)
+	return best.ID, nil
+}
+
+// rateCapAllows reports whether every agent has a free proposal slot.
+func (pol policy) rateCapAllows(st *state, agents []string, now time.Time) bool {
+	for _, a := range agents {
+		if n, _ := pol.recentDrafts(st, a, now); n >= pol.opts.MaxProposalsPerAgent {
+			return false
+		}
+	}
+	return true
+}
+
+// recentDrafts counts the drafted rule PRs for an agent within the window
+// and says when the oldest of them leaves it.
+func (pol policy) recentDrafts(st *state, agent string, now time.Time) (int, time.Time) {
+	since := now.Add(-pol.opts.ProposalWindow)
+	n, oldest := 0, now
+	for _, id := range st.ids() {
+		p, ok := st.proposal(id)
+		if !ok || p.ProposedBy != SystemProposer || !slices.Contains(p.Agents, agent) || !p.CreatedAt.After(since) {
+			continue
+		}
+		if p.Status != Pending && p.Status != Approved && p.Status != Rejected {
+			continue
+		}
+		n++
+		if p.CreatedAt.Before(oldest) {
+			oldest = p.CreatedAt
+		}
+	}
+	return n, oldest.Add(pol.opts.ProposalWindow)
+}
+
+// draftPlan is what drafting a cluster comes to before any text is
+// written: the proposal id and generation, and the text of a held draft
+// to propose again as it was.
+type draftPlan struct {
+	id         string
+	generation int
+	reuse      draft
+}
+
+// planDraft decides whether a cluster is drafted now, and as which
+// proposal. A cluster with an open proposal, an active rule, a merge in
+// git waiting, or whose evidence went to an existing rule is not
+// drafted. Every decided proposal of the cluster (approved, rejected,
+// rolled back) starts a new generation with a new id, so replicas
+// drafting the same cluster collide on the branch name. A held draft of
+// the current generation is retried only when its rate-cap slot opened
+// (deferred; its text is kept) or its support grew (blocked).
+func (pol policy) planDraft(st *state, retired []retiredRule, ev Evidence, now time.Time) (draftPlan, bool) {
+	decided := 0
+	var held *Proposal
+	for _, rr := range retired {
+		// Rolled back with its branch gone: still a generation.
+		if rr.rule.ClusterID == ev.ClusterID && !slices.Contains(st.byCluster[ev.ClusterID], rr.rule.ProposalID) {
+			decided++
+		}
+	}
+	for _, id := range st.byCluster[ev.ClusterID] {
+		p, _ := st.proposal(id)
+		_, ruleActive := st.byProposal[id]
+		switch {
+		case st.open(id), ruleActive, p.Status == Merged, st.onMain[id] != nil:
+			return draftPlan{}, false
+		case p.Status == Approved, p.Status == Rejected:
+			decided++
+		case p.Status == Blocked, p.Status == Deferred:
+			held = &p
+		}
+	}
+	plan := draftPlan{id: draftID(ev.ClusterID, decided), generation: decided}
+	if held != nil && held.ID == plan.id {
+		switch {
+		case held.Status == Deferred && !pol.rateCapAllows(st, held.Agents, now):
+			return draftPlan{}, false
+		case held.Status == Deferred:
+			plan.reuse = draft{Type: held.Type, Content: held.Content, By: held.DraftedBy}
+		case ev.support() <= held.Support:
+			return draftPlan{}, false
+		}
+	}
+	return plan, true
+}
+
+// drafted is the proposal a drafted text makes of a cluster, before the
+// guards record their results on it.
+func (pol policy) drafted(ev Evidence, plan draftPlan, d draft, now time.Time) Proposal {
+	return Proposal{
+		ID: plan.id, Kind: KindNewRule, Status: Pending, Revision: 1, ContentRevision: 1,
+		FeedbackIDs: ev.FeedbackIDs, Confidence: ev.Confidence, Agents: ev.Agents, Type: d.Type,
+		InsertionPoint: DefaultInsertionPoint, EvidenceSummary: evidenceSummary(ev), CreatedAt: now, UpdatedAt: now,
+		ProposedBy: SystemProposer, ClusterID: ev.ClusterID, Generation: plan.generation, Class: ev.Class, Priority: ev.priority(),
+		Support: ev.support(), Reviewers: ev.Reviewers, Epics: ev.Epics, Tags: ev.Tags, DraftedBy: d.By,
+		Required: pol.opts.RequiredApprovals, RuleID: RuleIDFor(plan.id), Content: d.Content,
+	}
+}
+
+// manual makes the proposal a person proposes (mp, normalized) and
+// guards it like a drafted one, except that a person may propose what
+// touches a protected tag (it then needs one approval more) and that a
+// refusal is an error rather than a held draft: a duplicate of an
+// existing rule or proposal, or an agent at its rule cap.
+func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, proposer, id string, now time.Time) (Proposal, error) {
+	summary := strings.TrimSpace(mp.Rationale)
+	if summary == "" {
+		summary = "Proposed by " + proposer + " without a rationale."
+	}
+	if n := len(mp.FeedbackIDs); n > 0 {
+		summary += fmt.Sprintf(" Cites %d %s.", n, plural(n, "decision", "decisions"))
+	}
+	p := Proposal{
+		ID: id, Kind: KindNewRule, Status: Pending, Revision: 1, ContentRevision: 1,
+		FeedbackIDs: mp.FeedbackIDs, Confidence: 1, Agents: mp.Agents, Type: mp.Type, InsertionPoint: mp.InsertionPoint,
+		EvidenceSummary: summary, CreatedAt: now, UpdatedAt: now, ProposedBy: proposer, Support: len(mp.FeedbackIDs),
+		Tags: mp.Tags, DraftedBy: "manual", Required: pol.opts.RequiredApprovals, RuleID: RuleIDFor(id), Content: mp.Content,
+	}
+	p.Guards = append(p.Guards, GuardResult{Guard: GuardQuality, Passed: true})
+	dup, err := pol.reconsolidate(ctx, st, &p)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if dup != nil {
+		return Proposal{}, precept.Errorf(precept.Conflict, "rule_content duplicates %s (similarity %.2f): %q; no new proposal is needed",
+			dup.OtherID, dup.Similarity, clipWords(dup.OtherContent, 120))
+	}
+	for _, agent := range p.Agents {
+		if n := st.activeCount(agent) - st.supersededOf(p.Supersedes, agent); n >= pol.opts.MaxActiveRulesPerAgent {
+			return Proposal{}, precept.Errorf(precept.FailedPrecondition, "%s already has %d active rules (rules.max_active_rules_per_agent); roll one back or consolidate first", agent, n)
+		}
+	}
+	p.Guards = append(p.Guards, GuardResult{Guard: GuardRuleCap, Passed: true})
+	if tags := pol.protected(p.Tags); len(tags) > 0 {
+		p.Protected = true
+		p.Required++
+		p.Guards = append(p.Guards, GuardResult{Guard: GuardSafetyFloor, Passed: true,
+			Reason: fmt.Sprintf("touches protected %s %s: needs %d approvals", plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), p.Required)})
+	}
+	return p, nil
+}
+
+// ruleTexts returns the active rules and open proposals the guards
+// compare drafts with, in a stable order.
+func ruleTexts(st *state) []ruleText {
+	var out []ruleText
+	ids := make([]string, 0, len(st.rules))
+	for id := range st.rules {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r := st.rules[id]
+		if !live(r) {
+			continue
+		}
+		out = append(out, ruleText{ID: id, Agents: r.Agents, InsertionPoint: r.InsertionPoint, Content: r.Content, IsRule: true})
+	}
+	for _, id := range st.ids() {
+		if !st.open(id) {
+			continue
+		}
+		p := st.onBranch[id]
+		out = append(out, ruleText{ID: id, Agents: p.Agents, InsertionPoint: p.InsertionPoint, Content: p.Content})
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/precept-dev/precept/gitrepo"
+)
+
+// State returns the state at the current ref tips, rebuilding it only
+// when a tip moved. want names proposals the caller is about to act on:
+// their branches are looked up directly, not only through the ref
+// listing.
+func (s *store) State(ctx context.Context, want ...string) (*state, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mainTip, err := s.tip(s.main)
+	if err != nil {
+		return nil, err
+	}
+	slackTip, err := s.tip(SlackBranch)
+	if err != nil {
+		return nil, err
+	}
+	branches, err := s.proposalBranches(want)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(branches, func(i, j int) bool { return branches[i].Name < branches[j].Name })
+	var key strings.Builder
+	key.WriteString(mainTip.String() + slackTip.String())
+	for _, b := range branches {
+		key.WriteString(b.Name + b.Tip.String())
+	}
+	s.mu.Lock()
+	if c := s.last; c != nil && c.key == key.String() {
+		s.mu.Unlock()
+		return c, nil
+	}
+	s.mu.Unlock()
+
+	st, err := s.build(key.String(), mainTip, slackTip, branches)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.last = st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// proposalBranches lists the proposal branches. A directory listing that
+// runs while another writer renames a ref's lock file over the ref may
+// miss the ref (readdir during a rename is unspecified), so the branches
+// the last state had, and those in want, are read directly when the
+// listing lacks them.
+func (s *store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
+	listed, err := s.repo.Branches(BranchPrefix)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(listed))
+	for _, b := range listed {
+		seen[b.Name] = true
+	}
+	check := slices.Clone(want)
+	s.mu.Lock()
+	if prev := s.last; prev != nil {
+		for id := range prev.branches {
+			check = append(check, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range check {
+		name := ProposalBranch(id)
+		if seen[name] || !ValidProposalID(id) {
+			continue
+		}
+		seen[name] = true
+		tip, err := s.tip(name)
+		if err != nil {
+			return nil, err
+		}
+		if !tip.IsZero() {
+			listed = append(listed, gitrepo.Branch{Name: name, Tip: tip})
+		}
+	}
+	return listed, nil
+}
+
+func (s *store) build(key string, mainTip, slackTip gitrepo.Hash, branches []gitrepo.Branch) (*state, error) {
+	st := newState()
+	st.key, st.main = key, mainTip
+	var err error
+	if mainTip.IsZero() {
+		st.snap = &gitrepo.Snapshot{}
+	} else if st.snap, err = s.repo.SnapshotAt(mainTip); err != nil {
+		return nil, err
+	}
+	if err := s.loadBranches(st, branches); err != nil {
+		return nil, err
+	}
+	reach, err := s.reachable(mainTip)
+	if err != nil {
+		return nil, err
+	}
+	for id, tip := range st.branches {
+		st.merged[id] = reach[tip]
+	}
+	if !mainTip.IsZero() {
+		for dir, into := range map[string]map[string]*Proposal{RejectedDir: st.rejected, DraftsDir: st.drafts, ProposalsDir: st.onMain} {
+			if err := s.loadProposalDir(st.snap, dir, into); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.loadRules(st); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.loadPosts(st, slackTip); err != nil {
+		return nil, err
+	}
+	for _, id := range st.ids() {
+		if p, ok := st.proposal(id); ok && p.ClusterID != "" {
+			st.byCluster[p.ClusterID] = append(st.byCluster[p.ClusterID], id)
+		}
+	}
+	return st, nil
+}
+
+// loadBranches reads each proposal branch's proposal file; a branch
+// without a readable one is logged and left out.
+func (s *store) loadBranches(st *state, branches []gitrepo.Branch) error {
+	for _, b := range branches {
+		id := strings.TrimPrefix(b.Name, BranchPrefix)
+		if !ValidProposalID(id) {
+			continue
+		}
+		snap, err := s.repo.SnapshotAt(b.Tip)
+		if err != nil {
+			return err
+		}
+		blob, err := snap.Stat(ProposalPath(id))
+		if errors.Is(err, gitrepo.ErrNotFound) {
+			s.log.Warn("proposal branch without its proposal file; ignored", "branch", b.Name)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p, err := s.proposal(blob)
+		if err != nil {
+			s.log.Warn("unreadable proposal file; ignored", "branch", b.Name, "err", err)
+			continue
+		}
+		st.branches[id] = b.Tip
+		st.onBranch[id] = p
+	}
+	return nil
+}
+
+func (s *store) loadProposalDir(snap *gitrepo.Snapshot, dir string, into map[string]*Proposal) error {
+	entries, err := snap.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name, ".md")
+		if e.IsDir || !ok || !ValidProposalID(id) {
+			continue
+		}
+		p, err := s.proposal(e.Hash)
+		if err != nil {
+			s.log.Warn("unreadable proposal record; ignored", "path", e.Path, "err", err)
+			continue
+		}
+		into[id] = p
+	}
+	return nil
+}
+
+func (s *store) loadRules(st *state) error {
+	return st.snap.Walk(ActiveDir, func(p string, blob gitrepo.Hash) error {
+		rel := strings.TrimPrefix(p, ActiveDir+"/")
+		agent, file, ok := strings.Cut(rel, "/")
+		if !ok || strings.Contains(file, "/") || !strings.HasSuffix(file, ".md") {
+			return nil
+		}
+		r, err := s.rule(blob)
+		if err != nil {
+			s.log.Warn("unreadable rule file; ignored", "path", p, "err", err)
+			return nil
+		}
+		if !ValidRuleID(r.ID) || !ValidName(agent) {
+			s.log.Warn("rule file with an invalid rule id or agent directory; ignored", "path", p)
+			return nil
+		}
+		st.addRule(*r, agent, p)
+		return nil
+	})
+}
+
+func (s *store) loadPosts(st *state, slackTip gitrepo.Hash) error {
+	if slackTip.IsZero() {
+		return nil
+	}
+	snap, err := s.repo.SnapshotAt(slackTip)
+	if err != nil {
+		return err
+	}
+	return snap.Walk("slack", func(p string, blob gitrepo.Hash) error {
+		v, err := s.post(blob)
+		if err != nil {
+			s.log.Warn("unreadable slack post record; ignored", "path", p, "err", err)
+			return nil
+		}
+		st.slack[strings.TrimSuffix(path.Base(p), ".yaml")] = *v
+		return nil
+	})
+}

@@ -1,0 +1,204 @@
+package rules
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+	"unicode/utf8"
+
+	"github.com/precept-dev/precept"
+)
+
+// policy is the middle of the package's three layers
+// (docs/architecture.md): the guards, drafting, consolidation and the
+// rules of meta-approval (docs/lifecycle.md). Each of its methods is a
+// function of a state, a proposal and the options it holds; none reads
+// the repository or commits, so the policy is tested with states built
+// in memory.
+type policy struct {
+	opts Options
+	// vecs compares rule texts.
+	vecs *vectorCache
+	// tmpl is the LLM drafting prompt.
+	tmpl *template.Template
+	log  *slog.Logger
+}
+
+func newPolicy(opts Options) (policy, error) {
+	tmpl, err := parseDraftTemplate()
+	if err != nil {
+		return policy{}, err
+	}
+	return policy{opts: opts, vecs: newVectorCache(opts.Embedder), tmpl: tmpl, log: opts.Logger}, nil
+}
+
+// maxNoteRunes bounds approval notes and rejection reasons.
+const maxNoteRunes = 4000
+
+func checkProposalID(id string) error {
+	if !ValidProposalID(id) {
+		return precept.Errorf(precept.Invalid, "proposal_id: %q is not a proposal id (p-…)", clipRunes(id, 64))
+	}
+	return nil
+}
+
+// mayDecide reports whether who may approve or reject through the API or
+// Slack.
+func (pol policy) mayDecide(who string) error {
+	if who == "" {
+		return precept.Errorf(precept.PermissionDenied, "an approver identity is required")
+	}
+	if len(pol.opts.Approvers) > 0 && !slices.Contains(pol.opts.Approvers, who) {
+		return precept.Errorf(precept.PermissionDenied, "%s is not on the approver list (rules.approvers)", who)
+	}
+	return nil
+}
+
+// checkDecision checks an approval or rejection before anything is read:
+// the id, the channel, the person and the length of the note.
+func (pol policy) checkDecision(id, who, text, via string) error {
+	if err := checkProposalID(id); err != nil {
+		return err
+	}
+	if via != ViaAPI && via != ViaSlack {
+		return precept.Errorf(precept.Invalid, "via: %q is not api or slack", via)
+	}
+	if err := pol.mayDecide(who); err != nil {
+		return err
+	}
+	if utf8.RuneCountInString(text) > maxNoteRunes {
+		return precept.Errorf(precept.Invalid, "note: longer than %d characters", maxNoteRunes)
+	}
+	return nil
+}
+
+// decidable returns why a proposal takes no decision, or nil.
+func decidable(st *state, id string) error {
+	if p := st.rejected[id]; p != nil {
+		who, why := "", ""
+		if p.Rejection != nil {
+			who, why = p.Rejection.Rejector, p.Rejection.Reason
+		}
+		return precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected by %s: %s", id, who, why)
+	}
+	if ruleID, merged := st.byProposal[id]; merged {
+		return precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s", id, ruleID)
+	}
+	if st.onMain[id] != nil {
+		return precept.Errorf(precept.FailedPrecondition, "proposal %s was merged in git and is becoming a rule", id)
+	}
+	if st.merged[id] {
+		return precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into main", id)
+	}
+	if _, ok := st.branches[id]; ok {
+		return nil
+	}
+	if p := st.drafts[id]; p != nil {
+		return precept.Errorf(precept.FailedPrecondition, "%s is a %s draft, not a rule PR: %s", id, strings.ToLower(string(p.Status)), draftReason(p))
+	}
+	return precept.Errorf(precept.NotFound, "proposal %s not found", id)
+}
+
+// checkRevision refuses a decision made on a stale view of the proposal.
+func checkRevision(p Proposal, revision int) error {
+	switch {
+	case revision == 0:
+		return nil
+	case revision < 0 || revision > p.Revision:
+		return precept.Errorf(precept.FailedPrecondition, "revision %d of proposal %s is unknown (the latest is %d); reload it", revision, p.ID, p.Revision)
+	case revision < p.ContentRevision:
+		return precept.Errorf(precept.FailedPrecondition, "stale revision %d: proposal %s changed at revision %d (now %d); reload it and decide again", revision, p.ID, p.ContentRevision, p.Revision)
+	}
+	return nil
+}
+
+// approve applies one approval to a proposal as read from its branch.
+// recorded is false when the approver had approved already (a no-op);
+// completed says the approval gave the proposal its required approvals.
+func approve(p Proposal, req ApproveRequest, now time.Time) (next Proposal, recorded, completed bool, err error) {
+	if p.ApprovedBy(req.By) {
+		return p, false, false, nil
+	}
+	if p.Status != Pending {
+		return p, false, false, precept.Errorf(precept.FailedPrecondition, "proposal %s is %s; it takes no more approvals", p.ID, p.Status)
+	}
+	if p.ProposedBy == req.By && p.ProposedBy != SystemProposer {
+		return p, false, false, precept.Errorf(precept.PermissionDenied, "%s proposed %s and cannot approve it", req.By, p.ID)
+	}
+	if err := checkRevision(p, req.Revision); err != nil {
+		return p, false, false, err
+	}
+	p.Approvals = append(p.Approvals, Approval{Approver: req.By, Note: req.Note, At: now, Via: req.Via})
+	p.Revision++
+	p.UpdatedAt = now
+	if len(p.Approvals) >= p.Required {
+		p.Status = Approved
+		completed = true
+	}
+	return p, true, completed, nil
+}
+
+// reject applies a rejection to a pending proposal.
+func reject(p Proposal, req RejectRequest, now time.Time) (Proposal, error) {
+	if p.Status != Pending {
+		return p, precept.Errorf(precept.FailedPrecondition, "proposal %s is %s and waits to be merged; roll its rule back once it is", p.ID, p.Status)
+	}
+	if err := checkRevision(p, req.Revision); err != nil {
+		return p, err
+	}
+	p.Status = Rejected
+	p.Rejection = &Rejection{Rejector: req.By, Reason: req.Reason, At: now, Via: req.Via}
+	p.Revision++
+	p.ContentRevision = p.Revision
+	p.UpdatedAt = now
+	return p, nil
+}
+
+// ruleFor is the rule an approved proposal becomes at now: ACTIVE, or
+// SHADOW for the shadow period.
+func (pol policy) ruleFor(p Proposal, now time.Time) Rule {
+	confidence := p.Confidence
+	if confidence == 0 {
+		confidence = 1
+	}
+	typ := p.Type
+	if !typ.Valid() {
+		typ = Guideline
+	}
+	r := Rule{
+		ID: p.RuleID, ProposalID: p.ID, Agents: p.Agents, Type: typ, InsertionPoint: p.InsertionPoint,
+		Status: Active, Importance: Normal, Confidence: confidence, Frequency: 1 + len(p.EvidenceClusters),
+		FeedbackIDs: p.FeedbackIDs, ClusterID: p.ClusterID, Approvals: p.Approvals, Tags: p.Tags,
+		Protected: p.Protected, ActivatedAt: now, EvidenceSummary: p.EvidenceSummary, ProposedBy: p.ProposedBy,
+		EvidenceClusters: p.EvidenceClusters, Content: p.Content,
+	}
+	if pol.opts.ShadowPeriod > 0 {
+		until := now.Add(pol.opts.ShadowPeriod)
+		r.Status, r.ShadowUntil = Shadow, &until
+	}
+	return r
+}
+
+// protected returns the protected tags among tags.
+func (pol policy) protected(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		if slices.Contains(pol.opts.ProtectedTags, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// draftReason says why a held draft was held.
+func draftReason(p *Proposal) string {
+	if p.Status == Merged {
+		return "its evidence was added to " + p.MergedInto
+	}
+	if g, ok := p.FailedGuard(); ok {
+		return g.Guard + ": " + g.Reason
+	}
+	return "held"
+}

@@ -1,0 +1,241 @@
+package rules
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/precept-dev/precept"
+)
+
+// List returns the proposals the filter selects, newest first.
+func (m *Manager) List(ctx context.Context, f ListFilter) ([]Proposal, error) {
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, precept.Errorf(precept.Invalid, "status: unknown status %q", f.Status)
+	}
+	st, err := m.store.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Proposal
+	for _, id := range st.ids() {
+		p, ok := st.proposal(id)
+		if !ok || f.Status != "" && p.Status != f.Status || f.Agent != "" && !slices.Contains(p.Agents, f.Agent) {
+			continue
+		}
+		decorate(&p, m.opts.Remote, m.store.main)
+		out = append(out, p)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, nil
+}
+
+// Get returns one proposal with the commits that recorded it.
+func (m *Manager) Get(ctx context.Context, id string) (Proposal, error) {
+	if err := checkProposalID(id); err != nil {
+		return Proposal{}, err
+	}
+	st, err := m.store.State(ctx, id)
+	if err != nil {
+		return Proposal{}, err
+	}
+	p, ok := st.proposal(id)
+	if !ok {
+		return Proposal{}, precept.Errorf(precept.NotFound, "proposal %s not found", id)
+	}
+	hist, err := m.History(ctx, id)
+	if err != nil {
+		return Proposal{}, err
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		p.Commits = append(p.Commits, hist[i].Commit)
+		if hist[i].Trailers[TrailerRuleID] == p.RuleID && p.MergedCommit == "" && hist[i].createsRule {
+			p.MergedCommit = hist[i].Commit
+		}
+	}
+	fillApprovalCommits(p.Approvals, hist)
+	if p.Rejection != nil {
+		for _, e := range hist {
+			if e.Trailers[TrailerRejectedBy] != "" {
+				p.Rejection.Commit = e.Commit
+				break
+			}
+		}
+	}
+	decorate(&p, m.opts.Remote, m.store.main)
+	return p, nil
+}
+
+// fillApprovalCommits sets each approval's Commit to the oldest commit
+// of hist (newest first) whose Approved-by trailers name the approver.
+func fillApprovalCommits(approvals []Approval, hist []HistoryEntry) {
+	for i := range approvals {
+		for j := len(hist) - 1; j >= 0; j-- {
+			if namesApprover(hist[j].Trailers[TrailerApprovedBy], approvals[i].Approver) {
+				approvals[i].Commit = hist[j].Commit
+				break
+			}
+		}
+	}
+}
+
+// namesApprover reports whether a joined Approved-by value lists who,
+// alone or as "who <email>".
+func namesApprover(joined, who string) bool {
+	for _, v := range strings.Split(joined, ", ") {
+		if v == who || strings.HasPrefix(v, who+" <") {
+			return true
+		}
+	}
+	return false
+}
+
+// decorate fills the fields derived from configuration: the link that
+// opens a rule PR on the remote's web UI.
+func decorate(p *Proposal, r *Remote, main string) {
+	if r != nil && r.WebURL != "" && p.Branch != "" {
+		p.ReviewURL = strings.TrimSuffix(r.WebURL, "/") + "/compare/" + main + "..." + p.Branch
+	}
+}
+
+// ProposalForCluster returns the proposal drafted from a cluster: the open
+// one if there is one, else the newest in any status (including held
+// drafts). ok is false when the cluster never produced a draft.
+func (m *Manager) ProposalForCluster(ctx context.Context, clusterID string) (string, bool) {
+	st, err := m.store.State(ctx)
+	if err != nil {
+		m.log.Warn("look up the proposal of a cluster", "cluster_id", clusterID, "err", err)
+		return "", false
+	}
+	best, bestAt, found := "", time.Time{}, false
+	for _, id := range st.byCluster[clusterID] {
+		if st.open(id) {
+			return id, true
+		}
+		if p, ok := st.proposal(id); ok && (!found || p.CreatedAt.After(bestAt)) {
+			best, bestAt, found = id, p.CreatedAt, true
+		}
+	}
+	return best, found
+}
+
+// ActiveRules returns the ACTIVE and SHADOW rules of an agent (every agent
+// when agent is empty), by id.
+func (m *Manager) ActiveRules(ctx context.Context, agent string) ([]Rule, error) {
+	st, err := m.store.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Rule
+	for _, r := range st.rules {
+		if agent != "" && !slices.Contains(r.Agents, agent) {
+			continue
+		}
+		if live(r) {
+			out = append(out, r.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b Rule) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// History returns the commits that recorded a proposal's or a rule's
+// transitions, newest first. For a rule it includes its proposal's
+// commits and the commit that superseded it, if any.
+func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error) {
+	if !ValidProposalID(id) && !ValidRuleID(id) {
+		return nil, precept.Errorf(precept.Invalid, "id: %q is neither a proposal id (p-…) nor a rule id (r-…)", clipRunes(id, 64))
+	}
+	idx, err := m.store.history(ctx)
+	if err != nil {
+		return nil, err
+	}
+	proposalID, ruleID := id, RuleIDFor(id)
+	if ValidRuleID(id) {
+		ruleID = id
+		proposalID = ""
+		for _, e := range idx.entries {
+			if e.Trailers[TrailerRuleID] == id && e.Trailers[TrailerProposalID] != "" {
+				proposalID = e.Trailers[TrailerProposalID]
+				break
+			}
+		}
+	}
+	var out []HistoryEntry
+	for _, e := range idx.entries {
+		if proposalID != "" && e.Trailers[TrailerProposalID] == proposalID || e.Trailers[TrailerRuleID] == ruleID ||
+			slices.Contains(strings.Fields(strings.ReplaceAll(e.Trailers[TrailerSupersedes], ",", " ")), ruleID) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Rule returns a rule with its provenance: on main while it is active or
+// in its shadow period, else as it was when it was rolled back or
+// superseded (status ROLLED_BACK or SUNSET), read from history. The
+// history is newest first.
+func (m *Manager) Rule(ctx context.Context, id string) (Rule, []HistoryEntry, error) {
+	if !ValidRuleID(id) {
+		return Rule{}, nil, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", clipRunes(id, 64))
+	}
+	st, err := m.store.State(ctx)
+	if err != nil {
+		return Rule{}, nil, err
+	}
+	hist, err := m.History(ctx, id)
+	if err != nil {
+		return Rule{}, nil, err
+	}
+	if r, ok := st.rules[id]; ok {
+		out := r.clone()
+		fillApprovalCommits(out.Approvals, hist)
+		return out, hist, nil
+	}
+	for _, e := range hist {
+		switch {
+		case e.Trailers[TrailerRuleID] == id && e.Trailers[TrailerRolledBackBy] != "":
+			r, err := m.store.ruleBefore(e.hash, id)
+			if err != nil {
+				return Rule{}, nil, err
+			}
+			r.Status, r.RollbackReason = RolledBack, e.Trailers[TrailerReason]
+			fillApprovalCommits(r.Approvals, hist)
+			return r, hist, nil
+		case e.Trailers[TrailerRuleID] != id && strings.Contains(e.Trailers[TrailerSupersedes], id):
+			r, err := m.store.ruleBefore(e.hash, id)
+			if err != nil {
+				return Rule{}, nil, err
+			}
+			r.Status, r.SunsetReason = Sunset, "superseded by "+e.Trailers[TrailerRuleID]
+			fillApprovalCommits(r.Approvals, hist)
+			return r, hist, nil
+		}
+	}
+	return Rule{}, nil, precept.Errorf(precept.NotFound, "rule %s not found", id)
+}
+
+// ProposalCounts tallies the proposals and held drafts by status.
+func (m *Manager) ProposalCounts(ctx context.Context) (map[ProposalStatus]int, error) {
+	st, err := m.store.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.counts(), nil
+}
+
+// Commits returns the commit SHAs of a history, oldest first.
+func Commits(hist []HistoryEntry) []string {
+	out := make([]string, 0, len(hist))
+	for i := len(hist) - 1; i >= 0; i-- {
+		out = append(out, hist[i].Commit)
+	}
+	return out
+}

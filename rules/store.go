@@ -1,0 +1,295 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/precept-dev/precept/gitrepo"
+)
+
+// store is the rules repository as the workflow reads and writes it: the
+// bottom of the package's three layers (docs/architecture.md). It loads
+// the state at the current ref tips and holds every cache of the
+// package in one place, under one mutex: what git never changes (files
+// parsed by blob, commit metadata, whether a commit added a rule) and
+// what a new commit extends cheaply (the commits reachable from main,
+// the history index, the last state). Writes are compare-and-swap
+// commits (gitrepo.Repo.Update), so stores in several processes may
+// share a repository.
+type store struct {
+	repo *gitrepo.Repo
+	main string
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	last      *state
+	proposals map[gitrepo.Hash]*Proposal
+	rules     map[gitrepo.Hash]*Rule
+	posts     map[gitrepo.Hash]*SlackPost
+	commits   map[gitrepo.Hash]gitrepo.CommitInfo
+	// creates says, per commit, whether it added the rule its Rule-Id
+	// trailer names.
+	creates map[gitrepo.Hash]bool
+	reach   *reachSet
+	hist    *historyIndex
+}
+
+// Bounds on the caches; a full cache is emptied and refilled.
+const (
+	maxParsed  = 100000
+	maxCommits = 200000
+)
+
+func newStore(repo *gitrepo.Repo, main string, log *slog.Logger) *store {
+	return &store{
+		repo: repo, main: main, log: log,
+		proposals: map[gitrepo.Hash]*Proposal{},
+		rules:     map[gitrepo.Hash]*Rule{},
+		posts:     map[gitrepo.Hash]*SlackPost{},
+		commits:   map[gitrepo.Hash]gitrepo.CommitInfo{},
+		creates:   map[gitrepo.Hash]bool{},
+	}
+}
+
+// parseCached returns the parsed content of a blob from cache, parsing
+// and caching it on a miss: blobs never change. Callers must not modify
+// what it returns.
+func parseCached[T any](s *store, cache map[gitrepo.Hash]*T, blob gitrepo.Hash, parse func([]byte) (T, error)) (*T, error) {
+	s.mu.Lock()
+	v, ok := cache[blob]
+	s.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	data, err := s.repo.ReadBlob(blob)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(cache) >= maxParsed {
+		clear(cache)
+	}
+	cache[blob] = &parsed
+	s.mu.Unlock()
+	return &parsed, nil
+}
+
+func (s *store) proposal(blob gitrepo.Hash) (*Proposal, error) {
+	return parseCached(s, s.proposals, blob, ParseProposal)
+}
+
+func (s *store) rule(blob gitrepo.Hash) (*Rule, error) {
+	return parseCached(s, s.rules, blob, ParseRule)
+}
+
+func (s *store) post(blob gitrepo.Hash) (*SlackPost, error) {
+	return parseCached(s, s.posts, blob, func(data []byte) (SlackPost, error) {
+		var p SlackPost
+		if err := yaml.Unmarshal(data, &p); err != nil {
+			return SlackPost{}, fmt.Errorf("parse slack post: %w", err)
+		}
+		return p, nil
+	})
+}
+
+// proposalAt reads a proposal file at a snapshot; ok is false when it is
+// not there. The result is the caller's own copy.
+func (s *store) proposalAt(snap *gitrepo.Snapshot, p string) (Proposal, bool, error) {
+	if snap == nil || snap.Commit.IsZero() {
+		return Proposal{}, false, nil
+	}
+	blob, err := snap.Stat(p)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return Proposal{}, false, nil
+	}
+	if err != nil {
+		return Proposal{}, false, err
+	}
+	pp, err := s.proposal(blob)
+	if err != nil {
+		return Proposal{}, false, fmt.Errorf("%s: %w", p, err)
+	}
+	return pp.Clone(), true, nil
+}
+
+// ruleFiles lists the files of rule id at a snapshot, one per agent.
+func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, error) {
+	if snap == nil || snap.Commit.IsZero() {
+		return nil, nil
+	}
+	agents, err := snap.List(ActiveDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range agents {
+		if !a.IsDir {
+			continue
+		}
+		p := ActiveRulePath(a.Name, ruleID)
+		if ok, err := snap.Exists(p); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// hasRule reports whether any agent's directory holds rule id at snap.
+func (s *store) hasRule(snap *gitrepo.Snapshot, ruleID string) (bool, error) {
+	paths, err := s.ruleFiles(snap, ruleID)
+	return len(paths) > 0, err
+}
+
+// tip returns a branch's tip, or ZeroHash when it does not exist.
+func (s *store) tip(branch string) (gitrepo.Hash, error) {
+	h, err := s.repo.Tip(branch)
+	if errors.Is(err, gitrepo.ErrNotFound) {
+		return gitrepo.ZeroHash, nil
+	}
+	return h, err
+}
+
+// Commit commits what fn makes of branch's tip, compare-and-swap: fn
+// runs again on the new tip when another writer moved the branch
+// meanwhile, so it must not keep state between calls. A nil spec commits
+// nothing.
+func (s *store) Commit(ctx context.Context, branch string, fn func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error)) (gitrepo.Hash, error) {
+	return s.repo.Update(ctx, branch, fn)
+}
+
+// createBranch commits spec on a new branch forked from main's tip.
+// created is false when the branch exists already: another writer made
+// it first.
+func (s *store) createBranch(branch string, spec gitrepo.CommitSpec) (gitrepo.Hash, bool, error) {
+	base, err := s.repo.Snapshot(s.main)
+	if err != nil {
+		return gitrepo.ZeroHash, false, err
+	}
+	h, err := s.repo.Commit(branch, gitrepo.ZeroHash, base, spec)
+	if errors.Is(err, gitrepo.ErrRefChanged) {
+		return gitrepo.ZeroHash, false, nil
+	}
+	if err != nil {
+		return gitrepo.ZeroHash, false, err
+	}
+	return h, true, nil
+}
+
+// createProposal commits a proposal on its new branch, forked from
+// main. created is false when the branch exists already: another replica
+// drafted the same cluster first.
+func (s *store) createProposal(p Proposal) (gitrepo.Hash, bool, error) {
+	data, err := p.Marshal()
+	if err != nil {
+		return gitrepo.ZeroHash, false, err
+	}
+	trailers := []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}}
+	if p.ClusterID != "" {
+		trailers = append(trailers, gitrepo.Trailer{Key: TrailerClusterID, Value: p.ClusterID})
+	}
+	if len(p.FeedbackIDs) > 0 {
+		trailers = append(trailers, gitrepo.Trailer{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)})
+	}
+	return s.createBranch(ProposalBranch(p.ID), gitrepo.CommitSpec{
+		Message:  fmt.Sprintf("Propose %s for %s: %s", p.ID, strings.Join(p.Agents, ", "), clipWords(oneLine(firstSentence(p.Content)), 60)),
+		Trailers: trailers,
+		Changes:  []gitrepo.Change{{Path: ProposalPath(p.ID), Data: data}},
+	})
+}
+
+// commitInfo reads a commit's metadata, cached: commits never change.
+func (s *store) commitInfo(h gitrepo.Hash) (gitrepo.CommitInfo, error) {
+	s.mu.Lock()
+	ci, ok := s.commits[h]
+	s.mu.Unlock()
+	if ok {
+		return ci, nil
+	}
+	ci, err := s.repo.CommitInfo(h)
+	if err != nil {
+		return gitrepo.CommitInfo{}, err
+	}
+	s.mu.Lock()
+	if len(s.commits) >= maxCommits {
+		clear(s.commits)
+	}
+	s.commits[h] = ci
+	s.mu.Unlock()
+	return ci, nil
+}
+
+// reachSet is the set of commits reachable from one main tip.
+type reachSet struct {
+	tip gitrepo.Hash
+	set map[gitrepo.Hash]bool
+}
+
+// reachable returns the commits reachable from tip. It extends the set of
+// the previous tip when tip descends from it, so a new commit costs a
+// walk over the new commits only.
+func (s *store) reachable(tip gitrepo.Hash) (map[gitrepo.Hash]bool, error) {
+	s.mu.Lock()
+	prev := s.reach
+	s.mu.Unlock()
+	if tip.IsZero() {
+		return map[gitrepo.Hash]bool{}, nil
+	}
+	if prev != nil && prev.tip == tip {
+		return prev.set, nil
+	}
+	base := map[gitrepo.Hash]bool{}
+	if prev != nil && !prev.tip.IsZero() {
+		if ok, err := s.repo.IsAncestor(prev.tip, tip); err != nil {
+			return nil, err
+		} else if ok {
+			base = prev.set
+		}
+	}
+	set := make(map[gitrepo.Hash]bool, len(base)+16)
+	for h := range base {
+		set[h] = true
+	}
+	stack := []gitrepo.Hash{tip}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if set[h] {
+			continue
+		}
+		set[h] = true
+		ci, err := s.commitInfo(h)
+		if err != nil {
+			return nil, err
+		}
+		stack = append(stack, ci.Parents...)
+	}
+	s.mu.Lock()
+	s.reach = &reachSet{tip: tip, set: set}
+	s.mu.Unlock()
+	return set, nil
+}
+
+// remoteTips returns a remote's tracking branches by name.
+func (s *store) remoteTips(remote string) (map[string]gitrepo.Hash, error) {
+	branches, err := s.repo.RemoteBranches(remote, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]gitrepo.Hash, len(branches))
+	for _, b := range branches {
+		out[b.Name] = b.Tip
+	}
+	return out, nil
+}

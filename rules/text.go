@@ -1,0 +1,112 @@
+package rules
+
+// This file holds the text helpers of the rules package: splitting rule
+// text into sentences, and clipping what goes into commit messages and
+// errors.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// sentences splits text at sentence ends, new lines and semicolons.
+func sentences(text string) []string {
+	var out []string
+	start := 0
+	rs := []rune(text)
+	for i, r := range rs {
+		end := r == '\n' || r == ';'
+		if (r == '.' || r == '!' || r == '?') && (i+1 == len(rs) || unicode.IsSpace(rs[i+1])) && !abbreviationBefore(rs, i) {
+			end = true
+		}
+		if end {
+			if s := strings.TrimSpace(string(rs[start:i])); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(string(rs[start:])); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// abbreviations end in a period without ending a sentence.
+var abbreviations = map[string]bool{"e.g": true, "i.e": true, "etc": true, "vs": true, "approx": true, "incl": true, "cf": true}
+
+// abbreviationBefore reports whether the period at rs[i] ends an
+// abbreviation such as "e.g.".
+func abbreviationBefore(rs []rune, i int) bool {
+	if rs[i] != '.' {
+		return false
+	}
+	j := i
+	for j > 0 && !unicode.IsSpace(rs[j-1]) && rs[j-1] != '(' {
+		j--
+	}
+	return abbreviations[strings.ToLower(string(rs[j:i]))]
+}
+
+func firstSentence(text string) string {
+	if s := sentences(text); len(s) > 0 {
+		return s[0]
+	}
+	return text
+}
+
+// clipWords shortens s to at most n runes at a word boundary, marking the
+// cut with an ellipsis.
+func clipWords(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)[:n]
+	cut := strings.LastIndexFunc(string(r), unicode.IsSpace)
+	out := string(r)
+	if cut > n/2 {
+		out = out[:cut]
+	}
+	return strings.TrimRightFunc(out, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
+}
+
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func listSome(items []string, n int) string {
+	if len(items) == 0 {
+		return "none recorded"
+	}
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// distinct returns the non-empty values of in, deduplicated and sorted.
+func distinct(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
