@@ -75,14 +75,17 @@ type Change struct {
 // Options configure a Service. Zero values mean the defaults.
 type Options struct {
 	Thresholds Thresholds
-	// SimilarityThreshold is the clustering threshold; default 0.8.
+	// SimilarityThreshold is the clustering threshold; default
+	// DefaultSimilarityThreshold.
 	SimilarityThreshold float64
-	// MaxSimilar bounds the similar ids of an evaluation; default 10.
+	// MaxSimilar bounds the similar ids of an evaluation; default
+	// DefaultMaxSimilar.
 	MaxSimilar int
 	Rubric     *RubricSource
 	LLM        LLM
 	LLMTimeout time.Duration
-	// BatchSize is how many decisions are evaluated together; default 256.
+	// BatchSize is how many decisions are evaluated together; default
+	// DefaultBatchSize.
 	BatchSize int
 	EdgeCases EdgeCaseWriter
 	// OnChange is called after each batch that changed something.
@@ -92,24 +95,39 @@ type Options struct {
 	Now        func() time.Time
 }
 
+// The defaults of Options. Configuration (internal/config) starts from
+// these, so each is written once (docs/thresholds.md gives their reasons).
+const (
+	// DefaultSimilarityThreshold is the cosine similarity from which two
+	// decisions are similar and cluster together.
+	DefaultSimilarityThreshold = 0.8
+	// DefaultMaxSimilar bounds the similar ids an evaluation lists.
+	DefaultMaxSimilar = 10
+	// DefaultLLMTimeout bounds one LLM refinement; past it the
+	// deterministic evaluation stands.
+	DefaultLLMTimeout = 20 * time.Second
+	// DefaultBatchSize is how many decisions are evaluated together.
+	DefaultBatchSize = 256
+)
+
 func (o Options) withDefaults() Options {
 	if o.Thresholds == (Thresholds{}) {
 		o.Thresholds = DefaultThresholds()
 	}
 	if o.SimilarityThreshold == 0 {
-		o.SimilarityThreshold = 0.8
+		o.SimilarityThreshold = DefaultSimilarityThreshold
 	}
 	if o.MaxSimilar <= 0 {
-		o.MaxSimilar = 10
+		o.MaxSimilar = DefaultMaxSimilar
 	}
 	if o.Rubric == nil {
-		o.Rubric, _ = NewRubricSource("")
+		o.Rubric = builtinRubric()
 	}
 	if o.LLMTimeout <= 0 {
-		o.LLMTimeout = 20 * time.Second
+		o.LLMTimeout = DefaultLLMTimeout
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 256
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -234,7 +252,13 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 		}
 		text := f.EmbeddingText
 		// A clarified decision was clustered with its replies.
-		if r, ok, rerr := getJSON[NeedsReview](s.state, bReview, m.decision); rerr == nil && ok && len(r.Replies) > 0 {
+		var r NeedsReview
+		var ok bool
+		if r, ok, err = getJSON[NeedsReview](s.state, bReview, m.decision); err != nil {
+			err = fmt.Errorf("re-index %s: %w", m.decision, err)
+			break
+		}
+		if ok && len(r.Replies) > 0 {
 			text = clarifiedText(f.Decision, r.Replies).EmbeddingText
 		}
 		v := vectorFor(f.Decision, m.cluster)

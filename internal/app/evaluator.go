@@ -27,7 +27,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	case "local":
 		emb = embedding.NewLocal(embedding.LocalOptions{Dimension: cfg.Embedder.Dimension})
 	default:
-		e, err := llm.NewEmbedder(ctx, cfg.Embedder)
+		e, err := llm.NewEmbedder(ctx, llmProvider(cfg.Embedder))
 		if err != nil {
 			return fmt.Errorf("evaluator.embedder: %w", err)
 		}
@@ -59,7 +59,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	if err != nil {
 		return fmt.Errorf("evaluator.rubric_file: %w", err)
 	}
-	model, err := llm.NewModel(cfg.LLM)
+	model, err := llm.NewModel(llmProvider(cfg.LLM))
 	if err != nil {
 		return fmt.Errorf("evaluator.llm: %w", err)
 	}

@@ -18,17 +18,21 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/internal/stream"
 )
 
-// Config is everything preceptd can be told. Zero values are filled from
-// Default before validation.
+// Config is everything preceptd can be told. Start from Default: it is
+// complete and usable as is. Two zero values mean "derived", and a method
+// resolves each: NodeName and Redis.DeadLetters.
 type Config struct {
 	// Listen is the address of the API, metrics and Slack endpoints.
 	Listen string `yaml:"listen"`
 	// DataDir holds the git repositories and the local indexes.
 	DataDir string `yaml:"data_dir"`
 	// Node names this replica: its Redis consumer and its local index
-	// directory. Default: the host name.
+	// directory. Default: the host name; set empty, it means the host
+	// name too (NodeName).
 	Node      string    `yaml:"node"`
 	Log       Log       `yaml:"log"`
 	Auth      Auth      `yaml:"auth"`
@@ -83,8 +87,10 @@ type Redis struct {
 	DB       int    `yaml:"db"`
 	TLS      bool   `yaml:"tls"`
 
-	Stream           string        `yaml:"stream"`
-	Group            string        `yaml:"group"`
+	Stream string `yaml:"stream"`
+	Group  string `yaml:"group"`
+	// DeadLetterStream receives invalid entries; empty means Stream with
+	// ":dlq" appended, so it follows a changed stream (DeadLetters).
 	DeadLetterStream string        `yaml:"dead_letter_stream"`
 	StartID          string        `yaml:"start_id"`
 	BatchSize        int           `yaml:"batch_size"`
@@ -127,32 +133,43 @@ type Feedback struct {
 	BatchWait time.Duration `yaml:"batch_wait"`
 	// Fsync makes every commit durable against machine crashes, not just
 	// process crashes.
-	Fsync *bool `yaml:"fsync"`
+	Fsync bool `yaml:"fsync"`
 	// FollowInterval is how often the local index checks for commits made
 	// by other replicas.
 	FollowInterval time.Duration `yaml:"follow_interval"`
 }
 
+// DeadLetters returns the dead-letter stream: DeadLetterStream, or the
+// stream's name with ":dlq" appended when that is empty.
+func (r Redis) DeadLetters() string {
+	if r.DeadLetterStream != "" {
+		return r.DeadLetterStream
+	}
+	return r.Stream + stream.DeadLetterSuffix
+}
+
 // Default returns the embedded defaults (DESIGN.md §8): everything `make
-// run` needs on a fresh machine.
+// run` needs on a fresh machine. It is complete: wiring may use it
+// without Validate. Each package's own defaults are referred to, not
+// written again.
 func Default() Config {
 	l := precept.DefaultLimits()
-	yes := true
 	return Config{
 		Listen:  "127.0.0.1:8080",
 		DataDir: "./data",
+		Node:    DefaultNode(),
 		Log:     Log{Level: "info", Format: "text"},
 		Redis: Redis{
 			EmbeddedAddr:  "127.0.0.1:6380",
-			Stream:        "asdlc:events:hitl_decisions",
-			Group:         "precept-evaluator",
-			StartID:       "0",
-			BatchSize:     500,
-			Block:         time.Second,
-			ClaimIdle:     time.Minute,
-			ClaimInterval: 5 * time.Second,
-			MaxDeliveries: 5,
-			MaxInFlight:   2,
+			Stream:        stream.DefaultStream,
+			Group:         stream.DefaultGroup,
+			StartID:       stream.DefaultStartID,
+			BatchSize:     stream.DefaultBatchSize,
+			Block:         stream.DefaultBlock,
+			ClaimIdle:     stream.DefaultClaimIdle,
+			ClaimInterval: stream.DefaultClaimInterval,
+			MaxDeliveries: stream.DefaultMaxDeliveries,
+			MaxInFlight:   stream.DefaultMaxInFlight,
 		},
 		Ingest: Ingest{
 			MaxEventBytes:   l.MaxEventBytes,
@@ -162,16 +179,36 @@ func Default() Config {
 			MaxFutureSkew:   l.MaxFutureSkew,
 		},
 		Feedback: Feedback{
-			BatchSize:      500,
-			BatchWait:      50 * time.Millisecond,
-			Fsync:          &yes,
-			FollowInterval: time.Second,
+			BatchSize:      feedbackstore.DefaultBatchSize,
+			BatchWait:      feedbackstore.DefaultBatchWait,
+			Fsync:          true,
+			FollowInterval: feedbackstore.DefaultFollowInterval,
 		},
 		Evaluator: defaultEvaluator(),
 		Rules:     defaultRules(),
+		Features:  defaultFeatures(),
 		Prompts:   defaultPrompts(),
 		Slack:     defaultSlack(),
 	}
+}
+
+// NodeName returns the name of this replica: Node, or the host name when
+// Node is empty.
+func (c Config) NodeName() string {
+	if c.Node != "" {
+		return c.Node
+	}
+	return DefaultNode()
+}
+
+// DefaultNode is the default node name: the host name, or "preceptd" when
+// it is unknown.
+func DefaultNode() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "preceptd"
+	}
+	return h
 }
 
 // Load reads the configuration at path over the defaults; path "" means
@@ -297,9 +334,9 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	}
 }
 
-// Validate fills derived defaults and checks every setting, naming the key
-// of the first problem.
-func (c *Config) Validate() error {
+// Validate checks every setting, naming the key of the first problem. It
+// changes nothing.
+func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
 	}
@@ -309,13 +346,6 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return bad("data_dir", "required")
-	}
-	if c.Node == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "preceptd"
-		}
-		c.Node = h
 	}
 	if strings.ContainsAny(c.Node, "/\\ \t\n") {
 		return bad("node", "%q must not contain slashes or spaces", c.Node)
@@ -375,7 +405,7 @@ func (c *Config) Validate() error {
 		return bad("auth.tokens", "required when listen (%s) is not a loopback address: without tokens every caller would be an admin", c.Listen)
 	}
 
-	r := &c.Redis
+	r := c.Redis
 	if r.Addr == "" {
 		if _, _, err := net.SplitHostPort(r.EmbeddedAddr); err != nil {
 			return bad("redis.embedded_addr", "%q is not host:port", r.EmbeddedAddr)
@@ -389,10 +419,7 @@ func (c *Config) Validate() error {
 	if r.Group == "" {
 		return bad("redis.group", "required")
 	}
-	if r.DeadLetterStream == "" {
-		r.DeadLetterStream = r.Stream + ":dlq"
-	}
-	if r.DeadLetterStream == r.Stream {
+	if r.DeadLetters() == r.Stream {
 		return bad("redis.dead_letter_stream", "must differ from redis.stream")
 	}
 	checks := []struct {
@@ -436,17 +463,12 @@ func (c *Config) Validate() error {
 			return bad("ingest.gate_agents", "gate and agent must both be non-empty")
 		}
 	}
-	if c.Feedback.Fsync == nil {
-		yes := true
-		c.Feedback.Fsync = &yes
-	}
 	if err := c.Evaluator.validate(); err != nil {
 		return err
 	}
 	if err := c.Rules.validate(); err != nil {
 		return err
 	}
-	c.Features.validate()
 	if err := c.Prompts.validate(); err != nil {
 		return err
 	}
