@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Verdict is what a human decided at a HITL gate.
@@ -315,7 +319,7 @@ func (w wireDecision) decision() (Decision, error) {
 func ParseTimestamp(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("not an RFC 3339 timestamp: %q", truncate(s, 64))
+		return time.Time{}, fmt.Errorf("not an RFC 3339 timestamp: %q", text.Truncate(s, 64))
 	}
 	return t.UTC(), nil
 }
@@ -387,7 +391,7 @@ func (d *Decision) Validate(l Limits, now time.Time) error {
 
 	switch {
 	case d.Agent == "":
-		v.add("agent", "required (and gate_id %q maps to no agent)", truncate(d.GateID, 32))
+		v.add("agent", "required (and gate_id %q maps to no agent)", text.Truncate(d.GateID, 32))
 	case !utf8.ValidString(d.Agent):
 		v.add("agent", "not valid UTF-8")
 	case len(d.Agent) > maxAgentLen:
@@ -400,7 +404,7 @@ func (d *Decision) Validate(l Limits, now time.Time) error {
 	case d.Decision == "":
 		v.add("decision", "required")
 	case !d.Decision.Valid():
-		v.add("decision", "must be APPROVED, REJECTED or APPROVED_WITH_CHANGES, got %q", truncate(string(d.Decision), 32))
+		v.add("decision", "must be APPROVED, REJECTED or APPROVED_WITH_CHANGES, got %q", text.Truncate(string(d.Decision), 32))
 	}
 
 	switch {
@@ -454,7 +458,7 @@ func (d *Decision) Validate(l Limits, now time.Time) error {
 		}
 		for _, t := range vals {
 			if t == "" || len(t) > maxTagLen || !utf8.ValidString(t) || !pattern.MatchString(t) {
-				v.add(field, "entry %q must be 1-%d lower-case letters, digits and . _ : / -", truncate(t, 32), maxTagLen)
+				v.add(field, "entry %q must be 1-%d lower-case letters, digits and . _ : / -", text.Truncate(t, 32), maxTagLen)
 				return
 			}
 		}
@@ -465,14 +469,14 @@ func (d *Decision) Validate(l Limits, now time.Time) error {
 	switch d.Rating {
 	case "", "positive", "negative", "skipped":
 	default:
-		v.add("rating", "must be positive, negative or skipped, got %q", truncate(d.Rating, 32))
+		v.add("rating", "must be positive, negative or skipped, got %q", text.Truncate(d.Rating, 32))
 	}
 	if len(d.QualityScores) > l.MaxTags {
 		v.add("quality_scores", "%d entries, more than the limit of %d", len(d.QualityScores), l.MaxTags)
 	}
-	for _, k := range sortedKeys(d.QualityScores) {
+	for _, k := range slices.Sorted(maps.Keys(d.QualityScores)) {
 		if !keyPattern.MatchString(k) || len(k) > maxTagLen {
-			v.add("quality_scores", "key %q must be lower-case letters, digits and _", truncate(k, 32))
+			v.add("quality_scores", "key %q must be lower-case letters, digits and _", text.Truncate(k, 32))
 		} else if s := d.QualityScores[k]; s < 0 || s > 100 {
 			v.add("quality_scores", "%s is %d, want 0-100", k, s)
 		}
@@ -511,23 +515,4 @@ func CleanRelativePath(field, p string) error {
 		return Errorf(Invalid, "%s: %s", field, msg)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

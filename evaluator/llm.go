@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // evaluateTemplateText is the fixed prompt of the LLM refinement; it
@@ -112,7 +113,7 @@ func (s *Service) applyVerdict(out string, ev *Evaluation) error {
 		return errors.New("empty rationale")
 	}
 	ceiling := ev.Class
-	rationale := clip(strings.TrimSpace(v.Rationale), maxRationale)
+	rationale := text.TruncateTrim(strings.TrimSpace(v.Rationale), maxRationale)
 	if class.rank() > ceiling.rank() {
 		s.m.llm.WithLabelValues("upgrade_refused").Inc()
 		s.log.Warn("LLM tried to raise a classification past the cluster statistics; kept the statistics' class",

@@ -382,12 +382,3 @@ func clarifiedText(d precept.Decision, replies []string) precept.Feedback {
 	d.ReviewerComment = strings.TrimSpace(strings.Join(append([]string{d.ReviewerComment}, replies...), "\n"))
 	return precept.NewFeedback(d, "", time.Time{})
 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

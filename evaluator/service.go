@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/vectorindex"
 )
 
@@ -226,7 +226,7 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 		}
 		for i := range vectors {
 			vectors[i].Embedding = embs[i]
-			vectors[i].Document = clip(texts[i], maxDocument)
+			vectors[i].Document = text.TruncateTrim(texts[i], maxDocument)
 		}
 		if err := s.index.Upsert(ctx, vectors); err != nil {
 			return fmt.Errorf("re-index: %w", err)
@@ -489,7 +489,7 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 		}
 		cl.UpdatedAt = now
 		v := vectorFor(d, cl.ID)
-		v.Embedding, v.Document = c.vec, clip(c.item.Feedback.EmbeddingText, maxDocument)
+		v.Embedding, v.Document = c.vec, text.TruncateTrim(c.item.Feedback.EmbeddingText, maxDocument)
 		b.vectors = append(b.vectors, v)
 	}
 
@@ -687,7 +687,7 @@ func clusterID(founder string) string {
 func memberOf(f precept.Feedback, sim float64) Member {
 	return Member{
 		DecisionID: f.DecisionID, Agent: f.Agent, ReviewerID: f.ReviewerID, EpicID: f.EpicID,
-		Text: clip(f.EmbeddingText, 500), Tags: f.Tags, At: f.Timestamp, Similarity: round2(sim),
+		Text: text.TruncateTrim(f.EmbeddingText, 500), Tags: f.Tags, At: f.Timestamp, Similarity: round2(sim),
 	}
 }
 
@@ -697,7 +697,7 @@ func similarTexts(c *candidate, cands []*candidate) []similarText {
 	var out []similarText
 	for _, h := range c.hits {
 		if h.ID != c.item.Feedback.DecisionID && len(out) < 5 {
-			out = append(out, similarText{ReviewerID: h.Metadata["reviewer_id"], EpicID: h.Metadata["epic_id"], Text: clip(h.Document, 300)})
+			out = append(out, similarText{ReviewerID: h.Metadata["reviewer_id"], EpicID: h.Metadata["epic_id"], Text: text.TruncateTrim(h.Document, 300)})
 		}
 	}
 	for _, p := range cands {
@@ -706,7 +706,7 @@ func similarTexts(c *candidate, cands []*candidate) []similarText {
 		}
 		if p.cluster == c.cluster && p.cluster != "" {
 			f := p.item.Feedback
-			out = append(out, similarText{ReviewerID: f.ReviewerID, EpicID: f.EpicID, Text: clip(f.EmbeddingText, 300)})
+			out = append(out, similarText{ReviewerID: f.ReviewerID, EpicID: f.EpicID, Text: text.TruncateTrim(f.EmbeddingText, 300)})
 		}
 	}
 	return out
@@ -722,15 +722,3 @@ func newNeedsReview(d precept.Decision, r *RubricResult, now time.Time) NeedsRev
 		Missing: missing, Status: PendingClarification, UpdatedAt: now,
 	}
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return strings.TrimSpace(s[:n]) + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -308,7 +309,7 @@ func TestAClusterGrowingAcrossAThresholdReEvaluatesItsMembers(t *testing.T) {
 	if _, ok := e.edges.docs["a"]; ok {
 		t.Fatal("the edge-case document stayed after the decision became generalizable")
 	}
-	if !contains(b.SimilarIDs, "a") {
+	if !slices.Contains(b.SimilarIDs, "a") {
 		t.Fatalf("b.SimilarIDs = %v", b.SimilarIDs)
 	}
 	feed.add(neg("c", "carol", "E2", "Error path of the handler is untested; write table tests for it."))

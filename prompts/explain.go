@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -167,17 +168,10 @@ func (ix *index) explain(req Request, dir string, maxRules int, p *Prompt, build
 	if len(out) > 0 {
 		left = "left out: " + strings.Join(out, ", ")
 	}
-	e.Summary = fmt.Sprintf("agent %s, stage %s, scope %s: base prompt %s, %d _rules.md file%s, %d learned rule%s; %s.",
-		req.Agent, req.Stage, where, e.BasePromptRef, applied, plural(applied), included, plural(included), left)
+	e.Summary = fmt.Sprintf("agent %s, stage %s, scope %s: base prompt %s, %d _rules.md %s, %d learned %s; %s.",
+		req.Agent, req.Stage, where, e.BasePromptRef, applied, text.Plural(applied, "file", "files"), included, text.Plural(included, "rule", "rules"), left)
 	if e.Problem != "" {
 		e.Summary += " BuildPrompt fails: " + e.Problem
 	}
 	return e
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
