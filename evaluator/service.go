@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/internal/text"
@@ -89,10 +87,11 @@ type Options struct {
 	BatchSize int
 	EdgeCases EdgeCaseWriter
 	// OnChange is called after each batch that changed something.
-	OnChange   func(Change)
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-	Now        func() time.Time
+	OnChange func(Change)
+	Logger   *slog.Logger
+	// Metrics receives what the evaluator measures; default none.
+	Metrics Metrics
+	Now     func() time.Time
 }
 
 // The defaults of Options. Configuration (internal/config) starts from
@@ -132,6 +131,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Metrics == nil {
+		o.Metrics = noMetrics{}
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -145,7 +147,7 @@ type Service struct {
 	index  vectorindex.Index
 	state  *state
 	opts   Options
-	m      *metrics
+	m      Metrics
 	log    *slog.Logger
 	mu     sync.Mutex // serialises batches and Clarify
 	propMu sync.RWMutex
@@ -164,7 +166,7 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{feed: feed, emb: emb, index: index, state: st, opts: opts, m: newMetrics(opts.Registerer), log: opts.Logger}
+	s := &Service{feed: feed, emb: emb, index: index, state: st, opts: opts, m: opts.Metrics, log: opts.Logger}
 	if err := s.syncIndex(ctx, reset); err != nil {
 		st.close()
 		return nil, err
@@ -343,7 +345,7 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 		for i, it := range items {
 			ids[i] = it.Feedback.DecisionID
 		}
-		s.m.errors.Inc()
+		s.m.BatchFailed()
 		if rerr := s.state.recordErrors(ids, err.Error()); rerr != nil {
 			s.log.Warn("record evaluation errors", "err", rerr)
 		}
@@ -366,8 +368,7 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	s.flushEdgeCases(ctx)
 	per := time.Since(start).Seconds() / float64(len(items))
 	for _, e := range b.fresh {
-		s.m.evaluations.WithLabelValues(string(e.Class)).Inc()
-		s.m.seconds.Observe(per)
+		s.m.Evaluated(e.Class, per)
 	}
 	if s.opts.OnChange != nil && (len(b.change.GeneralizableClusters) > 0 || len(b.change.NeedsReview) > 0) {
 		s.opts.OnChange(b.change)

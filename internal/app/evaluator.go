@@ -13,6 +13,7 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/vectorindex"
 	"github.com/precept-dev/precept/vectorindex/chroma"
 	"github.com/precept-dev/precept/vectorindex/chromem"
@@ -68,6 +69,10 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		refiner = model
 		a.LLM = model
 	}
+	measured, err := metrics.NewEvaluator(a.Registry)
+	if err != nil {
+		return err
+	}
 	t := cfg.Thresholds
 	start := time.Now()
 	a.Evaluator, err = evaluator.New(ctx, feedFrom(a.Feedback), emb, idx, reset, filepath.Join(nodeDir, "evaluator.db"), evaluator.Options{
@@ -83,7 +88,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		EdgeCases:           edgeCaseDocs{repo: a.FeedbackRepo},
 		OnChange:            a.evaluatorChanged,
 		Logger:              a.Log.With("component", "evaluator"),
-		Registerer:          a.Registry,
+		Metrics:             measured,
 	})
 	if err != nil {
 		return err
