@@ -337,43 +337,63 @@ func (c *Config) applyEnv(getenv func(string) string) {
 // Validate checks every setting, naming the key of the first problem. It
 // changes nothing.
 func (c Config) Validate() error {
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	for _, check := range []func() error{
+		c.validateServer, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion,
+		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
-	host, _, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		return bad("listen", "%q is not host:port", c.Listen)
+	return nil
+}
+
+// invalid names the key of a setting and what is wrong with it.
+func invalid(key, format string, args ...any) error {
+	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+}
+
+// validateServer checks where preceptd listens, keeps its data and logs,
+// and its node name.
+func (c Config) validateServer() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return invalid("listen", "%q is not host:port", c.Listen)
 	}
 	if c.DataDir == "" {
-		return bad("data_dir", "required")
+		return invalid("data_dir", "required")
 	}
 	if strings.ContainsAny(c.Node, "/\\ \t\n") {
-		return bad("node", "%q must not contain slashes or spaces", c.Node)
+		return invalid("node", "%q must not contain slashes or spaces", c.Node)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		return bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+		return invalid("log.level", "%q is not debug, info, warn or error", c.Log.Level)
 	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
-		return bad("log.format", "%q is not text or json", c.Log.Format)
+		return invalid("log.format", "%q is not text or json", c.Log.Format)
 	}
+	return nil
+}
 
+// validate checks each token: a unique name, a role, exactly one secret
+// of sufficient length, and no secret shared with another token.
+func (a Auth) validate() error {
 	seenNames := map[string]bool{}
 	seenSecrets := map[string]string{}
-	for i, t := range c.Auth.Tokens {
+	for i, t := range a.Tokens {
 		key := fmt.Sprintf("auth.tokens[%d]", i)
 		if t.Name == "" {
-			return bad(key+".name", "required")
+			return invalid(key+".name", "required")
 		}
 		if seenNames[t.Name] {
-			return bad(key+".name", "%q is listed twice", t.Name)
+			return invalid(key+".name", "%q is listed twice", t.Name)
 		}
 		seenNames[t.Name] = true
 		if _, err := precept.ParseRole(t.Role); err != nil {
-			return bad(key+".role", "%v", err)
+			return invalid(key+".role", "%v", err)
 		}
 		n := 0
 		for _, s := range []string{t.Token, t.TokenSHA256} {
@@ -382,45 +402,55 @@ func (c Config) Validate() error {
 			}
 		}
 		if t.TokenEnv != "" && t.Token == "" {
-			return bad(key+".token_env", "environment variable %s is empty or unset", t.TokenEnv)
+			return invalid(key+".token_env", "environment variable %s is empty or unset", t.TokenEnv)
 		}
 		if n != 1 {
-			return bad(key, "set exactly one of token, token_env or token_sha256")
+			return invalid(key, "set exactly one of token, token_env or token_sha256")
 		}
 		if t.Token != "" && len(t.Token) < 16 {
-			return bad(key+".token", "shorter than 16 characters")
+			return invalid(key+".token", "shorter than 16 characters")
 		}
 		if t.TokenSHA256 != "" {
 			if b, err := hex.DecodeString(t.TokenSHA256); err != nil || len(b) != sha256.Size {
-				return bad(key+".token_sha256", "must be 64 hex characters")
+				return invalid(key+".token_sha256", "must be 64 hex characters")
 			}
 		}
 		digest := t.Digest()
 		if other, ok := seenSecrets[digest]; ok {
-			return bad(key, "uses the same token as %s", other)
+			return invalid(key, "uses the same token as %s", other)
 		}
 		seenSecrets[digest] = t.Name
 	}
-	if len(c.Auth.Tokens) == 0 && !isLoopback(host) {
-		return bad("auth.tokens", "required when listen (%s) is not a loopback address: without tokens every caller would be an admin", c.Listen)
-	}
+	return nil
+}
 
+// validateAuthNeeded refuses to serve beyond loopback without tokens.
+func (c Config) validateAuthNeeded() error {
+	if len(c.Auth.Tokens) == 0 && !c.IsLoopbackListen() {
+		return invalid("auth.tokens", "required when listen (%s) is not a loopback address: without tokens every caller would be an admin", c.Listen)
+	}
+	return nil
+}
+
+// validateIngestion checks the decision stream, the feedback store and
+// the limits on decisions.
+func (c Config) validateIngestion() error {
 	r := c.Redis
 	if r.Addr == "" {
 		if _, _, err := net.SplitHostPort(r.EmbeddedAddr); err != nil {
-			return bad("redis.embedded_addr", "%q is not host:port", r.EmbeddedAddr)
+			return invalid("redis.embedded_addr", "%q is not host:port", r.EmbeddedAddr)
 		}
 	} else if _, _, err := net.SplitHostPort(r.Addr); err != nil {
-		return bad("redis.addr", "%q is not host:port", r.Addr)
+		return invalid("redis.addr", "%q is not host:port", r.Addr)
 	}
 	if r.Stream == "" {
-		return bad("redis.stream", "required")
+		return invalid("redis.stream", "required")
 	}
 	if r.Group == "" {
-		return bad("redis.group", "required")
+		return invalid("redis.group", "required")
 	}
 	if r.DeadLetters() == r.Stream {
-		return bad("redis.dead_letter_stream", "must differ from redis.stream")
+		return invalid("redis.dead_letter_stream", "must differ from redis.stream")
 	}
 	checks := []struct {
 		key      string
@@ -439,7 +469,7 @@ func (c Config) Validate() error {
 	}
 	for _, ch := range checks {
 		if ch.val < ch.min || ch.val > ch.max {
-			return bad(ch.key, "%d is outside %d..%d", ch.val, ch.min, ch.max)
+			return invalid(ch.key, "%d is outside %d..%d", ch.val, ch.min, ch.max)
 		}
 	}
 	durations := []struct {
@@ -455,24 +485,15 @@ func (c Config) Validate() error {
 	}
 	for _, d := range durations {
 		if d.val <= 0 {
-			return bad(d.key, "must be a positive duration such as 500ms or 2s")
+			return invalid(d.key, "must be a positive duration such as 500ms or 2s")
 		}
 	}
 	for gate, agent := range c.Ingest.GateAgents {
 		if gate == "" || agent == "" {
-			return bad("ingest.gate_agents", "gate and agent must both be non-empty")
+			return invalid("ingest.gate_agents", "gate and agent must both be non-empty")
 		}
 	}
-	if err := c.Evaluator.validate(); err != nil {
-		return err
-	}
-	if err := c.Rules.validate(); err != nil {
-		return err
-	}
-	if err := c.Prompts.validate(); err != nil {
-		return err
-	}
-	return c.Slack.validate()
+	return nil
 }
 
 // Digest returns the SHA-256 of the token in hex: how tokens are compared
