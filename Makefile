@@ -4,6 +4,8 @@ BUF_VERSION            := v1.61.0
 PROTOC_GEN_GO_VERSION  := v1.36.12
 CONNECT_GO_VERSION     := v1.21.1
 GRPCURL_VERSION        := v1.9.3
+# Staticcheck 2026.2.2: analyses Go 1.26 code.
+STATICCHECK_VERSION    := v0.8.2
 
 BIN      := $(abspath .tmp/bin)
 export PATH := $(BIN):$(PATH)
@@ -60,14 +62,16 @@ checkgenerate: generate
 		git status --porcelain -- gen; \
 		echo "generated code is stale: run 'make generate' and commit"; exit 1; fi
 
-## lint: gofmt, go vet, buf lint
-lint: $(BIN)/buf
+## lint: gofmt, go mod tidy, go vet, staticcheck, buf lint
+lint: $(BIN)/buf $(BIN)/staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	staticcheck ./...
 	buf lint
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/grpcurl
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/grpcurl $(BIN)/staticcheck
 
 $(BIN)/buf:
 	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
@@ -77,6 +81,8 @@ $(BIN)/protoc-gen-connect-go:
 	GOBIN=$(BIN) $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(CONNECT_GO_VERSION)
 $(BIN)/grpcurl:
 	GOBIN=$(BIN) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+$(BIN)/staticcheck:
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 clean:
 	rm -rf .tmp bin

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Verdict is what a human decided at a HITL gate.
@@ -315,7 +319,7 @@ func (w wireDecision) decision() (Decision, error) {
 func ParseTimestamp(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("not an RFC 3339 timestamp: %q", truncate(s, 64))
+		return time.Time{}, fmt.Errorf("not an RFC 3339 timestamp: %q", text.Truncate(s, 64))
 	}
 	return t.UTC(), nil
 }
@@ -364,30 +368,24 @@ func (d *Decision) Validate(l Limits, now time.Time) error {
 	l = l.withDefaults()
 	d.Normalize(l)
 	v := &ValidationError{}
+	d.checkWho(v)
+	d.checkWhatAndWhen(v, l, now)
+	d.checkContent(v, l)
+	d.checkLabels(v, l)
+	return v.orNil()
+}
 
-	checkID := func(field, val string, required bool) {
-		switch {
-		case val == "":
-			if required {
-				v.add(field, "required")
-			}
-		case !utf8.ValidString(val):
-			v.add(field, "not valid UTF-8")
-		case len(val) > maxIDLen:
-			v.add(field, "longer than %d bytes", maxIDLen)
-		case !idPattern.MatchString(val):
-			v.add(field, "must start with a letter or digit and hold only letters, digits and . _ : @ + -")
-		}
-	}
-	checkID("decision_id", d.DecisionID, true)
-	checkID("gate_id", d.GateID, true)
-	checkID("epic_id", d.EpicID, true)
-	checkID("task_id", d.TaskID, false)
-	checkID("reviewer_id", d.ReviewerID, true)
-
+// checkWho checks the identifiers: the decision, its gate, epic and task,
+// the reviewer and the agent.
+func (d *Decision) checkWho(v *ValidationError) {
+	checkID(v, "decision_id", d.DecisionID, true)
+	checkID(v, "gate_id", d.GateID, true)
+	checkID(v, "epic_id", d.EpicID, true)
+	checkID(v, "task_id", d.TaskID, false)
+	checkID(v, "reviewer_id", d.ReviewerID, true)
 	switch {
 	case d.Agent == "":
-		v.add("agent", "required (and gate_id %q maps to no agent)", truncate(d.GateID, 32))
+		v.add("agent", "required (and gate_id %q maps to no agent)", text.Truncate(d.GateID, 32))
 	case !utf8.ValidString(d.Agent):
 		v.add("agent", "not valid UTF-8")
 	case len(d.Agent) > maxAgentLen:
@@ -395,14 +393,17 @@ func (d *Decision) Validate(l Limits, now time.Time) error {
 	case !agentPattern.MatchString(d.Agent):
 		v.add("agent", "must start with a letter or digit and hold only letters, digits and . _ -")
 	}
+}
 
+// checkWhatAndWhen checks the verdict, the timestamp against now and the
+// review duration.
+func (d *Decision) checkWhatAndWhen(v *ValidationError, l Limits, now time.Time) {
 	switch {
 	case d.Decision == "":
 		v.add("decision", "required")
 	case !d.Decision.Valid():
-		v.add("decision", "must be APPROVED, REJECTED or APPROVED_WITH_CHANGES, got %q", truncate(string(d.Decision), 32))
+		v.add("decision", "must be APPROVED, REJECTED or APPROVED_WITH_CHANGES, got %q", text.Truncate(string(d.Decision), 32))
 	}
-
 	switch {
 	case d.Timestamp.IsZero():
 		v.add("timestamp", "required")
@@ -411,73 +412,102 @@ func (d *Decision) Validate(l Limits, now time.Time) error {
 	case d.Timestamp.Year() < 2000:
 		v.add("timestamp", "before the year 2000")
 	}
-
 	if d.ReviewDurationSeconds != nil && *d.ReviewDurationSeconds < 0 {
 		v.add("review_duration_seconds", "must not be negative")
 	}
-	for field, sha := range map[string]string{"agent_output_sha": d.AgentOutputSHA, "approved_output_sha": d.ApprovedOutputSHA} {
-		if sha != "" && (len(sha) > maxIDLen || !shaPattern.MatchString(sha)) {
-			v.add(field, "must be at most %d letters, digits and : _ -", maxIDLen)
-		}
-	}
-	checkText := func(field, val string, max int) {
-		switch {
-		case !utf8.ValidString(val):
-			v.add(field, "not valid UTF-8")
-		case len(val) > max:
-			v.add(field, "%d bytes, more than the limit of %d", len(val), max)
-		case strings.ContainsRune(val, 0):
-			v.add(field, "contains a NUL byte")
-		}
-	}
-	checkText("reviewer_comment", d.ReviewerComment, l.MaxCommentBytes)
-	checkText("correction_diff", d.CorrectionDiff, l.MaxTextBytes)
-	checkText("agent_output", d.AgentOutput, l.MaxTextBytes)
-	checkText("approved_output", d.ApprovedOutput, l.MaxTextBytes)
-	checkText("prompt_version", d.PromptVersion, maxIDLen)
+}
 
-	checkPath := func(field, p string) {
-		if p == "" {
-			return
-		}
-		if msg := relativePathProblem(p); msg != "" {
-			v.add(field, "%s", msg)
-		}
-	}
-	checkPath("scope_path", d.ScopePath)
-	checkPath("correction_diff_path", d.CorrectionDiffPath)
-
-	checkSet := func(field string, vals []string, pattern *regexp.Regexp) {
-		if len(vals) > l.MaxTags {
-			v.add(field, "%d entries, more than the limit of %d", len(vals), l.MaxTags)
-			return
-		}
-		for _, t := range vals {
-			if t == "" || len(t) > maxTagLen || !utf8.ValidString(t) || !pattern.MatchString(t) {
-				v.add(field, "entry %q must be 1-%d lower-case letters, digits and . _ : / -", truncate(t, 32), maxTagLen)
-				return
-			}
+// checkContent checks what the decision is about: output hashes, the
+// texts against their limits and the repository paths.
+func (d *Decision) checkContent(v *ValidationError, l Limits) {
+	for _, sha := range []struct{ field, val string }{{"agent_output_sha", d.AgentOutputSHA}, {"approved_output_sha", d.ApprovedOutputSHA}} {
+		if sha.val != "" && (len(sha.val) > maxIDLen || !shaPattern.MatchString(sha.val)) {
+			v.add(sha.field, "must be at most %d letters, digits and : _ -", maxIDLen)
 		}
 	}
-	checkSet("tags", d.Tags, tagPattern)
-	checkSet("error_categories", d.ErrorCategories, tagPattern)
+	checkText(v, "reviewer_comment", d.ReviewerComment, l.MaxCommentBytes)
+	checkText(v, "correction_diff", d.CorrectionDiff, l.MaxTextBytes)
+	checkText(v, "agent_output", d.AgentOutput, l.MaxTextBytes)
+	checkText(v, "approved_output", d.ApprovedOutput, l.MaxTextBytes)
+	checkText(v, "prompt_version", d.PromptVersion, maxIDLen)
+	checkPath(v, "scope_path", d.ScopePath)
+	checkPath(v, "correction_diff_path", d.CorrectionDiffPath)
+}
 
+// checkLabels checks tags, error categories, the rating and the quality
+// scores.
+func (d *Decision) checkLabels(v *ValidationError, l Limits) {
+	checkSet(v, "tags", d.Tags, l.MaxTags)
+	checkSet(v, "error_categories", d.ErrorCategories, l.MaxTags)
 	switch d.Rating {
 	case "", "positive", "negative", "skipped":
 	default:
-		v.add("rating", "must be positive, negative or skipped, got %q", truncate(d.Rating, 32))
+		v.add("rating", "must be positive, negative or skipped, got %q", text.Truncate(d.Rating, 32))
 	}
 	if len(d.QualityScores) > l.MaxTags {
 		v.add("quality_scores", "%d entries, more than the limit of %d", len(d.QualityScores), l.MaxTags)
 	}
-	for _, k := range sortedKeys(d.QualityScores) {
+	for _, k := range slices.Sorted(maps.Keys(d.QualityScores)) {
 		if !keyPattern.MatchString(k) || len(k) > maxTagLen {
-			v.add("quality_scores", "key %q must be lower-case letters, digits and _", truncate(k, 32))
+			v.add("quality_scores", "key %q must be lower-case letters, digits and _", text.Truncate(k, 32))
 		} else if s := d.QualityScores[k]; s < 0 || s > 100 {
 			v.add("quality_scores", "%s is %d, want 0-100", k, s)
 		}
 	}
-	return v.orNil()
+}
+
+// checkID checks an identifier; an empty one is a problem only when
+// required.
+func checkID(v *ValidationError, field, val string, required bool) {
+	switch {
+	case val == "":
+		if required {
+			v.add(field, "required")
+		}
+	case !utf8.ValidString(val):
+		v.add(field, "not valid UTF-8")
+	case len(val) > maxIDLen:
+		v.add(field, "longer than %d bytes", maxIDLen)
+	case !idPattern.MatchString(val):
+		v.add(field, "must start with a letter or digit and hold only letters, digits and . _ : @ + -")
+	}
+}
+
+// checkText checks a free text against a limit in bytes.
+func checkText(v *ValidationError, field, val string, max int) {
+	switch {
+	case !utf8.ValidString(val):
+		v.add(field, "not valid UTF-8")
+	case len(val) > max:
+		v.add(field, "%d bytes, more than the limit of %d", len(val), max)
+	case strings.ContainsRune(val, 0):
+		v.add(field, "contains a NUL byte")
+	}
+}
+
+// checkPath checks an optional repository-relative path.
+func checkPath(v *ValidationError, field, p string) {
+	if p == "" {
+		return
+	}
+	if msg := relativePathProblem(p); msg != "" {
+		v.add(field, "%s", msg)
+	}
+}
+
+// checkSet checks a set of labels: at most max entries, each a short
+// lower-case label. Only the first bad entry is reported.
+func checkSet(v *ValidationError, field string, vals []string, max int) {
+	if len(vals) > max {
+		v.add(field, "%d entries, more than the limit of %d", len(vals), max)
+		return
+	}
+	for _, t := range vals {
+		if t == "" || len(t) > maxTagLen || !utf8.ValidString(t) || !tagPattern.MatchString(t) {
+			v.add(field, "entry %q must be 1-%d lower-case letters, digits and . _ : / -", text.Truncate(t, 32), maxTagLen)
+			return
+		}
+	}
 }
 
 // relativePathProblem says why p is not a clean repository-relative path,
@@ -511,23 +541,4 @@ func CleanRelativePath(field, p string) error {
 		return Errorf(Invalid, "%s: %s", field, msg)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

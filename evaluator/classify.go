@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Thresholds decide when a cluster is generalizable (DESIGN.md §4). They
@@ -121,8 +122,9 @@ func humanNames(names []string) []string {
 func (t Thresholds) clusterEvaluation(d precept.Decision, rubric *RubricResult, clusterID string, s Stats, tags []string, meanSim float64) Evaluation {
 	class := t.ClassOf(s)
 	ev := Evaluation{DecisionID: d.DecisionID, Class: class, ClusterID: clusterID, Rubric: rubric, Stats: &s}
-	support := fmt.Sprintf("its cluster %s has %d similar negative decision%s from %d distinct reviewer%s in %d distinct epic%s",
-		clusterID, s.Size, plural(s.Size), s.DistinctReviewers, plural(s.DistinctReviewers), s.DistinctEpics, plural(s.DistinctEpics))
+	support := fmt.Sprintf("its cluster %s has %d similar negative %s from %d distinct %s in %d distinct %s",
+		clusterID, s.Size, text.Plural(s.Size, "decision", "decisions"), s.DistinctReviewers, text.Plural(s.DistinctReviewers, "reviewer", "reviewers"),
+		s.DistinctEpics, text.Plural(s.DistinctEpics, "epic", "epics"))
 	switch class {
 	case GeneralizableHigh:
 		extra := float64(s.DistinctReviewers-t.HighMinReviewers)*0.04 + float64(s.DistinctEpics-t.HighMinEpics)*0.04 + float64(s.Size-t.HighMinSize)*0.02
@@ -175,13 +177,6 @@ func hasAny(tags, want []string) bool {
 		}
 	}
 	return false
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }

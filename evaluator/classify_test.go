@@ -3,6 +3,7 @@ package evaluator
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func TestRubricSeparatesClearFromVagueFeedback(t *testing.T) {
 			t.Errorf("%q: passed = %v (met %d, confidence %.2f, missing %v), want %v", tt.comment, res.Passed, res.Met, res.Confidence, res.Missing, tt.pass)
 			continue
 		}
-		if tt.missing != "" && !contains(res.Missing, tt.missing) {
+		if tt.missing != "" && !slices.Contains(res.Missing, tt.missing) {
 			t.Errorf("%q: missing = %v, want it to include %s", tt.comment, res.Missing, tt.missing)
 		}
 		for _, a := range res.Attributes {

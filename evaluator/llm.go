@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // evaluateTemplateText is the fixed prompt of the LLM refinement; it
@@ -57,11 +58,11 @@ func (s *Service) refine(ctx context.Context, d precept.Decision, cl *Cluster, s
 		return
 	}
 	if err != nil {
-		s.m.llm.WithLabelValues("fallback").Inc()
+		s.m.LLMRefinement(LLMFallback)
 		s.log.Warn("LLM evaluation failed; keeping the deterministic result", "decision_id", d.DecisionID, "err", err)
 		return
 	}
-	s.m.llm.WithLabelValues("used").Inc()
+	s.m.LLMRefinement(LLMUsed)
 	ev.Evaluator = "llm:" + s.opts.LLM.Model()
 }
 
@@ -112,9 +113,9 @@ func (s *Service) applyVerdict(out string, ev *Evaluation) error {
 		return errors.New("empty rationale")
 	}
 	ceiling := ev.Class
-	rationale := clip(strings.TrimSpace(v.Rationale), maxRationale)
+	rationale := text.TruncateTrim(strings.TrimSpace(v.Rationale), maxRationale)
 	if class.rank() > ceiling.rank() {
-		s.m.llm.WithLabelValues("upgrade_refused").Inc()
+		s.m.LLMRefinement(LLMUpgradeRefused)
 		s.log.Warn("LLM tried to raise a classification past the cluster statistics; kept the statistics' class",
 			"decision_id", ev.DecisionID, "llm", class, "ceiling", ceiling)
 		ev.Rationale += " (An LLM proposed " + string(class) + ", which the statistics do not support.)"

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/llm"
 )
 
@@ -76,7 +75,7 @@ func (s *openAIServer) set(answer string, status int, delay time.Duration) {
 
 func TestTheLLMMayExplainOrDowngradeButNeverUpgradeAndFailsOpen(t *testing.T) {
 	srv := newOpenAIServer(t)
-	model, err := llm.NewModel(config.Provider{Provider: "openai", Model: "test-model", BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
+	model, err := llm.NewModel(llm.Provider{Provider: "openai", Model: "test-model", BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

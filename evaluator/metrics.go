@@ -1,38 +1,37 @@
 package evaluator
 
-import "github.com/prometheus/client_golang/prometheus"
-
-type metrics struct {
-	evaluations *prometheus.CounterVec
-	errors      prometheus.Counter
-	seconds     prometheus.Histogram
-	llm         *prometheus.CounterVec
+// Metrics receives what the evaluator measures. internal/metrics
+// implements it with Prometheus collectors; the evaluator itself stays
+// free of any metrics client. A nil Options.Metrics measures nothing.
+type Metrics interface {
+	// Evaluated counts one decision evaluated into class; seconds is its
+	// share of its batch's evaluation time.
+	Evaluated(class Class, seconds float64)
+	// BatchFailed counts a batch whose evaluation failed and will be
+	// retried.
+	BatchFailed()
+	// LLMRefinement counts one LLM refinement by its outcome.
+	LLMRefinement(outcome LLMOutcome)
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "precept_evaluations_total", Help: "Decisions evaluated, by class.",
-		}, []string{"class"}),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "precept_evaluation_errors_total", Help: "Batches whose evaluation failed and will be retried.",
-		}),
-		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "precept_evaluation_seconds", Help: "Evaluation time per decision, amortised over its batch.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
-		}),
-		llm: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "precept_evaluator_llm_total", Help: "LLM refinements: used, fallback (failed, deterministic kept), upgrade_refused.",
-		}, []string{"result"}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.evaluations, m.errors, m.seconds, m.llm} {
-			if err := reg.Register(c); err != nil {
-				if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
-					panic(err)
-				}
-			}
-		}
-	}
-	return m
-}
+// LLMOutcome is what became of an LLM refinement.
+type LLMOutcome string
+
+// The outcomes of an LLM refinement.
+const (
+	// LLMUsed: the LLM's verdict was applied.
+	LLMUsed LLMOutcome = "used"
+	// LLMFallback: the LLM failed or answered nonsense; the deterministic
+	// evaluation stands.
+	LLMFallback LLMOutcome = "fallback"
+	// LLMUpgradeRefused: the LLM tried to raise the class past what the
+	// statistics support; the statistics' class stands.
+	LLMUpgradeRefused LLMOutcome = "upgrade_refused"
+)
+
+// noMetrics measures nothing.
+type noMetrics struct{}
+
+func (noMetrics) Evaluated(Class, float64) {}
+func (noMetrics) BatchFailed()             {}
+func (noMetrics) LLMRefinement(LLMOutcome) {}

@@ -327,22 +327,21 @@ func (s *Service) Clarify(ctx context.Context, id, reply string) (Evaluation, Ne
 	clarified.Source, clarified.ReceivedAt = f.Source, f.ReceivedAt
 	d := clarified.Decision
 
+	old, _, err := getJSON[Evaluation](s.state, bEvals, id)
+	if err != nil {
+		return Evaluation{}, NeedsReview{}, err
+	}
 	rubric := s.opts.Rubric.Rubric()
 	score := rubric.Score(d)
 	if !score.Passed {
 		ev := ambiguousEvaluation(d, &score)
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
-		old, _, _ := getJSON[Evaluation](s.state, bEvals, id)
 		ev.Revision = old.Revision + 1
 		r.Missing = score.Missing
 		if err := s.state.apply(commit{evaluations: []Evaluation{ev}, reviews: []NeedsReview{r}}); err != nil {
 			return Evaluation{}, NeedsReview{}, err
 		}
 		return ev, r, nil
-	}
-	old, _, err := getJSON[Evaluation](s.state, bEvals, id)
-	if err != nil {
-		return Evaluation{}, NeedsReview{}, err
 	}
 	b, err := s.evaluateBatch(ctx, []Item{{Feedback: clarified}})
 	if err != nil {
@@ -382,13 +381,4 @@ func (s *Service) Clarify(ctx context.Context, id, reply string) (Evaluation, Ne
 func clarifiedText(d precept.Decision, replies []string) precept.Feedback {
 	d.ReviewerComment = strings.TrimSpace(strings.Join(append([]string{d.ReviewerComment}, replies...), "\n"))
 	return precept.NewFeedback(d, "", time.Time{})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

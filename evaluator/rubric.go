@@ -308,15 +308,18 @@ type RubricSource struct {
 // NewRubricSource returns the built-in rubric when path is empty, else
 // the rubric in the file, which must be valid now.
 func NewRubricSource(path string) (*RubricSource, error) {
-	s := &RubricSource{path: path, cur: DefaultRubric()}
 	if path == "" {
-		return s, nil
+		return builtinRubric(), nil
 	}
+	s := &RubricSource{path: path, cur: DefaultRubric()}
 	if err := s.reload(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// builtinRubric is the source of the built-in rubric; it reads no file.
+func builtinRubric() *RubricSource { return &RubricSource{cur: DefaultRubric()} }
 
 // Rubric returns the current rubric, first re-reading the file if it
 // changed. A file that stops parsing keeps the last good rubric in use;

@@ -2,21 +2,14 @@ package evaluator
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/vectorindex"
 )
 
@@ -75,44 +68,66 @@ type Change struct {
 // Options configure a Service. Zero values mean the defaults.
 type Options struct {
 	Thresholds Thresholds
-	// SimilarityThreshold is the clustering threshold; default 0.8.
+	// SimilarityThreshold is the clustering threshold; default
+	// DefaultSimilarityThreshold.
 	SimilarityThreshold float64
-	// MaxSimilar bounds the similar ids of an evaluation; default 10.
+	// MaxSimilar bounds the similar ids of an evaluation; default
+	// DefaultMaxSimilar.
 	MaxSimilar int
 	Rubric     *RubricSource
 	LLM        LLM
 	LLMTimeout time.Duration
-	// BatchSize is how many decisions are evaluated together; default 256.
+	// BatchSize is how many decisions are evaluated together; default
+	// DefaultBatchSize.
 	BatchSize int
 	EdgeCases EdgeCaseWriter
 	// OnChange is called after each batch that changed something.
-	OnChange   func(Change)
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-	Now        func() time.Time
+	OnChange func(Change)
+	Logger   *slog.Logger
+	// Metrics receives what the evaluator measures; default none.
+	Metrics Metrics
+	Now     func() time.Time
 }
+
+// The defaults of Options. Configuration (internal/config) starts from
+// these, so each is written once (docs/thresholds.md gives their reasons).
+const (
+	// DefaultSimilarityThreshold is the cosine similarity from which two
+	// decisions are similar and cluster together.
+	DefaultSimilarityThreshold = 0.8
+	// DefaultMaxSimilar bounds the similar ids an evaluation lists.
+	DefaultMaxSimilar = 10
+	// DefaultLLMTimeout bounds one LLM refinement; past it the
+	// deterministic evaluation stands.
+	DefaultLLMTimeout = 20 * time.Second
+	// DefaultBatchSize is how many decisions are evaluated together.
+	DefaultBatchSize = 256
+)
 
 func (o Options) withDefaults() Options {
 	if o.Thresholds == (Thresholds{}) {
 		o.Thresholds = DefaultThresholds()
 	}
 	if o.SimilarityThreshold == 0 {
-		o.SimilarityThreshold = 0.8
+		o.SimilarityThreshold = DefaultSimilarityThreshold
 	}
 	if o.MaxSimilar <= 0 {
-		o.MaxSimilar = 10
+		o.MaxSimilar = DefaultMaxSimilar
 	}
 	if o.Rubric == nil {
-		o.Rubric, _ = NewRubricSource("")
+		o.Rubric = builtinRubric()
 	}
 	if o.LLMTimeout <= 0 {
-		o.LLMTimeout = 20 * time.Second
+		o.LLMTimeout = DefaultLLMTimeout
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 256
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = noMetrics{}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -127,7 +142,7 @@ type Service struct {
 	index  vectorindex.Index
 	state  *state
 	opts   Options
-	m      *metrics
+	m      Metrics
 	log    *slog.Logger
 	mu     sync.Mutex // serialises batches and Clarify
 	propMu sync.RWMutex
@@ -146,7 +161,7 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{feed: feed, emb: emb, index: index, state: st, opts: opts, m: newMetrics(opts.Registerer), log: opts.Logger}
+	s := &Service{feed: feed, emb: emb, index: index, state: st, opts: opts, m: opts.Metrics, log: opts.Logger}
 	if err := s.syncIndex(ctx, reset); err != nil {
 		st.close()
 		return nil, err
@@ -208,7 +223,7 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 		}
 		for i := range vectors {
 			vectors[i].Embedding = embs[i]
-			vectors[i].Document = clip(texts[i], maxDocument)
+			vectors[i].Document = text.TruncateTrim(texts[i], maxDocument)
 		}
 		if err := s.index.Upsert(ctx, vectors); err != nil {
 			return fmt.Errorf("re-index: %w", err)
@@ -234,7 +249,13 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 		}
 		text := f.EmbeddingText
 		// A clarified decision was clustered with its replies.
-		if r, ok, rerr := getJSON[NeedsReview](s.state, bReview, m.decision); rerr == nil && ok && len(r.Replies) > 0 {
+		var r NeedsReview
+		var ok bool
+		if r, ok, err = getJSON[NeedsReview](s.state, bReview, m.decision); err != nil {
+			err = fmt.Errorf("re-index %s: %w", m.decision, err)
+			break
+		}
+		if ok && len(r.Replies) > 0 {
 			text = clarifiedText(f.Decision, r.Replies).EmbeddingText
 		}
 		v := vectorFor(f.Decision, m.cluster)
@@ -319,7 +340,7 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 		for i, it := range items {
 			ids[i] = it.Feedback.DecisionID
 		}
-		s.m.errors.Inc()
+		s.m.BatchFailed()
 		if rerr := s.state.recordErrors(ids, err.Error()); rerr != nil {
 			s.log.Warn("record evaluation errors", "err", rerr)
 		}
@@ -342,294 +363,12 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	s.flushEdgeCases(ctx)
 	per := time.Since(start).Seconds() / float64(len(items))
 	for _, e := range b.fresh {
-		s.m.evaluations.WithLabelValues(string(e.Class)).Inc()
-		s.m.seconds.Observe(per)
+		s.m.Evaluated(e.Class, per)
 	}
 	if s.opts.OnChange != nil && (len(b.change.GeneralizableClusters) > 0 || len(b.change.NeedsReview) > 0) {
 		s.opts.OnChange(b.change)
 	}
 	return len(items), nil
-}
-
-// batch is what evaluating a batch produced, before it is saved.
-type batch struct {
-	commit  commit
-	vectors []vectorindex.Vector
-	fresh   []Evaluation
-	change  Change
-}
-
-// candidate is a clear negative decision on its way into a cluster.
-type candidate struct {
-	item    Item
-	rubric  RubricResult
-	vec     []float32
-	hits    []vectorindex.Hit
-	cluster string
-	joinSim float64
-}
-
-func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, error) {
-	now := s.opts.Now().UTC()
-	rubric := s.opts.Rubric.Rubric()
-	b := &batch{}
-	evals := make(map[string]*Evaluation, len(items))
-	var cands []*candidate
-
-	for _, it := range items {
-		d := it.Feedback.Decision
-		b.commit.clearErrors = append(b.commit.clearErrors, d.DecisionID)
-		ev, r, clear := triage(d, rubric)
-		if clear {
-			cands = append(cands, &candidate{item: it, rubric: r})
-			continue
-		}
-		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
-		evals[d.DecisionID] = &ev
-		if ev.Class == Ambiguous {
-			b.commit.reviews = append(b.commit.reviews, newNeedsReview(d, ev.Rubric, now))
-			b.change.NeedsReview = append(b.change.NeedsReview, d.DecisionID)
-		}
-	}
-
-	if err := s.embedAndQuery(ctx, cands); err != nil {
-		return nil, err
-	}
-
-	// Assign clusters in feed order, so every replica founds and joins the
-	// same clusters whatever its batch boundaries.
-	clusters := map[string]*Cluster{}
-	load := func(id string) (*Cluster, error) {
-		if c, ok := clusters[id]; ok {
-			return c, nil
-		}
-		c, ok, err := getJSON[Cluster](s.state, bClusters, id)
-		if err != nil || !ok {
-			return nil, err
-		}
-		clusters[id] = &c
-		return &c, nil
-	}
-	before := map[string]Class{}
-	for i, c := range cands {
-		d := c.item.Feedback.Decision
-		// Evaluated before (a batch re-run after a crash, or a clarified
-		// decision): it keeps its cluster and is not counted twice.
-		existing, err := s.state.clusterOf(d.DecisionID)
-		if err != nil {
-			return nil, err
-		}
-		best, bestSim, bestID := existing, 1.0, ""
-		if existing == "" {
-			best, bestSim = "", -1
-			for _, h := range c.hits {
-				if h.ID == d.DecisionID || h.Similarity < s.opts.SimilarityThreshold {
-					continue
-				}
-				if h.Similarity > bestSim || (h.Similarity == bestSim && h.ID < bestID) {
-					best, bestSim, bestID = h.Metadata["cluster_id"], h.Similarity, h.ID
-				}
-			}
-			for _, p := range cands[:i] {
-				sim := embedding.Cosine(c.vec, p.vec)
-				if sim < s.opts.SimilarityThreshold {
-					continue
-				}
-				if sim > bestSim || (sim == bestSim && p.item.Feedback.DecisionID < bestID) {
-					best, bestSim, bestID = p.cluster, sim, p.item.Feedback.DecisionID
-				}
-			}
-		}
-		var cl *Cluster
-		if best != "" {
-			if cl, err = load(best); err != nil {
-				return nil, err
-			}
-		}
-		if cl == nil {
-			cl = newCluster(clusterID(d.DecisionID), now)
-			clusters[cl.ID] = cl
-			bestSim = 1
-		}
-		if _, seen := before[cl.ID]; !seen {
-			before[cl.ID] = cl.Class
-			if cl.Size == 0 {
-				before[cl.ID] = ""
-			}
-		}
-		c.cluster, c.joinSim = cl.ID, bestSim
-		if existing == "" {
-			m := memberOf(c.item.Feedback, bestSim)
-			cl.add(m)
-			b.commit.members = append(b.commit.members, memberRecord{ClusterID: cl.ID, Seq: cl.Size, Member: m})
-		}
-		cl.UpdatedAt = now
-		v := vectorFor(d, cl.ID)
-		v.Embedding, v.Document = c.vec, clip(c.item.Feedback.EmbeddingText, maxDocument)
-		b.vectors = append(b.vectors, v)
-	}
-
-	// Evaluate each new member from its cluster as it now stands.
-	for _, c := range cands {
-		d := c.item.Feedback.Decision
-		cl := clusters[c.cluster]
-		ev := s.opts.Thresholds.clusterEvaluation(d, &c.rubric, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
-		ev.SimilarIDs = s.similarIDs(c, cands)
-		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
-		s.refine(ctx, d, cl, similarTexts(c, cands), &ev)
-		evals[d.DecisionID] = &ev
-	}
-
-	// A cluster whose class changed re-evaluates its older members too.
-	var ids []string
-	for id := range clusters {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		cl := clusters[id]
-		class := s.opts.Thresholds.ClassOf(cl.Stats())
-		if class != cl.Class {
-			cl.Class = class
-			cl.Revision++
-		}
-		if class.Generalizable() {
-			b.change.GeneralizableClusters = append(b.change.GeneralizableClusters, id)
-		}
-		if old := before[id]; old != "" && old != class {
-			if err := s.reclassMembers(cl, evals, now, b); err != nil {
-				return nil, err
-			}
-		}
-		b.commit.clusters = append(b.commit.clusters, cl)
-	}
-
-	for _, it := range items {
-		ev := evals[it.Feedback.DecisionID]
-		b.fresh = append(b.fresh, *ev)
-		s.noteEdgeCase(it.Feedback, ev, clusters[ev.ClusterID], b)
-	}
-	for _, ev := range evals {
-		b.commit.evaluations = append(b.commit.evaluations, *ev)
-	}
-	sort.Slice(b.commit.evaluations, func(i, j int) bool { return b.commit.evaluations[i].DecisionID < b.commit.evaluations[j].DecisionID })
-	return b, nil
-}
-
-// embedAndQuery embeds the candidates and queries the index for each,
-// concurrently: every query sees the index as it was before the batch.
-func (s *Service) embedAndQuery(ctx context.Context, cands []*candidate) error {
-	if len(cands) == 0 {
-		return nil
-	}
-	texts := make([]string, len(cands))
-	for i, c := range cands {
-		texts[i] = c.item.Feedback.EmbeddingText
-	}
-	vecs, err := s.emb.Embed(ctx, texts)
-	if err != nil {
-		return fmt.Errorf("embed feedback: %w", err)
-	}
-	for i, c := range cands {
-		c.vec = vecs[i]
-	}
-	// No Count first: a limit above the stored count is allowed, and with
-	// a Chroma server every call is a round trip.
-	limit := s.opts.MaxSimilar + 1
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	errs := make([]error, len(cands))
-	var wg sync.WaitGroup
-	for i, c := range cands {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c.hits, errs[i] = s.index.Query(ctx, vectorindex.Query{Embedding: c.vec, Limit: limit, MinSimilarity: s.opts.SimilarityThreshold})
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("query similar feedback: %w", err)
-	}
-	return nil
-}
-
-// similarIDs lists the most similar feedback for an evaluation: index
-// hits and earlier decisions of the same batch.
-func (s *Service) similarIDs(c *candidate, cands []*candidate) []string {
-	type scored struct {
-		id  string
-		sim float64
-	}
-	var all []scored
-	for _, h := range c.hits {
-		if h.ID != c.item.Feedback.DecisionID {
-			all = append(all, scored{h.ID, h.Similarity})
-		}
-	}
-	for _, p := range cands {
-		if p == c {
-			break
-		}
-		if sim := embedding.Cosine(c.vec, p.vec); sim >= s.opts.SimilarityThreshold {
-			all = append(all, scored{p.item.Feedback.DecisionID, sim})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].sim != all[j].sim {
-			return all[i].sim > all[j].sim
-		}
-		return all[i].id < all[j].id
-	})
-	var out []string
-	for _, x := range all {
-		if len(out) == s.opts.MaxSimilar {
-			break
-		}
-		out = append(out, x.id)
-	}
-	return out
-}
-
-// reclassMembers re-evaluates a cluster's earlier members after its class
-// changed (DESIGN.md §4: re-evaluated when it grows across a threshold).
-func (s *Service) reclassMembers(cl *Cluster, evals map[string]*Evaluation, now time.Time, b *batch) error {
-	stats, tags, meanSim := cl.Stats(), cl.Tags(), cl.meanSimilarity()
-	members, err := s.state.members(cl.ID, 1)
-	if err != nil {
-		return err
-	}
-	for _, m := range members {
-		if _, fresh := evals[m.DecisionID]; fresh {
-			continue
-		}
-		old, ok, err := getJSON[Evaluation](s.state, bEvals, m.DecisionID)
-		if err != nil {
-			return err
-		}
-		d := precept.Decision{DecisionID: m.DecisionID, Agent: m.Agent}
-		ev := s.opts.Thresholds.clusterEvaluation(d, old.Rubric, cl.ID, stats, tags, meanSim)
-		ev.SimilarIDs, ev.Evaluator, ev.EvaluatedAt = old.SimilarIDs, "deterministic", now
-		if ok {
-			ev.Revision = old.Revision + 1
-		}
-		evals[m.DecisionID] = &ev
-		if old.Class == EdgeCase && ev.Class != EdgeCase {
-			b.commit.edgeAdd = append(b.commit.edgeAdd, EdgeCaseDoc{DecisionID: m.DecisionID, Remove: true})
-		}
-	}
-	return nil
-}
-
-func (s *Service) noteEdgeCase(f precept.Feedback, ev *Evaluation, cl *Cluster, b *batch) {
-	if ev.Class != EdgeCase || cl == nil || s.opts.EdgeCases == nil {
-		return
-	}
-	b.commit.edgeAdd = append(b.commit.edgeAdd, EdgeCaseDoc{
-		DecisionID: f.DecisionID, Agent: f.Agent, ClusterID: cl.ID, Rationale: ev.Rationale,
-		Comment: f.ReviewerComment, Correction: precept.CorrectionSummary(f.CorrectionDiff),
-		Stats: *ev.Stats, At: f.Timestamp,
-	})
 }
 
 // flushEdgeCases writes pending edge-case documents; failures are
@@ -655,39 +394,6 @@ func (s *Service) flushEdgeCases(ctx context.Context) {
 	}
 }
 
-func clusterID(founder string) string {
-	sum := sha256.Sum256([]byte(founder))
-	return "c-" + hex.EncodeToString(sum[:6])
-}
-
-func memberOf(f precept.Feedback, sim float64) Member {
-	return Member{
-		DecisionID: f.DecisionID, Agent: f.Agent, ReviewerID: f.ReviewerID, EpicID: f.EpicID,
-		Text: clip(f.EmbeddingText, 500), Tags: f.Tags, At: f.Timestamp, Similarity: round2(sim),
-	}
-}
-
-// similarTexts lists the comments a decision was found similar to, for
-// the LLM: index hits and earlier decisions of the batch.
-func similarTexts(c *candidate, cands []*candidate) []similarText {
-	var out []similarText
-	for _, h := range c.hits {
-		if h.ID != c.item.Feedback.DecisionID && len(out) < 5 {
-			out = append(out, similarText{ReviewerID: h.Metadata["reviewer_id"], EpicID: h.Metadata["epic_id"], Text: clip(h.Document, 300)})
-		}
-	}
-	for _, p := range cands {
-		if p == c || len(out) >= 5 {
-			break
-		}
-		if p.cluster == c.cluster && p.cluster != "" {
-			f := p.item.Feedback
-			out = append(out, similarText{ReviewerID: f.ReviewerID, EpicID: f.EpicID, Text: clip(f.EmbeddingText, 300)})
-		}
-	}
-	return out
-}
-
 func newNeedsReview(d precept.Decision, r *RubricResult, now time.Time) NeedsReview {
 	missing := []string{"what_was_wrong", "where", "why", "desired_behaviour"}
 	if r != nil {
@@ -698,15 +404,3 @@ func newNeedsReview(d precept.Decision, r *RubricResult, now time.Time) NeedsRev
 		Missing: missing, Status: PendingClarification, UpdatedAt: now,
 	}
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return strings.TrimSpace(s[:n]) + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

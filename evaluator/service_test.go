@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -308,7 +309,7 @@ func TestAClusterGrowingAcrossAThresholdReEvaluatesItsMembers(t *testing.T) {
 	if _, ok := e.edges.docs["a"]; ok {
 		t.Fatal("the edge-case document stayed after the decision became generalizable")
 	}
-	if !contains(b.SimilarIDs, "a") {
+	if !slices.Contains(b.SimilarIDs, "a") {
 		t.Fatalf("b.SimilarIDs = %v", b.SimilarIDs)
 	}
 	feed.add(neg("c", "carol", "E2", "Error path of the handler is untested; write table tests for it."))
@@ -591,4 +592,35 @@ func TestClusterReadsDoNotDeadlockWithGrowingWrites(t *testing.T) {
 	}
 	close(done)
 	readers.Wait()
+}
+
+func TestReIndexingStopsWhenItsContextIsCancelled(t *testing.T) {
+	dir := t.TempDir()
+	feed := newFeed()
+	for _, it := range loadFixture(t, "labelled.jsonl") {
+		feed.add(it.Feedback)
+	}
+	e := newEnv(t, dir, feed, Options{})
+	e.drain(t)
+	e.close()
+	os.RemoveAll(filepath.Join(dir, "vectors"))
+
+	emb := embedding.NewLocal(embedding.LocalOptions{})
+	idx, reset, err := chromem.Open(filepath.Join(dir, "vectors"), vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	svc, err := New(ctx, feed, emb, idx, reset, filepath.Join(dir, "evaluator.db"), Options{})
+	if err == nil {
+		svc.Close()
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("New with a cancelled context while re-indexing = %v, want context.Canceled", err)
+	}
+	if n, _ := idx.Count(context.Background()); n != 0 {
+		t.Fatalf("the cancelled re-index still wrote %d vectors", n)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // stateVersion changes when the layout changes; another version is
@@ -53,7 +54,7 @@ func openState(path string) (*state, error) {
 		}
 		if v := meta.Get(kVersion); v != nil && string(v) != stateVersion {
 			for _, b := range all {
-				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 					return err
 				}
 			}

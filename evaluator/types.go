@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -163,12 +164,12 @@ func (c *Cluster) add(m Member) {
 func (c *Cluster) Stats() Stats {
 	return Stats{
 		Size: c.Size, DistinctReviewers: len(c.Reviewers), DistinctEpics: len(c.Epics),
-		Agents: sortedKeys(c.Agents), FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
+		Agents: slices.Sorted(maps.Keys(c.Agents)), FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
 	}
 }
 
 // Tags returns the union of the members' tags.
-func (c *Cluster) Tags() []string { return sortedKeys(c.TagCounts) }
+func (c *Cluster) Tags() []string { return slices.Sorted(maps.Keys(c.TagCounts)) }
 
 func (c *Cluster) meanSimilarity() float64 {
 	if c.Size < 2 {

@@ -36,6 +36,14 @@ func DecisionPath(id string) string {
 	return DecisionsDir + "/" + h[0:1] + "/" + h[1:2] + "/" + h[2:3] + "/" + id + ".json"
 }
 
+// The defaults of Options; configuration (internal/config) starts from
+// these.
+const (
+	DefaultBatchSize      = 500
+	DefaultBatchWait      = 50 * time.Millisecond
+	DefaultFollowInterval = time.Second
+)
+
 // Options configure a Store. Zero values mean the defaults.
 type Options struct {
 	// BatchSize is the most decisions one commit holds; default 500.
@@ -52,13 +60,13 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.BatchSize <= 0 {
-		o.BatchSize = 500
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.BatchWait <= 0 {
-		o.BatchWait = 50 * time.Millisecond
+		o.BatchWait = DefaultBatchWait
 	}
 	if o.FollowInterval <= 0 {
-		o.FollowInterval = time.Second
+		o.FollowInterval = DefaultFollowInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -107,7 +105,7 @@ func (r *Repo) Commit(branch string, expected Hash, base *Snapshot, spec CommitS
 		return ZeroHash, errors.New("commit: empty message")
 	}
 	objs := newObjectSet()
-	tree, err := r.applyChanges(base.Tree, spec.Changes, objs)
+	tree, err := (&treeEditor{r: r, objs: objs}).apply(base.Tree, spec.Changes)
 	if err != nil {
 		return ZeroHash, fmt.Errorf("commit to %s: %w", branch, err)
 	}
@@ -191,114 +189,11 @@ func (s *objectSet) blob(data []byte) Hash {
 	o := s.st.NewEncodedObject()
 	o.SetType(plumbing.BlobObject)
 	o.SetSize(int64(len(data)))
+	// An in-memory object's writer cannot fail.
 	w, _ := o.Writer()
 	w.Write(data)
 	w.Close()
 	return s.add(o)
-}
-
-// editNode is a directory being rewritten.
-type editNode struct {
-	entries  map[string]treeEntry
-	children map[string]*editNode
-}
-
-func (r *Repo) loadNode(tree Hash) (*editNode, error) {
-	entries, err := r.treeEntries(tree)
-	if err != nil {
-		return nil, err
-	}
-	n := &editNode{entries: make(map[string]treeEntry, len(entries)+1), children: map[string]*editNode{}}
-	for _, e := range entries {
-		n.entries[e.name] = e
-	}
-	return n, nil
-}
-
-// applyChanges returns the hash of base with changes applied, adding the
-// new blobs and trees to objs. Only the trees along changed paths are
-// rewritten.
-func (r *Repo) applyChanges(base Hash, changes []Change, objs *objectSet) (Hash, error) {
-	root, err := r.loadNode(base)
-	if err != nil {
-		return ZeroHash, err
-	}
-	for _, ch := range changes {
-		if err := ValidPath(ch.Path); err != nil {
-			return ZeroHash, err
-		}
-		parts := strings.Split(ch.Path, "/")
-		node := root
-		for _, dir := range parts[:len(parts)-1] {
-			child, ok := node.children[dir]
-			if !ok {
-				e, exists := node.entries[dir]
-				var sub Hash
-				if exists {
-					if !e.isDir() {
-						return ZeroHash, fmt.Errorf("path %s: file %s is in the way: %w", ch.Path, dir, ErrInvalidPath)
-					}
-					sub = e.hash
-				}
-				if child, err = r.loadNode(sub); err != nil {
-					return ZeroHash, err
-				}
-				node.children[dir] = child
-			}
-			node = child
-		}
-		name := parts[len(parts)-1]
-		if e, ok := node.entries[name]; ok && e.isDir() || node.children[name] != nil {
-			return ZeroHash, fmt.Errorf("path %s is a directory: %w", ch.Path, ErrInvalidPath)
-		}
-		if ch.Delete {
-			delete(node.entries, name)
-			continue
-		}
-		node.entries[name] = treeEntry{name: name, mode: filemode.Regular, hash: objs.blob(ch.Data)}
-	}
-	h, _, err := r.writeNode(root, objs, true)
-	return h, err
-}
-
-// writeNode encodes a rewritten directory and its rewritten children; an
-// empty directory other than the root disappears, as in git.
-func (r *Repo) writeNode(n *editNode, objs *objectSet, isRoot bool) (Hash, bool, error) {
-	for name, child := range n.children {
-		h, empty, err := r.writeNode(child, objs, false)
-		if err != nil {
-			return ZeroHash, false, err
-		}
-		if empty {
-			delete(n.entries, name)
-		} else {
-			n.entries[name] = treeEntry{name: name, mode: filemode.Dir, hash: h}
-		}
-	}
-	if len(n.entries) == 0 && !isRoot {
-		return ZeroHash, true, nil
-	}
-	entries := make([]treeEntry, 0, len(n.entries))
-	for _, e := range n.entries {
-		entries = append(entries, e)
-	}
-	slices.SortFunc(entries, func(a, b treeEntry) int {
-		if gitLess(a, b) {
-			return -1
-		}
-		return 1
-	})
-	t := &object.Tree{Entries: make([]object.TreeEntry, len(entries))}
-	for i, e := range entries {
-		t.Entries[i] = object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash}
-	}
-	obj := objs.st.NewEncodedObject()
-	if err := t.Encode(obj); err != nil {
-		return ZeroHash, false, fmt.Errorf("encode tree: %w", err)
-	}
-	h := objs.add(obj)
-	r.trees.put(h, entries)
-	return h, false, nil
 }
 
 // writeObjects stores a commit's objects durably: as one packfile when

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/precept-dev/precept"
@@ -85,23 +84,6 @@ type Prompt struct {
 	ShadowVersion string
 	// ShadowRuleIDs are the shadow rules in ShadowText.
 	ShadowRuleIDs []string
-
-	wire atomic.Pointer[any]
-}
-
-// Wire returns what encode made of p, encoding it only on the first call
-// (or on the first few, when they race: all callers then get the value
-// that was stored first). Adapters use it to convert a cached prompt to
-// their wire form once instead of on every request; one adapter must
-// always pass the same encode, and what it returns must be safe to share
-// between requests.
-func (p *Prompt) Wire(encode func(*Prompt) any) any {
-	if w := p.wire.Load(); w != nil {
-		return *w
-	}
-	v := encode(p)
-	p.wire.CompareAndSwap(nil, &v)
-	return *p.wire.Load()
 }
 
 // formatVersion changes whenever the rendering below changes, so a new

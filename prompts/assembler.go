@@ -13,17 +13,34 @@ import (
 	"github.com/precept-dev/precept/gitrepo"
 )
 
+// The defaults of Options. Configuration (internal/config) starts from
+// these, so each is written once.
+const (
+	// DefaultBranch is the branch prompts come from.
+	DefaultBranch = "main"
+	// DefaultMaxRules bounds the learned rules in one prompt
+	// (docs/thresholds.md).
+	DefaultMaxRules = 20
+	// DefaultPollInterval is how often changes pushed to the rules
+	// repository from outside are looked for.
+	DefaultPollInterval = 250 * time.Millisecond
+	// DefaultCacheSize bounds the assembled prompts kept per commit.
+	DefaultCacheSize = 4096
+)
+
 // Options configure an Assembler. The zero value means the defaults.
 type Options struct {
-	// Branch is the branch prompts come from; default "main".
+	// Branch is the branch prompts come from; default DefaultBranch.
 	Branch string
-	// MaxRules bounds the learned rules in one prompt; default 20 (seed
-	// 004).
+	// MaxRules bounds the learned rules in one prompt; default
+	// DefaultMaxRules.
 	MaxRules int
 	// PollInterval is how often Run checks the branch for commits made
-	// outside this process; default 250ms. Notify makes Run check at once.
+	// outside this process; default DefaultPollInterval. Notify makes Run
+	// check at once.
 	PollInterval time.Duration
-	// CacheSize bounds the assembled prompts kept per commit; default 4096.
+	// CacheSize bounds the assembled prompts kept per commit; default
+	// DefaultCacheSize.
 	CacheSize int
 	// Logger receives refresh failures and unusable files; default none.
 	Logger *slog.Logger
@@ -31,16 +48,16 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Branch == "" {
-		o.Branch = "main"
+		o.Branch = DefaultBranch
 	}
 	if o.MaxRules <= 0 {
-		o.MaxRules = 20
+		o.MaxRules = DefaultMaxRules
 	}
 	if o.PollInterval <= 0 {
-		o.PollInterval = 250 * time.Millisecond
+		o.PollInterval = DefaultPollInterval
 	}
 	if o.CacheSize <= 0 {
-		o.CacheSize = 4096
+		o.CacheSize = DefaultCacheSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

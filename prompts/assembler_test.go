@@ -370,30 +370,3 @@ func TestNewFailsWhenTheRepositoryCannotBeRead(t *testing.T) {
 		t.Fatalf("New = %v", err)
 	}
 }
-
-func TestPromptWireFormIsBuiltOnce(t *testing.T) {
-	repo := openRepo(t)
-	commit(t, repo, "base", files{"prompts/implement.md": "Base."})
-	p := build(t, newAssembler(t, repo, Options{}), implement)
-	var calls int
-	var mu sync.Mutex
-	encode := func(p *Prompt) any {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		return "wire:" + p.Version
-	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			if got := p.Wire(encode); got != "wire:"+p.Version {
-				t.Errorf("Wire = %v", got)
-			}
-		})
-	}
-	wg.Wait()
-	before := calls
-	if allocs := testing.AllocsPerRun(100, func() { p.Wire(encode) }); allocs != 0 || calls != before {
-		t.Fatalf("%v allocations, %d more encodes", allocs, calls-before)
-	}
-}

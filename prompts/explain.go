@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -53,6 +54,9 @@ type RuleExplanation struct {
 	Detail string
 }
 
+// explain says what goes into the prompt for req (built as p, or failing
+// with buildErr) and why: the base prompt, each _rules.md file, each rule,
+// and a one-sentence summary.
 func (ix *index) explain(req Request, dir string, maxRules int, p *Prompt, buildErr error) *Explanation {
 	e := &Explanation{Commit: commitString(ix), BasePromptRef: stagePath(req.Stage)}
 	if req.BasePrompt != nil {
@@ -67,9 +71,18 @@ func (ix *index) explain(req Request, dir string, maxRules int, p *Prompt, build
 	if dir != "" {
 		where = dir + "/"
 	}
+	applied := e.explainRulesFiles(ix, dir, where)
+	mine := e.explainAgentRules(ix, req.Agent, maxRules)
+	e.explainOtherAgentsRules(ix, req.Agent, mine)
+	e.summarize(req, where, applied)
+	return e
+}
 
+// explainRulesFiles lists the _rules.md places on the path to the scope
+// (outermost first) and whether each applies, then the existing files off
+// the path. It returns how many apply.
+func (e *Explanation) explainRulesFiles(ix *index, dir, where string) (applied int) {
 	onPath := map[string]bool{}
-	applied := 0
 	for _, d := range rulesFileDirs(dir) {
 		onPath[d] = true
 		f := RulesFile{Path: rulesFilePath(d)}
@@ -93,68 +106,82 @@ func (ix *index) explain(req Request, dir string, maxRules int, p *Prompt, build
 				Reason: fmt.Sprintf("not on the path: applies to %s/ and below, the scope is %s", strings.TrimSuffix(promptsDir+"/"+d, "/"), where)})
 		}
 	}
+	return applied
+}
 
-	mine := map[string]bool{}
-	count := map[Reason]int{}
+// explainAgentRules explains the agent's own rules: active ones in prompt
+// order (included up to maxRules, then over budget), shadow ones, then
+// the unusable and inactive. It returns their ids.
+func (e *Explanation) explainAgentRules(ix *index, agent string, maxRules int) (mine map[string]bool) {
+	mine = map[string]bool{}
 	add := func(r *rule, x RuleExplanation) {
-		x.Rule, x.Agents = r.Rule, []string{req.Agent}
+		x.Rule, x.Agents = r.Rule, []string{agent}
 		mine[r.ID] = true
-		if !x.Included {
-			count[x.Reason]++
-		}
 		e.Rules = append(e.Rules, x)
 	}
-	if ar := ix.agents[req.Agent]; ar != nil {
-		for i, r := range ar.active {
-			if i < maxRules {
-				add(r, RuleExplanation{Included: true, Position: i + 1,
-					Detail: fmt.Sprintf("included at position %d: importance %s, confidence %.2f", i+1, r.Importance, r.Confidence)})
-				continue
-			}
-			add(r, RuleExplanation{Reason: ReasonBudget, Detail: budgetDetail(i+1, len(ar.active), maxRules)})
-		}
-		_, inShadow := shadowRules(ar, maxRules)
-		for _, r := range ar.shadow {
-			add(r, RuleExplanation{Reason: ReasonShadow, Detail: shadowDetail(r, inShadow[r.ID], maxRules)})
-		}
-		for _, r := range ar.other {
-			if r.problem != "" {
-				add(r, RuleExplanation{Reason: ReasonInvalid, Detail: r.path + " cannot be used: " + r.problem})
-				continue
-			}
-			add(r, RuleExplanation{Reason: ReasonInactive, Detail: fmt.Sprintf("status %s: only ACTIVE rules enter the prompt (SHADOW ones the shadow prompt)", r.Status)})
-		}
+	ar := ix.agents[agent]
+	if ar == nil {
+		return mine
 	}
-
-	// Other agents' rules, once per id with every agent holding them.
-	others := map[string]*RuleExplanation{}
-	for _, agent := range slices.Sorted(maps.Keys(ix.agents)) {
-		if agent == req.Agent {
+	for i, r := range ar.active {
+		if i < maxRules {
+			add(r, RuleExplanation{Included: true, Position: i + 1,
+				Detail: fmt.Sprintf("included at position %d: importance %s, confidence %.2f", i+1, r.Importance, r.Confidence)})
 			continue
 		}
-		ar := ix.agents[agent]
+		add(r, RuleExplanation{Reason: ReasonBudget, Detail: budgetDetail(i+1, len(ar.active), maxRules)})
+	}
+	_, inShadow := shadowRules(ar, maxRules)
+	for _, r := range ar.shadow {
+		add(r, RuleExplanation{Reason: ReasonShadow, Detail: shadowDetail(r, inShadow[r.ID], maxRules)})
+	}
+	for _, r := range ar.other {
+		if r.problem != "" {
+			add(r, RuleExplanation{Reason: ReasonInvalid, Detail: r.path + " cannot be used: " + r.problem})
+			continue
+		}
+		add(r, RuleExplanation{Reason: ReasonInactive, Detail: fmt.Sprintf("status %s: only ACTIVE rules enter the prompt (SHADOW ones the shadow prompt)", r.Status)})
+	}
+	return mine
+}
+
+// explainOtherAgentsRules lists the rules the agent does not hold, once
+// per id with every agent that holds them, in id order.
+func (e *Explanation) explainOtherAgentsRules(ix *index, agent string, mine map[string]bool) {
+	others := map[string]*RuleExplanation{}
+	for _, other := range slices.Sorted(maps.Keys(ix.agents)) {
+		if other == agent {
+			continue
+		}
+		ar := ix.agents[other]
 		for _, r := range slices.Concat(ar.active, ar.shadow, ar.other) {
 			if mine[r.ID] {
 				continue
 			}
 			if x := others[r.ID]; x != nil {
-				x.Agents = append(x.Agents, agent)
+				x.Agents = append(x.Agents, other)
 				continue
 			}
-			others[r.ID] = &RuleExplanation{Rule: r.Rule, Agents: []string{agent}, Reason: ReasonOtherAgent}
+			others[r.ID] = &RuleExplanation{Rule: r.Rule, Agents: []string{other}, Reason: ReasonOtherAgent}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(others)) {
 		x := others[id]
-		x.Detail = fmt.Sprintf("belongs to %s, not %s: a rule applies to the agents whose directory under %s holds it", strings.Join(x.Agents, ", "), req.Agent, rules.ActiveDir)
-		count[ReasonOtherAgent]++
+		x.Detail = fmt.Sprintf("belongs to %s, not %s: a rule applies to the agents whose directory under %s holds it", strings.Join(x.Agents, ", "), agent, rules.ActiveDir)
 		e.Rules = append(e.Rules, *x)
 	}
+}
 
+// summarize says in one sentence what the prompt is made of and what is
+// left out, and why BuildPrompt fails when it does.
+func (e *Explanation) summarize(req Request, where string, applied int) {
 	included := 0
+	count := map[Reason]int{}
 	for _, r := range e.Rules {
 		if r.Included {
 			included++
+		} else {
+			count[r.Reason]++
 		}
 	}
 	var out []string
@@ -167,17 +194,9 @@ func (ix *index) explain(req Request, dir string, maxRules int, p *Prompt, build
 	if len(out) > 0 {
 		left = "left out: " + strings.Join(out, ", ")
 	}
-	e.Summary = fmt.Sprintf("agent %s, stage %s, scope %s: base prompt %s, %d _rules.md file%s, %d learned rule%s; %s.",
-		req.Agent, req.Stage, where, e.BasePromptRef, applied, plural(applied), included, plural(included), left)
+	e.Summary = fmt.Sprintf("agent %s, stage %s, scope %s: base prompt %s, %d _rules.md %s, %d learned %s; %s.",
+		req.Agent, req.Stage, where, e.BasePromptRef, applied, text.Plural(applied, "file", "files"), included, text.Plural(included, "rule", "rules"), left)
 	if e.Problem != "" {
 		e.Summary += " BuildPrompt fails: " + e.Problem
 	}
-	return e
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

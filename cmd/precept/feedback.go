@@ -11,7 +11,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/internal/api"
+	"github.com/precept-dev/precept/internal/api/convert"
 )
 
 func (c *cli) feedbackCmd() *cobra.Command {
@@ -42,7 +42,7 @@ func (c *cli) feedbackCmd() *cobra.Command {
 			}
 			ctx, cancel := c.ctx(cmd)
 			defer cancel()
-			resp, err := c.feedbackClient().RecordFeedback(ctx, connect.NewRequest(&preceptv1.RecordFeedbackRequest{Decision: api.DecisionToProto(d)}))
+			resp, err := c.feedbackClient().RecordFeedback(ctx, connect.NewRequest(&preceptv1.RecordFeedbackRequest{Decision: convert.DecisionToProto(d)}))
 			if err != nil {
 				return err
 			}

@@ -45,7 +45,7 @@ auth:
 // startApp runs an in-process preceptd on cfg until the test ends.
 func startApp(t *testing.T, cfg config.Config) *app.App {
 	t.Helper()
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	a, err := app.New(t.Context(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

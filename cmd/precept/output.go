@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // emit prints a response as JSON with -o json, or calls text otherwise.
@@ -56,15 +58,8 @@ func ts(t *timestamppb.Timestamp) string {
 	return t.AsTime().UTC().Format(time.RFC3339)
 }
 
-// clip shortens text to n runes on one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
+// clip shortens text to n runes on one line, the ellipsis included.
+func clip(s string, n int) string { return text.Fit(text.OneLine(s), n) }
 
 // printable shows raw bytes as text when they are UTF-8, quoted otherwise.
 func printable(b []byte) string {

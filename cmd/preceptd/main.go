@@ -50,7 +50,7 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := app.New(cfg, log)
+	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

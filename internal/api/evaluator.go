@@ -14,6 +14,7 @@ import (
 	"github.com/precept-dev/precept/evaluator"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/api/convert"
 )
 
 // EvaluatorService implements preceptv1connect.EvaluatorServiceHandler,
@@ -41,7 +42,7 @@ func (s *EvaluatorService) Evaluate(ctx context.Context, req *connect.Request[pr
 	if req.Msg.GetDecision() == nil {
 		return nil, s.fail(ctx, proc, invalid("decision", "required"))
 	}
-	d := DecisionFromProto(req.Msg.GetDecision())
+	d := convert.DecisionFromProto(req.Msg.GetDecision())
 	now := time.Now()
 	if s.Now != nil {
 		now = s.Now()

@@ -17,6 +17,7 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/api/convert"
 	"github.com/precept-dev/precept/internal/stream"
 )
 
@@ -83,7 +84,7 @@ func (s *FeedbackService) RecordFeedback(ctx context.Context, req *connect.Reque
 	if req.Msg.GetDecision() == nil {
 		return nil, s.fail(ctx, proc, invalid("decision", "required"))
 	}
-	d := DecisionFromProto(req.Msg.GetDecision())
+	d := convert.DecisionFromProto(req.Msg.GetDecision())
 	now := s.now()
 	if err := d.Validate(s.Limits, now); err != nil {
 		return nil, s.fail(ctx, proc, err)

@@ -7,7 +7,9 @@ import (
 	"hash/maphash"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
+	"weak"
 
 	"connectrpc.com/connect"
 
@@ -29,6 +31,8 @@ var _ PromptAssembler = (*prompts.Assembler)(nil)
 type PromptService struct {
 	Prompts PromptAssembler
 	Log     *slog.Logger
+
+	responses responseMemo
 }
 
 var _ preceptv1connect.PromptServiceHandler = (*PromptService)(nil)
@@ -42,7 +46,7 @@ func (s *PromptService) BuildPrompt(ctx context.Context, req *connect.Request[pr
 	if err != nil {
 		return nil, toConnect(ctx, s.Log, preceptv1connect.PromptServiceBuildPromptProcedure, err)
 	}
-	return connect.NewResponse(promptResponse(p)), nil
+	return connect.NewResponse(s.responses.get(p)), nil
 }
 
 // WatchPrompt streams the current prompt, then each new version, until the
@@ -52,7 +56,7 @@ func (s *PromptService) WatchPrompt(ctx context.Context, req *connect.Request[pr
 	m := req.Msg
 	r := prompts.Request{Agent: m.GetAgent(), Stage: m.GetStage(), ScopePath: m.GetScopePath(), BasePrompt: m.BasePrompt}
 	err := s.Prompts.Watch(ctx, r, m.GetLastVersion(), func(u prompts.Update) error {
-		return stream.Send(&preceptv1.WatchPromptResponse{Prompt: promptResponse(u.Prompt), Reason: string(u.Reason)})
+		return stream.Send(&preceptv1.WatchPromptResponse{Prompt: s.responses.get(u.Prompt), Reason: string(u.Reason)})
 	})
 	if err != nil && ctx.Err() != nil {
 		// The client went away: nothing to report to anyone.
@@ -72,11 +76,55 @@ func (s *PromptService) ExplainPrompt(ctx context.Context, req *connect.Request[
 	return connect.NewResponse(ExplanationToProto(e)), nil
 }
 
-// promptResponse returns the prompt's response message, built once per
-// prompt and shared by every response that carries it (Connect only reads
-// it).
-func promptResponse(p *prompts.Prompt) *preceptv1.BuildPromptResponse {
-	return p.Wire(func(p *prompts.Prompt) any { return PromptToProto(p) }).(*preceptv1.BuildPromptResponse)
+// responseMemo remembers the response message built for each assembled
+// prompt for as long as the prompt lives. The assembler caches prompts
+// per rules commit and hands every agent asking for the same prompt the
+// same *prompts.Prompt, so each is converted once and the message is
+// shared by every response that carries it (Connect only reads it). An
+// entry is keyed by a weak pointer and removed when the assembler drops
+// the prompt, so the memo never keeps a prompt alive. The zero value is
+// ready to use.
+type responseMemo struct {
+	mu sync.RWMutex
+	m  map[weak.Pointer[prompts.Prompt]]*preceptv1.BuildPromptResponse
+}
+
+// get returns p's response message, building it on the first call. When
+// first calls race, all of them get the message stored first.
+func (r *responseMemo) get(p *prompts.Prompt) *preceptv1.BuildPromptResponse {
+	k := weak.Make(p)
+	r.mu.RLock()
+	resp, ok := r.m[k]
+	r.mu.RUnlock()
+	if ok {
+		return resp
+	}
+	resp = PromptToProto(p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if stored, ok := r.m[k]; ok {
+		return stored
+	}
+	if r.m == nil {
+		r.m = make(map[weak.Pointer[prompts.Prompt]]*preceptv1.BuildPromptResponse)
+	}
+	r.m[k] = resp
+	runtime.AddCleanup(p, r.forget, k)
+	return resp
+}
+
+// forget drops the entry of a prompt that was garbage collected.
+func (r *responseMemo) forget(k weak.Pointer[prompts.Prompt]) {
+	r.mu.Lock()
+	delete(r.m, k)
+	r.mu.Unlock()
+}
+
+// len returns how many prompts have a remembered response.
+func (r *responseMemo) len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.m)
 }
 
 // PromptToProto converts an assembled prompt.

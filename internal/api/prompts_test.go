@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -336,6 +338,46 @@ func TestBuildPromptResponsesAreEncodedOncePerPrompt(t *testing.T) {
 	}
 	if a.Msg != b.Msg {
 		t.Fatal("two requests for a cached prompt got two response messages")
+	}
+}
+
+func TestAPromptsResponseIsBuiltOnceAndForgottenWithThePrompt(t *testing.T) {
+	s := startPromptServer(t)
+	var memo responseMemo
+	p, err := s.assembler.Build(context.Background(), prompts.Request{Agent: "coding-agent", Stage: "implement"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]*preceptv1.BuildPromptResponse, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i] = memo.get(p) })
+	}
+	wg.Wait()
+	for _, r := range got {
+		if r != got[0] || r.GetVersion() != p.Version {
+			t.Fatalf("racing first calls got different messages (%p, %p) or the wrong one (%s)", r, got[0], r.GetVersion())
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() { memo.get(p) }); allocs != 0 {
+		t.Fatalf("a remembered response costs %v allocations", allocs)
+	}
+
+	// A prompt the assembler no longer holds takes its entry with it.
+	other := *p
+	memo.get(&other)
+	if n := memo.len(); n != 2 {
+		t.Fatalf("%d entries, want 2", n)
+	}
+	for i := 0; memo.len() > 1; i++ {
+		if i == 100 {
+			t.Fatalf("the entry of a collected prompt stayed: %d entries", memo.len())
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if memo.get(p) != got[0] {
+		t.Fatal("the live prompt's entry went too")
 	}
 }
 

@@ -85,9 +85,14 @@ type App struct {
 }
 
 // New opens everything the configuration names and binds the listener,
-// but starts no loops; Run does. On error, whatever was opened is closed.
-func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
-	a = &App{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
+// but starts no loops; Run does. ctx bounds the start-up work (connecting
+// to Redis, re-embedding the feedback store into a new index): cancelling
+// it makes New return ctx's error. On error, whatever was opened is
+// closed.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err error) {
+	// a is not the named result: every error return sets that to nil, and
+	// a must still be closed.
+	a := &App{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -102,13 +107,13 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	nodeDir := filepath.Join(dataDir, "nodes", cfg.Node)
+	nodeDir := filepath.Join(dataDir, "nodes", cfg.NodeName())
 
-	if err := a.openRedis(); err != nil {
+	if err := a.openRedis(ctx); err != nil {
 		return nil, err
 	}
 
-	a.FeedbackRepo, err = gitrepo.Open(filepath.Join(dataDir, "feedback.git"), gitrepo.Options{NoFsync: !*cfg.Feedback.Fsync})
+	a.FeedbackRepo, err = gitrepo.Open(filepath.Join(dataDir, "feedback.git"), gitrepo.Options{NoFsync: !cfg.Feedback.Fsync})
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +130,13 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, a.Feedback.Close)
-	n, _ := a.Feedback.Count()
-	log.Info("feedback store ready", "decisions", n, "took", time.Since(start).Round(time.Millisecond), "repository", a.FeedbackRepo.Path())
+	if n, err := a.Feedback.Count(); err != nil {
+		log.Warn("feedback store ready, but its decisions could not be counted", "err", err, "took", time.Since(start).Round(time.Millisecond), "repository", a.FeedbackRepo.Path())
+	} else {
+		log.Info("feedback store ready", "decisions", n, "took", time.Since(start).Round(time.Millisecond), "repository", a.FeedbackRepo.Path())
+	}
 
-	if err := a.openEvaluator(context.Background(), nodeDir); err != nil {
+	if err := a.openEvaluator(ctx, nodeDir); err != nil {
 		return nil, err
 	}
 
@@ -142,8 +150,8 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 	a.Consumer, err = stream.New(a.Redis, a.Feedback, stream.Options{
 		Stream:           r.Stream,
 		Group:            r.Group,
-		Consumer:         cfg.Node,
-		DeadLetterStream: r.DeadLetterStream,
+		Consumer:         cfg.NodeName(),
+		DeadLetterStream: r.DeadLetters(),
 		StartID:          r.StartID,
 		BatchSize:        r.BatchSize,
 		Block:            r.Block,
@@ -165,7 +173,7 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 	if err := a.openPrompts(); err != nil {
 		return nil, err
 	}
-	if err := a.openRules(context.Background()); err != nil {
+	if err := a.openRules(ctx); err != nil {
 		return nil, err
 	}
 	if err := a.openSlack(); err != nil {
@@ -174,7 +182,7 @@ func New(cfg config.Config, log *slog.Logger) (a *App, err error) {
 	return a, nil
 }
 
-func (a *App) openRedis() error {
+func (a *App) openRedis(ctx context.Context) error {
 	r := a.Config.Redis
 	addr := r.Addr
 	if addr == "" {
@@ -193,7 +201,7 @@ func (a *App) openRedis() error {
 	}
 	a.Redis = redis.NewClient(opts)
 	a.closers = append(a.closers, a.Redis.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := a.Redis.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connect to Redis at %s (redis.addr): %w", addr, err)
@@ -295,7 +303,7 @@ func (a *App) Ready(ctx context.Context) error {
 // Run serves the API and runs the background loops until ctx is done,
 // then shuts down gracefully: RPCs and batches in flight finish.
 func (a *App) Run(ctx context.Context) error {
-	a.Log.Info("preceptd listening", "addr", a.Addr(), "node", a.Config.Node, "data_dir", a.Config.DataDir)
+	a.Log.Info("preceptd listening", "addr", a.Addr(), "node", a.Config.NodeName(), "data_dir", a.Config.DataDir)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := a.server.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -311,7 +319,7 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return a.Consumer.Run(gctx) })
 	g.Go(func() error { return a.Feedback.Run(gctx) })
-	if *a.Config.Evaluator.Enabled {
+	if a.Config.Evaluator.Enabled {
 		g.Go(func() error { return a.Evaluator.Run(gctx) })
 	}
 	g.Go(func() error { return a.Prompts.Run(gctx) })
@@ -320,6 +328,14 @@ func (a *App) Run(ctx context.Context) error {
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err
+}
+
+// llmProvider is the model a provider setting names, for internal/llm.
+func llmProvider(p config.Provider) llm.Provider {
+	return llm.Provider{
+		Provider: p.Provider, Model: p.Model, BaseURL: p.BaseURL, APIKey: p.APIKey,
+		Timeout: p.Timeout, Temperature: p.Temperature,
+	}
 }
 
 // Close releases everything New opened, in reverse order.

@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -48,7 +51,7 @@ log: {level: debug}
 		t.Fatal(err)
 	}
 	logs := &testenv.SyncBuffer{}
-	a, err := New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	a, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,5 +402,39 @@ func TestRunStopsGracefullyAndKeepsWhatWasAcknowledged(t *testing.T) {
 	}
 	if _, err := http.Get(r.app.URL() + "/healthz"); err == nil {
 		t.Fatal("server still answers after stop")
+	}
+}
+
+func TestNewRunsOnDefaultWithoutValidate(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	cfg.Redis.EmbeddedAddr = "127.0.0.1:0"
+	a, err := New(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "nodes", config.DefaultNode(), "feedback.db")); err != nil {
+		t.Fatalf("the node's index is not under its host name: %v", err)
+	}
+	if f := a.Rules.Features(); !f.Proposing || !f.AutoMerge {
+		t.Fatalf("rule features = %+v, want the defaults (on)", f)
+	}
+}
+
+func TestNewStopsWhenItsContextIsCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nredis: {addr: %q}\n", t.TempDir(), testenv.Redis(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		a.Close()
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("New with a cancelled context = %v, want context.Canceled", err)
 	}
 }

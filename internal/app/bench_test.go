@@ -141,7 +141,7 @@ func BenchmarkIngest(b *testing.B) {
 	const batch = 20000
 	for range b.N {
 		base := baselineRate(b, rdb, batch)
-		a, err := New(benchConfig(b, dir, redisAddr), slog.New(slog.DiscardHandler))
+		a, err := New(b.Context(), benchConfig(b, dir, redisAddr), slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func BenchmarkIngest(b *testing.B) {
 		a.Close()
 
 		start := time.Now()
-		a, err = New(benchConfig(b, dir, redisAddr), slog.New(slog.DiscardHandler))
+		a, err = New(b.Context(), benchConfig(b, dir, redisAddr), slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}

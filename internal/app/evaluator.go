@@ -13,6 +13,7 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/vectorindex"
 	"github.com/precept-dev/precept/vectorindex/chroma"
 	"github.com/precept-dev/precept/vectorindex/chromem"
@@ -27,7 +28,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	case "local":
 		emb = embedding.NewLocal(embedding.LocalOptions{Dimension: cfg.Embedder.Dimension})
 	default:
-		e, err := llm.NewEmbedder(ctx, cfg.Embedder)
+		e, err := llm.NewEmbedder(ctx, llmProvider(cfg.Embedder))
 		if err != nil {
 			return fmt.Errorf("evaluator.embedder: %w", err)
 		}
@@ -59,7 +60,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	if err != nil {
 		return fmt.Errorf("evaluator.rubric_file: %w", err)
 	}
-	model, err := llm.NewModel(cfg.LLM)
+	model, err := llm.NewModel(llmProvider(cfg.LLM))
 	if err != nil {
 		return fmt.Errorf("evaluator.llm: %w", err)
 	}
@@ -67,6 +68,10 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	if model != nil {
 		refiner = model
 		a.LLM = model
+	}
+	measured, err := metrics.NewEvaluator(a.Registry)
+	if err != nil {
+		return err
 	}
 	t := cfg.Thresholds
 	start := time.Now()
@@ -83,7 +88,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		EdgeCases:           edgeCaseDocs{repo: a.FeedbackRepo},
 		OnChange:            a.evaluatorChanged,
 		Logger:              a.Log.With("component", "evaluator"),
-		Registerer:          a.Registry,
+		Metrics:             measured,
 	})
 	if err != nil {
 		return err

@@ -186,7 +186,7 @@ func BenchmarkIngestClassify(b *testing.B) {
 				b.Fatal(err)
 			}
 			for range b.N {
-				a, err := New(cfg, slog.New(slog.DiscardHandler))
+				a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -169,7 +169,7 @@ func BenchmarkPrompt(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := New(cfg, slog.New(slog.DiscardHandler))
+	a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func (a *App) openRules(ctx context.Context) error {
 		},
 		ShadowPeriod:    cfg.ShadowPeriod,
 		ProposeInterval: cfg.ProposeInterval,
-		Features:        &rules.Features{Proposing: *a.Config.Features.Proposing, AutoMerge: *a.Config.Features.AutoMerge},
+		Features:        &rules.Features{Proposing: a.Config.Features.Proposing, AutoMerge: a.Config.Features.AutoMerge},
 		LLMTimeout:      a.Config.Evaluator.LLM.Timeout,
 		Embedder:        emb,
 		MainBranch:      a.RulesRepo.DefaultBranch(),
@@ -97,7 +97,7 @@ func (a *App) rulesEmbedder(ctx context.Context) (embedding.Embedder, error) {
 	if p.Provider == "local" {
 		return embedding.NewLocal(embedding.LocalOptions{Dimension: p.Dimension}), nil
 	}
-	e, err := llm.NewEmbedder(ctx, p)
+	e, err := llm.NewEmbedder(ctx, llmProvider(p))
 	if err != nil {
 		return nil, fmt.Errorf("rules: evaluator.embedder: %w", err)
 	}

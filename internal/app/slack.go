@@ -55,7 +55,7 @@ func (a *App) openSlack() error {
 			RepostGuard:  cfg.Clarification.RepostGuard,
 			ScanInterval: cfg.Clarification.ScanInterval,
 		},
-		Features:   &slackapp.Features{Posting: *features.Posting, Clarification: *features.Clarification},
+		Features:   &slackapp.Features{Posting: features.Posting, Clarification: features.Clarification},
 		Logger:     a.Log.With("component", "slack"),
 		Registerer: a.Registry,
 	})
@@ -75,7 +75,7 @@ func (a *App) openSlack() error {
 			}
 		}
 	}
-	a.Log.Info("slack app ready", "channel", cfg.Channel, "posting", *features.Posting, "clarification", *features.Clarification,
+	a.Log.Info("slack app ready", "channel", cfg.Channel, "posting", features.Posting, "clarification", features.Clarification,
 		"mapped_users", len(cfg.Users), "interactions", "/slack/interactions", "events", "/slack/events")
 	return nil
 }

@@ -18,17 +18,21 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/internal/stream"
 )
 
-// Config is everything preceptd can be told. Zero values are filled from
-// Default before validation.
+// Config is everything preceptd can be told. Start from Default: it is
+// complete and usable as is. Two zero values mean "derived", and a method
+// resolves each: NodeName and Redis.DeadLetters.
 type Config struct {
 	// Listen is the address of the API, metrics and Slack endpoints.
 	Listen string `yaml:"listen"`
 	// DataDir holds the git repositories and the local indexes.
 	DataDir string `yaml:"data_dir"`
 	// Node names this replica: its Redis consumer and its local index
-	// directory. Default: the host name.
+	// directory. Default: the host name; set empty, it means the host
+	// name too (NodeName).
 	Node      string    `yaml:"node"`
 	Log       Log       `yaml:"log"`
 	Auth      Auth      `yaml:"auth"`
@@ -83,8 +87,10 @@ type Redis struct {
 	DB       int    `yaml:"db"`
 	TLS      bool   `yaml:"tls"`
 
-	Stream           string        `yaml:"stream"`
-	Group            string        `yaml:"group"`
+	Stream string `yaml:"stream"`
+	Group  string `yaml:"group"`
+	// DeadLetterStream receives invalid entries; empty means Stream with
+	// ":dlq" appended, so it follows a changed stream (DeadLetters).
 	DeadLetterStream string        `yaml:"dead_letter_stream"`
 	StartID          string        `yaml:"start_id"`
 	BatchSize        int           `yaml:"batch_size"`
@@ -127,32 +133,43 @@ type Feedback struct {
 	BatchWait time.Duration `yaml:"batch_wait"`
 	// Fsync makes every commit durable against machine crashes, not just
 	// process crashes.
-	Fsync *bool `yaml:"fsync"`
+	Fsync bool `yaml:"fsync"`
 	// FollowInterval is how often the local index checks for commits made
 	// by other replicas.
 	FollowInterval time.Duration `yaml:"follow_interval"`
 }
 
+// DeadLetters returns the dead-letter stream: DeadLetterStream, or the
+// stream's name with ":dlq" appended when that is empty.
+func (r Redis) DeadLetters() string {
+	if r.DeadLetterStream != "" {
+		return r.DeadLetterStream
+	}
+	return r.Stream + stream.DeadLetterSuffix
+}
+
 // Default returns the embedded defaults (DESIGN.md §8): everything `make
-// run` needs on a fresh machine.
+// run` needs on a fresh machine. It is complete: wiring may use it
+// without Validate. Each package's own defaults are referred to, not
+// written again.
 func Default() Config {
 	l := precept.DefaultLimits()
-	yes := true
 	return Config{
 		Listen:  "127.0.0.1:8080",
 		DataDir: "./data",
+		Node:    DefaultNode(),
 		Log:     Log{Level: "info", Format: "text"},
 		Redis: Redis{
 			EmbeddedAddr:  "127.0.0.1:6380",
-			Stream:        "asdlc:events:hitl_decisions",
-			Group:         "precept-evaluator",
-			StartID:       "0",
-			BatchSize:     500,
-			Block:         time.Second,
-			ClaimIdle:     time.Minute,
-			ClaimInterval: 5 * time.Second,
-			MaxDeliveries: 5,
-			MaxInFlight:   2,
+			Stream:        stream.DefaultStream,
+			Group:         stream.DefaultGroup,
+			StartID:       stream.DefaultStartID,
+			BatchSize:     stream.DefaultBatchSize,
+			Block:         stream.DefaultBlock,
+			ClaimIdle:     stream.DefaultClaimIdle,
+			ClaimInterval: stream.DefaultClaimInterval,
+			MaxDeliveries: stream.DefaultMaxDeliveries,
+			MaxInFlight:   stream.DefaultMaxInFlight,
 		},
 		Ingest: Ingest{
 			MaxEventBytes:   l.MaxEventBytes,
@@ -162,16 +179,36 @@ func Default() Config {
 			MaxFutureSkew:   l.MaxFutureSkew,
 		},
 		Feedback: Feedback{
-			BatchSize:      500,
-			BatchWait:      50 * time.Millisecond,
-			Fsync:          &yes,
-			FollowInterval: time.Second,
+			BatchSize:      feedbackstore.DefaultBatchSize,
+			BatchWait:      feedbackstore.DefaultBatchWait,
+			Fsync:          true,
+			FollowInterval: feedbackstore.DefaultFollowInterval,
 		},
 		Evaluator: defaultEvaluator(),
 		Rules:     defaultRules(),
+		Features:  defaultFeatures(),
 		Prompts:   defaultPrompts(),
 		Slack:     defaultSlack(),
 	}
+}
+
+// NodeName returns the name of this replica: Node, or the host name when
+// Node is empty.
+func (c Config) NodeName() string {
+	if c.Node != "" {
+		return c.Node
+	}
+	return DefaultNode()
+}
+
+// DefaultNode is the default node name: the host name, or "preceptd" when
+// it is unknown.
+func DefaultNode() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "preceptd"
+	}
+	return h
 }
 
 // Load reads the configuration at path over the defaults; path "" means
@@ -297,53 +334,66 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	}
 }
 
-// Validate fills derived defaults and checks every setting, naming the key
-// of the first problem.
-func (c *Config) Validate() error {
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+// Validate checks every setting, naming the key of the first problem. It
+// changes nothing.
+func (c Config) Validate() error {
+	for _, check := range []func() error{
+		c.validateServer, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion,
+		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
-	host, _, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		return bad("listen", "%q is not host:port", c.Listen)
+	return nil
+}
+
+// invalid names the key of a setting and what is wrong with it.
+func invalid(key, format string, args ...any) error {
+	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+}
+
+// validateServer checks where preceptd listens, keeps its data and logs,
+// and its node name.
+func (c Config) validateServer() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return invalid("listen", "%q is not host:port", c.Listen)
 	}
 	if c.DataDir == "" {
-		return bad("data_dir", "required")
-	}
-	if c.Node == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "preceptd"
-		}
-		c.Node = h
+		return invalid("data_dir", "required")
 	}
 	if strings.ContainsAny(c.Node, "/\\ \t\n") {
-		return bad("node", "%q must not contain slashes or spaces", c.Node)
+		return invalid("node", "%q must not contain slashes or spaces", c.Node)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		return bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+		return invalid("log.level", "%q is not debug, info, warn or error", c.Log.Level)
 	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
-		return bad("log.format", "%q is not text or json", c.Log.Format)
+		return invalid("log.format", "%q is not text or json", c.Log.Format)
 	}
+	return nil
+}
 
+// validate checks each token: a unique name, a role, exactly one secret
+// of sufficient length, and no secret shared with another token.
+func (a Auth) validate() error {
 	seenNames := map[string]bool{}
 	seenSecrets := map[string]string{}
-	for i, t := range c.Auth.Tokens {
+	for i, t := range a.Tokens {
 		key := fmt.Sprintf("auth.tokens[%d]", i)
 		if t.Name == "" {
-			return bad(key+".name", "required")
+			return invalid(key+".name", "required")
 		}
 		if seenNames[t.Name] {
-			return bad(key+".name", "%q is listed twice", t.Name)
+			return invalid(key+".name", "%q is listed twice", t.Name)
 		}
 		seenNames[t.Name] = true
 		if _, err := precept.ParseRole(t.Role); err != nil {
-			return bad(key+".role", "%v", err)
+			return invalid(key+".role", "%v", err)
 		}
 		n := 0
 		for _, s := range []string{t.Token, t.TokenSHA256} {
@@ -352,48 +402,55 @@ func (c *Config) Validate() error {
 			}
 		}
 		if t.TokenEnv != "" && t.Token == "" {
-			return bad(key+".token_env", "environment variable %s is empty or unset", t.TokenEnv)
+			return invalid(key+".token_env", "environment variable %s is empty or unset", t.TokenEnv)
 		}
 		if n != 1 {
-			return bad(key, "set exactly one of token, token_env or token_sha256")
+			return invalid(key, "set exactly one of token, token_env or token_sha256")
 		}
 		if t.Token != "" && len(t.Token) < 16 {
-			return bad(key+".token", "shorter than 16 characters")
+			return invalid(key+".token", "shorter than 16 characters")
 		}
 		if t.TokenSHA256 != "" {
 			if b, err := hex.DecodeString(t.TokenSHA256); err != nil || len(b) != sha256.Size {
-				return bad(key+".token_sha256", "must be 64 hex characters")
+				return invalid(key+".token_sha256", "must be 64 hex characters")
 			}
 		}
 		digest := t.Digest()
 		if other, ok := seenSecrets[digest]; ok {
-			return bad(key, "uses the same token as %s", other)
+			return invalid(key, "uses the same token as %s", other)
 		}
 		seenSecrets[digest] = t.Name
 	}
-	if len(c.Auth.Tokens) == 0 && !isLoopback(host) {
-		return bad("auth.tokens", "required when listen (%s) is not a loopback address: without tokens every caller would be an admin", c.Listen)
-	}
+	return nil
+}
 
-	r := &c.Redis
+// validateAuthNeeded refuses to serve beyond loopback without tokens.
+func (c Config) validateAuthNeeded() error {
+	if len(c.Auth.Tokens) == 0 && !c.IsLoopbackListen() {
+		return invalid("auth.tokens", "required when listen (%s) is not a loopback address: without tokens every caller would be an admin", c.Listen)
+	}
+	return nil
+}
+
+// validateIngestion checks the decision stream, the feedback store and
+// the limits on decisions.
+func (c Config) validateIngestion() error {
+	r := c.Redis
 	if r.Addr == "" {
 		if _, _, err := net.SplitHostPort(r.EmbeddedAddr); err != nil {
-			return bad("redis.embedded_addr", "%q is not host:port", r.EmbeddedAddr)
+			return invalid("redis.embedded_addr", "%q is not host:port", r.EmbeddedAddr)
 		}
 	} else if _, _, err := net.SplitHostPort(r.Addr); err != nil {
-		return bad("redis.addr", "%q is not host:port", r.Addr)
+		return invalid("redis.addr", "%q is not host:port", r.Addr)
 	}
 	if r.Stream == "" {
-		return bad("redis.stream", "required")
+		return invalid("redis.stream", "required")
 	}
 	if r.Group == "" {
-		return bad("redis.group", "required")
+		return invalid("redis.group", "required")
 	}
-	if r.DeadLetterStream == "" {
-		r.DeadLetterStream = r.Stream + ":dlq"
-	}
-	if r.DeadLetterStream == r.Stream {
-		return bad("redis.dead_letter_stream", "must differ from redis.stream")
+	if r.DeadLetters() == r.Stream {
+		return invalid("redis.dead_letter_stream", "must differ from redis.stream")
 	}
 	checks := []struct {
 		key      string
@@ -412,7 +469,7 @@ func (c *Config) Validate() error {
 	}
 	for _, ch := range checks {
 		if ch.val < ch.min || ch.val > ch.max {
-			return bad(ch.key, "%d is outside %d..%d", ch.val, ch.min, ch.max)
+			return invalid(ch.key, "%d is outside %d..%d", ch.val, ch.min, ch.max)
 		}
 	}
 	durations := []struct {
@@ -428,29 +485,15 @@ func (c *Config) Validate() error {
 	}
 	for _, d := range durations {
 		if d.val <= 0 {
-			return bad(d.key, "must be a positive duration such as 500ms or 2s")
+			return invalid(d.key, "must be a positive duration such as 500ms or 2s")
 		}
 	}
 	for gate, agent := range c.Ingest.GateAgents {
 		if gate == "" || agent == "" {
-			return bad("ingest.gate_agents", "gate and agent must both be non-empty")
+			return invalid("ingest.gate_agents", "gate and agent must both be non-empty")
 		}
 	}
-	if c.Feedback.Fsync == nil {
-		yes := true
-		c.Feedback.Fsync = &yes
-	}
-	if err := c.Evaluator.validate(); err != nil {
-		return err
-	}
-	if err := c.Rules.validate(); err != nil {
-		return err
-	}
-	c.Features.validate()
-	if err := c.Prompts.validate(); err != nil {
-		return err
-	}
-	return c.Slack.validate()
+	return nil
 }
 
 // Digest returns the SHA-256 of the token in hex: how tokens are compared

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +20,11 @@ func TestDefaultsAreValidAndMatchTheDesign(t *testing.T) {
 	if cfg.Listen != "127.0.0.1:8080" || cfg.DataDir != "./data" || cfg.Redis.Addr != "" || cfg.Redis.EmbeddedAddr != "127.0.0.1:6380" {
 		t.Fatalf("defaults = %+v", cfg)
 	}
-	if cfg.Redis.Stream != "asdlc:events:hitl_decisions" || cfg.Redis.Group != "precept-evaluator" || cfg.Redis.DeadLetterStream != "asdlc:events:hitl_decisions:dlq" {
+	if cfg.Redis.Stream != "asdlc:events:hitl_decisions" || cfg.Redis.Group != "precept-evaluator" || cfg.Redis.DeadLetters() != "asdlc:events:hitl_decisions:dlq" {
 		t.Fatalf("stream defaults = %+v", cfg.Redis)
 	}
-	if cfg.Node == "" || !*cfg.Feedback.Fsync {
-		t.Fatalf("node %q fsync %v", cfg.Node, *cfg.Feedback.Fsync)
+	if cfg.Node == "" || !cfg.Feedback.Fsync {
+		t.Fatalf("node %q fsync %v", cfg.Node, cfg.Feedback.Fsync)
 	}
 }
 
@@ -144,5 +146,125 @@ func TestTokenDigestMatchesAHashedToken(t *testing.T) {
 func TestMissingFileIsAnError(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), os.Getenv); err == nil {
 		t.Fatal("a missing config file was accepted")
+	}
+}
+
+func TestDefaultIsCompleteWithoutValidate(t *testing.T) {
+	cfg := Default()
+	if cfg.Node == "" || cfg.NodeName() != cfg.Node {
+		t.Fatalf("node %q, NodeName %q: the default is the host name", cfg.Node, cfg.NodeName())
+	}
+	if got := cfg.Redis.DeadLetters(); got != "asdlc:events:hitl_decisions:dlq" {
+		t.Fatalf("dead-letter stream = %q", got)
+	}
+	if !cfg.Feedback.Fsync || !cfg.Evaluator.Enabled || !cfg.Features.Proposing || !cfg.Features.Posting || !cfg.Features.AutoMerge || cfg.Features.Clarification {
+		t.Fatalf("switches: fsync %v, evaluator %v, features %+v", cfg.Feedback.Fsync, cfg.Evaluator.Enabled, cfg.Features)
+	}
+	if p := nilPointers(reflect.ValueOf(cfg), "config"); len(p) > 0 {
+		t.Fatalf("Default leaves nil pointers that wiring would dereference: %v", p)
+	}
+	loaded, err := Load("", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(loaded, cfg) {
+		t.Fatalf("loading no file gives more than Default:\n%+v\nwant\n%+v", loaded, cfg)
+	}
+}
+
+// nilPointers lists the nil pointers reachable from v.
+func nilPointers(v reflect.Value, path string) []string {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return []string{path}
+		}
+		return nilPointers(v.Elem(), path)
+	case reflect.Struct:
+		var out []string
+		for i := range v.NumField() {
+			out = append(out, nilPointers(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+		}
+		return out
+	}
+	return nil
+}
+
+func TestValidateChangesNothing(t *testing.T) {
+	for _, text := range []string{
+		"",
+		"node: ''\nredis: {stream: other, dead_letter_stream: ''}\nevaluator: {llm: {provider: ''}}\nfeatures: {posting: false}",
+	} {
+		cfg := Default()
+		if err := decode(strings.NewReader(text), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		want := cfg
+		want.Rules.ProtectedTags = slices.Clone(cfg.Rules.ProtectedTags)
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if !reflect.DeepEqual(cfg, want) {
+			t.Fatalf("%q: Validate changed the configuration:\n%+v\nwant\n%+v", text, cfg, want)
+		}
+	}
+}
+
+func TestDerivedSettingsFollowWhatTheyDeriveFrom(t *testing.T) {
+	cfg, err := Parse("node: ''\nredis: {stream: decisions}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Redis.DeadLetters(); got != "decisions:dlq" {
+		t.Fatalf("dead-letter stream = %q, want decisions:dlq", got)
+	}
+	if h, _ := os.Hostname(); h != "" && cfg.NodeName() != h {
+		t.Fatalf("NodeName = %q, want the host name %q", cfg.NodeName(), h)
+	}
+	cfg, err = Parse("redis: {stream: decisions, dead_letter_stream: bad}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Redis.DeadLetters(); got != "bad" {
+		t.Fatalf("dead-letter stream = %q, want the one set", got)
+	}
+	if _, err := Parse("redis: {stream: decisions, dead_letter_stream: decisions}"); err == nil || !strings.Contains(err.Error(), "redis.dead_letter_stream") {
+		t.Fatalf("a dead-letter stream equal to the stream: %v", err)
+	}
+}
+
+func TestFeatureSwitchesKeepTheirDefaultsUnlessSet(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want Features
+	}{
+		{"", Features{Proposing: true, Posting: true, AutoMerge: true}},
+		{"features: {}", Features{Proposing: true, Posting: true, AutoMerge: true}},
+		{"features: {posting: ~, clarification: ~}", Features{Proposing: true, Posting: true, AutoMerge: true}},
+		{"features: {auto_merge: false, clarification: true}", Features{Proposing: true, Posting: true, Clarification: true}},
+	} {
+		cfg, err := Parse(tc.yaml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Features != tc.want {
+			t.Errorf("%q: features = %+v, want %+v", tc.yaml, cfg.Features, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		yaml string
+		want bool
+	}{{"", true}, {"feedback: {fsync: ~}", true}, {"feedback: {fsync: false}", false}} {
+		cfg, err := Parse(tc.yaml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Feedback.Fsync != tc.want {
+			t.Errorf("%q: fsync = %v", tc.yaml, cfg.Feedback.Fsync)
+		}
+	}
+	cfg, err := Parse("evaluator: {enabled: false}")
+	if err != nil || cfg.Evaluator.Enabled {
+		t.Fatalf("evaluator.enabled: false gave %v (%v)", cfg.Evaluator.Enabled, err)
 	}
 }

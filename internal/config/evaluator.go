@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/vectorindex/chroma"
 )
 
 // Evaluator configures similarity, clustering and classification
 // (DESIGN.md §3-4). Every threshold is configurable.
 type Evaluator struct {
 	// Enabled runs the evaluator on every ingested decision.
-	Enabled *bool `yaml:"enabled"`
+	Enabled bool `yaml:"enabled"`
 	// SimilarityThreshold is the cosine similarity from which feedback is
 	// "similar" (FindSimilar's default and the clustering threshold).
 	SimilarityThreshold float64 `yaml:"similarity_threshold"`
@@ -56,7 +59,8 @@ type Chroma struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-// Provider configures a langchaingo model: an embedder or an LLM.
+// Provider configures a langchaingo model (internal/llm): an embedder or
+// an LLM.
 type Provider struct {
 	// Provider is local (embedder only), none (LLM only), openai (any
 	// OpenAI-compatible endpoint: vLLM, llama.cpp, Ollama's /v1, hosted)
@@ -73,25 +77,30 @@ type Provider struct {
 }
 
 func defaultEvaluator() Evaluator {
-	yes := true
+	t := evaluator.DefaultThresholds()
 	return Evaluator{
-		Enabled:             &yes,
-		SimilarityThreshold: 0.8,
-		MaxSimilar:          10,
-		Index:               Index{Backend: "embedded", Chroma: Chroma{Tenant: "default_tenant", Database: "default_database", CollectionPrefix: "precept-feedback", Timeout: 10 * time.Second}},
-		Embedder:            Provider{Provider: "local", Timeout: 30 * time.Second},
-		LLM:                 Provider{Provider: "none", Timeout: 20 * time.Second},
-		Thresholds:          Thresholds{LowMinSize: 2, LowMinReviewers: 2, HighMinSize: 3, HighMinReviewers: 2, HighMinEpics: 2},
+		Enabled:             true,
+		SimilarityThreshold: evaluator.DefaultSimilarityThreshold,
+		MaxSimilar:          evaluator.DefaultMaxSimilar,
+		Index: Index{Backend: "embedded", Chroma: Chroma{
+			Tenant: chroma.DefaultTenant, Database: chroma.DefaultDatabase, CollectionPrefix: chroma.DefaultCollectionPrefix,
+			// preceptd's own choice; chroma.DefaultTimeout is longer.
+			Timeout: 10 * time.Second,
+		}},
+		Embedder: Provider{Provider: "local", Timeout: 30 * time.Second},
+		// The LLM serves the evaluator and the rule drafter; both wait
+		// llm.timeout for it.
+		LLM: Provider{Provider: "none", Timeout: evaluator.DefaultLLMTimeout},
+		Thresholds: Thresholds{
+			LowMinSize: t.LowMinSize, LowMinReviewers: t.LowMinReviewers,
+			HighMinSize: t.HighMinSize, HighMinReviewers: t.HighMinReviewers, HighMinEpics: t.HighMinEpics,
+		},
 	}
 }
 
-func (e *Evaluator) validate() error {
+func (e Evaluator) validate() error {
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("config: evaluator.%s: %s", key, fmt.Sprintf(format, args...))
-	}
-	if e.Enabled == nil {
-		yes := true
-		e.Enabled = &yes
 	}
 	if e.SimilarityThreshold <= 0 || e.SimilarityThreshold > 1 {
 		return bad("similarity_threshold", "%v is outside (0, 1]", e.SimilarityThreshold)
@@ -121,8 +130,7 @@ func (e *Evaluator) validate() error {
 		return bad("embedder.provider", "%q is not local, openai or ollama", e.Embedder.Provider)
 	}
 	switch e.LLM.Provider {
-	case "none", "":
-		e.LLM.Provider = "none"
+	case "none", "": // empty: no LLM, as "none"
 	case "openai", "ollama":
 		if e.LLM.Model == "" {
 			return bad("llm.model", "required for provider %s", e.LLM.Provider)

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/precept-dev/precept/prompts"
 )
 
 // Prompts configures stage-prompt assembly (DESIGN.md §7).
@@ -18,10 +20,10 @@ type Prompts struct {
 }
 
 func defaultPrompts() Prompts {
-	return Prompts{MaxRules: 20, WatchPoll: 250 * time.Millisecond, CacheSize: 4096}
+	return Prompts{MaxRules: prompts.DefaultMaxRules, WatchPoll: prompts.DefaultPollInterval, CacheSize: prompts.DefaultCacheSize}
 }
 
-func (p *Prompts) validate() error {
+func (p Prompts) validate() error {
 	if p.MaxRules < 1 || p.MaxRules > 200 {
 		return fmt.Errorf("config: prompts.max_rules: %d is outside 1..200", p.MaxRules)
 	}

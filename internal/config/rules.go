@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/precept-dev/precept/rules"
 )
 
 // Rules configures proposals, their guards and meta-approval
@@ -61,35 +63,41 @@ type RulesGit struct {
 }
 
 // Features switch parts of the pipeline off (seed 000 R29); off means the
-// earlier behaviour, nothing is lost.
+// earlier behaviour, nothing is lost. A key left out of the file keeps its
+// default: every feature is on except Clarification.
 type Features struct {
 	// Proposing drafts rule proposals from generalizable clusters.
-	Proposing *bool `yaml:"proposing"`
+	Proposing bool `yaml:"proposing"`
 	// Posting posts proposals to Slack.
-	Posting *bool `yaml:"posting"`
+	Posting bool `yaml:"posting"`
 	// AutoMerge merges a proposal into main once it has its approvals.
-	AutoMerge *bool `yaml:"auto_merge"`
+	AutoMerge bool `yaml:"auto_merge"`
 	// Clarification asks reviewers of ambiguous feedback in Slack threads.
-	Clarification *bool `yaml:"clarification"`
+	Clarification bool `yaml:"clarification"`
+}
+
+func defaultFeatures() Features {
+	return Features{Proposing: true, Posting: true, AutoMerge: true, Clarification: false}
 }
 
 func defaultRules() Rules {
+	t, q := rules.DefaultThresholds(), rules.DefaultQuality()
 	return Rules{
-		RequiredApprovals:      2,
-		ProtectedTags:          []string{"security", "correctness", "compliance"},
-		MaxProposalsPerAgent:   3,
-		ProposalWindow:         8 * time.Hour,
-		MaxActiveRulesPerAgent: 20,
-		DuplicateThreshold:     0.92,
-		ConflictThreshold:      0.75,
-		RejectedSimilarity:     0.88,
-		ProposeInterval:        30 * time.Second,
-		Quality:                Quality{MinLength: 20, MaxLength: 800, MinSignalDensity: 0.4},
-		Git:                    RulesGit{FetchInterval: 30 * time.Second},
+		RequiredApprovals:      rules.DefaultRequiredApprovals,
+		ProtectedTags:          rules.DefaultProtectedTags(),
+		MaxProposalsPerAgent:   rules.DefaultMaxProposalsPerAgent,
+		ProposalWindow:         rules.DefaultProposalWindow,
+		MaxActiveRulesPerAgent: rules.DefaultMaxActiveRulesPerAgent,
+		DuplicateThreshold:     t.Duplicate,
+		ConflictThreshold:      t.Conflict,
+		RejectedSimilarity:     t.Rejected,
+		ProposeInterval:        rules.DefaultProposeInterval,
+		Quality:                Quality{MinLength: q.MinLength, MaxLength: q.MaxLength, MinSignalDensity: q.MinSignalDensity},
+		Git:                    RulesGit{FetchInterval: rules.DefaultFetchInterval},
 	}
 }
 
-func (r *Rules) validate() error {
+func (r Rules) validate() error {
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("config: rules.%s: %s", key, fmt.Sprintf(format, args...))
 	}
@@ -128,17 +136,4 @@ func (r *Rules) validate() error {
 		return bad("git.fetch_interval", "must be a positive duration")
 	}
 	return nil
-}
-
-func (f *Features) validate() {
-	for _, p := range []**bool{&f.Proposing, &f.Posting, &f.AutoMerge} {
-		if *p == nil {
-			yes := true
-			*p = &yes
-		}
-	}
-	if f.Clarification == nil {
-		no := false
-		f.Clarification = &no
-	}
 }

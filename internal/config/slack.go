@@ -66,7 +66,7 @@ func defaultSlack() Slack {
 	}
 }
 
-func (s *Slack) validate() error {
+func (s Slack) validate() error {
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("config: slack.%s: %s", key, fmt.Sprintf(format, args...))
 	}

@@ -36,7 +36,7 @@ func TestSlackDefaultsAndMappingsAreRead(t *testing.T) {
 	if c := s.Clarification; c.MaxAttempts != 3 || c.StaleAfter != 10*time.Minute || c.RepostGuard != 24*time.Hour || c.ScanInterval != 5*time.Minute {
 		t.Fatalf("clarification = %+v", c)
 	}
-	if *cfg.Features.Posting != true || *cfg.Features.Clarification != false {
-		t.Fatalf("features = posting %v, clarification %v", *cfg.Features.Posting, *cfg.Features.Clarification)
+	if cfg.Features.Posting != true || cfg.Features.Clarification != false {
+		t.Fatalf("features = posting %v, clarification %v", cfg.Features.Posting, cfg.Features.Clarification)
 	}
 }

@@ -11,14 +11,29 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/embeddings"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
-
-	"github.com/precept-dev/precept/internal/config"
 )
+
+// Provider says which model to use and how to reach it (the
+// configuration's evaluator.llm and evaluator.embedder).
+type Provider struct {
+	// Provider is openai (any OpenAI-compatible endpoint) or ollama; for
+	// NewModel, none or empty means no model.
+	Provider string
+	Model    string
+	// BaseURL overrides the provider's default endpoint.
+	BaseURL string
+	// APIKey is sent as the bearer token; it never appears in errors.
+	APIKey string
+	// Timeout bounds each HTTP request.
+	Timeout     time.Duration
+	Temperature float64
+}
 
 // Model is a text-completion model.
 type Model struct {
@@ -33,7 +48,7 @@ type client interface {
 	CreateEmbedding(ctx context.Context, texts []string) ([][]float32, error)
 }
 
-func newClient(p config.Provider, embeddingModel bool) (client, error) {
+func newClient(p Provider, embeddingModel bool) (client, error) {
 	hc := &http.Client{Timeout: p.Timeout}
 	switch p.Provider {
 	case "openai":
@@ -72,7 +87,7 @@ func newClient(p config.Provider, embeddingModel bool) (client, error) {
 
 // NewModel returns the LLM the configuration names, or nil for provider
 // "none".
-func NewModel(p config.Provider) (*Model, error) {
+func NewModel(p Provider) (*Model, error) {
 	if p.Provider == "none" || p.Provider == "" {
 		return nil, nil
 	}
@@ -105,7 +120,7 @@ type Embedder struct {
 
 // NewEmbedder connects to the embedding model and learns its dimension by
 // embedding a probe text, so a misconfigured model fails at start.
-func NewEmbedder(ctx context.Context, p config.Provider) (*Embedder, error) {
+func NewEmbedder(ctx context.Context, p Provider) (*Embedder, error) {
 	c, err := newClient(p, true)
 	if err != nil {
 		return nil, err

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/precept-dev/precept/internal/config"
 )
 
 // vectorFor is a canned embedding: not normalised, so the adapter's
@@ -67,7 +65,7 @@ func ollamaServer(t *testing.T) *httptest.Server {
 func TestModelsAndEmbeddersOfBothProviders(t *testing.T) {
 	ctx := context.Background()
 	oa, ol := openAIServer(t), ollamaServer(t)
-	for _, p := range []config.Provider{
+	for _, p := range []Provider{
 		{Provider: "openai", Model: "m", BaseURL: oa.URL + "/v1", APIKey: "sk-test", Timeout: 5 * time.Second},
 		{Provider: "ollama", Model: "m", BaseURL: ol.URL, Timeout: 5 * time.Second},
 	} {
@@ -109,11 +107,11 @@ func TestModelsAndEmbeddersOfBothProviders(t *testing.T) {
 }
 
 func TestNoneMeansNoModelAndBadCredentialsFailAtStart(t *testing.T) {
-	if m, err := NewModel(config.Provider{Provider: "none"}); m != nil || err != nil {
+	if m, err := NewModel(Provider{Provider: "none"}); m != nil || err != nil {
 		t.Fatalf("provider none = %v, %v", m, err)
 	}
 	oa := openAIServer(t)
-	_, err := NewEmbedder(context.Background(), config.Provider{Provider: "openai", Model: "m", BaseURL: oa.URL + "/v1", APIKey: "wrong", Timeout: time.Second})
+	_, err := NewEmbedder(context.Background(), Provider{Provider: "openai", Model: "m", BaseURL: oa.URL + "/v1", APIKey: "wrong", Timeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "openai/m") {
 		t.Fatalf("bad key at start: %v", err)
 	}

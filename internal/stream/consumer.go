@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Sink stores decisions durably. Store returns only when every record is
@@ -553,7 +554,7 @@ func (c *Consumer) untrack(msgs []redis.XMessage) {
 const maxErrorText = 300
 
 func (c *Consumer) rememberError(ids []string, err error) {
-	text := truncate(err.Error(), maxErrorText)
+	text := text.Truncate(err.Error(), maxErrorText)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.lastErr)+len(ids) > maxRememberedErrors {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -198,7 +199,7 @@ func TestDeadLettersEveryKindOfBadEntryAndKeepsItsBytes(t *testing.T) {
 			for i, f := range l.Fields {
 				name, value := tt.fields[2*i].(string), tt.fields[2*i+1].(string)
 				if !bytes.Equal(f.Name, []byte(name)) || !bytes.Equal(f.Value, []byte(value)) {
-					t.Errorf("field %d = %q=%q, want %q=%q", i, truncate(string(f.Name), 40), truncate(string(f.Value), 40), truncate(name, 40), truncate(value, 40))
+					t.Errorf("field %d = %q=%q, want %q=%q", i, text.Truncate(string(f.Name), 40), text.Truncate(string(f.Value), 40), text.Truncate(name, 40), text.Truncate(value, 40))
 				}
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Fields of a dead-letter entry; the original fields follow as
@@ -221,7 +222,7 @@ func (c *Consumer) DeadLetters(ctx context.Context, pageSize int, pageToken stri
 	end := "+"
 	if pageToken != "" {
 		if !entryIDPattern.MatchString(pageToken) {
-			return nil, "", 0, precept.Errorf(precept.Invalid, "invalid page token %q", truncate(pageToken, 32))
+			return nil, "", 0, precept.Errorf(precept.Invalid, "invalid page token %q", text.Truncate(pageToken, 32))
 		}
 		end = pageToken
 	}

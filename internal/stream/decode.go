@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // dataField holds the whole event as one JSON object.
@@ -75,7 +76,7 @@ func DecodeEntry(values map[string]any) (precept.Decision, error) {
 			data, hasData = value, true
 		case name == "schema_version":
 			if value != schemaVersion {
-				add(name, "must be %q, got %q", schemaVersion, truncate(value, 16))
+				add(name, "must be %q, got %q", schemaVersion, text.Truncate(value, 16))
 			}
 		case envelopeFields[name]:
 		case precept.IsEventField(name):
@@ -152,7 +153,7 @@ func stripEnvelope(raw []byte) ([]byte, error) {
 	if version, ok := obj["schema_version"]; ok {
 		var s string
 		if json.Unmarshal(version, &s) != nil || s != schemaVersion {
-			return nil, precept.InvalidEvent("schema_version", "must be %q, got %s", schemaVersion, truncate(string(version), 16))
+			return nil, precept.InvalidEvent("schema_version", "must be %q, got %s", schemaVersion, text.Truncate(string(version), 16))
 		}
 	}
 	found := false
@@ -206,7 +207,7 @@ func decodeFlat(f map[string]string) (precept.Decision, error) {
 	if s := f["review_duration_seconds"]; s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			add("review_duration_seconds", "must be a decimal integer, got %q", truncate(s, 32))
+			add("review_duration_seconds", "must be a decimal integer, got %q", text.Truncate(s, 32))
 		} else {
 			d.ReviewDurationSeconds = &n
 		}
@@ -250,16 +251,4 @@ func validate(values map[string]any, limits precept.Limits, now time.Time) (prec
 		return precept.Decision{}, err
 	}
 	return d, nil
-}
-
-// truncate shortens s to at most n bytes on a rune boundary, for quoting
-// values in reasons.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

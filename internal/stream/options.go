@@ -29,8 +29,9 @@ const (
 	DefaultStopTimeout   = 10 * time.Second
 )
 
-// deadLetterSuffix names the dead-letter stream after the stream it serves.
-const deadLetterSuffix = ":dlq"
+// DeadLetterSuffix names the dead-letter stream after the stream it
+// serves: Stream+DeadLetterSuffix unless one is given.
+const DeadLetterSuffix = ":dlq"
 
 // Options configure a Consumer. Zero values mean the defaults above;
 // Consumer is required.
@@ -97,7 +98,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Group = DefaultGroup
 	}
 	if o.DeadLetterStream == "" {
-		o.DeadLetterStream = o.Stream + deadLetterSuffix
+		o.DeadLetterStream = o.Stream + DeadLetterSuffix
 	}
 	if o.DeadLetterStream == o.Stream {
 		bad("dead-letter stream must differ from the stream %q", o.Stream)

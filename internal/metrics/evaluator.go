@@ -1,0 +1,60 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/precept-dev/precept/evaluator"
+)
+
+// Evaluator publishes what the evaluator measures.
+type Evaluator struct {
+	evaluations *prometheus.CounterVec
+	errors      prometheus.Counter
+	seconds     prometheus.Histogram
+	llm         *prometheus.CounterVec
+}
+
+var _ evaluator.Metrics = (*Evaluator)(nil)
+
+// NewEvaluator returns the evaluator's collectors, registered on reg
+// (which may be nil).
+func NewEvaluator(reg prometheus.Registerer) (*Evaluator, error) {
+	var m Evaluator
+	var err error
+	if m.evaluations, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "precept_evaluations_total", Help: "Decisions evaluated, by class.",
+	}, []string{"class"})); err != nil {
+		return nil, err
+	}
+	if m.errors, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "precept_evaluation_errors_total", Help: "Batches whose evaluation failed and will be retried.",
+	})); err != nil {
+		return nil, err
+	}
+	if m.seconds, err = register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "precept_evaluation_seconds", Help: "Evaluation time per decision, amortised over its batch.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})); err != nil {
+		return nil, err
+	}
+	if m.llm, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "precept_evaluator_llm_total", Help: "LLM refinements: used, fallback (failed, deterministic kept), upgrade_refused.",
+	}, []string{"result"})); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Evaluated implements evaluator.Metrics.
+func (m *Evaluator) Evaluated(class evaluator.Class, seconds float64) {
+	m.evaluations.WithLabelValues(string(class)).Inc()
+	m.seconds.Observe(seconds)
+}
+
+// BatchFailed implements evaluator.Metrics.
+func (m *Evaluator) BatchFailed() { m.errors.Inc() }
+
+// LLMRefinement implements evaluator.Metrics.
+func (m *Evaluator) LLMRefinement(outcome evaluator.LLMOutcome) {
+	m.llm.WithLabelValues(string(outcome)).Inc()
+}
