@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
 )
@@ -166,10 +168,10 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 		}
 		after, done = p, true
 		return &gitrepo.CommitSpec{
-			Message: fmt.Sprintf("Reject %s by %s: %s", id, req.By, clipWords(oneLine(req.Reason), 72)),
+			Message: fmt.Sprintf("Reject %s by %s: %s", id, req.By, text.ClipWords(text.OneLine(req.Reason), 72)),
 			Trailers: []gitrepo.Trailer{
 				{Key: TrailerRejectedBy, Value: signature},
-				{Key: TrailerReason, Value: clipWords(oneLine(req.Reason), 500)},
+				{Key: TrailerReason, Value: text.ClipWords(text.OneLine(req.Reason), 500)},
 				{Key: TrailerProposalID, Value: id},
 				{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)},
 				{Key: TrailerVia, Value: req.Via},

@@ -12,6 +12,8 @@ import (
 	"text/template"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // LLM completes prompts; the langchaingo adapter in internal/llm
@@ -99,12 +101,12 @@ func renderDraftPrompt(t *template.Template, ev Evidence, q Quality) (string, er
 		Class: ev.Class, Tags: ev.Tags, MinLength: q.MinLength, MaxLength: q.MaxLength,
 	}
 	for _, c := range ev.Comments {
-		text := strings.TrimSpace(c.Text)
-		if text == "" {
+		comment := strings.TrimSpace(c.Text)
+		if comment == "" {
 			continue
 		}
-		text = strings.NewReplacer("<<<", "‹‹‹", ">>>", "›››").Replace(clipRunes(text, maxPromptCommentRune))
-		data.Comments = append(data.Comments, text)
+		comment = strings.NewReplacer("<<<", "‹‹‹", ">>>", "›››").Replace(text.ClipRunes(comment, maxPromptCommentRune))
+		data.Comments = append(data.Comments, comment)
 		if len(data.Comments) == maxPromptComments {
 			break
 		}
@@ -166,7 +168,7 @@ const (
 func extractiveDraft(ev Evidence) draft {
 	var texts []string
 	for _, c := range ev.Comments {
-		if t := strings.Join(strings.Fields(clipRunes(c.Text, maxCommentRunes)), " "); t != "" {
+		if t := strings.Join(strings.Fields(text.ClipRunes(c.Text, maxCommentRunes)), " "); t != "" {
 			texts = append(texts, t)
 		}
 	}
@@ -181,7 +183,7 @@ func extractiveDraft(ev Evidence) draft {
 			return draft{Type: typ, Content: s, By: "extractive"}
 		}
 	}
-	problem := lowerFirst(trimSentence(clipWords(firstSentence(texts[0]), maxInstructionRunes)))
+	problem := lowerFirst(trimSentence(text.ClipWords(firstSentence(texts[0]), maxInstructionRunes)))
 	if contentWords(problem) < minProblemWords {
 		// Nothing to learn from: an empty draft, which the quality gate
 		// blocks.
@@ -237,7 +239,7 @@ func instruction(comment string) (string, Type, bool) {
 func instructionWithReason(comment string) (string, Type, string, bool) {
 	var cands []string
 	for _, cand := range sentences(comment) {
-		c := balance(clipWords(stripLeadIns(trimSentence(cand)), maxInstructionRunes))
+		c := balance(text.ClipWords(stripLeadIns(trimSentence(cand)), maxInstructionRunes))
 		if contentWords(c) >= 2 {
 			cands = append(cands, c)
 		}
@@ -418,9 +420,9 @@ func evidenceSummary(ev Evidence) string {
 	reviewers, epics := distinct(ev.Reviewers), distinct(ev.Epics)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d negative %s from %d distinct %s (%s) across %d distinct %s (%s) for %s; cluster %s classified %s (confidence %.2f).",
-		ev.Size, plural(ev.Size, "review", "reviews"),
-		len(reviewers), plural(len(reviewers), "reviewer", "reviewers"), listSome(reviewers, 5),
-		len(epics), plural(len(epics), "epic", "epics"), listSome(epics, 5),
+		ev.Size, text.Plural(ev.Size, "review", "reviews"),
+		len(reviewers), text.Plural(len(reviewers), "reviewer", "reviewers"), listSome(reviewers, 5),
+		len(epics), text.Plural(len(epics), "epic", "epics"), listSome(epics, 5),
 		strings.Join(ev.Agents, ", "), ev.ClusterID, ev.Class, ev.Confidence)
 	var quotes []string
 	for _, c := range ev.Comments {
@@ -428,7 +430,7 @@ func evidenceSummary(ev Evidence) string {
 		if t == "" {
 			continue
 		}
-		q := "“" + clipWords(t, 160) + "”"
+		q := "“" + text.ClipWords(t, 160) + "”"
 		if c.ReviewerID != "" {
 			q += " — " + c.ReviewerID
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
 )
@@ -33,7 +35,7 @@ func normalizeManual(mp ManualProposal) (ManualProposal, error) {
 	}
 	for _, a := range mp.Agents {
 		if !ValidName(a) {
-			return mp, precept.Errorf(precept.Invalid, "affected_agents: %q is not a valid agent name (letters, digits, '.', '_', '-')", clipRunes(a, 64))
+			return mp, precept.Errorf(precept.Invalid, "affected_agents: %q is not a valid agent name (letters, digits, '.', '_', '-')", text.ClipRunes(a, 64))
 		}
 	}
 	if mp.Type == "" {
@@ -46,7 +48,7 @@ func normalizeManual(mp ManualProposal) (ManualProposal, error) {
 		mp.InsertionPoint = DefaultInsertionPoint
 	}
 	if !ValidName(mp.InsertionPoint) {
-		return mp, precept.Errorf(precept.Invalid, "insertion_point: %q is not a valid name", clipRunes(mp.InsertionPoint, 64))
+		return mp, precept.Errorf(precept.Invalid, "insertion_point: %q is not a valid name", text.ClipRunes(mp.InsertionPoint, 64))
 	}
 	mp.Content = strings.TrimSpace(strings.ReplaceAll(mp.Content, "\r\n", "\n"))
 	if utf8.RuneCountInString(mp.Rationale) > maxNoteRunes {
@@ -58,7 +60,7 @@ func normalizeManual(mp ManualProposal) (ManualProposal, error) {
 	}
 	for _, f := range mp.FeedbackIDs {
 		if len(f) > 200 || strings.ContainsAny(f, " \t\r\n") {
-			return mp, precept.Errorf(precept.Invalid, "feedback_ids: %q is not a decision id", clipRunes(f, 64))
+			return mp, precept.Errorf(precept.Invalid, "feedback_ids: %q is not a decision id", text.ClipRunes(f, 64))
 		}
 	}
 	mp.Tags = normalizeTags(mp.Tags)
@@ -159,7 +161,7 @@ func (pol policy) normalizeEvidence(ev Evidence) (Evidence, bool) {
 		if ValidName(a) {
 			agents = append(agents, a)
 		} else {
-			pol.log.Warn("evidence names an invalid agent; ignored", "cluster_id", ev.ClusterID, "agent", clipRunes(a, 64))
+			pol.log.Warn("evidence names an invalid agent; ignored", "cluster_id", ev.ClusterID, "agent", text.ClipRunes(a, 64))
 		}
 	}
 	ev.Agents = agents
@@ -184,7 +186,7 @@ func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p
 	}
 	if tags := pol.protected(p.Tags); len(tags) > 0 {
 		result(GuardSafetyFloor, false, fmt.Sprintf("touches protected %s %s: such rules are never proposed automatically; a person may propose it (it then needs %d approvals)",
-			plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), pol.opts.RequiredApprovals+1))
+			text.Plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), pol.opts.RequiredApprovals+1))
 		return Blocked, nil, nil
 	}
 	result(GuardSafetyFloor, true, "")
@@ -446,7 +448,7 @@ func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, prop
 		summary = "Proposed by " + proposer + " without a rationale."
 	}
 	if n := len(mp.FeedbackIDs); n > 0 {
-		summary += fmt.Sprintf(" Cites %d %s.", n, plural(n, "decision", "decisions"))
+		summary += fmt.Sprintf(" Cites %d %s.", n, text.Plural(n, "decision", "decisions"))
 	}
 	p := Proposal{
 		ID: id, Kind: KindNewRule, Status: Pending, Revision: 1, ContentRevision: 1,
@@ -461,7 +463,7 @@ func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, prop
 	}
 	if dup != nil {
 		return Proposal{}, precept.Errorf(precept.Conflict, "rule_content duplicates %s (similarity %.2f): %q; no new proposal is needed",
-			dup.OtherID, dup.Similarity, clipWords(dup.OtherContent, 120))
+			dup.OtherID, dup.Similarity, text.ClipWords(dup.OtherContent, 120))
 	}
 	for _, agent := range p.Agents {
 		if n := st.activeCount(agent) - st.supersededOf(p.Supersedes, agent); n >= pol.opts.MaxActiveRulesPerAgent {
@@ -473,7 +475,7 @@ func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, prop
 		p.Protected = true
 		p.Required++
 		p.Guards = append(p.Guards, GuardResult{Guard: GuardSafetyFloor, Passed: true,
-			Reason: fmt.Sprintf("touches protected %s %s: needs %d approvals", plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), p.Required)})
+			Reason: fmt.Sprintf("touches protected %s %s: needs %d approvals", text.Plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), p.Required)})
 	}
 	return p, nil
 }

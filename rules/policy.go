@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept"
 )
 
@@ -39,7 +41,7 @@ const maxNoteRunes = 4000
 
 func checkProposalID(id string) error {
 	if !ValidProposalID(id) {
-		return precept.Errorf(precept.Invalid, "proposal_id: %q is not a proposal id (p-…)", clipRunes(id, 64))
+		return precept.Errorf(precept.Invalid, "proposal_id: %q is not a proposal id (p-…)", text.ClipRunes(id, 64))
 	}
 	return nil
 }

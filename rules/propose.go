@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/oklog/ulid/v2"
 
 	"github.com/precept-dev/precept"
@@ -243,7 +245,7 @@ func (m *Manager) holdDraft(ctx context.Context, p Proposal) (*Proposal, error) 
 			Message: fmt.Sprintf("%s draft %s for %s (%s)", verb, p.ID, strings.Join(p.Agents, ", "), g.Guard),
 			Trailers: []gitrepo.Trailer{
 				{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerClusterID, Value: p.ClusterID},
-				{Key: TrailerReason, Value: clipWords(oneLine(g.Reason), 500)},
+				{Key: TrailerReason, Value: text.ClipWords(text.OneLine(g.Reason), 500)},
 				{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)},
 			},
 			Changes: []gitrepo.Change{{Path: DraftPath(p.ID), Data: data}},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept"
 )
 
@@ -151,7 +153,7 @@ func (m *Manager) ActiveRules(ctx context.Context, agent string) ([]Rule, error)
 // commits and the commit that superseded it, if any.
 func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error) {
 	if !ValidProposalID(id) && !ValidRuleID(id) {
-		return nil, precept.Errorf(precept.Invalid, "id: %q is neither a proposal id (p-…) nor a rule id (r-…)", clipRunes(id, 64))
+		return nil, precept.Errorf(precept.Invalid, "id: %q is neither a proposal id (p-…) nor a rule id (r-…)", text.ClipRunes(id, 64))
 	}
 	idx, err := m.store.history(ctx)
 	if err != nil {
@@ -184,7 +186,7 @@ func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error
 // history is newest first.
 func (m *Manager) Rule(ctx context.Context, id string) (Rule, []HistoryEntry, error) {
 	if !ValidRuleID(id) {
-		return Rule{}, nil, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", clipRunes(id, 64))
+		return Rule{}, nil, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(id, 64))
 	}
 	st, err := m.store.State(ctx)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
 )
@@ -23,7 +25,7 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 	ruleID, by, reason := req.RuleID, req.By, strings.TrimSpace(req.Reason)
 	switch {
 	case !ValidRuleID(ruleID):
-		return Rollback{}, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", clipRunes(ruleID, 64))
+		return Rollback{}, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(ruleID, 64))
 	case reason == "":
 		return Rollback{}, precept.Errorf(precept.Invalid, "reason: a rollback needs a reason")
 	case len([]rune(reason)) > maxNoteRunes:
@@ -71,10 +73,10 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 		}
 		done = true
 		return &gitrepo.CommitSpec{
-			Message: fmt.Sprintf("Roll back rule %s: %s", ruleID, clipWords(oneLine(reason), 72)),
+			Message: fmt.Sprintf("Roll back rule %s: %s", ruleID, text.ClipWords(text.OneLine(reason), 72)),
 			Trailers: []gitrepo.Trailer{
 				{Key: TrailerRolledBackBy, Value: by},
-				{Key: TrailerReason, Value: clipWords(oneLine(reason), 500)},
+				{Key: TrailerReason, Value: text.ClipWords(text.OneLine(reason), 500)},
 				{Key: TrailerRuleID, Value: ruleID},
 				{Key: TrailerProposalID, Value: rule.ProposalID},
 				{Key: TrailerReverts, Value: approval.String()},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept/gitrepo"
@@ -203,7 +205,7 @@ func (s *store) createProposal(p Proposal) (gitrepo.Hash, bool, error) {
 		trailers = append(trailers, gitrepo.Trailer{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)})
 	}
 	return s.createBranch(ProposalBranch(p.ID), gitrepo.CommitSpec{
-		Message:  fmt.Sprintf("Propose %s for %s: %s", p.ID, strings.Join(p.Agents, ", "), clipWords(oneLine(firstSentence(p.Content)), 60)),
+		Message:  fmt.Sprintf("Propose %s for %s: %s", p.ID, strings.Join(p.Agents, ", "), text.ClipWords(text.OneLine(firstSentence(p.Content)), 60)),
 		Trailers: trailers,
 		Changes:  []gitrepo.Change{{Path: ProposalPath(p.ID), Data: data}},
 	})

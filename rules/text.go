@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // sentences splits text at sentence ends, new lines and semicolons.
@@ -58,35 +57,6 @@ func firstSentence(text string) string {
 	return text
 }
 
-// clipWords shortens s to at most n runes at a word boundary, marking the
-// cut with an ellipsis.
-func clipWords(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)[:n]
-	cut := strings.LastIndexFunc(string(r), unicode.IsSpace)
-	out := string(r)
-	if cut > n/2 {
-		out = out[:cut]
-	}
-	return strings.TrimRightFunc(out, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
-}
-
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 func listSome(items []string, n int) string {
 	if len(items) == 0 {
 		return "none recorded"
@@ -108,5 +78,3 @@ func distinct(in []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

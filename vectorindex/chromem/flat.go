@@ -25,8 +25,6 @@ type flat struct {
 
 func newFlat(dim int) *flat { return &flat{dim: dim, pos: map[string]int{}} }
 
-func (f *flat) len() int { return len(f.ids) }
-
 // upsert stores v (normalised as chromem-go stores it) under id.
 func (f *flat) upsert(id string, v []float32) {
 	row := normalized(v)
