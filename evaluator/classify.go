@@ -154,6 +154,16 @@ func (t Thresholds) clusterEvaluation(d precept.Decision, rubric *RubricResult, 
 	return ev
 }
 
+// typicalConfidence is a cluster's confidence while the evaluation of its
+// most central member is pending: about the middle of the range
+// clusterEvaluation gives its class.
+func typicalConfidence(c Class) float64 {
+	if c == GeneralizableHigh {
+		return 0.85
+	}
+	return 0.7
+}
+
 // Tags that route a proposed action: tool problems are skill updates,
 // wording and format problems prompt refinements.
 var (

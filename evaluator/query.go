@@ -48,9 +48,6 @@ func (s *Service) Evaluate(ctx context.Context, d precept.Decision) (Evaluation,
 		ev.SimilarIDs = s.similarIDs(c, nil)
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
 		s.refine(ctx, d, cl, similarTexts(c, nil), &ev)
-		if ev.Action != nil {
-			ev.Action.ProposalID = s.proposalFor(ctx, cl.ID)
-		}
 		return ev, nil
 	}
 	ev.Evaluator, ev.EvaluatedAt = "deterministic", now
@@ -71,9 +68,6 @@ func (s *Service) Evaluation(ctx context.Context, id string) (ev Evaluation, pen
 		}
 		return Evaluation{}, msg, precept.Errorf(precept.NotFound, "decision %q has no evaluation yet", id)
 	}
-	if ev.Action != nil && ev.ClusterID != "" {
-		ev.Action.ProposalID = s.proposalFor(ctx, ev.ClusterID)
-	}
 	return ev, "", nil
 }
 
@@ -83,7 +77,10 @@ type ClusterView struct {
 	Stats           Stats
 	Tags            []string
 	Representatives []Representative
-	ProposalID      string
+	// Confidence is the evaluator's confidence in the cluster: that of its
+	// most central member's evaluation, or its class's typical confidence
+	// while that evaluation is pending.
+	Confidence float64
 	// Members is filled by Cluster (one cluster), not by listings.
 	Members []Member
 }
@@ -170,7 +167,7 @@ func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
 // Centrality is a member's mean similarity to the others among the most
 // recent centralitySample members, from fresh embeddings of their texts.
 func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, error) {
-	v := ClusterView{Cluster: c, Stats: c.Stats(), Tags: c.Tags(), ProposalID: s.proposalFor(ctx, c.ID)}
+	v := ClusterView{Cluster: c, Stats: c.Stats(), Tags: c.Tags()}
 	sample, err := s.state.members(c.ID, c.Size-centralitySample+1)
 	if err != nil {
 		return ClusterView{}, err
@@ -199,6 +196,16 @@ func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, erro
 	}
 	sort.SliceStable(reps, func(i, j int) bool { return reps[i].Centrality > reps[j].Centrality })
 	v.Representatives = reps[:min(n, len(reps))]
+	v.Confidence = typicalConfidence(c.Class)
+	if len(v.Representatives) > 0 {
+		central, ok, err := getJSON[Evaluation](s.state, bEvals, v.Representatives[0].DecisionID)
+		if err != nil {
+			return ClusterView{}, fmt.Errorf("get evaluation: %w", err)
+		}
+		if ok {
+			v.Confidence = central.Confidence
+		}
+	}
 	return v, nil
 }
 

@@ -52,11 +52,6 @@ type LLM interface {
 	Model() string
 }
 
-// Proposals finds the rule proposal drafted from a cluster.
-type Proposals interface {
-	ProposalForCluster(ctx context.Context, clusterID string) (string, bool)
-}
-
 // Change tells listeners what an evaluated batch changed.
 type Change struct {
 	// GeneralizableClusters became or stayed generalizable and grew.
@@ -145,8 +140,6 @@ type Service struct {
 	m      Metrics
 	log    *slog.Logger
 	mu     sync.Mutex // serialises batches and Clarify
-	propMu sync.RWMutex
-	props  Proposals
 }
 
 // New opens the evaluator's state at statePath over an index whose spec
@@ -171,25 +164,6 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 
 // Close closes the state; the caller closes the index.
 func (s *Service) Close() error { return s.state.close() }
-
-// SetProposals connects the rule manager, which drafts proposals from
-// generalizable clusters.
-func (s *Service) SetProposals(p Proposals) {
-	s.propMu.Lock()
-	s.props = p
-	s.propMu.Unlock()
-}
-
-func (s *Service) proposalFor(ctx context.Context, clusterID string) string {
-	s.propMu.RLock()
-	p := s.props
-	s.propMu.RUnlock()
-	if p == nil || clusterID == "" {
-		return ""
-	}
-	id, _ := p.ProposalForCluster(ctx, clusterID)
-	return id
-}
 
 // syncIndex makes the index hold exactly the clustered decisions: after
 // an embedder change (reset) or a lost or partial index, every cluster

@@ -54,9 +54,6 @@ const (
 type Action struct {
 	Type        ActionType `json:"type"`
 	TargetAgent string     `json:"target_agent,omitempty"`
-	// ProposalID is the rule proposal drafted from the decision's cluster,
-	// once there is one.
-	ProposalID string `json:"proposal_id,omitempty"`
 	// Priority is "low" or "high".
 	Priority string `json:"priority,omitempty"`
 }

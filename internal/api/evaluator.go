@@ -21,9 +21,44 @@ import (
 // and serves FindSimilar and evaluation lookups for FeedbackService.
 type EvaluatorService struct {
 	Evaluator *evaluator.Service
+	// Proposals links evaluations and clusters to the rule proposal
+	// drafted from their cluster; nil leaves the link out.
+	Proposals ProposalFinder
 	Limits    precept.Limits
 	Log       *slog.Logger
 	Now       func() time.Time
+}
+
+// ProposalFinder finds the rule proposal drafted from a cluster;
+// rules.Manager implements it.
+type ProposalFinder interface {
+	ProposalForCluster(ctx context.Context, clusterID string) (string, bool)
+}
+
+// proposalFor returns the proposal drafted from a cluster, "" when there
+// is none.
+func (s *EvaluatorService) proposalFor(ctx context.Context, clusterID string) string {
+	if s.Proposals == nil || clusterID == "" {
+		return ""
+	}
+	id, _ := s.Proposals.ProposalForCluster(ctx, clusterID)
+	return id
+}
+
+// evaluation converts an evaluation, with the proposal its action led to.
+func (s *EvaluatorService) evaluation(ctx context.Context, ev evaluator.Evaluation) *preceptv1.Evaluation {
+	p := EvaluationToProto(ev)
+	if a := p.GetProposedAction(); a != nil {
+		a.ProposalId = s.proposalFor(ctx, ev.ClusterID)
+	}
+	return p
+}
+
+// cluster converts a cluster, with the proposal drafted from it.
+func (s *EvaluatorService) cluster(ctx context.Context, c evaluator.ClusterView, members bool) *preceptv1.Cluster {
+	p := ClusterToProto(c, members)
+	p.ProposalId = s.proposalFor(ctx, c.ID)
+	return p
 }
 
 var (
@@ -54,7 +89,7 @@ func (s *EvaluatorService) Evaluate(ctx context.Context, req *connect.Request[pr
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	return connect.NewResponse(&preceptv1.EvaluateResponse{Evaluation: EvaluationToProto(ev)}), nil
+	return connect.NewResponse(&preceptv1.EvaluateResponse{Evaluation: s.evaluation(ctx, ev)}), nil
 }
 
 // GetEvaluation returns a stored decision's evaluation.
@@ -70,7 +105,7 @@ func (s *EvaluatorService) GetEvaluation(ctx context.Context, req *connect.Reque
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	return connect.NewResponse(&preceptv1.GetEvaluationResponse{Evaluation: EvaluationToProto(ev)}), nil
+	return connect.NewResponse(&preceptv1.GetEvaluationResponse{Evaluation: s.evaluation(ctx, ev)}), nil
 }
 
 // ListClusters lists clusters, largest first.
@@ -97,7 +132,7 @@ func (s *EvaluatorService) ListClusters(ctx context.Context, req *connect.Reques
 	}
 	resp := &preceptv1.ListClustersResponse{}
 	for i := offset; i < len(all) && len(resp.Clusters) < n; i++ {
-		resp.Clusters = append(resp.Clusters, ClusterToProto(all[i], false))
+		resp.Clusters = append(resp.Clusters, s.cluster(ctx, all[i], false))
 	}
 	if end := offset + len(resp.Clusters); end < len(all) {
 		resp.NextPageToken = strconv.Itoa(end)
@@ -127,7 +162,7 @@ func (s *EvaluatorService) GetCluster(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	return connect.NewResponse(&preceptv1.GetClusterResponse{Cluster: ClusterToProto(c, true)}), nil
+	return connect.NewResponse(&preceptv1.GetClusterResponse{Cluster: s.cluster(ctx, c, true)}), nil
 }
 
 // ListNeedsReview lists ambiguous decisions with their missing rubric
@@ -189,7 +224,7 @@ func (s *EvaluatorService) EvaluationFor(ctx context.Context, id string) (*prece
 	if err != nil {
 		return nil, "", err
 	}
-	return EvaluationToProto(ev), "", nil
+	return s.evaluation(ctx, ev), "", nil
 }
 
 var classToProto = map[evaluator.Class]preceptv1.Classification{
@@ -224,7 +259,7 @@ func EvaluationToProto(ev evaluator.Evaluation) *preceptv1.Evaluation {
 		p.EvaluatedAt = timestamppb.New(ev.EvaluatedAt)
 	}
 	if a := ev.Action; a != nil {
-		p.ProposedAction = &preceptv1.ProposedAction{Type: actionToProto[a.Type], TargetAgent: a.TargetAgent, ProposalId: a.ProposalID, Priority: a.Priority}
+		p.ProposedAction = &preceptv1.ProposedAction{Type: actionToProto[a.Type], TargetAgent: a.TargetAgent, Priority: a.Priority}
 	}
 	if r := ev.Rubric; r != nil {
 		pr := &preceptv1.RubricResult{Met: int32(r.Met), Required: int32(r.Required), Confidence: r.Confidence,
@@ -251,7 +286,7 @@ func statsToProto(s evaluator.Stats) *preceptv1.ClusterStats {
 // ClusterToProto converts a cluster; members only when asked, as a
 // listing would otherwise carry every member of every cluster.
 func ClusterToProto(c evaluator.ClusterView, members bool) *preceptv1.Cluster {
-	p := &preceptv1.Cluster{Id: c.ID, Stats: statsToProto(c.Stats), Classification: classToProto[c.Class], Tags: c.Tags, ProposalId: c.ProposalID}
+	p := &preceptv1.Cluster{Id: c.ID, Stats: statsToProto(c.Stats), Classification: classToProto[c.Class], Tags: c.Tags}
 	for _, r := range c.Representatives {
 		p.Representatives = append(p.Representatives, &preceptv1.RepresentativeComment{DecisionId: r.DecisionID, ReviewerId: r.ReviewerID, Text: r.Text, Centrality: r.Centrality})
 	}

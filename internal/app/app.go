@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/gen/grpc/health/v1/healthv1connect"
@@ -62,6 +63,9 @@ type App struct {
 	// manager and prompt assembly.
 	RulesRepo *gitrepo.Repo
 	Vectors   vectorindex.Index
+	// Embedder turns feedback and rule texts into vectors; the evaluator
+	// and the rule manager share it.
+	Embedder  embedding.Embedder
 	Evaluator *evaluator.Service
 	// LLM is the configured language model, nil without one.
 	LLM *llm.Model
@@ -173,9 +177,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err := a.openPrompts(); err != nil {
 		return nil, err
 	}
-	if err := a.openRules(ctx); err != nil {
+	if err := a.openRules(); err != nil {
 		return nil, err
 	}
+	a.serveFeedback()
 	if err := a.openSlack(); err != nil {
 		return nil, err
 	}
@@ -221,16 +226,6 @@ func (a *App) buildServer() error {
 	a.mux = http.NewServeMux()
 	limits := connect.WithReadMaxBytes(maxRequestBytes)
 
-	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Limits: a.Config.Ingest.Limits(), Log: a.Log}
-	a.mux.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
-		Store:       a.Feedback,
-		DeadLetters: a.Consumer,
-		Similarity:  evaluations,
-		Evaluations: evaluations,
-		Limits:      a.Config.Ingest.Limits(),
-		Log:         a.Log,
-	}, a.interceptors, limits))
-	a.mux.Handle(preceptv1connect.NewEvaluatorServiceHandler(evaluations, a.interceptors, limits))
 	a.mux.Handle(preceptv1connect.NewPingServiceHandler(api.PingService{}, a.interceptors, limits))
 	a.mux.Handle(healthv1connect.NewHealthHandler(&api.HealthService{Ready: a.Ready}, limits))
 	reflector := grpcreflect.NewStaticReflector(api.ServiceNames...)
@@ -265,6 +260,21 @@ func (a *App) buildServer() error {
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	return nil
+}
+
+// serveFeedback serves FeedbackService and EvaluatorService; evaluations
+// and clusters link to the proposal the rule manager drafted from them.
+func (a *App) serveFeedback() {
+	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Limits: a.Config.Ingest.Limits(), Log: a.Log}
+	a.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
+		Store:       a.Feedback,
+		DeadLetters: a.Consumer,
+		Similarity:  evaluations,
+		Evaluations: evaluations,
+		Limits:      a.Config.Ingest.Limits(),
+		Log:         a.Log,
+	}, a.ConnectOptions()...))
+	a.Handle(preceptv1connect.NewEvaluatorServiceHandler(evaluations, a.ConnectOptions()...))
 }
 
 // Handle adds an HTTP handler to the server's mux (before Run).

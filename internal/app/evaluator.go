@@ -34,6 +34,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		}
 		emb = e
 	}
+	a.Embedder = emb
 	spec := vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()}
 	var (
 		idx   vectorindex.Index

@@ -9,12 +9,10 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/api"
-	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/rules"
 )
@@ -24,12 +22,8 @@ import (
 // (and wake it when they change), the configured LLM drafts rule text,
 // and every commit to main notifies prompt assembly at once. Run runs it
 // (App.Rules.Run).
-func (a *App) openRules(ctx context.Context) error {
+func (a *App) openRules() error {
 	cfg := a.Config.Rules
-	emb, err := a.rulesEmbedder(ctx)
-	if err != nil {
-		return err
-	}
 	opts := rules.Options{
 		RequiredApprovals:      cfg.RequiredApprovals,
 		Approvers:              cfg.Approvers,
@@ -46,7 +40,7 @@ func (a *App) openRules(ctx context.Context) error {
 		ProposeInterval: cfg.ProposeInterval,
 		Features:        &rules.Features{Proposing: a.Config.Features.Proposing, AutoMerge: a.Config.Features.AutoMerge},
 		LLMTimeout:      a.Config.Evaluator.LLM.Timeout,
-		Embedder:        emb,
+		Embedder:        a.Embedder,
 		MainBranch:      a.RulesRepo.DefaultBranch(),
 		Logger:          a.Log.With("component", "rules"),
 	}
@@ -78,7 +72,6 @@ func (a *App) openRules(ctx context.Context) error {
 		}
 	})
 	if a.Evaluator != nil {
-		a.Evaluator.SetProposals(m)
 		a.OnEvaluatorChange(func(c evaluator.Change) {
 			if len(c.GeneralizableClusters) > 0 {
 				m.Wake()
@@ -89,31 +82,15 @@ func (a *App) openRules(ctx context.Context) error {
 	return nil
 }
 
-// rulesEmbedder compares rule texts with the embedder the evaluator is
-// configured with; the similarity thresholds of rules.* are calibrated
-// for the local one, the default.
-func (a *App) rulesEmbedder(ctx context.Context) (embedding.Embedder, error) {
-	p := a.Config.Evaluator.Embedder
-	if p.Provider == "local" {
-		return embedding.NewLocal(embedding.LocalOptions{Dimension: p.Dimension}), nil
-	}
-	e, err := llm.NewEmbedder(ctx, llmProvider(p))
-	if err != nil {
-		return nil, fmt.Errorf("rules: evaluator.embedder: %w", err)
-	}
-	return e, nil
-}
-
 // clusterEvidence offers the evaluator's generalizable clusters to the
 // rule proposer.
 type clusterEvidence struct{ ev *evaluator.Service }
 
 var _ rules.EvidenceSource = clusterEvidence{}
 
-// Generalizable implements rules.EvidenceSource. Listings leave a
-// cluster's members out, so each generalizable cluster is read whole. A
-// cluster's confidence is the evaluator's confidence in its most central
-// member.
+// Generalizable implements rules.EvidenceSource: it translates the
+// evaluator's generalizable clusters, each read whole (listings leave
+// the members out).
 func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, error) {
 	listed, err := c.ev.Generalizable(ctx)
 	if err != nil {
@@ -131,7 +108,7 @@ func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, e
 		e := rules.Evidence{
 			ClusterID: v.ID, Class: string(v.Class), Agents: v.Stats.Agents, Size: v.Stats.Size,
 			Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)),
-			FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen,
+			FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen, Confidence: v.Confidence,
 		}
 		for _, m := range v.Members {
 			e.FeedbackIDs = append(e.FeedbackIDs, m.DecisionID)
@@ -141,15 +118,6 @@ func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, e
 		}
 		for _, r := range v.Representatives {
 			e.Comments = append(e.Comments, rules.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
-		}
-		e.Confidence = 0.7
-		if v.Class == evaluator.GeneralizableHigh {
-			e.Confidence = 0.85
-		}
-		if len(v.Representatives) > 0 {
-			if ev, pending, err := c.ev.Evaluation(ctx, v.Representatives[0].DecisionID); err == nil && pending == "" {
-				e.Confidence = ev.Confidence
-			}
 		}
 		out = append(out, e)
 	}

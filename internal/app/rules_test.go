@@ -95,11 +95,16 @@ func TestDecisionsBecomeARuleOnMainThroughTwoApprovals(t *testing.T) {
 	if got := gitIn(t, repo, "branch", "--list", "proposal/*"); strings.TrimSpace(strings.TrimPrefix(got, "*")) != "proposal/"+p.GetProposalId() {
 		t.Fatalf("branches = %q", got)
 	}
-	// The evaluator links the cluster's evaluations to the proposal.
+	// The cluster's evaluations link to the proposal.
+	evaluations := preceptv1connect.NewEvaluatorServiceClient(protocols(r.app.URL(), viewerToken)["connect"], r.app.URL())
 	eventually(t, "the evaluation to name the proposal", 10*time.Second, func() bool {
-		ev, _, err := r.app.Evaluator.Evaluation(ctx, "rule-d1")
-		return err == nil && ev.Action != nil && ev.Action.ProposalID == p.GetProposalId()
+		ev, err := evaluations.GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: "rule-d1"}))
+		return err == nil && ev.Msg.GetEvaluation().GetProposedAction().GetProposalId() == p.GetProposalId()
 	})
+	cluster, err := evaluations.GetCluster(ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: p.GetClusterId()}))
+	if err != nil || cluster.Msg.GetCluster().GetProposalId() != p.GetProposalId() {
+		t.Fatalf("cluster = %v, %v; want it linked to %s", cluster, err, p.GetProposalId())
+	}
 
 	if _, err := ruleClient(r.app.URL(), "grpc", aliceToken).ApproveRule(ctx, connect.NewRequest(&preceptv1.ApproveRuleRequest{ProposalId: p.GetProposalId(), Note: "yes", Revision: p.GetRevision()})); err != nil {
 		t.Fatal(err)
