@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
 )
@@ -36,32 +34,44 @@ func DecisionPath(id string) string {
 	return DecisionsDir + "/" + h[0:1] + "/" + h[1:2] + "/" + h[2:3] + "/" + id + ".json"
 }
 
+// The defaults of Options.
+const (
+	DefaultBatchSize      = 500
+	DefaultBatchWait      = 50 * time.Millisecond
+	DefaultFollowInterval = time.Second
+)
+
 // Options configure a Store. Zero values mean the defaults.
 type Options struct {
-	// BatchSize is the most decisions one commit holds; default 500.
+	// BatchSize is the most decisions one commit holds; default
+	// DefaultBatchSize.
 	BatchSize int
 	// BatchWait is how long a partial batch waits for more decisions;
-	// default 50ms.
+	// default DefaultBatchWait.
 	BatchWait time.Duration
 	// FollowInterval is how often the index looks for commits made by
-	// other replicas; default 1s.
+	// other replicas; default DefaultFollowInterval.
 	FollowInterval time.Duration
 	Logger         *slog.Logger
-	Registerer     prometheus.Registerer
+	// Metrics receives what the store measures; nil measures nothing.
+	Metrics Metrics
 }
 
 func (o Options) withDefaults() Options {
 	if o.BatchSize <= 0 {
-		o.BatchSize = 500
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.BatchWait <= 0 {
-		o.BatchWait = 50 * time.Millisecond
+		o.BatchWait = DefaultBatchWait
 	}
 	if o.FollowInterval <= 0 {
-		o.FollowInterval = time.Second
+		o.FollowInterval = DefaultFollowInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
 	}
 	return o
 }
@@ -71,7 +81,6 @@ type Store struct {
 	repo *gitrepo.Repo
 	ix   *index
 	opts Options
-	m    *metrics
 
 	requests chan *storeRequest
 	stop     chan struct{}
@@ -103,7 +112,6 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 		repo:     repo,
 		ix:       ix,
 		opts:     opts,
-		m:        newMetrics(opts.Registerer),
 		requests: make(chan *storeRequest, 64),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -229,9 +237,9 @@ func (s *Store) commitBatch(batch []*storeRequest) {
 		all = append(all, req.records...)
 	}
 	created, commit, err := s.commit(context.Background(), all)
-	s.m.commitSeconds.Observe(time.Since(start).Seconds())
+	s.opts.Metrics.ObserveCommit(time.Since(start))
 	if err == nil {
-		s.m.batchSize.Observe(float64(len(all)))
+		s.opts.Metrics.ObserveBatch(len(all))
 		if _, cerr := s.CatchUp(context.Background()); cerr != nil {
 			// The decisions are durable; the index follows on the next tick.
 			s.opts.Logger.Warn("index new decisions", "commit", commit.String(), "err", cerr)
@@ -445,17 +453,16 @@ func (s *Store) CatchUp(ctx context.Context) (int, error) {
 		total += len(recs)
 		commits = commits[n:]
 	}
-	s.m.records.Set(float64(s.mustCount()))
+	if count, err := s.ix.count(); err != nil {
+		s.opts.Logger.Warn("count indexed decisions", "err", err)
+	} else {
+		s.opts.Metrics.SetDecisions(count)
+	}
 	s.notifyMu.Lock()
 	close(s.notify)
 	s.notify = make(chan struct{})
 	s.notifyMu.Unlock()
 	return total, nil
-}
-
-func (s *Store) mustCount() int {
-	n, _ := s.ix.count()
-	return n
 }
 
 // readCommit returns what one commit changed under DecisionsDir, decisions
@@ -505,33 +512,4 @@ func (s *Store) readCommit(c gitrepo.CommitInfo) (appliedCommit, error) {
 		return a.DecisionID < b.DecisionID
 	})
 	return ac, nil
-}
-
-type metrics struct {
-	commitSeconds prometheus.Histogram
-	batchSize     prometheus.Histogram
-	records       prometheus.Gauge
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "precept_feedback_batch_commit_seconds",
-			Help:    "Time to commit one batch of decisions to the feedback repository.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "precept_feedback_batch_decisions",
-			Help:    "Decisions per feedback commit.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
-		}),
-		records: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "precept_feedback_decisions",
-			Help: "Decisions in this replica's feedback index.",
-		}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.commitSeconds, m.batchSize, m.records)
-	}
-	return m
 }
