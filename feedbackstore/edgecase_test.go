@@ -42,4 +42,8 @@ func TestEdgeCaseDocumentsAreWrittenAndDropped(t *testing.T) {
 	if got := gitCLI(t, f.repo.Path(), "ls-tree", "-r", "--name-only", "main"); got != EdgeCasePath("fb-0129") {
 		t.Fatalf("files = %s", got)
 	}
+	// Documents are not entries: the index follows decisions and records.
+	if entries, _ := f.store.Entries(0, 10); len(entries) != 0 {
+		t.Fatalf("entries = %+v", entries)
+	}
 }
