@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
@@ -266,122 +265,6 @@ func (s *Service) FindSimilar(ctx context.Context, q SimilarQuery) ([]SimilarHit
 		})
 	}
 	return out, nil
-}
-
-// NeedsReview lists ambiguous decisions waiting for a human, for agent
-// (every agent when empty), oldest first.
-func (s *Service) NeedsReview(ctx context.Context, agent string) ([]NeedsReview, error) {
-	var out []NeedsReview
-	err := eachJSON(s.state, bReview, func(r NeedsReview) error {
-		if (agent == "" || r.Agent == agent) && r.Status != Resolved {
-			out = append(out, r)
-		}
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.Before(out[j].UpdatedAt)
-		}
-		return out[i].DecisionID < out[j].DecisionID
-	})
-	return out, err
-}
-
-// Review returns one needs-review record.
-func (s *Service) Review(ctx context.Context, id string) (NeedsReview, error) {
-	r, ok, err := getJSON[NeedsReview](s.state, bReview, id)
-	if err != nil {
-		return NeedsReview{}, err
-	}
-	if !ok {
-		return NeedsReview{}, precept.Errorf(precept.NotFound, "decision %q is not waiting for review", id)
-	}
-	return r, nil
-}
-
-// UpdateReview stores a needs-review record changed by the clarification
-// loop (attempts, thread, status).
-func (s *Service) UpdateReview(ctx context.Context, r NeedsReview) error {
-	return s.state.apply(commit{reviews: []NeedsReview{r}})
-}
-
-// Clarify appends a reviewer's reply to an ambiguous decision and
-// evaluates it again with the reply as part of its comment. When the
-// clarified feedback passes the rubric it is clustered like any clear
-// negative and the record is resolved.
-func (s *Service) Clarify(ctx context.Context, id, reply string) (Evaluation, NeedsReview, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.Review(ctx, id)
-	if err != nil {
-		return Evaluation{}, NeedsReview{}, err
-	}
-	f, err := s.feed.Get(ctx, id)
-	if err != nil {
-		return Evaluation{}, NeedsReview{}, err
-	}
-	now := s.opts.Now().UTC()
-	r.Replies = append(r.Replies, strings.TrimSpace(reply))
-	r.UpdatedAt = now
-	clarified := clarifiedText(f.Decision, r.Replies)
-	clarified.Source, clarified.ReceivedAt = f.Source, f.ReceivedAt
-	d := clarified.Decision
-
-	rubric := s.opts.Rubric.Rubric()
-	score := rubric.Score(d)
-	if !score.Passed {
-		ev := ambiguousEvaluation(d, &score)
-		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
-		old, _, _ := getJSON[Evaluation](s.state, bEvals, id)
-		ev.Revision = old.Revision + 1
-		r.Missing = score.Missing
-		if err := s.state.apply(commit{evaluations: []Evaluation{ev}, reviews: []NeedsReview{r}}); err != nil {
-			return Evaluation{}, NeedsReview{}, err
-		}
-		return ev, r, nil
-	}
-	old, _, err := getJSON[Evaluation](s.state, bEvals, id)
-	if err != nil {
-		return Evaluation{}, NeedsReview{}, err
-	}
-	b, err := s.evaluateBatch(ctx, []Item{{Feedback: clarified}})
-	if err != nil {
-		return Evaluation{}, NeedsReview{}, err
-	}
-	for i := range b.commit.evaluations {
-		if b.commit.evaluations[i].DecisionID == id {
-			b.commit.evaluations[i].Revision = old.Revision + 1
-		}
-	}
-	b.fresh[0].Revision = old.Revision + 1
-	if len(b.vectors) > 0 {
-		if err := s.index.Upsert(ctx, b.vectors); err != nil {
-			return Evaluation{}, NeedsReview{}, fmt.Errorf("index clarified feedback: %w", err)
-		}
-		_, indexed, err := s.state.position()
-		if err != nil {
-			return Evaluation{}, NeedsReview{}, err
-		}
-		b.commit.indexed = indexed + uint64(len(b.vectors))
-	}
-	r.Status, r.Missing = Resolved, nil
-	b.commit.reviews = []NeedsReview{r}
-	if err := s.state.apply(b.commit); err != nil {
-		return Evaluation{}, NeedsReview{}, err
-	}
-	s.flushEdgeCases(ctx)
-	if s.opts.OnChange != nil && len(b.change.GeneralizableClusters) > 0 {
-		s.opts.OnChange(Change{GeneralizableClusters: b.change.GeneralizableClusters})
-	}
-	ev := b.fresh[0]
-	return ev, r, nil
-}
-
-// clarifiedText is a decision with the reviewer's clarifying replies
-// appended to the comment.
-func clarifiedText(d precept.Decision, replies []string) precept.Feedback {
-	d.ReviewerComment = strings.TrimSpace(strings.Join(append([]string{d.ReviewerComment}, replies...), "\n"))
-	return precept.NewFeedback(d, "", time.Time{})
 }
 
 func contains(list []string, s string) bool {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
@@ -68,7 +67,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	}
 	t := cfg.Thresholds
 	start := time.Now()
-	a.Evaluator, err = evaluator.New(ctx, feedFrom(a.Feedback), emb, idx, reset, filepath.Join(nodeDir, "evaluator.db"), evaluator.Options{
+	a.Evaluator, err = evaluator.New(ctx, evaluator.FeedFrom(a.Feedback), emb, idx, reset, filepath.Join(nodeDir, "evaluator.db"), evaluator.Options{
 		Thresholds: evaluator.Thresholds{
 			LowMinSize: t.LowMinSize, LowMinReviewers: t.LowMinReviewers,
 			HighMinSize: t.HighMinSize, HighMinReviewers: t.HighMinReviewers, HighMinEpics: t.HighMinEpics,
@@ -108,30 +107,6 @@ func (a *App) OnEvaluatorChange(l func(evaluator.Change)) {
 	a.evaluatorListeners = append(a.evaluatorListeners, l)
 	a.listenersMu.Unlock()
 }
-
-// storeFeed adapts the feedback store to the evaluator's Feed.
-type storeFeed struct{ s *feedbackstore.Store }
-
-func feedFrom(s *feedbackstore.Store) evaluator.Feed { return storeFeed{s} }
-
-func (f storeFeed) Since(seq uint64, limit int) ([]evaluator.Item, error) {
-	recs, err := f.s.Since(seq, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]evaluator.Item, len(recs))
-	for i, r := range recs {
-		out[i] = evaluator.Item{Seq: r.Seq, Feedback: r.Feedback}
-	}
-	return out, nil
-}
-
-func (f storeFeed) Get(ctx context.Context, id string) (precept.Feedback, error) {
-	r, err := f.s.Get(ctx, id)
-	return r.Feedback, err
-}
-
-func (f storeFeed) Changed() <-chan struct{} { return f.s.Changed() }
 
 // edgeCaseDocs is where the evaluator's edge cases are documented: the
 // feedback store, under feedbackstore.EdgeCasesDir.
