@@ -103,12 +103,6 @@ func (s *Service) Review(ctx context.Context, id string) (NeedsReview, error) {
 	return r, nil
 }
 
-// UpdateReview stores a needs-review record changed by the clarification
-// loop (attempts, thread, status).
-func (s *Service) UpdateReview(ctx context.Context, r NeedsReview) error {
-	return s.state.apply(commit{reviews: []NeedsReview{r}})
-}
-
 // CatchUp evaluates and applies everything the feed holds now and
 // returns when that is done: how the clarification loop makes sure the
 // question or reply it just recorded in the feedback store is applied

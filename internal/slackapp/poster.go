@@ -303,7 +303,7 @@ func (s *Service) postNew(ctx context.Context, p rules.Proposal, blocks []slack.
 		s.recordFailure(ctx, p, attempt, err)
 		return
 	}
-	if err := s.store.Set(ctx, keyPosted(p.ID), ch+" "+ts, conversationTTL); err != nil {
+	if err := s.store.Set(ctx, keyPosted(p.ID), ch+" "+ts, postedTTL); err != nil {
 		s.log.Warn("share where a proposal was posted", "proposal_id", p.ID, "err", err)
 	}
 	post := rules.SlackPost{Channel: ch, TS: ts, Permalink: s.permalink(ctx, ch, ts), Posted: true, Attempts: attempt, PostedRevision: p.Revision}
