@@ -90,8 +90,7 @@ func openIndex(path string) (*index, error) {
 		return meta.Put(keyVersion, []byte(indexVersion))
 	})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open index %s: %w", path, err)
+		return nil, fmt.Errorf("open index %s: %w", path, errors.Join(err, db.Close()))
 	}
 	return ix, nil
 }

@@ -119,8 +119,7 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 		notify:   make(chan struct{}),
 	}
 	if _, err := s.CatchUp(context.Background()); err != nil {
-		ix.close()
-		return nil, err
+		return nil, errors.Join(err, ix.close())
 	}
 	go s.commitLoop()
 	return s, nil

@@ -237,12 +237,15 @@ func (s *Service) syncProposal(ctx context.Context, id string) {
 		return
 	}
 	blocks, text, err := proposalMessage(p)
+	var fp string
+	if err == nil {
+		fp, err = fingerprint(blocks, text)
+	}
 	if err != nil {
 		s.log.Error("render proposal for Slack", "proposal_id", id, "err", err)
 		s.post.done(id, "")
 		return
 	}
-	fp := fingerprint(blocks, text)
 	if !posted(p) {
 		if p.Status != rules.Pending {
 			s.post.done(id, "")
