@@ -50,9 +50,10 @@ var layers = map[string]int{
 	"vectorindex/indextest": 2,
 	"internal/api/convert":  2,
 	// Domain logic.
-	"evaluator": 3,
-	"rules":     3,
-	"prompts":   4,
+	"evaluator":     3,
+	"rules":         3,
+	"prompts":       4,
+	"clarification": 4,
 	// Adapters.
 	"internal/stream":   4,
 	"internal/config":   5,
@@ -69,7 +70,7 @@ var layers = map[string]int{
 // domain are the packages that hold precept's logic; adapters to the
 // outside world (Redis, Slack, Connect, Prometheus) must not reach them,
 // not even through a dependency.
-var domain = []string{"", "feedbackstore", "evaluator", "rules", "prompts"}
+var domain = []string{"", "feedbackstore", "evaluator", "rules", "prompts", "clarification"}
 
 var adapterModules = []string{"github.com/redis/", "github.com/slack-go/", "connectrpc.com/", "github.com/prometheus/"}
 

@@ -13,14 +13,18 @@ import (
 	"github.com/precept-dev/precept/vectorindex"
 )
 
-// Item is one stored decision as the evaluator follows the store.
+// Item is one entry of the feedback store as the evaluator follows it: a
+// stored decision, or — when Conversation is set — a clarification
+// record to apply.
 type Item struct {
-	Seq      uint64
-	Feedback precept.Feedback
+	Seq          uint64
+	Feedback     precept.Feedback
+	Conversation *Conversation
 }
 
-// Feed is the feedback store as the evaluator reads it: decisions in
-// commit order, numbered alike on every replica.
+// Feed is the feedback store as the evaluator reads it: decisions and
+// clarification records in commit order, numbered alike on every
+// replica.
 type Feed interface {
 	Since(seq uint64, limit int) ([]Item, error)
 	Get(ctx context.Context, id string) (precept.Feedback, error)
@@ -132,14 +136,14 @@ func (o Options) withDefaults() Options {
 
 // Service is the evaluator of one replica.
 type Service struct {
-	feed   Feed
-	emb    embedding.Embedder
-	index  vectorindex.Index
-	state  *state
-	opts   Options
-	m      Metrics
-	log    *slog.Logger
-	mu     sync.Mutex // serialises batches and Clarify
+	feed  Feed
+	emb   embedding.Embedder
+	index vectorindex.Index
+	state *state
+	opts  Options
+	m     Metrics
+	log   *slog.Logger
+	mu    sync.Mutex // serialises batches and Clarify
 }
 
 // New opens the evaluator's state at statePath over an index whose spec
@@ -307,6 +311,10 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	if err != nil || len(items) == 0 {
 		return 0, err
 	}
+	if items[0].Conversation != nil {
+		return s.applyConversations(ctx, items)
+	}
+	items = leadingDecisions(items)
 	start := time.Now()
 	b, err := s.evaluateBatch(ctx, items)
 	if err != nil {
@@ -365,16 +373,5 @@ func (s *Service) flushEdgeCases(ctx context.Context) {
 	}
 	if err := s.state.apply(commit{edgeDone: done}); err != nil {
 		s.log.Warn("mark edge cases documented", "err", err)
-	}
-}
-
-func newNeedsReview(d precept.Decision, r *RubricResult, now time.Time) NeedsReview {
-	missing := []string{"what_was_wrong", "where", "why", "desired_behaviour"}
-	if r != nil {
-		missing = r.Missing
-	}
-	return NeedsReview{
-		DecisionID: d.DecisionID, Agent: d.Agent, ReviewerID: d.ReviewerID, Comment: d.ReviewerComment,
-		Missing: missing, Status: PendingClarification, UpdatedAt: now,
 	}
 }

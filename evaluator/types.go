@@ -190,27 +190,3 @@ type Representative struct {
 	Text       string  `json:"text"`
 	Centrality float64 `json:"centrality"`
 }
-
-// Review statuses of an ambiguous decision (seed 000 needs-review).
-const (
-	PendingClarification = "pending-clarification"
-	NeedsHumanReview     = "needs-human-review"
-	Resolved             = "resolved"
-)
-
-// NeedsReview is an ambiguous decision waiting for clarification.
-type NeedsReview struct {
-	DecisionID string    `json:"decision_id"`
-	Agent      string    `json:"agent"`
-	ReviewerID string    `json:"reviewer_id"`
-	Comment    string    `json:"comment"`
-	Missing    []string  `json:"missing"`
-	Status     string    `json:"status"`
-	Attempts   int       `json:"attempts"`
-	Replies    []string  `json:"replies,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	// AskedAt is when a clarification question was last posted.
-	AskedAt time.Time `json:"asked_at,omitempty"`
-	// Thread locates the Slack thread, once one was started.
-	Thread string `json:"thread,omitempty"`
-}

@@ -1,6 +1,7 @@
 package feedbackstore
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
@@ -22,10 +24,17 @@ import (
 const indexVersion = "2"
 
 var (
-	bucketRecords = []byte("records")  // decision id -> Record JSON
-	bucketByAgent = []byte("by_agent") // agent \x00 inverted time \x00 id -> nil
-	bucketBySeq   = []byte("by_seq")   // seq -> decision id
-	bucketMeta    = []byte("meta")
+	bucketRecords        = []byte("records")               // decision id -> Record JSON
+	bucketByAgent        = []byte("by_agent")              // agent \x00 inverted time \x00 id -> nil
+	bucketBySeq          = []byte("by_seq")                // seq -> decision id
+	bucketClarifications = []byte("clarifications_by_seq") // seq -> Clarification JSON as a commit wrote it
+	bucketThreads        = []byte("threads")               // clarification thread -> decision id
+	bucketMeta           = []byte("meta")
+
+	// dataBuckets are the buckets a rebuild empties. The two clarification
+	// buckets came after version 2 without changing it: an index written
+	// before them holds no clarification records because none existed.
+	dataBuckets = [][]byte{bucketRecords, bucketByAgent, bucketBySeq, bucketClarifications, bucketThreads}
 
 	keyApplied = []byte("applied") // the last commit applied
 	keySeq     = []byte("seq")     // the last sequence number given
@@ -64,16 +73,16 @@ func openIndex(path string) (*index, error) {
 		}
 		if v := meta.Get(keyVersion); v != nil && string(v) != indexVersion {
 			// An older layout: start again from git.
-			for _, b := range [][]byte{bucketRecords, bucketByAgent, bucketBySeq} {
-				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			for _, b := range dataBuckets {
+				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 					return err
 				}
 			}
-			meta.Delete(keyApplied)
-			meta.Delete(keySeq)
-			meta.Delete(keyCount)
+			if err := deleteKeys(meta, keyApplied, keySeq, keyCount); err != nil {
+				return err
+			}
 		}
-		for _, b := range [][]byte{bucketRecords, bucketByAgent, bucketBySeq} {
+		for _, b := range dataBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -81,8 +90,7 @@ func openIndex(path string) (*index, error) {
 		return meta.Put(keyVersion, []byte(indexVersion))
 	})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open index %s: %w", path, err)
+		return nil, fmt.Errorf("open index %s: %w", path, errors.Join(err, db.Close()))
 	}
 	return ix, nil
 }
@@ -106,10 +114,19 @@ func (ix *index) applied() (gitrepo.Hash, uint64, error) {
 	return h, seq, err
 }
 
+func deleteKeys(b *bolt.Bucket, keys ...[]byte) error {
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reset empties the index, for a rebuild.
 func (ix *index) reset() error {
 	return ix.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketRecords, bucketByAgent, bucketBySeq} {
+		for _, b := range dataBuckets {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -117,10 +134,7 @@ func (ix *index) reset() error {
 				return err
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		meta.Delete(keyApplied)
-		meta.Delete(keyCount)
-		return meta.Delete(keySeq)
+		return deleteKeys(tx.Bucket(bucketMeta), keyApplied, keyCount, keySeq)
 	})
 }
 
@@ -129,17 +143,23 @@ type appliedCommit struct {
 	commit  gitrepo.Hash
 	added   []precept.Feedback // in commit order
 	deleted []string
+	// clarified are the clarification records the commit wrote, by
+	// decision id.
+	clarified []Clarification
 }
 
 // apply records commits in one transaction and moves the applied marker
-// to the last of them. Decisions already indexed keep their number.
-func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
-	var out []Record
+// to the last of them, and returns how many entries it numbered.
+// Decisions already indexed keep their number. Within a commit the
+// decisions come first, then the clarification records.
+func (ix *index) apply(commits []appliedCommit) (int, error) {
+	var n int
 	err := ix.db.Update(func(tx *bolt.Tx) error {
-		out = out[:0]
+		n = 0
 		records := tx.Bucket(bucketRecords)
 		byAgent := tx.Bucket(bucketByAgent)
 		bySeq := tx.Bucket(bucketBySeq)
+		clarifications, threads := tx.Bucket(bucketClarifications), tx.Bucket(bucketThreads)
 		meta := tx.Bucket(bucketMeta)
 		var seq, count uint64
 		if v := meta.Get(keySeq); v != nil {
@@ -182,7 +202,23 @@ func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
 				if err := bySeq.Put(seqKey(seq), []byte(f.DecisionID)); err != nil {
 					return err
 				}
-				out = append(out, r)
+				n++
+			}
+			for _, cl := range c.clarified {
+				b, err := json.Marshal(cl)
+				if err != nil {
+					return err
+				}
+				seq++
+				if err := clarifications.Put(seqKey(seq), b); err != nil {
+					return err
+				}
+				if cl.Thread != "" {
+					if err := threads.Put([]byte(cl.Thread), []byte(cl.DecisionID)); err != nil {
+						return err
+					}
+				}
+				n++
 			}
 			if err := meta.Put(keyApplied, c.commit[:]); err != nil {
 				return err
@@ -193,7 +229,7 @@ func (ix *index) apply(commits []appliedCommit) ([]Record, error) {
 		}
 		return meta.Put(keySeq, seqKey(seq))
 	})
-	return out, err
+	return n, err
 }
 
 // remove drops a decision and its entries from the index and reports
@@ -203,8 +239,12 @@ func (ix *index) remove(records, byAgent, bySeq *bolt.Bucket, id string) (bool, 
 	if err != nil || !ok {
 		return false, err
 	}
-	byAgent.Delete(agentKey(prev.Agent, prev.Timestamp, prev.DecisionID))
-	bySeq.Delete(seqKey(prev.Seq))
+	if err := byAgent.Delete(agentKey(prev.Agent, prev.Timestamp, prev.DecisionID)); err != nil {
+		return false, err
+	}
+	if err := bySeq.Delete(seqKey(prev.Seq)); err != nil {
+		return false, err
+	}
 	return true, records.Delete([]byte(id))
 }
 
@@ -299,24 +339,53 @@ func (ix *index) listAgent(agent string, limit int, token string) ([]Record, str
 
 func (r Record) agentKey() []byte { return agentKey(r.Agent, r.Timestamp, r.DecisionID) }
 
-// since returns up to limit records numbered after seq, in order.
-func (ix *index) since(seq uint64, limit int) ([]Record, error) {
-	var out []Record
+// entries returns up to limit entries numbered after seq, in order;
+// with decisionsOnly it skips clarification records.
+func (ix *index) entries(seq uint64, limit int, decisionsOnly bool) ([]Entry, error) {
+	var out []Entry
 	err := ix.db.View(func(tx *bolt.Tx) error {
 		records := tx.Bucket(bucketRecords)
-		c := tx.Bucket(bucketBySeq).Cursor()
-		for k, id := c.Seek(seqKey(seq + 1)); k != nil && len(out) < limit; k, id = c.Next() {
-			r, ok, err := lookup(records, id)
-			if err != nil {
-				return err
+		start := seqKey(seq + 1)
+		dc := tx.Bucket(bucketBySeq).Cursor()
+		dk, id := dc.Seek(start)
+		var ck, rec []byte
+		cc := tx.Bucket(bucketClarifications).Cursor()
+		if !decisionsOnly {
+			ck, rec = cc.Seek(start)
+		}
+		// Merge the two numberings, which never share a number.
+		for len(out) < limit && (dk != nil || ck != nil) {
+			if ck == nil || (dk != nil && bytes.Compare(dk, ck) < 0) {
+				r, ok, err := lookup(records, id)
+				if err != nil {
+					return err
+				}
+				if ok {
+					out = append(out, Entry{Seq: r.Seq, Decision: &r})
+				}
+				dk, id = dc.Next()
+				continue
 			}
-			if ok {
-				out = append(out, r)
+			var cl Clarification
+			if err := json.Unmarshal(rec, &cl); err != nil {
+				return fmt.Errorf("decode indexed clarification %d: %w", binary.BigEndian.Uint64(ck), err)
 			}
+			out = append(out, Entry{Seq: binary.BigEndian.Uint64(ck), Clarification: &cl})
+			ck, rec = cc.Next()
 		}
 		return nil
 	})
 	return out, err
+}
+
+// thread returns the decision a clarification thread asks about.
+func (ix *index) thread(thread string) (string, bool, error) {
+	var id string
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		id = string(tx.Bucket(bucketThreads).Get([]byte(thread)))
+		return nil
+	})
+	return id, id != "", err
 }
 
 func hasPrefix(b, prefix []byte) bool {

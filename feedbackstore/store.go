@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gitrepo"
 )
@@ -46,16 +44,18 @@ const (
 
 // Options configure a Store. Zero values mean the defaults.
 type Options struct {
-	// BatchSize is the most decisions one commit holds; default 500.
+	// BatchSize is the most decisions one commit holds; default
+	// DefaultBatchSize.
 	BatchSize int
 	// BatchWait is how long a partial batch waits for more decisions;
-	// default 50ms.
+	// default DefaultBatchWait.
 	BatchWait time.Duration
 	// FollowInterval is how often the index looks for commits made by
-	// other replicas; default 1s.
+	// other replicas; default DefaultFollowInterval.
 	FollowInterval time.Duration
 	Logger         *slog.Logger
-	Registerer     prometheus.Registerer
+	// Metrics receives what the store measures; nil measures nothing.
+	Metrics Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -71,6 +71,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
+	}
 	return o
 }
 
@@ -79,7 +82,6 @@ type Store struct {
 	repo *gitrepo.Repo
 	ix   *index
 	opts Options
-	m    *metrics
 
 	requests chan *storeRequest
 	stop     chan struct{}
@@ -111,7 +113,6 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 		repo:     repo,
 		ix:       ix,
 		opts:     opts,
-		m:        newMetrics(opts.Registerer),
 		requests: make(chan *storeRequest, 64),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -119,8 +120,7 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 		notify:   make(chan struct{}),
 	}
 	if _, err := s.CatchUp(context.Background()); err != nil {
-		ix.close()
-		return nil, err
+		return nil, errors.Join(err, ix.close())
 	}
 	go s.commitLoop()
 	return s, nil
@@ -237,9 +237,9 @@ func (s *Store) commitBatch(batch []*storeRequest) {
 		all = append(all, req.records...)
 	}
 	created, commit, err := s.commit(context.Background(), all)
-	s.m.commitSeconds.Observe(time.Since(start).Seconds())
+	s.opts.Metrics.ObserveCommit(time.Since(start))
 	if err == nil {
-		s.m.batchSize.Observe(float64(len(all)))
+		s.opts.Metrics.ObserveBatch(len(all))
 		if _, cerr := s.CatchUp(context.Background()); cerr != nil {
 			// The decisions are durable; the index follows on the next tick.
 			s.opts.Logger.Warn("index new decisions", "commit", commit.String(), "err", cerr)
@@ -371,19 +371,34 @@ func (s *Store) ListForAgent(ctx context.Context, agent string, limit int, pageT
 	return s.ix.listAgent(agent, limit, pageToken)
 }
 
-// Since returns up to limit records numbered after seq, in commit order:
-// how the evaluator follows the store.
+// Since returns up to limit decisions numbered after seq, in commit
+// order.
 func (s *Store) Since(seq uint64, limit int) ([]Record, error) {
-	return s.ix.since(seq, limit)
+	entries, err := s.ix.entries(seq, limit, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, len(entries))
+	for i, e := range entries {
+		out[i] = *e.Decision
+	}
+	return out, nil
 }
 
-// LastSeq returns the number of the last indexed decision.
+// Entries returns up to limit entries numbered after seq, in commit
+// order: decisions and clarification records as each commit wrote them.
+// This is how the evaluator follows the store.
+func (s *Store) Entries(seq uint64, limit int) ([]Entry, error) {
+	return s.ix.entries(seq, limit, false)
+}
+
+// LastSeq returns the number of the last indexed entry.
 func (s *Store) LastSeq() (uint64, error) {
 	_, seq, err := s.ix.applied()
 	return seq, err
 }
 
-// Changed returns a channel that is closed when decisions are indexed
+// Changed returns a channel that is closed when entries are indexed
 // after the call.
 func (s *Store) Changed() <-chan struct{} {
 	s.notifyMu.Lock()
@@ -396,150 +411,3 @@ func (s *Store) Count() (int, error) { return s.ix.count() }
 
 // Repo returns the feedback repository.
 func (s *Store) Repo() *gitrepo.Repo { return s.repo }
-
-// CatchUp applies the commits on the branch that the index has not seen,
-// oldest first, and returns how many decisions it indexed. When the
-// branch no longer contains the indexed commit (history was rewritten),
-// the index is rebuilt.
-func (s *Store) CatchUp(ctx context.Context) (int, error) {
-	s.followMu.Lock()
-	defer s.followMu.Unlock()
-	tip, err := s.repo.Tip(Branch)
-	if errors.Is(err, gitrepo.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	applied, _, err := s.ix.applied()
-	if err != nil {
-		return 0, err
-	}
-	if applied == tip {
-		return 0, nil
-	}
-	commits, err := s.repo.FirstParentRange(applied, tip)
-	if errors.Is(err, gitrepo.ErrNotAncestor) {
-		s.opts.Logger.Warn("feedback branch no longer contains the indexed commit; rebuilding the index", "indexed", applied.String(), "tip", tip.String())
-		if err := s.ix.reset(); err != nil {
-			return 0, err
-		}
-		commits, err = s.repo.FirstParentRange(gitrepo.ZeroHash, tip)
-	}
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	// Apply in chunks so a rebuild of a large history holds no huge
-	// transaction and reports progress.
-	const chunk = 64
-	for len(commits) > 0 {
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		n := min(chunk, len(commits))
-		var batch []appliedCommit
-		for _, c := range commits[:n] {
-			ac, err := s.readCommit(c)
-			if err != nil {
-				return total, err
-			}
-			batch = append(batch, ac)
-		}
-		recs, err := s.ix.apply(batch)
-		if err != nil {
-			return total, fmt.Errorf("index commits: %w", err)
-		}
-		total += len(recs)
-		commits = commits[n:]
-	}
-	s.m.records.Set(float64(s.mustCount()))
-	s.notifyMu.Lock()
-	close(s.notify)
-	s.notify = make(chan struct{})
-	s.notifyMu.Unlock()
-	return total, nil
-}
-
-func (s *Store) mustCount() int {
-	n, _ := s.ix.count()
-	return n
-}
-
-// readCommit returns what one commit changed under DecisionsDir, decisions
-// ordered by receive time then id so every replica numbers them alike.
-func (s *Store) readCommit(c gitrepo.CommitInfo) (appliedCommit, error) {
-	ac := appliedCommit{commit: c.Hash}
-	s.ownMu.Lock()
-	own, ok := s.own[c.Hash]
-	delete(s.own, c.Hash)
-	s.ownMu.Unlock()
-	if ok {
-		ac.added = own
-	} else {
-		var parent gitrepo.Hash
-		if len(c.Parents) > 0 {
-			parent = c.Parents[0]
-		}
-		changes, err := s.repo.Diff(parent, c.Hash, DecisionsDir)
-		if err != nil {
-			return ac, fmt.Errorf("read commit %s: %w", c.Hash, err)
-		}
-		for _, ch := range changes {
-			id := strings.TrimSuffix(ch.Path[strings.LastIndexByte(ch.Path, '/')+1:], ".json")
-			if ch.Kind == gitrepo.Deleted {
-				ac.deleted = append(ac.deleted, id)
-				continue
-			}
-			b, err := s.repo.ReadBlob(ch.Blob)
-			if err != nil {
-				return ac, fmt.Errorf("read %s: %w", ch.Path, err)
-			}
-			var f precept.Feedback
-			if err := json.Unmarshal(b, &f); err != nil {
-				// A file a person broke by hand: skip it rather than stop
-				// indexing everything after it.
-				s.opts.Logger.Warn("skip undecodable decision file", "path", ch.Path, "commit", c.Hash.String(), "err", err)
-				continue
-			}
-			ac.added = append(ac.added, f)
-		}
-	}
-	sort.SliceStable(ac.added, func(i, j int) bool {
-		a, b := ac.added[i], ac.added[j]
-		if !a.ReceivedAt.Equal(b.ReceivedAt) {
-			return a.ReceivedAt.Before(b.ReceivedAt)
-		}
-		return a.DecisionID < b.DecisionID
-	})
-	return ac, nil
-}
-
-type metrics struct {
-	commitSeconds prometheus.Histogram
-	batchSize     prometheus.Histogram
-	records       prometheus.Gauge
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "precept_feedback_batch_commit_seconds",
-			Help:    "Time to commit one batch of decisions to the feedback repository.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "precept_feedback_batch_decisions",
-			Help:    "Decisions per feedback commit.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
-		}),
-		records: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "precept_feedback_decisions",
-			Help: "Decisions in this replica's feedback index.",
-		}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.commitSeconds, m.batchSize, m.records)
-	}
-	return m
-}

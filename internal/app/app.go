@@ -34,6 +34,7 @@ import (
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
 	"github.com/precept-dev/precept/prompts"
@@ -122,13 +123,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	a.closers = append(a.closers, a.FeedbackRepo.Close)
+	feedbackMetrics, err := metrics.NewFeedbackStore(a.Registry)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	a.Feedback, err = feedbackstore.Open(a.FeedbackRepo, filepath.Join(nodeDir, "feedback.db"), feedbackstore.Options{
 		BatchSize:      cfg.Feedback.BatchSize,
 		BatchWait:      cfg.Feedback.BatchWait,
 		FollowInterval: cfg.Feedback.FollowInterval,
 		Logger:         log.With("component", "feedbackstore"),
-		Registerer:     a.Registry,
+		Metrics:        feedbackMetrics,
 	})
 	if err != nil {
 		return nil, err

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/vectorindex"
@@ -76,7 +73,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	}
 	t := cfg.Thresholds
 	start := time.Now()
-	a.Evaluator, err = evaluator.New(ctx, feedFrom(a.Feedback), emb, idx, reset, filepath.Join(nodeDir, "evaluator.db"), evaluator.Options{
+	a.Evaluator, err = evaluator.New(ctx, evaluator.FeedFrom(a.Feedback), emb, idx, reset, filepath.Join(nodeDir, "evaluator.db"), evaluator.Options{
 		Thresholds: evaluator.Thresholds{
 			LowMinSize: t.LowMinSize, LowMinReviewers: t.LowMinReviewers,
 			HighMinSize: t.HighMinSize, HighMinReviewers: t.HighMinReviewers, HighMinEpics: t.HighMinEpics,
@@ -86,7 +83,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		Rubric:              rubric,
 		LLM:                 refiner,
 		LLMTimeout:          cfg.LLM.Timeout,
-		EdgeCases:           edgeCaseDocs{repo: a.FeedbackRepo},
+		EdgeCases:           edgeCaseDocs{a.Feedback},
 		OnChange:            a.evaluatorChanged,
 		Logger:              a.Log.With("component", "evaluator"),
 		Metrics:             measured,
@@ -117,87 +114,18 @@ func (a *App) OnEvaluatorChange(l func(evaluator.Change)) {
 	a.listenersMu.Unlock()
 }
 
-// storeFeed adapts the feedback store to the evaluator's Feed.
-type storeFeed struct{ s *feedbackstore.Store }
-
-func feedFrom(s *feedbackstore.Store) evaluator.Feed { return storeFeed{s} }
-
-func (f storeFeed) Since(seq uint64, limit int) ([]evaluator.Item, error) {
-	recs, err := f.s.Since(seq, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]evaluator.Item, len(recs))
-	for i, r := range recs {
-		out[i] = evaluator.Item{Seq: r.Seq, Feedback: r.Feedback}
-	}
-	return out, nil
-}
-
-func (f storeFeed) Get(ctx context.Context, id string) (precept.Feedback, error) {
-	r, err := f.s.Get(ctx, id)
-	return r.Feedback, err
-}
-
-func (f storeFeed) Changed() <-chan struct{} { return f.s.Changed() }
-
-// edgeCaseDocs documents edge cases in the feedback repository, under
-// feedback/edge_cases/ (seed 004), one Markdown file per decision.
-type edgeCaseDocs struct{ repo *gitrepo.Repo }
-
-// EdgeCasesDir is where edge cases are documented.
-const EdgeCasesDir = "feedback/edge_cases"
+// edgeCaseDocs is where the evaluator's edge cases are documented: the
+// feedback store, under feedbackstore.EdgeCasesDir.
+type edgeCaseDocs struct{ s *feedbackstore.Store }
 
 func (w edgeCaseDocs) WriteEdgeCases(ctx context.Context, docs []evaluator.EdgeCaseDoc) error {
-	_, err := w.repo.Update(ctx, feedbackstore.Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		var changes []gitrepo.Change
-		added, removed := 0, 0
-		for _, d := range docs {
-			path := EdgeCasesDir + "/" + d.DecisionID + ".md"
-			if d.Remove {
-				if ok, err := snap.Exists(path); err != nil {
-					return nil, err
-				} else if ok {
-					changes = append(changes, gitrepo.Change{Path: path, Delete: true})
-					removed++
-				}
-				continue
-			}
-			changes = append(changes, gitrepo.Change{Path: path, Data: []byte(renderEdgeCase(d))})
-			added++
+	out := make([]feedbackstore.EdgeCase, len(docs))
+	for i, d := range docs {
+		out[i] = feedbackstore.EdgeCase{
+			DecisionID: d.DecisionID, Agent: d.Agent, ClusterID: d.ClusterID,
+			ClusterSize: d.Stats.Size, DistinctReviewers: d.Stats.DistinctReviewers, DistinctEpics: d.Stats.DistinctEpics,
+			DecidedAt: d.At, Rationale: d.Rationale, Comment: d.Comment, Correction: d.Correction, Remove: d.Remove,
 		}
-		if len(changes) == 0 {
-			return nil, nil
-		}
-		return &gitrepo.CommitSpec{
-			Message: fmt.Sprintf("Document %d edge case%s, drop %d", added, plural(added), removed),
-			Changes: changes,
-		}, nil
-	})
-	return err
-}
-
-func renderEdgeCase(d evaluator.EdgeCaseDoc) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "---\ndecision_id: %s\nagent: %s\ncluster_id: %s\ncluster_size: %d\ndistinct_reviewers: %d\ndistinct_epics: %d\ndecided_at: %s\n---\n\n",
-		d.DecisionID, d.Agent, d.ClusterID, d.Stats.Size, d.Stats.DistinctReviewers, d.Stats.DistinctEpics, d.At.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "# Edge case: %s\n\n%s\n\n## Reviewer comment\n\n%s\n", d.DecisionID, d.Rationale, quote(d.Comment))
-	if d.Correction != "" {
-		fmt.Fprintf(&b, "\n## Correction\n\n```diff\n%s\n```\n", d.Correction)
 	}
-	return b.String()
-}
-
-func quote(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "(none)"
-	}
-	return "> " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n> ")
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
+	return w.s.WriteEdgeCases(ctx, out)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/feedbackstore"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/testenv"
@@ -144,10 +145,10 @@ func TestIngestedDecisionsAreClassifiedAndServedOverBothProtocols(t *testing.T) 
 
 	// Edge cases are documented in the feedback repository.
 	eventually(t, "edge cases documented", 10*time.Second, func() bool {
-		out, err := exec.Command("git", "-C", r.app.FeedbackRepo.Path(), "ls-tree", "--name-only", "main", EdgeCasesDir+"/").Output()
+		out, err := exec.Command("git", "-C", r.app.FeedbackRepo.Path(), "ls-tree", "--name-only", "main", feedbackstore.EdgeCasesDir+"/").Output()
 		return err == nil && strings.Count(string(out), ".md") > 5
 	})
-	show, err := exec.Command("git", "-C", r.app.FeedbackRepo.Path(), "show", "main:"+EdgeCasesDir+"/fb-0129.md").CombinedOutput()
+	show, err := exec.Command("git", "-C", r.app.FeedbackRepo.Path(), "show", "main:"+feedbackstore.EdgeCasesDir+"/fb-0129.md").CombinedOutput()
 	if err != nil || !strings.Contains(string(show), "Edge case") || !strings.Contains(string(show), "backwards compatible") {
 		t.Fatalf("edge-case document:\n%s %v", show, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/precept-dev/precept/clarification"
 	"github.com/precept-dev/precept/internal/slackapp"
 )
 
@@ -17,14 +18,16 @@ import (
 const slackAPITimeout = 15 * time.Second
 
 // slackKeyPrefix is where the Slack app keeps what replicas share in
-// Redis: signatures and events seen, claims, clarification threads.
+// Redis and may lose: signatures and events seen, claims, where
+// proposals were posted.
 const slackKeyPrefix = "precept:slack:"
 
 // openSlack builds the Slack app when slack is configured (bot token,
 // signing secret, channel): it mounts Slack's interactivity and Events
 // API endpoints on the API port, follows the rule manager's changes (so
 // decisions made anywhere update the messages) and the evaluator's (so
-// ambiguous decisions are asked about). Run runs its loops (runSlack).
+// ambiguous decisions are asked about, through the clarification domain
+// over the feedback store). Run runs its loops (runSlack).
 func (a *App) openSlack() error {
 	cfg := a.Config.Slack
 	if !cfg.Enabled() {
@@ -37,27 +40,28 @@ func (a *App) openSlack() error {
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(strings.TrimSuffix(cfg.APIURL, "/")+"/"))
 	}
-	var reviews slackapp.Reviews
-	if a.Evaluator != nil {
-		reviews = a.Evaluator
+	// Clarification applies replies through the evaluator, so it runs
+	// only where the evaluator does.
+	var clar slackapp.Clarifications
+	if a.Evaluator != nil && a.Config.Evaluator.Enabled {
+		clar = clarification.New(a.Feedback, a.Evaluator, clarification.Options{
+			MaxAttempts: cfg.Clarification.MaxAttempts,
+			StaleAfter:  cfg.Clarification.StaleAfter,
+			RepostGuard: cfg.Clarification.RepostGuard,
+		}, a.Log.With("component", "clarification"))
 	}
 	features := a.Config.Features
-	svc, err := slackapp.New(slack.New(cfg.BotToken, opts...), a.Rules, reviews, slackapp.NewRedisStore(a.Redis, slackKeyPrefix), slackapp.Options{
+	svc, err := slackapp.New(slack.New(cfg.BotToken, opts...), a.Rules, clar, slackapp.NewRedisStore(a.Redis, slackKeyPrefix), slackapp.Options{
 		Channel:       cfg.Channel,
 		SigningSecret: cfg.SigningSecret,
 		Users:         cfg.Users,
 		Reviewers:     cfg.Reviewers,
 		MaxSkew:       cfg.MaxSkew,
 		PostRetry:     cfg.PostRetry,
-		Clarification: slackapp.Clarification{
-			MaxAttempts:  cfg.Clarification.MaxAttempts,
-			StaleAfter:   cfg.Clarification.StaleAfter,
-			RepostGuard:  cfg.Clarification.RepostGuard,
-			ScanInterval: cfg.Clarification.ScanInterval,
-		},
-		Features:   &slackapp.Features{Posting: features.Posting, Clarification: features.Clarification},
-		Logger:     a.Log.With("component", "slack"),
-		Registerer: a.Registry,
+		ScanInterval:  cfg.Clarification.ScanInterval,
+		Features:      &slackapp.Features{Posting: features.Posting, Clarification: features.Clarification},
+		Logger:        a.Log.With("component", "slack"),
+		Registerer:    a.Registry,
 	})
 	if err != nil {
 		return err

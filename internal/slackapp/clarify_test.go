@@ -6,64 +6,21 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/clarification"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
 	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/vectorindex"
 	"github.com/precept-dev/precept/vectorindex/chromem"
 )
-
-// feed is an in-memory feedback store in commit order.
-type feed struct {
-	mu    sync.Mutex
-	items []evaluator.Item
-	ch    chan struct{}
-}
-
-func newFeed() *feed { return &feed{ch: make(chan struct{})} }
-
-func (f *feed) add(fb ...precept.Feedback) {
-	f.mu.Lock()
-	for _, x := range fb {
-		f.items = append(f.items, evaluator.Item{Seq: uint64(len(f.items) + 1), Feedback: x})
-	}
-	close(f.ch)
-	f.ch = make(chan struct{})
-	f.mu.Unlock()
-}
-
-func (f *feed) Since(seq uint64, limit int) ([]evaluator.Item, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if int(seq) >= len(f.items) {
-		return nil, nil
-	}
-	return append([]evaluator.Item(nil), f.items[seq:min(len(f.items), int(seq)+limit)]...), nil
-}
-
-func (f *feed) Get(_ context.Context, id string) (precept.Feedback, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, it := range f.items {
-		if it.Feedback.DecisionID == id {
-			return it.Feedback, nil
-		}
-	}
-	return precept.Feedback{}, precept.Errorf(precept.NotFound, "decision %q not found", id)
-}
-
-func (f *feed) Changed() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.ch
-}
 
 func negative(id, reviewer, comment string, at time.Time) precept.Feedback {
 	d := precept.Decision{
@@ -76,30 +33,51 @@ func negative(id, reviewer, comment string, at time.Time) precept.Feedback {
 	return precept.NewFeedback(d, "test", at)
 }
 
-// replica is one preceptd's evaluator and Slack app.
+// replica is one preceptd's feedback store, evaluator and Slack app.
 type replica struct {
 	*env
-	feed *feed
+	fb   *feedbackstore.Store
 	ev   *evaluator.Service
+	clar *clarification.Service
 }
 
-// newReplica starts an evaluator whose changes reach a Slack app with
+// openFeedbackRepo opens a feedback repository for replicas to share.
+func openFeedbackRepo(t *testing.T) *gitrepo.Repo {
+	t.Helper()
+	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "feedback.git"), gitrepo.Options{NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close() })
+	return repo
+}
+
+// newReplica starts a feedback store (on cfg.feedbackRepo, or a fresh
+// repository) and an evaluator whose changes reach a Slack app with
 // clarification on.
 func newReplica(t *testing.T, cfg envConfig, clk *testenv.Clock) *replica {
 	t.Helper()
 	dir := t.TempDir()
+	repo := cfg.feedbackRepo
+	if repo == nil {
+		repo = openFeedbackRepo(t)
+	}
+	fb, err := feedbackstore.Open(repo, filepath.Join(dir, "feedback.db"), feedbackstore.Options{BatchWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fb.Close() })
 	emb := embedding.NewLocal(embedding.LocalOptions{})
 	idx, reset, err := chromem.Open(filepath.Join(dir, "vectors"), vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var svc atomic.Pointer[Service]
-	fd := newFeed()
 	now := time.Now
 	if clk != nil {
 		now = clk.Now
 	}
-	ev, err := evaluator.New(context.Background(), fd, emb, idx, reset, filepath.Join(dir, "evaluator.db"), evaluator.Options{
+	ev, err := evaluator.New(context.Background(), evaluator.FeedFrom(fb), emb, idx, reset, filepath.Join(dir, "evaluator.db"), evaluator.Options{
 		Now: now,
 		OnChange: func(c evaluator.Change) {
 			if s := svc.Load(); s != nil {
@@ -111,22 +89,23 @@ func newReplica(t *testing.T, cfg envConfig, clk *testenv.Clock) *replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ev.Close(); idx.Close() })
-	cfg.reviews = ev
+	clar := clarification.New(fb, ev, cfg.clarify, nil)
+	cfg.clar = clar
 	if cfg.opts.Features == nil {
 		cfg.opts.Features = &Features{Posting: true, Clarification: true}
 	}
 	if cfg.opts.Reviewers == nil {
 		cfg.opts.Reviewers = map[string]string{"vic": uVic}
 	}
-	if cfg.opts.Clarification.ScanInterval == 0 {
-		cfg.opts.Clarification.ScanInterval = time.Hour
+	if cfg.opts.ScanInterval == 0 {
+		cfg.opts.ScanInterval = time.Hour
 	}
 	e := newEnv(t, cfg)
 	if clk != nil {
 		e.clock = clk
 	}
 	svc.Store(e.svc)
-	return &replica{env: e, feed: fd, ev: ev}
+	return &replica{env: e, fb: fb, ev: ev, clar: clar}
 }
 
 // newClarifyEnv is one replica with the shared fake clock.
@@ -140,17 +119,23 @@ func newClarifyEnv(t *testing.T, cfg envConfig) *replica {
 	return newReplica(t, cfg, clk)
 }
 
-// drain evaluates everything in the feed.
+// add stores decisions in the replica's feedback store.
+func (r *replica) add(fb ...precept.Feedback) {
+	r.t.Helper()
+	if _, err := r.fb.Store(context.Background(), fb); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// drain evaluates everything in the feedback store, including what
+// other replicas committed.
 func (r *replica) drain() {
 	r.t.Helper()
-	for {
-		n, err := r.ev.Step(context.Background())
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
+	if _, err := r.fb.CatchUp(context.Background()); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.ev.CatchUp(context.Background()); err != nil {
+		r.t.Fatal(err)
 	}
 }
 
@@ -224,7 +209,7 @@ const vagueComment = "fix this"
 
 func TestReviewerRepliesReEvaluateTheDecisionUntilItIsClear(t *testing.T) {
 	r := newClarifyEnv(t, envConfig{})
-	r.feed.add(negative("v", "vic", vagueComment, r.clock.Now()))
+	r.add(negative("v", "vic", vagueComment, r.clock.Now()))
 	r.drain()
 	ch, root := r.asked("v")
 	first, _ := r.ws.Message(ch, root)
@@ -274,7 +259,7 @@ func TestReviewerRepliesReEvaluateTheDecisionUntilItIsClear(t *testing.T) {
 
 func TestAfterMaxAttemptsRepliesAreAbsorbedWithoutNewQuestions(t *testing.T) {
 	r := newClarifyEnv(t, envConfig{})
-	r.feed.add(negative("v", "vic", vagueComment, r.clock.Now()))
+	r.add(negative("v", "vic", vagueComment, r.clock.Now()))
 	r.drain()
 	ch, root := r.asked("v")
 	r.reply(ch, root, uVic, "redo it please")
@@ -314,19 +299,19 @@ func TestAfterMaxAttemptsRepliesAreAbsorbedWithoutNewQuestions(t *testing.T) {
 	}
 	// The scheduler leaves it alone too.
 	r.clock.Advance(72 * time.Hour)
-	r.svc.scan(context.Background())
+	r.svc.clarify.scanAll(context.Background())
 	if n := len(r.bots(ch, root)); n != 3 {
 		t.Fatalf("the scheduler posted to an item left for human review")
 	}
 }
 
 func TestSchedulerReasksStaleItemsButNeverWithinTheRepostGuard(t *testing.T) {
-	r := newClarifyEnv(t, envConfig{noRun: true, opts: Options{Clarification: Clarification{MaxAttempts: 3, StaleAfter: 30 * time.Minute, RepostGuard: 24 * time.Hour}}})
+	r := newClarifyEnv(t, envConfig{noRun: true, clarify: clarification.Options{MaxAttempts: 3, StaleAfter: 30 * time.Minute, RepostGuard: 24 * time.Hour}})
 	ctx := context.Background()
-	r.feed.add(negative("v", "vic", vagueComment, r.clock.Now()))
+	r.add(negative("v", "vic", vagueComment, r.clock.Now()))
 	r.drain()
 	// The loops are stopped: the scan asks the first question.
-	r.svc.scan(ctx)
+	r.svc.clarify.scanAll(ctx)
 	ch, root := r.asked("v")
 	posts := func() int { return r.ws.Calls("chat.postMessage") }
 	if posts() != 1 {
@@ -348,8 +333,8 @@ func TestSchedulerReasksStaleItemsButNeverWithinTheRepostGuard(t *testing.T) {
 		{240 * time.Hour, 3, 3, evaluator.NeedsHumanReview},            // and nothing more
 	} {
 		r.clock.Advance(step.advance)
-		r.svc.scan(ctx)
-		r.svc.scan(ctx) // a second scan at the same instant never posts again
+		r.svc.clarify.scanAll(ctx)
+		r.svc.clarify.scanAll(ctx) // a second scan at the same instant never posts again
 		nr := r.review("v")
 		if posts() != step.posts || nr.Attempts != step.attempts || nr.Status != step.status {
 			t.Fatalf("after +%v: %d posts, attempts %d, %s; want %d, %d, %s", step.advance, posts(), nr.Attempts, nr.Status, step.posts, step.attempts, step.status)
@@ -364,16 +349,16 @@ func TestSchedulerReasksStaleItemsButNeverWithinTheRepostGuard(t *testing.T) {
 func TestSchedulerRecoversRepliesWhoseEventsWereLost(t *testing.T) {
 	r := newClarifyEnv(t, envConfig{noRun: true})
 	ctx := context.Background()
-	r.feed.add(negative("v", "vic", vagueComment, r.clock.Now()))
+	r.add(negative("v", "vic", vagueComment, r.clock.Now()))
 	r.drain()
-	r.svc.scan(ctx)
+	r.svc.clarify.scanAll(ctx)
 	ch, root := r.asked("v")
 	// The reviewer answers while precept is down: no event arrives. So
 	// does someone who may not clarify it.
 	r.ws.Reply(ch, root, uMallory, "probably about tests")
 	r.ws.Reply(ch, root, uVic, "The CSV export in export.go drops the header row; it must always write the header because importers need it.")
 	r.clock.Advance(31 * time.Minute)
-	r.svc.scan(ctx)
+	r.svc.clarify.scanAll(ctx)
 	if items, _ := r.ev.NeedsReview(ctx, ""); len(items) != 0 {
 		t.Fatalf("the missed reply was not applied: %+v", items)
 	}
@@ -397,7 +382,7 @@ func TestSchedulerRecoversRepliesWhoseEventsWereLost(t *testing.T) {
 
 func TestEventsEndpointVerifiesFiltersAndDeduplicates(t *testing.T) {
 	r := newClarifyEnv(t, envConfig{opts: Options{Users: map[string]string{uAlice: "alice"}}})
-	r.feed.add(negative("v", "vic", vagueComment, r.clock.Now()))
+	r.add(negative("v", "vic", vagueComment, r.clock.Now()))
 	r.drain()
 	ch, root := r.asked("v")
 	replies := func() int { return len(r.review("v").Replies) }
@@ -501,11 +486,13 @@ func withEvent(ev map[string]any, key string, value any) map[string]any {
 func TestReplicasAskOnceAndApplyTheSameRepliesInOrder(t *testing.T) {
 	clk := newClock()
 	store := NewMemoryStore(clk.Now)
-	a := newReplica(t, envConfig{store: store, opts: Options{Now: clk.Now}}, clk)
-	b := newReplica(t, envConfig{store: store, ws: a.ws, opts: Options{Now: clk.Now}}, clk)
+	repo := openFeedbackRepo(t)
+	a := newReplica(t, envConfig{store: store, feedbackRepo: repo, opts: Options{Now: clk.Now}}, clk)
+	b := newReplica(t, envConfig{store: store, feedbackRepo: repo, ws: a.ws, opts: Options{Now: clk.Now}}, clk)
 	fb := negative("v", "vic", vagueComment, clk.Now())
-	a.feed.add(fb)
-	b.feed.add(fb)
+	// Both replicas receive the decision (a redelivery): one file in git.
+	a.add(fb)
+	b.add(fb)
 	a.drain()
 	b.drain()
 	ch, root := a.asked("v")
@@ -513,21 +500,21 @@ func TestReplicasAskOnceAndApplyTheSameRepliesInOrder(t *testing.T) {
 	if n := len(a.ws.TopLevel(testChannel)); n != 1 {
 		t.Fatalf("%d questions posted by two replicas, want 1", n)
 	}
-	// b learns the thread from the Store.
-	b.svc.scan(context.Background())
+	// b learns the thread from the feedback repository.
+	b.svc.clarify.scanAll(context.Background())
 	if nr := b.review("v"); nr.Thread != ch+":"+root || nr.Attempts != 1 {
 		t.Fatalf("replica b's record = %+v", nr)
 	}
-	// A reply reaches replica a only; b applies it from the shared log.
+	// A reply reaches replica a only; b applies it from git.
 	a.reply(ch, root, uVic, "redo it please")
-	b.svc.scan(context.Background())
+	b.svc.clarify.scanAll(context.Background())
 	ra, rb := a.review("v"), b.review("v")
 	if len(rb.Replies) != 1 || rb.Replies[0] != ra.Replies[0] || rb.Attempts != ra.Attempts || rb.Attempts != 2 {
 		t.Fatalf("replica a %+v, replica b %+v", ra, rb)
 	}
 	// The next reply reaches b: both resolve, one answer is posted.
 	b.reply(ch, root, uVic, "The retry loop has no timeout and hangs forever; set a timeout on the HTTP client in client.go.")
-	a.svc.scan(context.Background())
+	a.svc.clarify.scanAll(context.Background())
 	for name, rep := range map[string]*replica{"a": a, "b": b} {
 		if items, _ := rep.ev.NeedsReview(context.Background(), ""); len(items) != 0 {
 			t.Errorf("replica %s still waits: %+v", name, items)

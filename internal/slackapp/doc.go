@@ -26,11 +26,12 @@
 //
 // Clarification. When the evaluator finds a decision AMBIGUOUS, its
 // reviewer is asked in a thread for the rubric attributes the feedback
-// lacks; their replies (Events API) re-evaluate it. After MaxAttempts
-// questions it is left for human review and later replies are only kept.
-// A scheduler re-asks stale items, never twice within RepostGuard, and
-// recovers replies whose events were lost. Replies go through a shared
-// log in the Store, so every replica's evaluator applies the same
-// replies in the same order, and claims in the Store make exactly one
-// replica post each message.
+// lacks; their replies (Events API) re-evaluate it. This package is the
+// adapter: it posts the questions, receives the replies, checks who may
+// answer, and asks the clarification package what comes next. Questions
+// and replies are recorded there, in the feedback repository, so every
+// replica applies the same replies in the same order and nothing expires
+// (docs/clarification.md). A scheduler re-asks stale items and recovers
+// replies whose events were lost; short claims in the Store keep two
+// replicas from posting the same question at once.
 package slackapp

@@ -69,7 +69,7 @@ func (s *Service) serveEvent(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, endpoint, "bad_request", http.StatusBadRequest, "malformed message event")
 		return
 	}
-	if !s.Features().Clarification || s.reviews == nil || !humanThreadReply(msg) {
+	if !s.Features().Clarification || s.clarify == nil || !humanThreadReply(msg) {
 		s.ack(w, endpoint, "ignored")
 		return
 	}
@@ -87,7 +87,7 @@ func (s *Service) serveEvent(w http.ResponseWriter, r *http.Request) {
 	s.ack(w, endpoint, "ok")
 	reply := *msg
 	s.async("thread reply", func(ctx context.Context) {
-		s.threadReply(ctx, reply.Channel, reply.ThreadTimeStamp, reply.TimeStamp, reply.User, reply.Text)
+		s.clarify.threadReply(ctx, reply.Channel, reply.ThreadTimeStamp, reply.TimeStamp, reply.User, reply.Text)
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/clarification"
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
 	"github.com/precept-dev/precept/internal/testenv"
@@ -48,7 +49,7 @@ type env struct {
 	ws    *fakeslack.Workspace
 	repo  *gitrepo.Repo
 	rules *rules.Manager
-	store *MemoryStore
+	store Store
 	clock *testenv.Clock
 	svc   *Service
 	srv   *httptest.Server
@@ -58,16 +59,20 @@ type env struct {
 }
 
 type envConfig struct {
-	opts    Options
-	rules   rules.Options
-	reviews Reviews
+	opts  Options
+	rules rules.Options
+	clar  Clarifications
 	// noRun leaves the Service's loops stopped.
 	noRun bool
 	// repo reuses a repository (a restart).
 	repo *gitrepo.Repo
 	// ws reuses a workspace.
 	ws    *fakeslack.Workspace
-	store *MemoryStore
+	store Store
+	// feedbackRepo is the feedback repository replicas share.
+	feedbackRepo *gitrepo.Repo
+	// clarify configures the clarification domain.
+	clarify clarification.Options
 }
 
 func newEnv(t *testing.T, cfg envConfig) *env {
@@ -112,11 +117,11 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	o.Logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.opts = o
-	var reviews Reviews
-	if cfg.reviews != nil {
-		reviews = cfg.reviews
+	var clar Clarifications
+	if cfg.clar != nil {
+		clar = cfg.clar
 	}
-	svc, err := New(e.ws.Client(), m, reviews, e.store, o)
+	svc, err := New(e.ws.Client(), m, clar, e.store, o)
 	if err != nil {
 		t.Fatal(err)
 	}

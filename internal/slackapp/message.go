@@ -112,13 +112,16 @@ func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
 
 // fingerprint identifies what a message shows, so an unchanged message
 // is not sent again.
-func fingerprint(blocks []slack.Block, fallback string) string {
-	b, _ := json.Marshal(struct {
+func fingerprint(blocks []slack.Block, fallback string) (string, error) {
+	b, err := json.Marshal(struct {
 		B []slack.Block
 		F string
 	}{blocks, fallback})
+	if err != nil {
+		return "", fmt.Errorf("fingerprint a message: %w", err)
+	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
+	return hex.EncodeToString(sum[:16]), nil
 }
 
 func support(p rules.Proposal) int {

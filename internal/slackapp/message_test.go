@@ -151,15 +151,25 @@ func TestLongContentAndManyConflictsStayWithinBlockKitLimits(t *testing.T) {
 
 func TestFingerprintChangesWithWhatTheMessageShows(t *testing.T) {
 	p := pendingProposal()
-	b1, t1, _ := proposalMessage(p)
-	b2, t2, _ := proposalMessage(p)
-	if fingerprint(b1, t1) != fingerprint(b2, t2) {
+	fp := func(p rules.Proposal) string {
+		t.Helper()
+		blocks, text, err := proposalMessage(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := fingerprint(blocks, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f1, f2 := fp(p), fp(p)
+	if f1 != f2 {
 		t.Fatal("fingerprint is not stable")
 	}
 	p.MergedCommit = "abc"
 	p.Status = rules.Approved
-	b3, t3, _ := proposalMessage(p)
-	if fingerprint(b1, t1) == fingerprint(b3, t3) {
+	if f1 == fp(p) {
 		t.Fatal("fingerprint ignores the outcome")
 	}
 }

@@ -237,12 +237,15 @@ func (s *Service) syncProposal(ctx context.Context, id string) {
 		return
 	}
 	blocks, text, err := proposalMessage(p)
+	var fp string
+	if err == nil {
+		fp, err = fingerprint(blocks, text)
+	}
 	if err != nil {
 		s.log.Error("render proposal for Slack", "proposal_id", id, "err", err)
 		s.post.done(id, "")
 		return
 	}
-	fp := fingerprint(blocks, text)
 	if !posted(p) {
 		if p.Status != rules.Pending {
 			s.post.done(id, "")
@@ -303,7 +306,7 @@ func (s *Service) postNew(ctx context.Context, p rules.Proposal, blocks []slack.
 		s.recordFailure(ctx, p, attempt, err)
 		return
 	}
-	if err := s.store.Set(ctx, keyPosted(p.ID), ch+" "+ts, conversationTTL); err != nil {
+	if err := s.store.Set(ctx, keyPosted(p.ID), ch+" "+ts, postedTTL); err != nil {
 		s.log.Warn("share where a proposal was posted", "proposal_id", p.ID, "err", err)
 	}
 	post := rules.SlackPost{Channel: ch, TS: ts, Permalink: s.permalink(ctx, ch, ts), Posted: true, Attempts: attempt, PostedRevision: p.Revision}

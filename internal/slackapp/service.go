@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
+	"github.com/precept-dev/precept/clarification"
 	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -42,14 +44,24 @@ type Rules interface {
 	SetSlackPost(ctx context.Context, id string, post rules.SlackPost) error
 }
 
-// Reviews is the evaluator's needs-review queue (evaluator.Service): the
-// ambiguous decisions the clarification loop asks about.
-type Reviews interface {
-	NeedsReview(ctx context.Context, agent string) ([]evaluator.NeedsReview, error)
-	Review(ctx context.Context, id string) (evaluator.NeedsReview, error)
-	UpdateReview(ctx context.Context, r evaluator.NeedsReview) error
-	Clarify(ctx context.Context, id, reply string) (evaluator.Evaluation, evaluator.NeedsReview, error)
+// Clarifications is the clarification loop's domain
+// (clarification.Service): where the conversation about each ambiguous
+// decision stands, what to do next, and the record of every question and
+// reply in the feedback store.
+type Clarifications interface {
+	Options() clarification.Options
+	Pending(ctx context.Context) ([]evaluator.NeedsReview, error)
+	Situation(ctx context.Context, id string) (clarification.Situation, error)
+	Owner(ctx context.Context, thread string) (string, bool, error)
+	Evaluation(ctx context.Context, id string) (evaluator.Evaluation, error)
+	Asked(ctx context.Context, id, thread string, q feedbackstore.Question) (clarification.Situation, error)
+	Reply(ctx context.Context, id string, r feedbackstore.Reply) (clarification.Step, clarification.Situation, bool, error)
+	Leave(ctx context.Context, id string) (bool, error)
+	Resolve(ctx context.Context, id string) error
+	Import(ctx context.Context, rec feedbackstore.Clarification) (bool, error)
 }
+
+var _ Clarifications = (*clarification.Service)(nil)
 
 // Features switch the Slack app's parts (seed 000 R29). Off means
 // nothing is sent and nothing is lost: turning Posting on posts the
@@ -60,22 +72,6 @@ type Features struct {
 	Posting bool
 	// Clarification asks reviewers of ambiguous decisions in threads.
 	Clarification bool
-}
-
-// Clarification configures the clarification loop (seed 000 U12–U15).
-// Zero values mean the defaults.
-type Clarification struct {
-	// MaxAttempts is how many questions are asked before a decision is
-	// left for human review; default 3.
-	MaxAttempts int
-	// StaleAfter is how long an item may stay without activity before the
-	// scheduler looks at it again; default 30m.
-	StaleAfter time.Duration
-	// RepostGuard is the least time between two questions the scheduler
-	// posts about one item; default 24h.
-	RepostGuard time.Duration
-	// ScanInterval is how often the scheduler scans; default 5m.
-	ScanInterval time.Duration
 }
 
 // Options configure a Service. Channel and SigningSecret are required;
@@ -97,8 +93,10 @@ type Options struct {
 	// PostRetry caps the backoff between attempts to post or update a
 	// message, and is how often every proposal's message is reconciled;
 	// default 1m.
-	PostRetry     time.Duration
-	Clarification Clarification
+	PostRetry time.Duration
+	// ScanInterval is how often the clarification scheduler looks at the
+	// waiting decisions; default clarification.DefaultScanInterval.
+	ScanInterval time.Duration
 	// Features; nil means posting on and clarification off.
 	Features *Features
 	// AckTimeout bounds views.open, whose trigger expires 3 s after the
@@ -117,18 +115,8 @@ func (o Options) withDefaults() Options {
 	if o.PostRetry <= 0 {
 		o.PostRetry = time.Minute
 	}
-	c := &o.Clarification
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 3
-	}
-	if c.StaleAfter <= 0 {
-		c.StaleAfter = 30 * time.Minute
-	}
-	if c.RepostGuard <= 0 {
-		c.RepostGuard = 24 * time.Hour
-	}
-	if c.ScanInterval <= 0 {
-		c.ScanInterval = 5 * time.Minute
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = clarification.DefaultScanInterval
 	}
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = 2500 * time.Millisecond
@@ -144,8 +132,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// How long the Store keeps a conversation and what was applied to it.
-const conversationTTL = 90 * 24 * time.Hour
+// postedTTL is how long the Store remembers where a proposal was
+// posted, for a replica whose record of the post failed.
+const postedTTL = 90 * 24 * time.Hour
 
 // Service is precept's Slack app: it posts rule proposals and keeps
 // their messages current, serves Slack's interactivity and Events API
@@ -155,7 +144,6 @@ const conversationTTL = 90 * 24 * time.Hour
 type Service struct {
 	api     API
 	rules   Rules
-	reviews Reviews
 	store   Store
 	opts    Options
 	log     *slog.Logger
@@ -165,8 +153,9 @@ type Service struct {
 	featMu   sync.RWMutex
 	features Features
 
-	post    poster
-	clarify clarifier
+	post poster
+	// clarify is nil without a clarification loop.
+	clarify *clarifier
 	// locks serialise work on one proposal or decision in this process.
 	locks [64]sync.Mutex
 
@@ -179,9 +168,9 @@ type Service struct {
 	workSlots chan struct{}
 }
 
-// New returns a Service. reviews may be nil: there is then no
-// clarification loop.
-func New(api API, r Rules, reviews Reviews, store Store, opts Options) (*Service, error) {
+// New returns a Service. clar may be nil: there is then no clarification
+// loop.
+func New(api API, r Rules, clar Clarifications, store Store, opts Options) (*Service, error) {
 	switch {
 	case api == nil || r == nil || store == nil:
 		return nil, errors.New("slack app: the Slack API, the rule manager and a store are required")
@@ -196,7 +185,7 @@ func New(api API, r Rules, reviews Reviews, store Store, opts Options) (*Service
 		return nil, err
 	}
 	s := &Service{
-		api: api, rules: r, reviews: reviews, store: store, opts: opts, log: opts.Logger, metrics: m,
+		api: api, rules: r, store: store, opts: opts, log: opts.Logger, metrics: m,
 		verify:    verifier{secret: []byte(opts.SigningSecret), maxSkew: opts.MaxSkew, now: opts.Now, store: store},
 		features:  Features{Posting: true},
 		workSlots: make(chan struct{}, 32),
@@ -206,7 +195,9 @@ func New(api API, r Rules, reviews Reviews, store Store, opts Options) (*Service
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.post.init()
-	s.clarify.init()
+	if clar != nil {
+		s.clarify = newClarifier(s, clar)
+	}
 	return s, nil
 }
 
@@ -218,7 +209,9 @@ func (s *Service) SetFeatures(f Features) {
 	s.features = f
 	s.featMu.Unlock()
 	s.post.reconcileSoon()
-	s.clarify.scanSoon()
+	if s.clarify != nil {
+		s.clarify.scanSoon()
+	}
 }
 
 // Features returns the current feature switches.
@@ -234,7 +227,12 @@ func (s *Service) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); s.runPoster(ctx) }()
-	go func() { defer wg.Done(); s.runClarifier(ctx) }()
+	go func() {
+		defer wg.Done()
+		if s.clarify != nil {
+			s.clarify.run(ctx)
+		}
+	}()
 	<-ctx.Done()
 	wg.Wait()
 	s.shutdown()
@@ -328,22 +326,17 @@ func (s *Service) RuleChanged(c rules.Change) {
 // EvaluatorChanged is the evaluator's change hook: decisions that just
 // became ambiguous are asked about soon.
 func (s *Service) EvaluatorChanged(c evaluator.Change) {
-	if len(c.NeedsReview) > 0 {
+	if len(c.NeedsReview) > 0 && s.clarify != nil {
 		s.clarify.askSoon(c.NeedsReview)
 	}
 }
 
 // Keys in the Store.
-func keySeen(sig string) string          { return "seen:" + sig }
-func keyEvent(id string) string          { return "event:" + id }
-func keyPostClaim(id string) string      { return "post:" + id }
-func keyPosted(id string) string         { return "posted:" + id }
-func keyThread(thread string) string     { return "thread:" + thread }
-func keyConversation(id string) string   { return "conversation:" + id }
-func keyReplies(id string) string        { return "replies:" + id }
-func keyReply(channel, ts string) string { return "reply:" + channel + ":" + ts }
-func keyAsk(id string, n int) string     { return fmt.Sprintf("ask:%d:%s", n, id) }
-func keyFinal(id string) string          { return "final:" + id }
+func keySeen(sig string) string      { return "seen:" + sig }
+func keyEvent(id string) string      { return "event:" + id }
+func keyPostClaim(id string) string  { return "post:" + id }
+func keyPosted(id string) string     { return "posted:" + id }
+func keyAsk(id string, n int) string { return fmt.Sprintf("ask:%d:%s", n, id) }
 
 // tokenPattern matches Slack tokens, which must never reach a log or a
 // recorded error.

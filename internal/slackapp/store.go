@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Store keeps what the replicas of preceptd must share about Slack:
-// signed requests and events already seen, claims that let exactly one
-// replica do what any could (post a message, ask a question, apply a
-// reply), and the clarification conversations. Replicas share Redis, so
-// RedisStore is the production Store; MemoryStore serves one process.
+// Store keeps what the replicas of preceptd share about Slack and may
+// lose: signed requests and events already seen, claims that keep two
+// replicas from doing at the same moment what one should do (post a
+// proposal, ask a question), and where proposals were posted. Nothing in
+// it is the only copy of anything: clarification conversations live in
+// the feedback repository (docs/clarification.md). Replicas share Redis,
+// so RedisStore is the production Store; MemoryStore serves one process.
 type Store interface {
 	// Claim records key for ttl unless it is recorded already, and reports
 	// whether this call recorded it.
@@ -25,11 +27,6 @@ type Store interface {
 	Get(ctx context.Context, key string) (value string, ok bool, err error)
 	// Set stores value at key for ttl.
 	Set(ctx context.Context, key, value string, ttl time.Duration) error
-	// Append adds value to the end of the list at key, keeps the list for
-	// ttl from now and returns its new length.
-	Append(ctx context.Context, key, value string, ttl time.Duration) (int, error)
-	// List returns the list at key from index from (0-based) to its end.
-	List(ctx context.Context, key string, from int) ([]string, error)
 }
 
 // RedisStore is a Store in Redis, under a key prefix.
@@ -83,32 +80,6 @@ func (s *RedisStore) Set(ctx context.Context, key, value string, ttl time.Durati
 	return nil
 }
 
-// Append implements Store with RPUSH and PEXPIRE in one transaction.
-func (s *RedisStore) Append(ctx context.Context, key, value string, ttl time.Duration) (int, error) {
-	var n *redis.IntCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		n = p.RPush(ctx, s.prefix+key, value)
-		p.PExpire(ctx, s.prefix+key, ttl)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("append to %s: %w", key, err)
-	}
-	return int(n.Val()), nil
-}
-
-// List implements Store.
-func (s *RedisStore) List(ctx context.Context, key string, from int) ([]string, error) {
-	if from < 0 {
-		from = 0
-	}
-	v, err := s.rdb.LRange(ctx, s.prefix+key, int64(from), -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", key, err)
-	}
-	return v, nil
-}
-
 // MemoryStore is a Store in one process's memory, for tests and single
 // replicas; expired keys are dropped when touched.
 type MemoryStore struct {
@@ -120,7 +91,6 @@ type MemoryStore struct {
 
 type memItem struct {
 	value   string
-	list    []string
 	expires time.Time
 }
 
@@ -185,29 +155,4 @@ func (s *MemoryStore) Set(_ context.Context, key, value string, ttl time.Duratio
 	s.items[key] = memItem{value: value, expires: s.expiry(ttl)}
 	s.mu.Unlock()
 	return nil
-}
-
-// Append implements Store.
-func (s *MemoryStore) Append(_ context.Context, key, value string, ttl time.Duration) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, _ := s.get(key)
-	it.list = append(it.list, value)
-	it.expires = s.expiry(ttl)
-	s.items[key] = it
-	return len(it.list), nil
-}
-
-// List implements Store.
-func (s *MemoryStore) List(_ context.Context, key string, from int) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, _ := s.get(key)
-	if from < 0 {
-		from = 0
-	}
-	if from >= len(it.list) {
-		return nil, nil
-	}
-	return append([]string(nil), it.list[from:]...), nil
 }

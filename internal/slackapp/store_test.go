@@ -2,8 +2,6 @@ package slackapp
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,23 +74,6 @@ func storeContract(t *testing.T, s Store, wait func(time.Duration)) {
 			t.Fatalf("Get = %q %v %v", v, ok, err)
 		}
 	})
-	t.Run("lists keep order and read from an index", func(t *testing.T) {
-		for i := range 5 {
-			n, err := s.Append(ctx, "l", fmt.Sprint(i), time.Minute)
-			if err != nil || n != i+1 {
-				t.Fatalf("Append = %d, %v", n, err)
-			}
-		}
-		for from, want := range map[int][]string{0: {"0", "1", "2", "3", "4"}, 3: {"3", "4"}, 5: nil, 9: nil, -1: {"0", "1", "2", "3", "4"}} {
-			got, err := s.List(ctx, "l", from)
-			if err != nil || !slices.Equal(got, want) {
-				t.Fatalf("List from %d = %v, %v; want %v", from, got, err, want)
-			}
-		}
-		if got, err := s.List(ctx, "nothing", 0); err != nil || len(got) != 0 {
-			t.Fatalf("List of a missing key = %v, %v", got, err)
-		}
-	})
 }
 
 func TestMemoryStoreKeepsTheStoreContract(t *testing.T) {
@@ -105,7 +86,7 @@ func TestRedisStoreKeepsTheStoreContract(t *testing.T) {
 	rdb := testenv.RedisClient(t, addr)
 	s := NewRedisStore(rdb, "precept:slack:")
 	storeContract(t, s, time.Sleep)
-	// Keys live under the prefix, and lists expire like values.
+	// Keys live under the prefix.
 	keys, err := rdb.Keys(context.Background(), "*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +95,5 @@ func TestRedisStoreKeepsTheStoreContract(t *testing.T) {
 		if len(k) < 14 || k[:14] != "precept:slack:" {
 			t.Errorf("key %q outside the prefix", k)
 		}
-	}
-	if ttl := rdb.PTTL(context.Background(), "precept:slack:l").Val(); ttl <= 0 || ttl > time.Minute {
-		t.Errorf("list TTL = %v", ttl)
 	}
 }
