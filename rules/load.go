@@ -3,7 +3,6 @@ package rules
 import (
 	"context"
 	"errors"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -23,17 +22,13 @@ func (s *store) State(ctx context.Context, want ...string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	slackTip, err := s.tip(SlackBranch)
-	if err != nil {
-		return nil, err
-	}
 	branches, err := s.proposalBranches(want)
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(branches, func(i, j int) bool { return branches[i].Name < branches[j].Name })
 	var key strings.Builder
-	key.WriteString(mainTip.String() + slackTip.String())
+	key.WriteString(mainTip.String())
 	for _, b := range branches {
 		key.WriteString(b.Name + b.Tip.String())
 	}
@@ -44,7 +39,7 @@ func (s *store) State(ctx context.Context, want ...string) (*state, error) {
 	}
 	s.mu.Unlock()
 
-	st, err := s.build(key.String(), mainTip, slackTip, branches)
+	st, err := s.build(key.String(), mainTip, branches)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +88,7 @@ func (s *store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
 	return listed, nil
 }
 
-func (s *store) build(key string, mainTip, slackTip gitrepo.Hash, branches []gitrepo.Branch) (*state, error) {
+func (s *store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branch) (*state, error) {
 	st := newState()
 	st.key, st.main = key, mainTip
 	var err error
@@ -121,9 +116,6 @@ func (s *store) build(key string, mainTip, slackTip gitrepo.Hash, branches []git
 		if err := s.loadRules(st); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.loadPosts(st, slackTip); err != nil {
-		return nil, err
 	}
 	for _, id := range st.ids() {
 		if p, ok := st.proposal(id); ok && p.ClusterID != "" {
@@ -201,25 +193,6 @@ func (s *store) loadRules(st *state) error {
 			return nil
 		}
 		st.addRule(*r, agent, p)
-		return nil
-	})
-}
-
-func (s *store) loadPosts(st *state, slackTip gitrepo.Hash) error {
-	if slackTip.IsZero() {
-		return nil
-	}
-	snap, err := s.repo.SnapshotAt(slackTip)
-	if err != nil {
-		return err
-	}
-	return snap.Walk("slack", func(p string, blob gitrepo.Hash) error {
-		v, err := s.post(blob)
-		if err != nil {
-			s.log.Warn("unreadable slack post record; ignored", "path", p, "err", err)
-			return nil
-		}
-		st.slack[strings.TrimSuffix(path.Base(p), ".yaml")] = *v
 		return nil
 	})
 }

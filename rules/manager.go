@@ -179,7 +179,7 @@ func (m *Manager) Maintain(ctx context.Context) error {
 // committer and becomes a rule, a proposal branch deleted without being
 // merged is rejected — brings the remote's main (e.g. a curator's
 // _rules.md) into the local one, follows proposal branches created or
-// advanced by other replicas, and pushes main, the Slack records and the
+// advanced by other replicas, and pushes main, Remote.Branches and the
 // open proposal branches, deleting the remote branches of rejected
 // proposals. Without a remote it does nothing.
 func (m *Manager) Sync(ctx context.Context) error {

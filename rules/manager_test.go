@@ -273,28 +273,6 @@ func TestShadowPeriodKeepsTheRuleInShadowUntilItEnds(t *testing.T) {
 	}
 }
 
-func TestSlackPostIsKeptWithoutChangingTheRevision(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, Options{})
-	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
-	post := SlackPost{Channel: "C123", TS: "1700000000.000100", Permalink: "https://slack.example/p1", Posted: true, Attempts: 1, PostedRevision: 1}
-	if err := f.m.SetSlackPost(ctx, p.ID, post); err != nil {
-		t.Fatal(err)
-	}
-	// A second Manager (a restarted server) sees where it was posted.
-	g := attach(t, f.repo, Options{})
-	got := g.get(p.ID)
-	if got.Slack == nil || got.Slack.TS != post.TS || got.Slack.PostedRevision != 1 || got.Revision != p.Revision {
-		t.Fatalf("after SetSlackPost = slack %+v, revision %d", got.Slack, got.Revision)
-	}
-	if err := f.m.SetSlackPost(ctx, "p-0000000000", post); precept.ErrorCode(err) != precept.NotFound {
-		t.Fatalf("SetSlackPost of an unknown proposal: %v", err)
-	}
-	if h, _ := f.m.History(ctx, p.ID); len(h) != 1 {
-		t.Fatalf("the Slack record entered the proposal's history: %+v", h)
-	}
-}
-
 func TestListFiltersByStatusAndAgentNewestFirst(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})

@@ -140,6 +140,10 @@ type Remote struct {
 	WebURL string
 	// FetchInterval defaults to 30s.
 	FetchInterval time.Duration
+	// Branches are further branches of the repository kept in step with
+	// the remote like main (fetched, fast-forwarded or merged, pushed),
+	// e.g. the Slack app's post records.
+	Branches []string
 }
 
 func (r *Remote) validate() error {

@@ -109,19 +109,6 @@ type GuardResult struct {
 	Reason string `yaml:"reason,omitempty"`
 }
 
-// SlackPost says whether and where a proposal was posted to Slack, so a
-// restarted server updates the same message.
-type SlackPost struct {
-	Channel        string    `yaml:"channel,omitempty"`
-	TS             string    `yaml:"ts,omitempty"`
-	Permalink      string    `yaml:"permalink,omitempty"`
-	Posted         bool      `yaml:"posted"`
-	Attempts       int       `yaml:"attempts,omitempty"`
-	LastError      string    `yaml:"last_error,omitempty"`
-	UpdatedAt      time.Time `yaml:"updated_at"`
-	PostedRevision int       `yaml:"posted_revision,omitempty"`
-}
-
 // Proposal is a rule waiting for, or past, meta-approval (seed 004
 // RuleProposal plus approvals, rejection, guards and provenance). It is
 // stored as YAML front matter with the rule text as the Markdown body:
@@ -186,8 +173,6 @@ type Proposal struct {
 	// MergedCommit is the commit on main that turned the proposal into its
 	// rule, once it did.
 	MergedCommit string `yaml:"-"`
-	// Slack is where the proposal was posted, if it was.
-	Slack *SlackPost `yaml:"-"`
 	// ReviewURL opens a PR / compare view on the remote's web UI.
 	ReviewURL string `yaml:"-"`
 }
@@ -245,10 +230,6 @@ func (p Proposal) Clone() Proposal {
 	if p.Rejection != nil {
 		r := *p.Rejection
 		p.Rejection = &r
-	}
-	if p.Slack != nil {
-		s := *p.Slack
-		p.Slack = &s
 	}
 	return p
 }

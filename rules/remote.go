@@ -26,6 +26,11 @@ type syncer struct {
 	mu    sync.Mutex
 }
 
+// branches are main and the other branches kept in step like it.
+func (y *syncer) branches() []string {
+	return append([]string{y.store.main}, y.r.Branches...)
+}
+
 func (y *syncer) syncAndLog(ctx context.Context) {
 	if err := y.sync(ctx); err != nil && ctx.Err() == nil {
 		y.m.log.Warn("sync the rules repository with its remote", "remote", y.r.Name, "err", err)
@@ -85,7 +90,7 @@ func (y *syncer) round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, b := range []string{y.store.main, SlackBranch} {
+	for _, b := range y.branches() {
 		if tip, ok := after[b]; ok {
 			moved, err := y.integrate(ctx, b, r.Name, tip)
 			if err != nil {
@@ -322,7 +327,7 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 	return err
 }
 
-// push sends main, the Slack records and the open proposal branches that
+// push sends main, Remote.Branches and the open proposal branches that
 // differ from the remote, and deletes the remote branches of proposals
 // that were rejected. A refused non-fast-forward update is ErrRefChanged.
 func (y *syncer) push(ctx context.Context) error {
@@ -336,7 +341,7 @@ func (y *syncer) push(ctx context.Context) error {
 		return err
 	}
 	var specs []gitrepo.PushSpec
-	for _, b := range []string{y.store.main, SlackBranch} {
+	for _, b := range y.branches() {
 		if tip, err := y.store.tip(b); err != nil {
 			return err
 		} else if !tip.IsZero() && remote[b] != tip {

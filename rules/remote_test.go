@@ -304,3 +304,57 @@ func TestAMergeIntoTheLocalMainInGitIsAnApprovalByTheAuthorWhenAHostCommitted(t 
 	}
 	f.fsck()
 }
+
+func TestOtherBranchesAreKeptInStepWithTheRemote(t *testing.T) {
+	ctx := context.Background()
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	gitCLI(t, filepath.Dir(remote), "init", "-q", "--bare", "-b", "main", remote)
+	f := newFixture(t, Options{Remote: &Remote{URL: remote, Branches: []string{"precept/notes"}}})
+	write := func(repo *gitrepo.Repo, path, data string) {
+		t.Helper()
+		_, err := repo.Update(ctx, "precept/notes", func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+			return &gitrepo.CommitSpec{Message: "Note " + path, Changes: []gitrepo.Change{{Path: path, Data: []byte(data)}}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A local commit on the branch is pushed.
+	write(f.repo, "notes/a.yaml", "a: 1\n")
+	if err := f.m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCLI(t, remote, "show", "precept/notes:notes/a.yaml"); got != "a: 1" {
+		t.Fatalf("remote notes/a.yaml = %q", got)
+	}
+	// Another replica's commit on the remote comes in, merged with a
+	// local commit made meanwhile.
+	other := attach(t, openRepo(t), Options{Remote: &Remote{URL: remote, Branches: []string{"precept/notes"}}})
+	if err := other.m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write(other.repo, "notes/b.yaml", "b: 2\n")
+	if err := other.m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write(f.repo, "notes/c.yaml", "c: 3\n")
+	if err := f.m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"notes/a.yaml", "notes/b.yaml", "notes/c.yaml"} {
+		if gitCLI(t, f.repo.Path(), "show", "precept/notes:"+p) == "" || gitCLI(t, remote, "show", "precept/notes:"+p) == "" {
+			t.Fatalf("%s is missing locally or on the remote", p)
+		}
+	}
+}
+
+// openRepo opens an empty repository.
+func openRepo(t *testing.T) *gitrepo.Repo {
+	t.Helper()
+	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "rules.git"), gitrepo.Options{NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close() })
+	return repo
+}

@@ -28,7 +28,6 @@ type state struct {
 	rules      map[string]*Rule
 	rulePaths  map[string][]string
 	byProposal map[string]string
-	slack      map[string]SlackPost
 	byCluster  map[string][]string
 	// merged are the proposal branches whose tips main contains.
 	merged map[string]bool
@@ -40,7 +39,7 @@ func newState() *state {
 		branches: map[string]gitrepo.Hash{}, onBranch: map[string]*Proposal{},
 		rejected: map[string]*Proposal{}, drafts: map[string]*Proposal{}, onMain: map[string]*Proposal{},
 		rules: map[string]*Rule{}, rulePaths: map[string][]string{}, byProposal: map[string]string{},
-		slack: map[string]SlackPost{}, byCluster: map[string][]string{}, merged: map[string]bool{},
+		byCluster: map[string][]string{}, merged: map[string]bool{},
 	}
 }
 
@@ -117,9 +116,6 @@ func (st *state) proposal(id string) (Proposal, bool) {
 	}
 	if _, ok := st.branches[id]; ok && p.Status != Rejected {
 		p.Branch = ProposalBranch(id)
-	}
-	if s, ok := st.slack[id]; ok {
-		p.Slack = &s
 	}
 	return p, true
 }

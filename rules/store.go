@@ -10,8 +10,6 @@ import (
 
 	"github.com/precept-dev/precept/internal/text"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/precept-dev/precept/gitrepo"
 )
 
@@ -33,7 +31,6 @@ type store struct {
 	last      *state
 	proposals map[gitrepo.Hash]*Proposal
 	rules     map[gitrepo.Hash]*Rule
-	posts     map[gitrepo.Hash]*SlackPost
 	commits   map[gitrepo.Hash]gitrepo.CommitInfo
 	// creates says, per commit, whether it added the rule its Rule-Id
 	// trailer names.
@@ -53,7 +50,6 @@ func newStore(repo *gitrepo.Repo, main string, log *slog.Logger) *store {
 		repo: repo, main: main, log: log,
 		proposals: map[gitrepo.Hash]*Proposal{},
 		rules:     map[gitrepo.Hash]*Rule{},
-		posts:     map[gitrepo.Hash]*SlackPost{},
 		commits:   map[gitrepo.Hash]gitrepo.CommitInfo{},
 		creates:   map[gitrepo.Hash]bool{},
 	}
@@ -92,16 +88,6 @@ func (s *store) proposal(blob gitrepo.Hash) (*Proposal, error) {
 
 func (s *store) rule(blob gitrepo.Hash) (*Rule, error) {
 	return parseCached(s, s.rules, blob, ParseRule)
-}
-
-func (s *store) post(blob gitrepo.Hash) (*SlackPost, error) {
-	return parseCached(s, s.posts, blob, func(data []byte) (SlackPost, error) {
-		var p SlackPost
-		if err := yaml.Unmarshal(data, &p); err != nil {
-			return SlackPost{}, fmt.Errorf("parse slack post: %w", err)
-		}
-		return p, nil
-	})
 }
 
 // proposalAt reads a proposal file at a snapshot; ok is false when it is

@@ -13,6 +13,7 @@ import (
 	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -37,7 +38,39 @@ var _ RuleManager = (*rules.Manager)(nil)
 // authenticated caller, never of a name in the request.
 type RuleService struct {
 	Rules RuleManager
+	// Posts says where proposals were posted to Slack; nil leaves that
+	// out of the proposals.
+	Posts SlackPosts
 	Log   *slog.Logger
+}
+
+// SlackPosts says where proposals were posted to Slack; slackapp.Posts
+// implements it.
+type SlackPosts interface {
+	Get(ctx context.Context, id string) (slackapp.Post, bool, error)
+}
+
+var _ SlackPosts = (*slackapp.Posts)(nil)
+
+// proposal converts a proposal with where it was posted to Slack. The
+// post is shown, not acted on, so a failed read leaves it out.
+func (s *RuleService) proposal(ctx context.Context, p rules.Proposal) *preceptv1.Proposal {
+	out := proposalToProto(p)
+	if s.Posts == nil {
+		return out
+	}
+	post, ok, err := s.Posts.Get(ctx, p.ID)
+	if err != nil {
+		s.Log.Warn("read where a proposal was posted to Slack", "proposal_id", p.ID, "err", err)
+		return out
+	}
+	if ok {
+		out.Slack = &preceptv1.SlackPost{
+			Channel: post.Channel, Ts: post.TS, Permalink: post.Permalink, Posted: post.Posted, Attempts: int32(post.Attempts),
+			LastError: post.LastError, UpdatedAt: tsOrNil(post.UpdatedAt), PostedRevision: int32(post.PostedRevision),
+		}
+	}
+	return out
 }
 
 var _ preceptv1connect.RuleServiceHandler = (*RuleService)(nil)
@@ -81,7 +114,7 @@ func (s *RuleService) ListProposals(ctx context.Context, req *connect.Request[pr
 	resp := &preceptv1.ListProposalsResponse{}
 	end := min(start+n, len(list))
 	for _, p := range list[start:end] {
-		resp.Proposals = append(resp.Proposals, proposalToProto(p))
+		resp.Proposals = append(resp.Proposals, s.proposal(ctx, p))
 	}
 	if end < len(list) {
 		resp.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(list[end-1].ID))
@@ -96,7 +129,7 @@ func (s *RuleService) GetProposal(ctx context.Context, req *connect.Request[prec
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	return connect.NewResponse(&preceptv1.GetProposalResponse{Proposal: proposalToProto(p)}), nil
+	return connect.NewResponse(&preceptv1.GetProposalResponse{Proposal: s.proposal(ctx, p)}), nil
 }
 
 // ProposeRule submits a manual proposal in the caller's name.
@@ -117,7 +150,7 @@ func (s *RuleService) ProposeRule(ctx context.Context, req *connect.Request[prec
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	return connect.NewResponse(&preceptv1.ProposeRuleResponse{Proposal: proposalToProto(p)}), nil
+	return connect.NewResponse(&preceptv1.ProposeRuleResponse{Proposal: s.proposal(ctx, p)}), nil
 }
 
 // ApproveRule records the caller's approval.
@@ -130,7 +163,7 @@ func (s *RuleService) ApproveRule(ctx context.Context, req *connect.Request[prec
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	resp := &preceptv1.ApproveRuleResponse{Proposal: proposalToProto(p)}
+	resp := &preceptv1.ApproveRuleResponse{Proposal: s.proposal(ctx, p)}
 	if p.MergedCommit != "" {
 		r, _, err := s.Rules.Rule(ctx, p.RuleID)
 		if err != nil && !errors.Is(err, precept.ErrNotFound) {
@@ -153,7 +186,7 @@ func (s *RuleService) RejectRule(ctx context.Context, req *connect.Request[prece
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	return connect.NewResponse(&preceptv1.RejectRuleResponse{Proposal: proposalToProto(p)}), nil
+	return connect.NewResponse(&preceptv1.RejectRuleResponse{Proposal: s.proposal(ctx, p)}), nil
 }
 
 // ListActiveRules lists active rules (and shadow ones when asked).
@@ -328,12 +361,6 @@ func proposalToProto(p rules.Proposal) *preceptv1.Proposal {
 	}
 	for _, g := range p.Guards {
 		out.Guards = append(out.Guards, &preceptv1.GuardResult{Guard: g.Guard, Passed: g.Passed, Reason: g.Reason})
-	}
-	if s := p.Slack; s != nil {
-		out.Slack = &preceptv1.SlackPost{
-			Channel: s.Channel, Ts: s.TS, Permalink: s.Permalink, Posted: s.Posted, Attempts: int32(s.Attempts),
-			LastError: s.LastError, UpdatedAt: tsOrNil(s.UpdatedAt), PostedRevision: int32(s.PostedRevision),
-		}
 	}
 	return out
 }

@@ -77,6 +77,9 @@ type App struct {
 	Prompts *prompts.Assembler
 	// Rules runs rule proposals and meta-approval on RulesRepo (DESIGN.md §5).
 	Rules *rules.Manager
+	// Posts records where proposals were posted to Slack, on a branch of
+	// RulesRepo; the Slack app writes them and the API shows them.
+	Posts *slackapp.Posts
 	// Slack is the Slack app (DESIGN.md §6), nil unless slack is configured.
 	Slack *slackapp.Service
 

@@ -14,6 +14,7 @@ import (
 	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
+	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -56,6 +57,8 @@ func (a *App) openRules() error {
 			Auth:          gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey},
 			WebURL:        g.WebURL,
 			FetchInterval: g.FetchInterval,
+			// The Slack app's post records travel with the rules.
+			Branches: []string{slackapp.PostBranch},
 		}
 	}
 	m, err := rules.New(a.RulesRepo, opts)
@@ -78,7 +81,8 @@ func (a *App) openRules() error {
 			}
 		})
 	}
-	a.Handle(preceptv1connect.NewRuleServiceHandler(&api.RuleService{Rules: m, Log: a.Log}, a.ConnectOptions()...))
+	a.Posts = slackapp.NewPosts(a.RulesRepo, m, nil, a.Log.With("component", "slack"))
+	a.Handle(preceptv1connect.NewRuleServiceHandler(&api.RuleService{Rules: m, Posts: a.Posts, Log: a.Log}, a.ConnectOptions()...))
 	return nil
 }
 

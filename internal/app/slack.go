@@ -51,7 +51,7 @@ func (a *App) openSlack() error {
 		}, a.Log.With("component", "clarification"))
 	}
 	features := a.Config.Features
-	svc, err := slackapp.New(slack.New(cfg.BotToken, opts...), a.Rules, clar, slackapp.NewRedisStore(a.Redis, slackKeyPrefix), slackapp.Options{
+	svc, err := slackapp.New(slack.New(cfg.BotToken, opts...), a.Rules, a.Posts, clar, slackapp.NewRedisStore(a.Redis, slackKeyPrefix), slackapp.Options{
 		Channel:       cfg.Channel,
 		SigningSecret: cfg.SigningSecret,
 		Users:         cfg.Users,

@@ -39,7 +39,7 @@ func BenchmarkInteractionAck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			svc, err := New(ws.Client(), m, nil, tc.store(b), Options{Channel: testChannel, SigningSecret: testSecret})
+			svc, err := New(ws.Client(), m, NewPosts(repo, m, nil, nil), nil, tc.store(b), Options{Channel: testChannel, SigningSecret: testSecret})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,19 +1,20 @@
-// Package slackapp is precept's Slack app (DESIGN.md §6, seed 000 Units
-// 8–15): meta-approval of rule proposals in Slack and the clarification
-// loop for ambiguous decisions.
+// Package slackapp is precept's Slack app (docs/lifecycle.md):
+// meta-approval of rule proposals in Slack and the clarification loop for
+// ambiguous decisions.
 //
 // Posting. Every pending proposal is posted to the configured channel as
 // Block Kit: the agents and rule type, the rule, the evidence (counts,
 // distinct reviewers and epics, quoted comments), conflicts and what it
 // supersedes, the branch and review link, the approvals so far, and
 // Approve / Reject buttons whose value is {proposal_id, revision, action}
-// JSON. Where the message went is recorded on the proposal
-// (rules.Manager.SetSlackPost), so a restarted server updates the same
-// message; every change the rule manager reports — decisions made in
-// Slack, through the API or CLI, or by a merge in git — updates it, and
-// a decided proposal shows its outcome instead of buttons. Failed posts
-// and updates are retried with exponential backoff; attempts and the
-// last error are recorded on the proposal. Nothing else waits for Slack.
+// JSON. Where the message went is recorded by Posts on a branch of the
+// rules repository of its own (PostBranch), so a restarted server, or
+// another replica, updates the same message; every change the rule
+// manager reports — decisions made in Slack, through the API or CLI, or
+// by a merge in git — updates it, and a decided proposal shows its
+// outcome instead of buttons. Failed posts and updates are retried with
+// exponential backoff; attempts and the last error are recorded with the
+// post. Nothing else waits for Slack.
 //
 // Interactions. Requests are verified with Slack's v0 signature; stale
 // timestamps and replays (remembered in a Store shared by the replicas)

@@ -121,7 +121,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	if cfg.clar != nil {
 		clar = cfg.clar
 	}
-	svc, err := New(e.ws.Client(), m, clar, e.store, o)
+	svc, err := New(e.ws.Client(), m, NewPosts(e.repo, m, e.clock.Now, nil), clar, e.store, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,16 +174,29 @@ func (e *env) get(id string) rules.Proposal {
 	return p
 }
 
+// post returns where a proposal was posted, nil when it has no record.
+func (e *env) post(id string) *Post {
+	e.t.Helper()
+	p, ok, err := NewPosts(e.repo, e.rules, nil, nil).Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !ok {
+		return nil
+	}
+	return &p
+}
+
 // posted waits for a proposal's message and returns it.
 func (e *env) posted(id string) fakeslack.Message {
 	e.t.Helper()
 	var msg fakeslack.Message
 	eventually(e.t, "the proposal's Slack message", func() bool {
-		p := e.get(id)
-		if p.Slack == nil || !p.Slack.Posted {
+		p := e.post(id)
+		if p == nil || !p.Posted {
 			return false
 		}
-		m, ok := e.ws.Message(p.Slack.Channel, p.Slack.TS)
+		m, ok := e.ws.Message(p.Channel, p.TS)
 		msg = m
 		return ok
 	})
@@ -193,13 +206,13 @@ func (e *env) posted(id string) fakeslack.Message {
 // message returns the proposal's current message.
 func (e *env) message(id string) fakeslack.Message {
 	e.t.Helper()
-	p := e.get(id)
-	if p.Slack == nil {
+	p := e.post(id)
+	if p == nil {
 		e.t.Fatalf("%s was not posted", id)
 	}
-	m, ok := e.ws.Message(p.Slack.Channel, p.Slack.TS)
+	m, ok := e.ws.Message(p.Channel, p.TS)
 	if !ok {
-		e.t.Fatalf("%s's message %s is not in the workspace", id, p.Slack.TS)
+		e.t.Fatalf("%s's message %s is not in the workspace", id, p.TS)
 	}
 	return m
 }

@@ -193,8 +193,13 @@ func (s *Service) postRound(ctx context.Context) {
 				s.log.Warn("list proposals for Slack; will retry", "err", err)
 			}
 		}
+		posts, err := s.posts.all(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("read where proposals were posted; will retry", "err", err)
+		}
 		for _, p := range list {
-			if needsWork(p) && !slices.Contains(ids, p.ID) {
+			post, ok := posts[p.ID]
+			if needsWork(p, postOrNil(post, ok)) && !slices.Contains(ids, p.ID) {
 				ids = append(ids, p.ID)
 			}
 		}
@@ -208,16 +213,19 @@ func (s *Service) postRound(ctx context.Context) {
 	s.metrics.retrying.Set(float64(s.post.retrying()))
 }
 
-// needsWork reports whether a proposal's message is missing or behind.
-func needsWork(p rules.Proposal) bool {
-	if !posted(p) {
-		return p.Status == rules.Pending
+func postOrNil(post Post, ok bool) *Post {
+	if !ok {
+		return nil
 	}
-	return p.Slack.PostedRevision != p.Revision || (p.Slack.LastError != "" && !permanentErrors[p.Slack.LastError])
+	return &post
 }
 
-func posted(p rules.Proposal) bool {
-	return p.Slack != nil && p.Slack.Posted && p.Slack.Channel != "" && p.Slack.TS != ""
+// needsWork reports whether a proposal's message is missing or behind.
+func needsWork(p rules.Proposal, post *Post) bool {
+	if !post.shown() {
+		return p.Status == rules.Pending
+	}
+	return post.PostedRevision != p.Revision || (post.LastError != "" && !permanentErrors[post.LastError])
 }
 
 // syncProposal posts a pending proposal that has no message yet, or
@@ -225,6 +233,13 @@ func posted(p rules.Proposal) bool {
 func (s *Service) syncProposal(ctx context.Context, id string) {
 	defer s.lock("proposal:" + id)()
 	p, err := s.rules.Get(ctx, id)
+	var post *Post
+	if err == nil {
+		var found Post
+		var ok bool
+		found, ok, err = s.posts.Get(ctx, id)
+		post = postOrNil(found, ok)
+	}
 	switch {
 	case precept.ErrorCode(err) == precept.NotFound || precept.ErrorCode(err) == precept.Invalid:
 		s.post.done(id, "")
@@ -246,49 +261,52 @@ func (s *Service) syncProposal(ctx context.Context, id string) {
 		s.post.done(id, "")
 		return
 	}
-	if !posted(p) {
+	if !post.shown() {
 		if p.Status != rules.Pending {
 			s.post.done(id, "")
 			return
 		}
-		if !s.adoptPost(ctx, &p) {
-			s.postNew(ctx, p, blocks, text, fp)
+		adopted := s.adoptPost(ctx, id, post)
+		if adopted == nil {
+			s.postNew(ctx, p, post, blocks, text, fp)
 			return
 		}
+		post = adopted
 	}
-	if s.post.shows(id) == fp && p.Slack.PostedRevision == p.Revision && p.Slack.LastError == "" {
+	if s.post.shows(id) == fp && post.PostedRevision == p.Revision && post.LastError == "" {
 		s.post.done(id, fp)
 		return
 	}
-	s.updatePost(ctx, p, blocks, text, fp)
+	s.updatePost(ctx, p, *post, blocks, text, fp)
 }
 
-// adoptPost fills in a post the proposal does not record but the Store
-// does: another replica posted it (and its record has not reached this
-// one yet), or this process stopped between posting and recording.
-func (s *Service) adoptPost(ctx context.Context, p *rules.Proposal) bool {
-	v, ok, err := s.store.Get(ctx, keyPosted(p.ID))
+// adoptPost returns the post of a proposal whose record does not say
+// where it was posted but the Store does: another replica posted it (and
+// its record has not reached this one yet), or this process stopped
+// between posting and recording. It returns nil when there is none.
+func (s *Service) adoptPost(ctx context.Context, id string, post *Post) *Post {
+	v, ok, err := s.store.Get(ctx, keyPosted(id))
 	if err != nil || !ok {
-		return false
+		return nil
 	}
 	ch, ts, ok := strings.Cut(v, " ")
 	if !ok || ch == "" || ts == "" {
-		return false
+		return nil
 	}
-	prev := rules.SlackPost{}
-	if p.Slack != nil {
-		prev = *p.Slack
+	adopted := Post{}
+	if post != nil {
+		adopted = *post
 	}
-	prev.Channel, prev.TS, prev.Posted = ch, ts, true
-	p.Slack = &prev
-	return true
+	adopted.Channel, adopted.TS, adopted.Posted = ch, ts, true
+	return &adopted
 }
 
 // postNew posts a proposal's first message and records where it went.
-func (s *Service) postNew(ctx context.Context, p rules.Proposal, blocks []slack.Block, text, fp string) {
+// prev is the proposal's record of earlier attempts, nil when none.
+func (s *Service) postNew(ctx context.Context, p rules.Proposal, prev *Post, blocks []slack.Block, text, fp string) {
 	claimed, err := s.store.Claim(ctx, keyPostClaim(p.ID), 2*s.opts.PostRetry+time.Minute)
 	if err != nil {
-		s.recordFailure(ctx, p, s.post.attempt(p.ID), err)
+		s.recordFailure(ctx, p, prev, s.post.attempt(p.ID), err)
 		return
 	}
 	if !claimed {
@@ -303,14 +321,14 @@ func (s *Service) postNew(ctx context.Context, p rules.Proposal, blocks []slack.
 		if rerr := s.store.Release(ctx, keyPostClaim(p.ID)); rerr != nil {
 			s.log.Warn("release the post claim", "proposal_id", p.ID, "err", rerr)
 		}
-		s.recordFailure(ctx, p, attempt, err)
+		s.recordFailure(ctx, p, prev, attempt, err)
 		return
 	}
 	if err := s.store.Set(ctx, keyPosted(p.ID), ch+" "+ts, postedTTL); err != nil {
 		s.log.Warn("share where a proposal was posted", "proposal_id", p.ID, "err", err)
 	}
-	post := rules.SlackPost{Channel: ch, TS: ts, Permalink: s.permalink(ctx, ch, ts), Posted: true, Attempts: attempt, PostedRevision: p.Revision}
-	if err := s.rules.SetSlackPost(ctx, p.ID, post); err != nil {
+	post := Post{Channel: ch, TS: ts, Permalink: s.permalink(ctx, ch, ts), Posted: true, Attempts: attempt, PostedRevision: p.Revision}
+	if err := s.posts.Set(ctx, p.ID, post); err != nil {
 		// The Store remembers the post: the retry adopts it.
 		d := s.post.failed(p.ID, s.opts.Now(), attempt, 0, s.opts.PostRetry)
 		s.log.Warn("record the Slack post of a proposal; will retry", "proposal_id", p.ID, "retry_in", d, "err", err)
@@ -321,9 +339,8 @@ func (s *Service) postNew(ctx context.Context, p rules.Proposal, blocks []slack.
 }
 
 // updatePost replaces a proposal's message with its current state.
-func (s *Service) updatePost(ctx context.Context, p rules.Proposal, blocks []slack.Block, text, fp string) {
+func (s *Service) updatePost(ctx context.Context, p rules.Proposal, prev Post, blocks []slack.Block, text, fp string) {
 	attempt := s.post.attempt(p.ID)
-	prev := *p.Slack
 	_, _, _, err := s.api.UpdateMessageContext(ctx, prev.Channel, prev.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 	s.metrics.call("chat.update", err)
 	if err != nil {
@@ -337,20 +354,19 @@ func (s *Service) updatePost(ctx context.Context, p rules.Proposal, blocks []sla
 						s.log.Warn("forget a deleted post", "proposal_id", p.ID, "err", rerr)
 					}
 				}
-				p.Slack = nil
-				s.postNew(ctx, p, blocks, text, fp)
+				s.postNew(ctx, p, nil, blocks, text, fp)
 				return
 			}
 			// A decided proposal whose message is gone: record why, and
 			// stop trying for this revision.
 			prev.Attempts, prev.LastError, prev.PostedRevision, prev.UpdatedAt = attempt, errText(err), p.Revision, time.Time{}
-			if err := s.rules.SetSlackPost(ctx, p.ID, prev); err != nil {
+			if err := s.posts.Set(ctx, p.ID, prev); err != nil {
 				s.log.Warn("record the Slack post of a proposal", "proposal_id", p.ID, "err", err)
 			}
 			s.post.done(p.ID, "")
 			return
 		}
-		s.recordFailure(ctx, p, attempt, err)
+		s.recordFailure(ctx, p, &prev, attempt, err)
 		return
 	}
 	next := prev
@@ -361,7 +377,7 @@ func (s *Service) updatePost(ctx context.Context, p rules.Proposal, blocks []sla
 	if next.Channel != prev.Channel || next.TS != prev.TS || next.Permalink != prev.Permalink || next.Posted != prev.Posted ||
 		next.LastError != prev.LastError || next.PostedRevision != prev.PostedRevision {
 		next.UpdatedAt = time.Time{}
-		if err := s.rules.SetSlackPost(ctx, p.ID, next); err != nil {
+		if err := s.posts.Set(ctx, p.ID, next); err != nil {
 			d := s.post.failed(p.ID, s.opts.Now(), attempt, 0, s.opts.PostRetry)
 			s.log.Warn("record the Slack post of a proposal; will retry", "proposal_id", p.ID, "retry_in", d, "err", err)
 			return
@@ -371,18 +387,18 @@ func (s *Service) updatePost(ctx context.Context, p rules.Proposal, blocks []sla
 	s.log.Debug("proposal's Slack message updated", "proposal_id", p.ID, "revision", p.Revision, "status", p.Status)
 }
 
-// recordFailure records a failed post or update on the proposal and
-// schedules its retry.
-func (s *Service) recordFailure(ctx context.Context, p rules.Proposal, attempt int, err error) {
+// recordFailure records a failed post or update of a proposal (prev is
+// its record so far, nil when none) and schedules its retry.
+func (s *Service) recordFailure(ctx context.Context, p rules.Proposal, prev *Post, attempt int, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	post := rules.SlackPost{Channel: s.opts.Channel}
-	if p.Slack != nil {
-		post = *p.Slack
+	post := Post{Channel: s.opts.Channel}
+	if prev != nil {
+		post = *prev
 	}
 	post.Attempts, post.LastError, post.UpdatedAt = attempt, errText(err), time.Time{}
-	if serr := s.rules.SetSlackPost(ctx, p.ID, post); serr != nil {
+	if serr := s.posts.Set(ctx, p.ID, post); serr != nil {
 		s.log.Warn("record a failed Slack post", "proposal_id", p.ID, "err", serr)
 	}
 	d := s.post.failed(p.ID, s.opts.Now(), attempt, retryAfter(err), s.opts.PostRetry)

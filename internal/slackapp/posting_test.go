@@ -62,14 +62,14 @@ func TestDraftedProposalIsPostedWithItsEvidenceAndTheMessageIsRecorded(t *testin
 	if v, err := DecodeButtonValue(msg.Buttons()[ActionApprove]); err != nil || v.ProposalID != p.ID || v.Revision != p.Revision {
 		t.Errorf("approve button = %+v, %v", v, err)
 	}
-	got := e.get(p.ID).Slack
+	got := e.post(p.ID)
 	if got == nil || !got.Posted || got.Channel != testChannel || got.TS != msg.TS || got.PostedRevision != p.Revision ||
 		got.Attempts != 1 || got.LastError != "" || !strings.HasPrefix(got.Permalink, "https://fake.slack.test/archives/"+testChannel) {
 		t.Fatalf("recorded post = %+v", got)
 	}
 	// The record is a commit on precept/slack that the git CLI reads; the
 	// proposal's revision did not move.
-	if out := testenv.Git(t, e.repo.Path(), "show", rules.SlackBranch+":slack/"+p.ID+".yaml"); !strings.Contains(out, "ts: \""+msg.TS+"\"") && !strings.Contains(out, "ts: "+msg.TS) {
+	if out := testenv.Git(t, e.repo.Path(), "show", PostBranch+":slack/"+p.ID+".yaml"); !strings.Contains(out, "ts: \""+msg.TS+"\"") && !strings.Contains(out, "ts: "+msg.TS) {
 		t.Fatalf("slack record in git:\n%s", out)
 	}
 	if e.get(p.ID).Revision != p.Revision {
@@ -97,7 +97,7 @@ func TestRestartUpdatesTheSameMessageAndNeverPostsTwice(t *testing.T) {
 	if top := second.ws.TopLevel(testChannel); len(top) != 1 {
 		t.Fatalf("%d messages in the channel, want 1", len(top))
 	}
-	if got := second.get(p.ID).Slack; got.TS != msg.TS || got.PostedRevision != second.get(p.ID).Revision {
+	if got := second.post(p.ID); got.TS != msg.TS || got.PostedRevision != second.get(p.ID).Revision {
 		t.Fatalf("record after the update = %+v", got)
 	}
 }
@@ -111,12 +111,12 @@ func TestSlackOutageIsRetriedWithBackoffRecordedAndNeverBlocksProposals(t *testi
 		t.Fatal("proposing waited for Slack")
 	}
 	eventually(t, "failed attempts to be recorded", func() bool {
-		s := e.get(p.ID).Slack
+		s := e.post(p.ID)
 		return s != nil && !s.Posted && s.Attempts >= 3 && strings.Contains(s.LastError, "503")
 	})
 	e.ws.FailStatus("chat.postMessage", 0)
 	msg := e.posted(p.ID)
-	got := e.get(p.ID).Slack
+	got := e.post(p.ID)
 	if got.LastError != "" || got.Attempts < 4 || got.TS != msg.TS {
 		t.Fatalf("after recovery = %+v", got)
 	}
@@ -163,7 +163,7 @@ func TestWithPostingOffNothingIsPostedUntilItIsTurnedOn(t *testing.T) {
 	if n := e.ws.Calls("chat.postMessage"); n != 0 {
 		t.Fatalf("%d posts with posting off", n)
 	}
-	if e.get(p.ID).Slack != nil {
+	if e.post(p.ID) != nil {
 		t.Fatal("a post was recorded with posting off")
 	}
 	e.svc.SetFeatures(Features{Posting: true})
@@ -185,7 +185,7 @@ func TestAMessageDeletedInSlackIsPostedAgainWhileTheProposalIsPending(t *testing
 		t.Fatalf("new message = %v", second.Strings())
 	}
 	eventually(t, "the record to point at the new message", func() bool {
-		s := e.get(p.ID).Slack
+		s := e.post(p.ID)
 		return s != nil && s.TS == second.TS && s.TS != first.TS
 	})
 }
@@ -227,8 +227,8 @@ func TestAGoneMessageOfADecidedProposalIsRecordedAndNotRetriedForever(t *testing
 		t.Fatal(err)
 	}
 	eventually(t, "the failure to be recorded", func() bool {
-		got := e.get(p.ID)
-		return got.Slack.LastError == "message_not_found" && got.Slack.PostedRevision == got.Revision
+		got, post := e.get(p.ID), e.post(p.ID)
+		return post.LastError == "message_not_found" && post.PostedRevision == got.Revision
 	})
 	calls := e.ws.Calls("chat.update")
 	time.Sleep(6 * e.opts.PostRetry) // several reconcile rounds

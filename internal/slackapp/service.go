@@ -41,7 +41,6 @@ type Rules interface {
 	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
 	Approve(ctx context.Context, req rules.ApproveRequest) (rules.Proposal, error)
 	Reject(ctx context.Context, req rules.RejectRequest) (rules.Proposal, error)
-	SetSlackPost(ctx context.Context, id string, post rules.SlackPost) error
 }
 
 // Clarifications is the clarification loop's domain
@@ -144,6 +143,7 @@ const postedTTL = 90 * 24 * time.Hour
 type Service struct {
 	api     API
 	rules   Rules
+	posts   *Posts
 	store   Store
 	opts    Options
 	log     *slog.Logger
@@ -170,10 +170,10 @@ type Service struct {
 
 // New returns a Service. clar may be nil: there is then no clarification
 // loop.
-func New(api API, r Rules, clar Clarifications, store Store, opts Options) (*Service, error) {
+func New(api API, r Rules, posts *Posts, clar Clarifications, store Store, opts Options) (*Service, error) {
 	switch {
-	case api == nil || r == nil || store == nil:
-		return nil, errors.New("slack app: the Slack API, the rule manager and a store are required")
+	case api == nil || r == nil || posts == nil || store == nil:
+		return nil, errors.New("slack app: the Slack API, the rule manager, the post records and a store are required")
 	case opts.Channel == "":
 		return nil, errors.New("slack app: a channel is required")
 	case opts.SigningSecret == "":
@@ -185,7 +185,7 @@ func New(api API, r Rules, clar Clarifications, store Store, opts Options) (*Ser
 		return nil, err
 	}
 	s := &Service{
-		api: api, rules: r, store: store, opts: opts, log: opts.Logger, metrics: m,
+		api: api, rules: r, posts: posts, store: store, opts: opts, log: opts.Logger, metrics: m,
 		verify:    verifier{secret: []byte(opts.SigningSecret), maxSkew: opts.MaxSkew, now: opts.Now, store: store},
 		features:  Features{Posting: true},
 		workSlots: make(chan struct{}, 32),
