@@ -56,15 +56,15 @@ var layers = map[string]int{
 	"clarification": 4,
 	// Adapters.
 	"internal/stream":   4,
-	"internal/config":   5,
+	"internal/config":   6,
 	"internal/metrics":  5,
 	"internal/llm":      5,
 	"internal/slackapp": 5,
-	"internal/api":      6,
+	"internal/api":      7,
 	// Wiring and binaries.
-	"internal/app": 7,
-	"cmd/preceptd": 8,
-	"cmd/precept":  8,
+	"internal/app": 8,
+	"cmd/preceptd": 9,
+	"cmd/precept":  9,
 }
 
 // domain are the packages that hold precept's logic; adapters to the

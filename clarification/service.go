@@ -141,6 +141,12 @@ func (s *Service) Asked(ctx context.Context, id, thread string, q feedbackstore.
 	return s.Situation(ctx, id)
 }
 
+// MaxReplies bounds the replies a clarification record keeps. Replies
+// after the decision was left for human review are only kept, never
+// evaluated, so without a bound a talkative thread would grow the record
+// (and each version of it the feedback index keeps) without end.
+const MaxReplies = 50
+
 // Reply records a reviewer's reply — absorbed when the decision was left
 // for human review — has the evaluator apply it, and returns what
 // follows (AfterReply). recorded is false when the reply changes nothing:
@@ -149,6 +155,10 @@ func (s *Service) Asked(ctx context.Context, id, thread string, q feedbackstore.
 func (s *Service) Reply(ctx context.Context, id string, reply feedbackstore.Reply) (next Step, sit Situation, recorded bool, err error) {
 	rec, recorded, err := s.store.UpdateClarification(ctx, id, func(c *feedbackstore.Clarification) bool {
 		if c.Status == evaluator.Resolved {
+			return false
+		}
+		if len(c.Replies) >= MaxReplies && !slices.ContainsFunc(c.Replies, func(r feedbackstore.Reply) bool { return r.TS == reply.TS }) {
+			s.log.Warn("a clarification has as many replies as a record keeps; this one is not recorded", "decision_id", id, "replies", len(c.Replies))
 			return false
 		}
 		r := reply

@@ -250,3 +250,34 @@ func TestImportMergesAConversationOnce(t *testing.T) {
 		t.Fatalf("review after the import = %+v", nr)
 	}
 }
+
+func TestARecordKeepsAtMostMaxReplies(t *testing.T) {
+	ctx := context.Background()
+	r := newReplica(t, openTestRepo(t))
+	r.store(negative("v", "vic", "E1", "fix this"))
+	r.sync()
+	if _, err := r.svc.Leave(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxReplies {
+		r.reply("v", fmt.Sprintf("1800000000.%06d", i), "more about it")
+	}
+	_, _, recorded, err := r.svc.Reply(ctx, "v", feedbackstore.Reply{TS: "1800000001.000000", User: "U0VIC", Text: "and more", At: t0})
+	if err != nil || recorded {
+		t.Fatalf("reply %d: recorded %v, %v", MaxReplies+1, recorded, err)
+	}
+	sit, err := r.svc.Situation(ctx, "v")
+	if err != nil || len(sit.Record.Replies) != MaxReplies {
+		t.Fatalf("record holds %d replies, %v", len(sit.Record.Replies), err)
+	}
+}
+
+func openTestRepo(t *testing.T) *gitrepo.Repo {
+	t.Helper()
+	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "feedback.git"), gitrepo.Options{NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close() })
+	return repo
+}

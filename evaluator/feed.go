@@ -32,6 +32,8 @@ func (f storeFeed) Since(seq uint64, limit int) ([]Item, error) {
 	return out, nil
 }
 
+func (f storeFeed) Last() (uint64, error) { return f.s.LastSeq() }
+
 func (f storeFeed) Get(ctx context.Context, id string) (precept.Feedback, error) {
 	r, err := f.s.Get(ctx, id)
 	return r.Feedback, err

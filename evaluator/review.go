@@ -103,12 +103,21 @@ func (s *Service) Review(ctx context.Context, id string) (NeedsReview, error) {
 	return r, nil
 }
 
-// CatchUp evaluates and applies everything the feed holds now and
-// returns when that is done: how the clarification loop makes sure the
-// question or reply it just recorded in the feedback store is applied
-// before it acts on the result.
+// CatchUp evaluates and applies what the feed holds when it is called,
+// and returns when that is done: how the clarification loop makes sure
+// the question or reply it just recorded in the feedback store is
+// applied before it acts on the result. What arrives meanwhile is left
+// to Run, so a steady stream of decisions cannot keep it busy.
 func (s *Service) CatchUp(ctx context.Context) error {
+	last, err := s.feed.Last()
+	if err != nil {
+		return err
+	}
 	for {
+		pos, _, err := s.state.position()
+		if err != nil || pos >= last {
+			return err
+		}
 		n, err := s.Step(ctx)
 		if err != nil || n == 0 {
 			return err
@@ -116,20 +125,13 @@ func (s *Service) CatchUp(ctx context.Context) error {
 	}
 }
 
-// Clarify appends a reviewer's reply to an ambiguous decision and
-// evaluates it again with the reply as part of its comment. When the
-// clarified feedback passes the rubric it is clustered like any clear
-// negative and the record is resolved. The clarification loop does not
-// call it: it records replies in the feedback store, and every replica
-// applies them from there in feed order.
-func (s *Service) Clarify(ctx context.Context, id, reply string) (Evaluation, NeedsReview, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clarify(ctx, id, reply, s.opts.Now())
-}
-
-// clarify is Clarify for a reply given at at (zero: unknown, the record
-// keeps its time). The caller holds s.mu.
+// clarify appends a reviewer's reply, given at at (zero: unknown), to an
+// ambiguous decision and evaluates it again with the reply as part of its
+// comment. When the clarified feedback passes the rubric it is clustered
+// like any clear negative and the record is resolved. Replies come only
+// from clarification records in the feed (applyConversation), so every
+// replica applies the same replies in the same order. The caller holds
+// s.mu.
 func (s *Service) clarify(ctx context.Context, id, reply string, at time.Time) (Evaluation, NeedsReview, error) {
 	r, err := s.Review(ctx, id)
 	if err != nil {

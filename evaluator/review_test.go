@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -70,5 +71,26 @@ func TestConversationsInTheFeedClarifyDecisionsWhereTheyStand(t *testing.T) {
 	}
 	if pos, _, _ := e.svc.state.position(); pos != uint64(len(feed.items)) {
 		t.Fatalf("position %d of %d", pos, len(feed.items))
+	}
+}
+
+func TestCatchUpStopsAtWhatTheFeedHeldWhenItWasCalled(t *testing.T) {
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{BatchSize: 1})
+	feed.add(neg("a", "alice", "E1", "The HTTP client has no timeout and can hang forever; set one."),
+		neg("b", "bob", "E2", "Set a timeout on the http client, requests hang indefinitely without it."))
+	// Decisions keep arriving while CatchUp works: one per read of the
+	// feed.
+	added := 0
+	feed.onSince = func() {
+		added++
+		feed.items = append(feed.items, Item{Seq: uint64(len(feed.items) + 1),
+			Feedback: neg(fmt.Sprintf("x%d", added), "carol", "E3", "Wrap errors from the retry loop with the attempt count.")})
+	}
+	if err := e.svc.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _, _ := e.svc.state.position(); pos != 2 {
+		t.Fatalf("CatchUp went to %d; the feed held 2 when it was called", pos)
 	}
 }

@@ -27,6 +27,8 @@ type Item struct {
 // replica.
 type Feed interface {
 	Since(seq uint64, limit int) ([]Item, error)
+	// Last returns the number of the newest item.
+	Last() (uint64, error)
 	Get(ctx context.Context, id string) (precept.Feedback, error)
 	Changed() <-chan struct{}
 }
@@ -143,7 +145,7 @@ type Service struct {
 	opts  Options
 	m     Metrics
 	log   *slog.Logger
-	mu    sync.Mutex // serialises batches and Clarify
+	mu    sync.Mutex // serialises batches and clarification records
 }
 
 // New opens the evaluator's state at statePath over an index whose spec

@@ -26,6 +26,8 @@ type memFeed struct {
 	mu    sync.Mutex
 	items []Item
 	ch    chan struct{}
+	// onSince, when set, runs at each read, with mu held.
+	onSince func()
 }
 
 func newFeed() *memFeed { return &memFeed{ch: make(chan struct{})} }
@@ -43,11 +45,20 @@ func (f *memFeed) add(fb ...precept.Feedback) {
 func (f *memFeed) Since(seq uint64, limit int) ([]Item, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.onSince != nil {
+		f.onSince()
+	}
 	if int(seq) >= len(f.items) {
 		return nil, nil
 	}
 	end := min(len(f.items), int(seq)+limit)
 	return append([]Item(nil), f.items[seq:end]...), nil
+}
+
+func (f *memFeed) Last() (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return uint64(len(f.items)), nil
 }
 
 func (f *memFeed) Get(_ context.Context, id string) (precept.Feedback, error) {
@@ -503,11 +514,27 @@ func TestFindSimilarAndAmbiguousClarification(t *testing.T) {
 	if len(review) != 1 || review[0].DecisionID != "v" || review[0].Status != PendingClarification || len(review[0].Missing) == 0 {
 		t.Fatalf("needs review = %+v", review)
 	}
-	ev, r, err := e.svc.Clarify(ctx, "v", "redo it please")
+	// Replies reach the evaluator as clarification records in the feed.
+	clarify := func(replies ...string) (Evaluation, NeedsReview, error) {
+		c := Conversation{DecisionID: "v", Status: PendingClarification}
+		for _, text := range replies {
+			c.Replies = append(c.Replies, ConversationReply{Text: text})
+		}
+		feed.addConversation(c)
+		e.drain(t)
+		ev, _, err := e.svc.Evaluation(ctx, "v")
+		if err != nil {
+			return ev, NeedsReview{}, err
+		}
+		r, err := e.svc.Review(ctx, "v")
+		return ev, r, err
+	}
+	const vague, clear = "redo it please", "The retry loop has no timeout either and hangs forever; set a timeout on the HTTP client."
+	ev, r, err := clarify(vague)
 	if err != nil || ev.Class != Ambiguous || r.Status != PendingClarification || ev.Revision != 1 {
 		t.Fatalf("vague reply: %+v %+v %v", ev, r, err)
 	}
-	ev, r, err = e.svc.Clarify(ctx, "v", "The retry loop has no timeout either and hangs forever; set a timeout on the HTTP client.")
+	ev, r, err = clarify(vague, clear)
 	if err != nil || ev.Class == Ambiguous || r.Status != Resolved || ev.Revision != 2 {
 		t.Fatalf("clear reply: %+v %+v %v", ev, r, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept/gitrepo"
 )
 
@@ -227,7 +229,7 @@ func clarificationMessage(c Clarification, questions, replies int, status bool) 
 		what = append(what, fmt.Sprintf("question %d asked", c.Attempts()))
 	}
 	if replies > 0 {
-		what = append(what, fmt.Sprintf("%d %s recorded", replies, plural(replies, "reply", "replies")))
+		what = append(what, fmt.Sprintf("%d %s recorded", replies, text.Plural(replies, "reply", "replies")))
 	}
 	if status {
 		what = append(what, "now "+c.Status)

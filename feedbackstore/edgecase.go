@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept/gitrepo"
 )
 
@@ -58,7 +60,7 @@ func (s *Store) WriteEdgeCases(ctx context.Context, docs []EdgeCase) error {
 			return nil, nil
 		}
 		return &gitrepo.CommitSpec{
-			Message: fmt.Sprintf("Document %d %s, drop %d", added, plural(added, "edge case", "edge cases"), removed),
+			Message: fmt.Sprintf("Document %d %s, drop %d", added, text.Plural(added, "edge case", "edge cases"), removed),
 			Changes: changes,
 		}, nil
 	})
@@ -85,11 +87,4 @@ func quote(s string) string {
 		return "(none)"
 	}
 	return "> " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n> ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -150,8 +150,9 @@ type appliedCommit struct {
 
 // apply records commits in one transaction and moves the applied marker
 // to the last of them, and returns how many entries it numbered.
-// Decisions already indexed keep their number. Within a commit the
-// decisions come first, then the clarification records.
+// A decision indexed again (a commit that rewrote its file) takes a new
+// number and gives up its old one. Within a commit the decisions come
+// first, then the clarification records.
 func (ix *index) apply(commits []appliedCommit) (int, error) {
 	var n int
 	err := ix.db.Update(func(tx *bolt.Tx) error {

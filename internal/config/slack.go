@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/precept-dev/precept/clarification"
+	"github.com/precept-dev/precept/internal/slackapp"
 )
 
 // Slack configures meta-approval in Slack and the clarification loop
@@ -58,10 +61,13 @@ func (s Slack) Enabled() bool { return s.BotToken != "" }
 
 func defaultSlack() Slack {
 	return Slack{
-		MaxSkew:   5 * time.Minute,
-		PostRetry: time.Minute,
+		MaxSkew:   slackapp.DefaultMaxSkew,
+		PostRetry: slackapp.DefaultPostRetry,
 		Clarification: Clarification{
-			MaxAttempts: 3, StaleAfter: 30 * time.Minute, RepostGuard: 24 * time.Hour, ScanInterval: 5 * time.Minute,
+			MaxAttempts:  clarification.DefaultMaxAttempts,
+			StaleAfter:   clarification.DefaultStaleAfter,
+			RepostGuard:  clarification.DefaultRepostGuard,
+			ScanInterval: clarification.DefaultScanInterval,
 		},
 	}
 }

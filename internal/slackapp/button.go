@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -62,11 +64,11 @@ func DecodeButtonValue(s string) (ButtonValue, error) {
 func (v ButtonValue) validate() error {
 	switch {
 	case !rules.ValidProposalID(v.ProposalID):
-		return fmt.Errorf("button value: %q is not a proposal id", clip(v.ProposalID, 64))
+		return fmt.Errorf("button value: %q is not a proposal id", text.Fit(v.ProposalID, 64))
 	case v.Revision < 1:
 		return fmt.Errorf("button value: revision %d is not positive", v.Revision)
 	case v.Action != ActionApprove && v.Action != ActionReject:
-		return fmt.Errorf("button value: unknown action %q", clip(v.Action, 32))
+		return fmt.Errorf("button value: unknown action %q", text.Fit(v.Action, 32))
 	}
 	return nil
 }
@@ -113,7 +115,7 @@ func (m noteMeta) validate() error {
 		return err
 	}
 	if !validSlackID(m.Channel) {
-		return fmt.Errorf("modal metadata: %q is not a channel id", clip(m.Channel, 32))
+		return fmt.Errorf("modal metadata: %q is not a channel id", text.Fit(m.Channel, 32))
 	}
 	return nil
 }

@@ -16,11 +16,14 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 )
 
-// questionClaim is how long a replica holds the claim to post one
-// question: long enough to post it and record it in the feedback store.
-// The record, not the claim, keeps a question from being asked twice, so
-// losing the claim costs at most a duplicate question.
-const questionClaim = 10 * time.Minute
+// recordTries and recordTimeout bound the attempts to record a question
+// just posted. The record keeps the question from being asked again and
+// leads replies in its thread to the decision, so it is made even when
+// the request that posted it is cancelled (e.g. by shutdown).
+const (
+	recordTries   = 3
+	recordTimeout = 30 * time.Second
+)
 
 var errAskedElsewhere = errors.New("another replica is asking this question")
 
@@ -326,11 +329,19 @@ func (c *clarifier) answer(ctx context.Context, sit clarification.Situation, ste
 // ask posts a clarification question and records it: the first one
 // opens a thread in the channel (mentioning the reviewer when
 // slack.reviewers maps them); follow-ups and reminders go to that thread,
-// reminders also to the channel. Each attempt is claimed in the Store, so
-// one replica posts it.
+// reminders also to the channel. Each attempt is claimed in the Store
+// for RepostGuard, so one replica posts it. Where it was posted is kept
+// in the Store too: when recording it failed, the next attempt records
+// that question, in its thread, instead of asking again.
 func (c *clarifier) ask(ctx context.Context, sit clarification.Situation, step clarification.Step) error {
 	r, n := sit.Review, step.Attempt
-	claimed, err := c.s.store.Claim(ctx, keyAsk(r.DecisionID, n), questionClaim)
+	if thread, ok, err := c.s.store.Get(ctx, keyAsked(r.DecisionID, n)); err != nil {
+		return err
+	} else if ok {
+		return c.record(ctx, r, thread, step)
+	}
+	guard := c.clar.Options().RepostGuard
+	claimed, err := c.s.store.Claim(ctx, keyAsk(r.DecisionID, n), guard)
 	if err != nil {
 		return err
 	}
@@ -358,12 +369,32 @@ func (c *clarifier) ask(ctx context.Context, sit clarification.Situation, step c
 		}
 		return err
 	}
-	q := feedbackstore.Question{Attempt: n, Kind: step.Action.Kind(), AskedAt: c.s.opts.Now().UTC()}
-	if _, err := c.clar.Asked(ctx, r.DecisionID, thread, q); err != nil {
-		return fmt.Errorf("record the question: %w", err)
+	if err := c.s.store.Set(context.WithoutCancel(ctx), keyAsked(r.DecisionID, n), thread, guard); err != nil {
+		c.s.log.Warn("remember where a question was posted", "decision_id", r.DecisionID, "err", err)
 	}
-	c.s.log.Info("clarification asked in Slack", "decision_id", r.DecisionID, "attempt", n, "missing", r.Missing, "thread", thread)
-	return nil
+	return c.record(ctx, r, thread, step)
+}
+
+// record records a question posted in thread, retrying briefly; a
+// question still unrecorded is recorded by the next scan (ask).
+func (c *clarifier) record(ctx context.Context, r evaluator.NeedsReview, thread string, step clarification.Step) error {
+	q := feedbackstore.Question{Attempt: step.Attempt, Kind: step.Action.Kind(), AskedAt: c.s.opts.Now().UTC()}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	var err error
+	for try := 1; try <= recordTries; try++ {
+		if _, err = c.clar.Asked(rctx, r.DecisionID, thread, q); err == nil {
+			c.s.log.Info("clarification asked in Slack", "decision_id", r.DecisionID, "attempt", step.Attempt, "missing", r.Missing, "thread", thread)
+			return nil
+		}
+		if try < recordTries {
+			select {
+			case <-rctx.Done():
+			case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+			}
+		}
+	}
+	return fmt.Errorf("record the question (the next scan records it): %w", err)
 }
 
 // mayClarify reports whether a Slack user may answer for a decision: its

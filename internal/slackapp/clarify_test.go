@@ -2,10 +2,12 @@ package slackapp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -522,5 +524,57 @@ func TestReplicasAskOnceAndApplyTheSameRepliesInOrder(t *testing.T) {
 	}
 	if bots := a.bots(ch, root); len(bots) != 2 {
 		t.Fatalf("thread = %+v", bots)
+	}
+}
+
+// failingAsked is the clarification domain with its first fails calls to
+// record a question failing, as when the feedback store is unreachable.
+type failingAsked struct {
+	Clarifications
+	mu    sync.Mutex
+	fails int
+}
+
+func (f *failingAsked) Asked(ctx context.Context, id, thread string, q feedbackstore.Question) (clarification.Situation, error) {
+	f.mu.Lock()
+	fail := f.fails > 0
+	f.fails--
+	f.mu.Unlock()
+	if fail {
+		return clarification.Situation{}, errors.New("feedback store unreachable")
+	}
+	return f.Clarifications.Asked(ctx, id, thread, q)
+}
+
+func TestAQuestionWhoseRecordFailedIsRecordedLaterInItsThread(t *testing.T) {
+	r := newClarifyEnv(t, envConfig{noRun: true})
+	ctx := context.Background()
+	r.svc.clarify.clar = &failingAsked{Clarifications: r.svc.clarify.clar, fails: 10}
+	r.add(negative("v", "vic", vagueComment, r.clock.Now()))
+	r.drain()
+	r.svc.clarify.scanAll(ctx)
+	questions := r.ws.TopLevel(testChannel)
+	if len(questions) != 1 {
+		t.Fatalf("%d questions posted, want 1", len(questions))
+	}
+	if nr := r.review("v"); nr.Thread != "" {
+		t.Fatalf("the question was recorded although the store failed: %+v", nr)
+	}
+	// The reviewer answers in the thread; the event is lost, as is the
+	// record of the question. Once the store is back, the scheduler
+	// records the question asked in that thread instead of asking again
+	// in a new one, and finds the reply there.
+	root := questions[0].TS
+	r.ws.Reply(testChannel, root, uVic, "The CSV export in export.go drops the header row; it must always write the header because importers need it.")
+	r.svc.clarify.clar.(*failingAsked).fails = 0
+	r.clock.Advance(11 * time.Minute)
+	r.svc.clarify.scanAll(ctx)
+	r.clock.Advance(31 * time.Minute)
+	r.svc.clarify.scanAll(ctx)
+	if got := r.ws.TopLevel(testChannel); len(got) != 1 {
+		t.Fatalf("%d questions posted, want the first one only", len(got))
+	}
+	if items, _ := r.ev.NeedsReview(ctx, ""); len(items) != 0 {
+		t.Fatalf("the reply in the first thread was lost: %+v", items)
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/precept-dev/precept/internal/text"
 
 	"github.com/slack-go/slack"
 
@@ -59,29 +60,29 @@ func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
 		typ = string(rules.Guideline)
 	}
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(plain(clip(fmt.Sprintf("%s for %s · %s", kind, agents, typ), maxHeaderText))),
-		slack.NewSectionBlock(mrkdwn(clip("*Rule* `"+p.ID+"`\n"+quote(p.Content), maxSectionText)), nil, nil),
+		slack.NewHeaderBlock(plain(text.Fit(fmt.Sprintf("%s for %s · %s", kind, agents, typ), maxHeaderText))),
+		slack.NewSectionBlock(mrkdwn(text.Fit("*Rule* `"+p.ID+"`\n"+quote(p.Content), maxSectionText)), nil, nil),
 	}
 
 	fields := []*slack.TextBlockObject{
-		mrkdwn(fmt.Sprintf("*Evidence*\n%d %s", support(p), plural(support(p), "decision", "decisions"))),
+		mrkdwn(fmt.Sprintf("*Evidence*\n%d %s", support(p), text.Plural(support(p), "decision", "decisions"))),
 		mrkdwn(fmt.Sprintf("*Reviewers*\n%d distinct", len(p.Reviewers))),
 		mrkdwn(fmt.Sprintf("*Epics*\n%d distinct", len(p.Epics))),
-		mrkdwn(clip("*Proposed by*\n"+escape(orDash(p.ProposedBy)), maxFieldText)),
+		mrkdwn(text.Fit("*Proposed by*\n"+escape(orDash(p.ProposedBy)), maxFieldText)),
 	}
 	if p.Priority != "" || p.Protected {
 		pr := escape(orDash(p.Priority))
 		if p.Protected {
 			pr += fmt.Sprintf(" · protected: needs %d approvals", p.Required)
 		}
-		fields = append(fields, mrkdwn(clip("*Priority*\n"+pr, maxFieldText)))
+		fields = append(fields, mrkdwn(text.Fit("*Priority*\n"+pr, maxFieldText)))
 	}
 	blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
 	if s := strings.TrimSpace(p.EvidenceSummary); s != "" {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(clip(escape(s), maxSectionText)), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit(escape(s), maxSectionText)), nil, nil))
 	}
 	if c := conflictText(p); c != "" {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(clip(c, maxSectionText)), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit(c, maxSectionText)), nil, nil))
 	}
 	if ctx := reviewContext(p); len(ctx) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("", ctx...))
@@ -89,7 +90,7 @@ func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
 	blocks = append(blocks, slack.NewDividerBlock())
 
 	if p.Status == rules.Pending {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(clip(approvalLine(p), maxSectionText)), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit(approvalLine(p), maxSectionText)), nil, nil))
 		approve, err := ButtonValue{ProposalID: p.ID, Revision: p.Revision, Action: ActionApprove}.Encode()
 		if err != nil {
 			return nil, "", err
@@ -103,11 +104,11 @@ func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
 			slack.NewButtonBlockElement(ActionReject, reject, plain("Reject")).WithStyle(slack.StyleDanger),
 		))
 	} else {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(clip(outcomeText(p), maxSectionText)), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit(outcomeText(p), maxSectionText)), nil, nil))
 	}
 
-	fallback := fmt.Sprintf("%s %s for %s: %s (%s)", kind, p.ID, agents, clip(oneLine(p.Content), 200), statusLine(p))
-	return blocks, clip(escape(fallback), maxFallbackText), nil
+	fallback := fmt.Sprintf("%s %s for %s: %s (%s)", kind, p.ID, agents, text.Fit(text.OneLine(p.Content), 200), statusLine(p))
+	return blocks, text.Fit(escape(fallback), maxFallbackText), nil
 }
 
 // fingerprint identifies what a message shows, so an unchanged message
@@ -154,7 +155,7 @@ func outcomeText(p rules.Proposal) string {
 		for _, a := range p.Approvals {
 			fmt.Fprintf(&b, "\n• %s%s %s", escape(a.Approver), via(a.Via), slackDate(a.At))
 			if n := strings.TrimSpace(a.Note); n != "" {
-				b.WriteString(": “" + clip(escape(oneLine(n)), 300) + "”")
+				b.WriteString(": “" + text.Fit(escape(text.OneLine(n)), 300) + "”")
 			}
 		}
 		switch {
@@ -204,7 +205,7 @@ func conflictText(p rules.Proposal) string {
 			}
 			line := fmt.Sprintf("• %s with `%s` (similarity %.2f)", escape(c.Kind), escape(c.OtherID), c.Similarity)
 			if e := strings.TrimSpace(c.Explanation); e != "" {
-				line += ": " + clip(escape(oneLine(e)), 200)
+				line += ": " + text.Fit(escape(text.OneLine(e)), 200)
 			}
 			lines = append(lines, line)
 		}
@@ -293,27 +294,9 @@ func mrkdwn(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
 
-// clip shortens s to at most n characters, ending in "…" when cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 func orDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "—"
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

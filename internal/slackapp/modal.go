@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/slack-go/slack"
 
 	"github.com/precept-dev/precept/rules"
@@ -27,12 +29,12 @@ func noteModal(meta noteMeta, identity string, p *rules.Proposal) (slack.ModalVi
 	}
 	intro := fmt.Sprintf("You are about to %s `%s` as *%s*.", meta.Action, meta.ProposalID, escape(identity))
 	if p != nil {
-		intro += "\n" + quote(clip(strings.TrimSpace(p.Content), 600))
+		intro += "\n" + quote(text.Fit(strings.TrimSpace(p.Content), 600))
 	}
 	input := slack.NewPlainTextInputBlockElement(plain("Why?"), actionNote)
 	input.Multiline = true
 	input.MaxLength = maxNoteChars
-	note := slack.NewInputBlock(blockNote, plain(label), plain(clip(hint, 150)), input)
+	note := slack.NewInputBlock(blockNote, plain(label), plain(text.Fit(hint, 150)), input)
 	note.Optional = true
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
@@ -42,7 +44,7 @@ func noteModal(meta noteMeta, identity string, p *rules.Proposal) (slack.ModalVi
 		Close:           plain("Cancel"),
 		PrivateMetadata: md,
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(mrkdwn(clip(intro, maxSectionText)), nil, nil, slack.SectionBlockOptionBlockID(blockNoteIntro)),
+			slack.NewSectionBlock(mrkdwn(text.Fit(intro, maxSectionText)), nil, nil, slack.SectionBlockOptionBlockID(blockNoteIntro)),
 			note,
 		}},
 	}, nil

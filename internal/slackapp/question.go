@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/precept-dev/precept/clarification"
 	"github.com/precept-dev/precept/evaluator"
 )
@@ -27,7 +29,7 @@ func (c *clarifier) question(r evaluator.NeedsReview, n int, action clarificatio
 		return fmt.Sprintf("%s, a reminder: decision %s still needs%s\nPlease reply in this thread. %s", c.reviewerRef(r), code(r.DecisionID), missing.String(), of)
 	}
 	return fmt.Sprintf("%s, precept could not learn from your review of decision %s (agent %s):\n%s\nCould you reply in this thread with%s\n%s",
-		c.reviewerRef(r), code(r.DecisionID), code(r.Agent), quote(clip(r.Comment, 500)), missing.String(), of)
+		c.reviewerRef(r), code(r.DecisionID), code(r.Agent), quote(text.Fit(r.Comment, 500)), missing.String(), of)
 }
 
 // reviewerRef mentions the reviewer when slack.reviewers maps them.
@@ -63,7 +65,7 @@ func plainMissing(missing []string) []string {
 
 // code renders an identifier as inline code, safely.
 func code(s string) string {
-	return "`" + strings.ReplaceAll(escape(clip(s, 100)), "`", "'") + "`"
+	return "`" + strings.ReplaceAll(escape(text.Fit(s, 100)), "`", "'") + "`"
 }
 
 // slackMarkup matches Slack's <…> markup in message text: mentions,
@@ -72,8 +74,8 @@ var slackMarkup = regexp.MustCompile(`<([^<>]*)>`)
 
 // cleanReply turns a Slack message's text into plain text: mentions and
 // links are written out, entities unescaped, length bounded.
-func cleanReply(text string) string {
-	text = slackMarkup.ReplaceAllStringFunc(text, func(m string) string {
+func cleanReply(msg string) string {
+	msg = slackMarkup.ReplaceAllStringFunc(msg, func(m string) string {
 		inner := m[1 : len(m)-1]
 		target, label, hasLabel := strings.Cut(inner, "|")
 		switch {
@@ -92,5 +94,5 @@ func cleanReply(text string) string {
 		}
 		return target
 	})
-	return clip(strings.TrimSpace(unescape(text)), maxReplyChars)
+	return text.Fit(strings.TrimSpace(unescape(msg)), maxReplyChars)
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/precept-dev/precept/internal/text"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
@@ -107,12 +109,21 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
+// The defaults of Options; configuration (internal/config) starts from
+// them.
+const (
+	// DefaultMaxSkew is Slack's own advice for the age of a signed
+	// request.
+	DefaultMaxSkew   = 5 * time.Minute
+	DefaultPostRetry = time.Minute
+)
+
 func (o Options) withDefaults() Options {
 	if o.MaxSkew <= 0 {
-		o.MaxSkew = 5 * time.Minute
+		o.MaxSkew = DefaultMaxSkew
 	}
 	if o.PostRetry <= 0 {
-		o.PostRetry = time.Minute
+		o.PostRetry = DefaultPostRetry
 	}
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = clarification.DefaultScanInterval
@@ -338,6 +349,10 @@ func keyPostClaim(id string) string  { return "post:" + id }
 func keyPosted(id string) string     { return "posted:" + id }
 func keyAsk(id string, n int) string { return fmt.Sprintf("ask:%d:%s", n, id) }
 
+// keyAsked holds the thread a question was posted in, until it is
+// recorded.
+func keyAsked(id string, n int) string { return fmt.Sprintf("asked:%d:%s", n, id) }
+
 // tokenPattern matches Slack tokens, which must never reach a log or a
 // recorded error.
 var tokenPattern = regexp.MustCompile(`xox[a-z]-[A-Za-z0-9-]+`)
@@ -349,7 +364,7 @@ func errText(err error) string {
 	if errors.As(err, &se) && se.Err != "" {
 		return se.Err
 	}
-	return clip(tokenPattern.ReplaceAllString(err.Error(), "[redacted]"), 500)
+	return text.Fit(tokenPattern.ReplaceAllString(err.Error(), "[redacted]"), 500)
 }
 
 // retryAfter is how long Slack asked to wait, if it rate-limited a call.
