@@ -36,7 +36,7 @@ func (v Verdict) Valid() bool {
 func (v Verdict) Negative() bool { return v == Rejected || v == ApprovedWithChanges }
 
 // Decision is one human decision at a HITL gate: the event producers write
-// to the decision stream (DESIGN.md §2).
+// to the decision stream (docs/formats.md).
 type Decision struct {
 	DecisionID            string           `json:"decision_id"`
 	GateID                string           `json:"gate_id"`
@@ -362,7 +362,7 @@ func normalizeSet(in []string) []string {
 }
 
 // Validate normalizes d and checks every field against the event contract
-// (DESIGN.md §2), returning a *ValidationError that lists all problems.
+// (docs/formats.md), returning a *ValidationError that lists all problems.
 // now is the receive time, for the future-skew check.
 func (d *Decision) Validate(l Limits, now time.Time) error {
 	l = l.withDefaults()

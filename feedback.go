@@ -9,7 +9,7 @@ import (
 )
 
 // Feedback is a stored decision with the fields precept derives from it
-// (DESIGN.md §3). It is what the feedback store keeps in git, one file per
+// (docs/formats.md, "The feedback record"). It is what the feedback store keeps in git, one file per
 // decision.
 type Feedback struct {
 	Decision
@@ -43,7 +43,7 @@ func NewFeedback(d Decision, source string, receivedAt time.Time) Feedback {
 // embedding text: the comment carries most of the meaning.
 const maxSummaryLines = 12
 
-// EmbeddingText returns the text similarity is computed on (seed 004):
+// EmbeddingText returns the text similarity is computed on (docs/formats.md):
 // the correction summary, then the reviewer comment.
 func EmbeddingText(d Decision) string {
 	var parts []string
@@ -88,7 +88,7 @@ const (
 )
 
 // EditDistancePercent returns the share of characters changed between two
-// texts, 0-100 (seed 002: character diff, percent changed).
+// texts, 0-100 (a character diff, as a percentage).
 func EditDistancePercent(original, revised string) int32 {
 	if original == revised {
 		return 0

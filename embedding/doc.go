@@ -2,7 +2,7 @@
 //
 // An Embedder maps texts to L2-normalised vectors, so the cosine similarity
 // of two vectors is their dot product. precept clusters feedback whose
-// cosine reaches a threshold (0.8 by default, DESIGN.md §3), so an
+// cosine reaches a threshold (0.8 by default, docs/thresholds.md), so an
 // embedder is judged by whether two paraphrases of the same complaint land
 // above that threshold and unrelated complaints well below it.
 //

@@ -57,7 +57,7 @@ const (
 // calibration + (1-calibration)*c, keeping the order of neighbours. The
 // content alone puts paraphrases of one complaint mostly between 0.5 and
 // 0.8 and unrelated complaints near 0; precept clusters at 0.8 by default
-// (DESIGN.md §3). With this share the default threshold falls where
+// (docs/thresholds.md). With this share the default threshold falls where
 // clustering F1 on testdata/feedback peaks (content cosine 0.56), and
 // unrelated complaints land near 0.55.
 const calibration = 0.55

@@ -25,7 +25,7 @@ const (
 	holdout2File = "holdout-2.jsonl"
 )
 
-// defaultThreshold is precept's default clustering threshold (DESIGN.md §3).
+// defaultThreshold is precept's default clustering threshold (docs/thresholds.md).
 const defaultThreshold = 0.8
 
 // labelled is one line of a fixture: a decision event plus its labels.
@@ -60,7 +60,7 @@ func loadFixture(t testing.TB, name string) []labelled {
 	return items
 }
 
-// Expected classes (DESIGN.md §4).
+// Expected classes (docs/thresholds.md, "Cluster support").
 const (
 	classPositive  = "POSITIVE"
 	classAmbiguous = "AMBIGUOUS"
@@ -69,7 +69,7 @@ const (
 	classHigh      = "GENERALIZABLE_HIGH"
 )
 
-// clusterClass is the class DESIGN.md §4 gives the members of a cluster of
+// clusterClass is the class the default thresholds give the members of a cluster of
 // similar negative feedback: it counts distinct reviewers and epics, never
 // raw totals.
 func clusterClass(members []labelled) string {
@@ -129,7 +129,7 @@ func TestFixturesFollowTheLabellingRules(t *testing.T) {
 				want := clusterClass(members)
 				for _, m := range members {
 					if m.ExpectedClass != want {
-						t.Errorf("%s in cluster %q: expected_class %s, want %s by DESIGN.md §4", m.DecisionID, label, m.ExpectedClass, want)
+						t.Errorf("%s in cluster %q: expected_class %s, want %s by the default thresholds", m.DecisionID, label, m.ExpectedClass, want)
 					}
 				}
 			}

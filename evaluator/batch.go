@@ -324,7 +324,7 @@ func (s *Service) similarIDs(c *candidate, cands []*candidate) []string {
 }
 
 // reclassMembers re-evaluates a cluster's earlier members after its class
-// changed (DESIGN.md §4: re-evaluated when it grows across a threshold).
+// changed (docs/thresholds.md: re-evaluated when it grows across a threshold).
 func (s *Service) reclassMembers(cl *Cluster, evals map[string]*Evaluation, now time.Time, b *batch) error {
 	stats, tags, meanSim := cl.Stats(), cl.Tags(), cl.meanSimilarity()
 	members, err := s.state.members(cl.ID, 1)

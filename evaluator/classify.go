@@ -9,8 +9,8 @@ import (
 	"github.com/precept-dev/precept/internal/text"
 )
 
-// Thresholds decide when a cluster is generalizable (DESIGN.md §4). They
-// count distinct reviewers and epics, never raw totals alone (seed 003).
+// Thresholds decide when a cluster is generalizable. They count distinct
+// reviewers and epics, never raw totals alone (docs/thresholds.md).
 type Thresholds struct {
 	LowMinSize       int
 	LowMinReviewers  int
@@ -19,7 +19,7 @@ type Thresholds struct {
 	HighMinEpics     int
 }
 
-// DefaultThresholds are DESIGN.md §4's defaults.
+// DefaultThresholds are the defaults docs/thresholds.md gives reasons for.
 func DefaultThresholds() Thresholds {
 	return Thresholds{LowMinSize: 2, LowMinReviewers: 2, HighMinSize: 3, HighMinReviewers: 2, HighMinEpics: 2}
 }

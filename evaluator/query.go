@@ -230,7 +230,7 @@ type SimilarHit struct {
 }
 
 // FindSimilar searches the clustered feedback (clear negative decisions)
-// for feedback similar to a decision or a text (seed 004 find_similar).
+// for feedback similar to a decision or a text.
 func (s *Service) FindSimilar(ctx context.Context, q SimilarQuery) ([]SimilarHit, error) {
 	text := q.Text
 	if q.DecisionID != "" {

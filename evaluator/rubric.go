@@ -67,7 +67,7 @@ type rubricSpec struct {
 }
 
 // Rubric scores how clearly negative feedback says what was wrong, where,
-// why, and what was wanted (seed 000).
+// why, and what was wanted (docs/thresholds.md, "Clarity rubric").
 type Rubric struct {
 	minMet, minContent         int
 	minConfidence              float64

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Class is what the evaluator concluded about a decision (seed 004
-// FeedbackClassification).
+// Class is what the evaluator concluded about a decision
+// (docs/thresholds.md, "Cluster support").
 type Class string
 
 // The classes, in the order of how much a decision supports a rule.
@@ -38,8 +38,7 @@ func (c Class) rank() int {
 // Generalizable reports whether the class supports a rule.
 func (c Class) Generalizable() bool { return c == GeneralizableLow || c == GeneralizableHigh }
 
-// ActionType is what the evaluator proposes to do (seed 004
-// ProposedAction.action_type).
+// ActionType is what the evaluator proposes to do about a decision.
 type ActionType string
 
 // The proposed actions.
@@ -59,7 +58,7 @@ type Action struct {
 }
 
 // Stats count what supports a cluster: distinct people and contexts,
-// never raw totals alone (seed 003).
+// never raw totals alone (docs/thresholds.md).
 type Stats struct {
 	Size              int       `json:"size"`
 	DistinctReviewers int       `json:"distinct_reviewers"`
@@ -69,8 +68,7 @@ type Stats struct {
 	LastSeen          time.Time `json:"last_seen"`
 }
 
-// Evaluation is the evaluator's decision about one HITL decision (seed 004
-// EvaluatorDecision).
+// Evaluation is the evaluator's judgement of one HITL decision.
 type Evaluation struct {
 	DecisionID string  `json:"decision_id"`
 	Class      Class   `json:"class"`

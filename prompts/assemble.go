@@ -98,7 +98,7 @@ func version(text string) string {
 	return "v1:" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// LearnedRulesHeading opens the section of learned rules (seed 004).
+// LearnedRulesHeading opens the section of learned rules (docs/formats.md, "Assembled prompts").
 const LearnedRulesHeading = "## Learned Rules (from feedback)"
 
 // assemble builds the prompt for a validated request whose scope directory

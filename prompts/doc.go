@@ -1,11 +1,12 @@
-// Package prompts assembles the stage prompts agents run with (DESIGN.md
-// §7): a base prompt, the directory-scoped _rules.md files on the path to
-// the artifact, and the agent's learned rules, with a content-hash version.
+// Package prompts assembles the stage prompts agents run with
+// (docs/architecture.md): a base prompt, the directory-scoped _rules.md
+// files on the path to the artifact, and the agent's learned rules, with
+// a content-hash version.
 //
 // Everything comes from the main branch of the rules repository:
 //
 //	prompts/<stage>.md                  base stage prompts
-//	prompts/**/_rules.md                directory-scoped rules (seed 000 R51)
+//	prompts/**/_rules.md                directory-scoped rules
 //	rules/active/<agent>/<rule_id>.md   approved rules (rules.Rule files)
 //
 // An Assembler reads one snapshot of main into an in-memory index (rules

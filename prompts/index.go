@@ -11,7 +11,7 @@ import (
 	"github.com/precept-dev/precept/rules"
 )
 
-// Repository layout (DESIGN.md §5).
+// Repository layout (docs/formats.md).
 const (
 	promptsDir    = "prompts"
 	rulesFileName = "_rules.md"

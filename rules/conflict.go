@@ -31,7 +31,7 @@ type ruleText struct {
 	IsRule bool
 }
 
-// Thresholds are the similarity bands of reconsolidation (seed 001 TM-06)
+// Thresholds are the similarity bands of reconsolidation (docs/thresholds.md)
 // and the rejected-before guard.
 type Thresholds struct {
 	// Duplicate: above it a draft duplicates an existing rule; default 0.92.

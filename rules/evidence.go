@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The cluster classes that may support a rule (DESIGN.md §4).
+// The cluster classes that may support a rule (docs/thresholds.md, "Cluster support").
 const (
 	ClassGeneralizableLow  = "GENERALIZABLE_LOW"
 	ClassGeneralizableHigh = "GENERALIZABLE_HIGH"

@@ -102,7 +102,7 @@ func (pol policy) conflicts(ctx context.Context, st *state, c Candidate) ([]Conf
 }
 
 // reconsolidate compares a proposal with the active rules and open
-// proposals (seed 001 TM-06). A duplicate is returned; otherwise
+// proposals (docs/lifecycle.md, "The guards in order"). A duplicate is returned; otherwise
 // overlapping and opposing ones are attached as conflicts and the active
 // rules among them become Supersedes.
 func (pol policy) reconsolidate(ctx context.Context, st *state, p *Proposal) (*ConflictReport, error) {

@@ -91,7 +91,7 @@ type ConflictReport struct {
 	InsertionPoint string  `yaml:"insertion_point"`
 }
 
-// The guards a draft passes before it is committed (DESIGN.md §5).
+// The guards a draft passes before it is committed (docs/lifecycle.md, "The guards in order").
 const (
 	GuardQuality         = "quality"
 	GuardReconsolidation = "reconsolidation"
@@ -109,8 +109,8 @@ type GuardResult struct {
 	Reason string `yaml:"reason,omitempty"`
 }
 
-// Proposal is a rule waiting for, or past, meta-approval (seed 004
-// RuleProposal plus approvals, rejection, guards and provenance). It is
+// Proposal is a rule waiting for, or past, meta-approval, with its
+// approvals, rejection, guards and provenance (docs/formats.md). It is
 // stored as YAML front matter with the rule text as the Markdown body:
 // on its branch as rules/proposals/<id>.md, once rejected as
 // rules/rejected/<id>.md, and as rules/drafts/<id>.md when it never

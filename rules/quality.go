@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Quality is the pre-commit quality gate (seed 001 TM-04). The zero value
+// Quality is the pre-commit quality gate (docs/thresholds.md, "Quality gate"). The zero value
 // means the defaults.
 type Quality struct {
 	// MinLength and MaxLength bound the rule text in characters; defaults

@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Type says how a rule guides an agent (seed 004 RuleProposal.rule_type).
+// Type says how a rule guides an agent (docs/formats.md, "Rule files").
 type Type string
 
 // The rule types.
@@ -32,7 +32,7 @@ func (t Type) Valid() bool {
 	return false
 }
 
-// Status is where an approved rule is in its lifecycle (DESIGN.md §5).
+// Status is where an approved rule is in its lifecycle (docs/lifecycle.md).
 type Status string
 
 // The rule statuses. Only Active rules enter an agent's prompt; Shadow
@@ -44,7 +44,7 @@ const (
 	Sunset     Status = "SUNSET"
 )
 
-// Importance orders rules within a prompt (seed 001 auto-promotion).
+// Importance orders rules within a prompt (docs/formats.md, "Rule files").
 type Importance string
 
 // The importance levels, lowest first.

@@ -1,5 +1,5 @@
 // Package vectorindex defines the similarity index precept keeps beside its
-// durable feedback store (DESIGN.md §3): one vector per feedback record,
+// durable feedback store (docs/architecture.md): one vector per feedback record,
 // searched by cosine similarity to cluster similar feedback.
 //
 // Two backends implement Index and pass the same contract tests

@@ -60,7 +60,7 @@ type App struct {
 	FeedbackRepo *gitrepo.Repo
 	Feedback     *feedbackstore.Store
 	Consumer     *stream.Consumer
-	// RulesRepo is the rules repository (DESIGN.md §5), shared by the rule
+	// RulesRepo is the rules repository (docs/formats.md), shared by the rule
 	// manager and prompt assembly.
 	RulesRepo *gitrepo.Repo
 	Vectors   vectorindex.Index
@@ -73,14 +73,14 @@ type App struct {
 
 	listenersMu        sync.Mutex
 	evaluatorListeners []func(evaluator.Change)
-	// Prompts assembles stage prompts from RulesRepo (DESIGN.md §7).
+	// Prompts assembles stage prompts from RulesRepo (docs/architecture.md).
 	Prompts *prompts.Assembler
-	// Rules runs rule proposals and meta-approval on RulesRepo (DESIGN.md §5).
+	// Rules runs rule proposals and meta-approval on RulesRepo (docs/lifecycle.md).
 	Rules *rules.Manager
 	// Posts records where proposals were posted to Slack, on a branch of
 	// RulesRepo; the Slack app writes them and the API shows them.
 	Posts *slackapp.Posts
-	// Slack is the Slack app (DESIGN.md §6), nil unless slack is configured.
+	// Slack is the Slack app (docs/lifecycle.md), nil unless slack is configured.
 	Slack *slackapp.Service
 
 	embedded *miniredis.Miniredis

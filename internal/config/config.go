@@ -101,7 +101,7 @@ type Redis struct {
 	MaxInFlight      int           `yaml:"max_in_flight"`
 }
 
-// Ingest bounds what a decision may carry (DESIGN.md §2).
+// Ingest bounds what a decision may carry (docs/formats.md).
 type Ingest struct {
 	MaxEventBytes   int           `yaml:"max_event_bytes"`
 	MaxCommentBytes int           `yaml:"max_comment_bytes"`
@@ -148,7 +148,7 @@ func (r Redis) DeadLetters() string {
 	return r.Stream + stream.DeadLetterSuffix
 }
 
-// Default returns the embedded defaults (DESIGN.md §8): everything `make
+// Default returns the embedded defaults (docs/architecture.md): everything `make
 // run` needs on a fresh machine. It is complete: wiring may use it
 // without Validate. Each package's own defaults are referred to, not
 // written again.

@@ -10,7 +10,7 @@ import (
 )
 
 // Evaluator configures similarity, clustering and classification
-// (DESIGN.md §3-4). Every threshold is configurable.
+// (docs/thresholds.md). Every threshold is configurable.
 type Evaluator struct {
 	// Enabled runs the evaluator on every ingested decision.
 	Enabled bool `yaml:"enabled"`
@@ -31,7 +31,7 @@ type Evaluator struct {
 	ArtifactsRoot string `yaml:"artifacts_root"`
 }
 
-// Thresholds decide when a cluster is generalizable (DESIGN.md §4): they
+// Thresholds decide when a cluster is generalizable (docs/thresholds.md): they
 // count distinct reviewers and epics, never raw totals alone.
 type Thresholds struct {
 	LowMinSize       int `yaml:"low_min_size"`

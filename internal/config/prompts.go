@@ -7,9 +7,9 @@ import (
 	"github.com/precept-dev/precept/prompts"
 )
 
-// Prompts configures stage-prompt assembly (DESIGN.md §7).
+// Prompts configures stage-prompt assembly (docs/architecture.md).
 type Prompts struct {
-	// MaxRules bounds the learned rules in one prompt (seed 004).
+	// MaxRules bounds the learned rules in one prompt (docs/thresholds.md).
 	MaxRules int `yaml:"max_rules"`
 	// WatchPoll is how often the rules repository is checked for changes
 	// made outside precept (git pushes); precept's own changes are seen

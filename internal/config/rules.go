@@ -8,7 +8,7 @@ import (
 )
 
 // Rules configures proposals, their guards and meta-approval
-// (DESIGN.md §5).
+// (docs/lifecycle.md).
 type Rules struct {
 	// RequiredApprovals is how many distinct approvers a proposal needs.
 	RequiredApprovals int `yaml:"required_approvals"`
@@ -18,12 +18,12 @@ type Rules struct {
 	Approvers []string `yaml:"approvers"`
 	// ProtectedTags are never auto-proposed and need one extra approval.
 	ProtectedTags []string `yaml:"protected_tags"`
-	// MaxProposalsPerAgent within ProposalWindow (seed 001 rate cap).
+	// MaxProposalsPerAgent within ProposalWindow (the rate cap).
 	MaxProposalsPerAgent int           `yaml:"max_proposals_per_agent"`
 	ProposalWindow       time.Duration `yaml:"proposal_window"`
 	// MaxActiveRulesPerAgent; beyond it a consolidation is proposed.
 	MaxActiveRulesPerAgent int `yaml:"max_active_rules_per_agent"`
-	// Reconsolidation thresholds (seed 001 TM-06) on rule-text similarity.
+	// Reconsolidation thresholds (docs/thresholds.md) on rule-text similarity.
 	DuplicateThreshold float64 `yaml:"duplicate_threshold"`
 	ConflictThreshold  float64 `yaml:"conflict_threshold"`
 	// RejectedSimilarity: a draft this similar to a rejected proposal is
@@ -38,7 +38,7 @@ type Rules struct {
 	Git             RulesGit      `yaml:"git"`
 }
 
-// Quality is the pre-commit quality gate (seed 001 TM-04).
+// Quality is the pre-commit quality gate (docs/thresholds.md).
 type Quality struct {
 	MinLength        int     `yaml:"min_length"`
 	MaxLength        int     `yaml:"max_length"`
@@ -62,7 +62,7 @@ type RulesGit struct {
 	FetchInterval time.Duration `yaml:"fetch_interval"`
 }
 
-// Features switch parts of the pipeline off (seed 000 R29); off means the
+// Features switch parts of the pipeline off (docs/lifecycle.md); off means the
 // earlier behaviour, nothing is lost. A key left out of the file keeps its
 // default: every feature is on except Clarification.
 type Features struct {

@@ -13,7 +13,7 @@ import (
 )
 
 // Slack configures meta-approval in Slack and the clarification loop
-// (DESIGN.md §6). With no bot token Slack is off.
+// (docs/lifecycle.md, "Slack"). With no bot token Slack is off.
 type Slack struct {
 	// BotToken (xoxb-...); env PRECEPT_SLACK_BOT_TOKEN overrides it.
 	BotToken string `yaml:"bot_token"`
@@ -38,7 +38,7 @@ type Slack struct {
 }
 
 // Clarification configures the loop that asks reviewers of ambiguous
-// feedback for what the clarity rubric missed (seed 000).
+// feedback for what the clarity rubric missed (docs/clarification.md).
 type Clarification struct {
 	// MaxAttempts is how many questions are asked before a decision is
 	// left for human review.

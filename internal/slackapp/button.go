@@ -22,7 +22,7 @@ const (
 	maxPrivateMetadata = 3000
 )
 
-// ButtonValue is what an Approve or Reject button carries (seed 000 R55):
+// ButtonValue is what an Approve or Reject button carries (docs/lifecycle.md, "Slack"):
 // which proposal, at which revision the reviewer saw it, and the action.
 type ButtonValue struct {
 	ProposalID string `json:"proposal_id"`

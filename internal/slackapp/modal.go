@@ -11,7 +11,7 @@ import (
 	"github.com/precept-dev/precept/rules"
 )
 
-// noteModal is the dialog a button click opens (seed 000 U9): one
+// noteModal is the dialog a button click opens (docs/lifecycle.md, "Slack"): one
 // optional multi-line note. Submitting it without a note approves or
 // rejects plainly; with one, the note is kept as a tuning example and,
 // for a rejection, is the reason. p may be nil when the proposal could

@@ -64,7 +64,7 @@ type Clarifications interface {
 
 var _ Clarifications = (*clarification.Service)(nil)
 
-// Features switch the Slack app's parts (seed 000 R29). Off means
+// Features switch the Slack app's parts (docs/lifecycle.md). Off means
 // nothing is sent and nothing is lost: turning Posting on posts the
 // pending proposals, turning Clarification on asks about the waiting
 // ambiguous decisions.

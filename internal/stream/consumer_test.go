@@ -100,7 +100,7 @@ func TestStoresBothEncodingsWithTheirFields(t *testing.T) {
 				t.Errorf("tags = %v, want normalized [http style]", d.Tags)
 			}
 			if strings.Join(d.ErrorCategories, ",") != "design" || d.QualityScores["clarity"] != 60 || d.Rating != "negative" {
-				t.Errorf("seed 002 fields = %v %v %q", d.ErrorCategories, d.QualityScores, d.Rating)
+				t.Errorf("analytics fields = %v %v %q", d.ErrorCategories, d.QualityScores, d.Rating)
 			}
 			if d.ScopePath != "services/api/client.go" || d.PromptVersion != "pv-1" {
 				t.Errorf("scope_path, prompt_version = %q, %q", d.ScopePath, d.PromptVersion)
@@ -639,7 +639,7 @@ func TestRunWaitsForRedisToComeUp(t *testing.T) {
 	}
 }
 
-// TestWorksAgainstMiniredis pins the embedded default (DESIGN.md §8):
+// TestWorksAgainstMiniredis pins the embedded default (docs/decisions/0007-embedded-miniredis.md):
 // storing, dead-lettering and paging through miniredis.
 func TestWorksAgainstMiniredis(t *testing.T) {
 	mr := miniredis.RunT(t)

@@ -1,6 +1,6 @@
 // Package stream consumes HITL decision events from a Redis stream through
 // a consumer group and hands the valid ones to a durable Sink
-// (DESIGN.md §2).
+// (docs/formats.md).
 //
 // Delivery is at-least-once. An entry is acknowledged only after the sink
 // reports it stored; the sink's idempotency on decision_id makes

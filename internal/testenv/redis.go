@@ -1,5 +1,5 @@
 // Package testenv starts the real servers precept's integration tests run
-// against (DESIGN.md §9): each helper starts a fresh server on a free
+// against (docs/architecture.md, "Tests run against real servers"): each helper starts a fresh server on a free
 // loopback port, waits until it answers and stops it when the test ends.
 // Helpers skip under -short; when a server cannot be started they fail the
 // test with what to install, never skip silently. The package also holds
