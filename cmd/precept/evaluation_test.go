@@ -17,11 +17,21 @@ func TestEvaluatorCommands(t *testing.T) {
 		{"s-3", "carol", "E3", "Do not hardcode the API key; use environment variables for secrets."},
 		{"s-4", "dave", "E4", "nope"},
 	}
-	for _, c := range comments {
-		rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: "asdlc:events:hitl_decisions", Values: map[string]any{
-			"decision_id": c.id, "gate_id": "HITL-2", "epic_id": c.epic, "agent": "coding-agent", "decision": "REJECTED",
-			"reviewer_id": c.reviewer, "timestamp": "2026-11-20T10:00:00Z", "reviewer_comment": c.text,
-		}})
+	// One transaction, so the consumer reads the four in one batch and
+	// stores them in one commit in stream order: two batches stored
+	// concurrently may commit in either order, and the members listed
+	// below are in the order they joined.
+	_, err := rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		for _, c := range comments {
+			p.XAdd(context.Background(), &redis.XAddArgs{Stream: "asdlc:events:hitl_decisions", Values: map[string]any{
+				"decision_id": c.id, "gate_id": "HITL-2", "epic_id": c.epic, "agent": "coding-agent", "decision": "REJECTED",
+				"reviewer_id": c.reviewer, "timestamp": "2026-11-20T10:00:00Z", "reviewer_comment": c.text,
+			}})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	auth := []string{"--addr", addr, "--token", adminToken}
 	var r result
