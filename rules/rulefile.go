@@ -44,7 +44,9 @@ const (
 	Sunset     Status = "SUNSET"
 )
 
-// Importance orders rules within a prompt (docs/formats.md, "Rule files").
+// Importance orders rules within a prompt (docs/formats.md, "Rule
+// files"). Approval writes Normal; nothing raises a rule's importance
+// automatically yet.
 type Importance string
 
 // The importance levels, lowest first.
