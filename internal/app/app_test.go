@@ -38,15 +38,22 @@ type running struct {
 // the given YAML on top of test defaults.
 func start(t *testing.T, yaml string) *running {
 	t.Helper()
-	redisAddr := testenv.Redis(t)
+	return launch(t, t.TempDir(), testenv.Redis(t), "{batch_wait: 5ms, fsync: false}", yaml)
+}
+
+// launch runs a preceptd in-process on dataDir and the Redis server at
+// redisAddr, with feedback settings and yaml on top of test defaults,
+// and stops it when the test ends (or when its stop is called).
+func launch(t *testing.T, dataDir, redisAddr, feedback, yaml string) *running {
+	t.Helper()
 	cfg, err := config.Parse(fmt.Sprintf(`
 listen: 127.0.0.1:0
 data_dir: %s
 node: test-node
 redis: {addr: %q, block: 100ms, claim_interval: 200ms}
-feedback: {batch_wait: 5ms, fsync: false}
+feedback: %s
 log: {level: debug}
-%s`, t.TempDir(), redisAddr, yaml))
+%s`, dataDir, redisAddr, feedback, yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

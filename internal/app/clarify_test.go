@@ -3,18 +3,15 @@ package app
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
 	"github.com/precept-dev/precept/internal/testenv"
 )
@@ -23,42 +20,7 @@ import (
 // server, so a test can stop it and start it again on what is left.
 func startAt(t *testing.T, dataDir, redisAddr, yaml string) *running {
 	t.Helper()
-	cfg, err := config.Parse(fmt.Sprintf(`
-listen: 127.0.0.1:0
-data_dir: %s
-node: test-node
-redis: {addr: %q, block: 100ms, claim_interval: 200ms}
-feedback: {batch_wait: 5ms, fsync: false, follow_interval: 100ms}
-log: {level: debug}
-%s`, dataDir, redisAddr, yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testenv.SyncBuffer{}
-	a, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Error("Run did not return after cancel")
-			}
-			a.Close()
-		})
-	}
-	t.Cleanup(stop)
-	return &running{app: a, logs: logs, rdb: testenv.RedisClient(t, redisAddr), stop: stop}
+	return launch(t, dataDir, redisAddr, "{batch_wait: 5ms, fsync: false, follow_interval: 100ms}", yaml)
 }
 
 // clarificationState is what the API says about one clarified decision.
