@@ -86,6 +86,12 @@ func (c *clarifier) importLegacy(ctx context.Context) {
 	if !ok {
 		return
 	}
+	// The scan walks Redis's whole keyspace; once an import finished
+	// without failures, later starts skip it. Losing the marker costs one
+	// scan more.
+	if _, done, err := c.s.store.Get(ctx, keyLegacyImported); err == nil && done {
+		return
+	}
 	convs, err := ls.legacyConversations(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -93,22 +99,29 @@ func (c *clarifier) importLegacy(ctx context.Context) {
 		}
 		return
 	}
-	imported := 0
+	imported, failed := 0, 0
 	for _, conv := range convs {
 		if ctx.Err() != nil {
 			return
 		}
 		if _, err := c.clar.Import(ctx, conv.record()); err != nil {
 			c.s.log.Warn("import a clarification conversation from Redis; it stays there for the next start", "decision_id", conv.DecisionID, "err", err)
+			failed++
 			continue
 		}
 		if err := ls.dropLegacy(ctx, conv); err != nil {
 			c.s.log.Warn("delete an imported clarification conversation from Redis", "decision_id", conv.DecisionID, "err", err)
+			failed++
 		}
 		imported++
 	}
 	if imported > 0 {
 		c.s.log.Info("imported clarification conversations from Redis into the feedback repository", "conversations", imported)
+	}
+	if failed == 0 {
+		if err := c.s.store.Set(ctx, keyLegacyImported, "1", 0); err != nil {
+			c.s.log.Warn("remember that the Redis conversations were imported", "err", err)
+		}
 	}
 }
 

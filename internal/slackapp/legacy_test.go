@@ -106,4 +106,11 @@ func TestConversationsAnOlderPreceptKeptInRedisMoveToGitAtStart(t *testing.T) {
 	if strings.Count(r.logs.String(), "imported clarification") != strings.Count(before, "imported clarification") {
 		t.Fatal("imported again")
 	}
+	// Nor does it scan Redis again: a conversation key appearing now
+	// (there is no older precept left to write one) stays where it is.
+	set("conversation:x", string(conv))
+	r.svc.clarify.importLegacy(ctx)
+	if n, err := rdb.Exists(ctx, prefix+"conversation:x").Result(); err != nil || n != 1 {
+		t.Fatalf("a later start scanned Redis for conversations again: %v, %v", n, err)
+	}
 }

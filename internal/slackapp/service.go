@@ -349,6 +349,10 @@ func keyPostClaim(id string) string  { return "post:" + id }
 func keyPosted(id string) string     { return "posted:" + id }
 func keyAsk(id string, n int) string { return fmt.Sprintf("ask:%d:%s", n, id) }
 
+// keyLegacyImported marks that the conversations an older precept kept
+// in the Store were imported into the feedback repository.
+const keyLegacyImported = "legacy-imported"
+
 // keyAsked holds the thread a question was posted in, until it is
 // recorded.
 func keyAsked(id string, n int) string { return fmt.Sprintf("asked:%d:%s", n, id) }
