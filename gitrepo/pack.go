@@ -26,78 +26,138 @@ import (
 // index it, and it compresses at zlib's fastest level: feedback batches
 // are written far more often than they are read.
 func writePackFiles(gitDir string, objs *objectSet, fsync bool) (Hash, *idxfile.MemoryIndex, error) {
-	dir := filepath.Join(gitDir, "objects", "pack")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return ZeroHash, nil, err
-	}
-	tmp, err := os.CreateTemp(dir, "tmp_pack_")
-	if err != nil {
-		return ZeroHash, nil, err
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-
-	pw := &packWriter{sum: sha1.New()}
-	pw.w = bufio.NewWriterSize(io.MultiWriter(tmp, pw.sum), 256<<10)
-	idx := new(idxfile.Writer)
-
-	var head [12]byte
-	copy(head[:4], "PACK")
-	binary.BigEndian.PutUint32(head[4:], 2)
-	binary.BigEndian.PutUint32(head[8:], uint32(len(objs.hashes)))
-	if err := pw.write(head[:], nil); err != nil {
-		return ZeroHash, nil, err
-	}
-	if err := idx.OnHeader(uint32(len(objs.hashes))); err != nil {
-		return ZeroHash, nil, err
-	}
 	compressed, err := compressAll(objs)
 	if err != nil {
 		return ZeroHash, nil, err
 	}
+	b, err := newPackBuilder(gitDir, len(objs.hashes), fsync)
+	if err != nil {
+		return ZeroHash, nil, err
+	}
+	defer b.abort()
 	for i, h := range objs.hashes {
-		c := compressed[i]
-		offset := pw.n
-		crc := crc32.NewIEEE()
-		if err := pw.write(entryHeader(c.typ, c.size), crc); err != nil {
+		if err := b.add(h, compressed[i]); err != nil {
 			return ZeroHash, nil, err
 		}
-		if err := pw.write(c.data, crc); err != nil {
-			return ZeroHash, nil, fmt.Errorf("write pack object: %w", err)
-		}
-		idx.Add(h, uint64(offset), crc.Sum32())
 	}
-	if err := pw.w.Flush(); err != nil {
+	return b.finish()
+}
+
+// packBuilder streams objects into a new packfile in objects/pack and
+// puts it and its index in place when finished: a reader never sees a
+// pack without its index.
+type packBuilder struct {
+	dir   string
+	fsync bool
+	tmp   *os.File
+	pw    *packWriter
+	idx   *idxfile.Writer
+	count int
+	added int
+	done  bool
+}
+
+// newPackBuilder starts a pack of exactly count objects.
+func newPackBuilder(gitDir string, count int, fsync bool) (*packBuilder, error) {
+	dir := filepath.Join(gitDir, "objects", "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, "tmp_pack_")
+	if err != nil {
+		return nil, err
+	}
+	b := &packBuilder{dir: dir, fsync: fsync, tmp: tmp, pw: &packWriter{sum: sha1.New()}, idx: new(idxfile.Writer), count: count}
+	b.pw.w = bufio.NewWriterSize(io.MultiWriter(tmp, b.pw.sum), 256<<10)
+	var head [12]byte
+	copy(head[:4], "PACK")
+	binary.BigEndian.PutUint32(head[4:], 2)
+	binary.BigEndian.PutUint32(head[8:], uint32(count))
+	if err := b.pw.write(head[:], nil); err != nil {
+		b.abort()
+		return nil, err
+	}
+	if err := b.idx.OnHeader(uint32(count)); err != nil {
+		b.abort()
+		return nil, err
+	}
+	return b, nil
+}
+
+// add appends one compressed object.
+func (b *packBuilder) add(h Hash, c compressedObject) error {
+	if b.added == b.count {
+		return fmt.Errorf("write pack: more than the %d objects announced", b.count)
+	}
+	offset := b.pw.n
+	crc := crc32.NewIEEE()
+	if err := b.pw.write(entryHeader(c.typ, c.size), crc); err != nil {
+		return err
+	}
+	if err := b.pw.write(c.data, crc); err != nil {
+		return fmt.Errorf("write pack object: %w", err)
+	}
+	b.idx.Add(h, uint64(offset), crc.Sum32())
+	b.added++
+	return nil
+}
+
+// addRaw appends an object as a packed entry (header and compressed
+// data) copied from another pack.
+func (b *packBuilder) addRaw(h Hash, entry []byte) error {
+	if b.added == b.count {
+		return fmt.Errorf("write pack: more than the %d objects announced", b.count)
+	}
+	offset := b.pw.n
+	crc := crc32.NewIEEE()
+	if err := b.pw.write(entry, crc); err != nil {
+		return fmt.Errorf("write pack object: %w", err)
+	}
+	b.idx.Add(h, uint64(offset), crc.Sum32())
+	b.added++
+	return nil
+}
+
+// abort removes the unfinished pack; after finish it does nothing.
+func (b *packBuilder) abort() {
+	if !b.done {
+		b.done = true
+		b.tmp.Close()
+		os.Remove(b.tmp.Name())
+	}
+}
+
+// finish writes the checksum and the index and renames both into place.
+func (b *packBuilder) finish() (Hash, *idxfile.MemoryIndex, error) {
+	if b.added != b.count {
+		return ZeroHash, nil, fmt.Errorf("write pack: %d objects of the %d announced", b.added, b.count)
+	}
+	if err := b.pw.w.Flush(); err != nil {
 		return ZeroHash, nil, err
 	}
 	var checksum Hash
-	copy(checksum[:], pw.sum.Sum(nil))
-	if _, err := tmp.Write(checksum[:]); err != nil {
+	copy(checksum[:], b.pw.sum.Sum(nil))
+	if _, err := b.tmp.Write(checksum[:]); err != nil {
 		return ZeroHash, nil, err
 	}
-	if err := idx.OnFooter(checksum); err != nil {
+	if err := b.idx.OnFooter(checksum); err != nil {
 		return ZeroHash, nil, err
 	}
-	if fsync {
-		if err := tmp.Sync(); err != nil {
+	if b.fsync {
+		if err := b.tmp.Sync(); err != nil {
 			return ZeroHash, nil, err
 		}
 	}
-	if err := tmp.Close(); err != nil {
+	if err := b.tmp.Close(); err != nil {
 		return ZeroHash, nil, err
 	}
 
-	mem, err := idx.Index()
+	mem, err := b.idx.Index()
 	if err != nil {
 		return ZeroHash, nil, fmt.Errorf("build pack index: %w", err)
 	}
-	base := filepath.Join(dir, "pack-"+checksum.String())
-	idxTmp, err := os.CreateTemp(dir, "tmp_idx_")
+	base := filepath.Join(b.dir, "pack-"+checksum.String())
+	idxTmp, err := os.CreateTemp(b.dir, "tmp_idx_")
 	if err != nil {
 		return ZeroHash, nil, err
 	}
@@ -106,7 +166,7 @@ func writePackFiles(gitDir string, objs *objectSet, fsync bool) (Hash, *idxfile.
 		idxTmp.Close()
 		return ZeroHash, nil, fmt.Errorf("write pack index: %w", err)
 	}
-	if fsync {
+	if b.fsync {
 		if err := idxTmp.Sync(); err != nil {
 			idxTmp.Close()
 			return ZeroHash, nil, err
@@ -117,15 +177,15 @@ func writePackFiles(gitDir string, objs *objectSet, fsync bool) (Hash, *idxfile.
 	}
 	// The index goes in place first: go-git lists packs by their .pack
 	// file and needs the index to be there when it does.
-	for _, mv := range [][2]string{{idxTmp.Name(), base + ".idx"}, {tmp.Name(), base + ".pack"}} {
+	for _, mv := range [][2]string{{idxTmp.Name(), base + ".idx"}, {b.tmp.Name(), base + ".pack"}} {
 		os.Chmod(mv[0], 0o444)
 		if err := os.Rename(mv[0], mv[1]); err != nil {
 			return ZeroHash, nil, err
 		}
 	}
-	keep = true
-	if fsync {
-		if err := syncDir(dir); err != nil {
+	b.done = true
+	if b.fsync {
+		if err := syncDir(b.dir); err != nil {
 			return ZeroHash, nil, err
 		}
 	}

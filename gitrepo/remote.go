@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -154,43 +153,4 @@ var urlCredentials = regexp.MustCompile(`://[^/@\s]+@`)
 // redact keeps credentials embedded in URLs out of error messages.
 func redact(err error) string {
 	return urlCredentials.ReplaceAllString(err.Error(), "://***@")
-}
-
-// packGrace is how old a packfile must be before Maintain may delete it:
-// a concurrent writer moves its ref right after writing its pack, far
-// sooner than this.
-const packGrace = 2 * time.Minute
-
-// Maintain repacks the repository into one packfile when it holds more
-// than MaxPacks, so reads stay fast as batch commits accumulate. Objects
-// no ref reaches are dropped only from packs older than a grace period.
-func (r *Repo) Maintain() (bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.st.Reindex()
-	packs, err := r.st.ObjectPacks()
-	if err != nil {
-		return false, fmt.Errorf("list packs: %w", err)
-	}
-	if len(packs) <= r.opts.MaxPacks {
-		return false, nil
-	}
-	err = r.repo.RepackObjects(&git.RepackConfig{OnlyDeletePacksOlderThan: r.opts.Now().Add(-packGrace)})
-	r.st.Reindex()
-	if _, rerr := r.packs.refresh(); rerr != nil && err == nil {
-		err = rerr
-	}
-	if err != nil {
-		return false, fmt.Errorf("repack: %w", err)
-	}
-	return true, nil
-}
-
-// PackCount returns the number of packfiles.
-func (r *Repo) PackCount() (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.st.Reindex()
-	packs, err := r.st.ObjectPacks()
-	return len(packs), err
 }

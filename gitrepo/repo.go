@@ -55,9 +55,12 @@ type Options struct {
 	// PackThreshold is the number of new objects from which a commit is
 	// written as one packfile instead of loose objects; default 64.
 	PackThreshold int
-	// MaxPacks is the number of packfiles beyond which Maintain repacks;
-	// default 64.
+	// MaxPacks is the number of packfiles beyond which Maintain rolls
+	// packs up; default 64.
 	MaxPacks int
+	// MaxLoose is the number of loose objects beyond which Maintain packs
+	// them; default 2048.
+	MaxLoose int
 	// TreeCacheSize bounds the decoded-tree cache; default 16384 trees.
 	TreeCacheSize int
 	// Now is the clock for commit times; default time.Now.
@@ -75,7 +78,10 @@ func (o Options) withDefaults() Options {
 		o.PackThreshold = 64
 	}
 	if o.MaxPacks <= 0 {
-		o.MaxPacks = 64
+		o.MaxPacks = DefaultMaxPacks
+	}
+	if o.MaxLoose <= 0 {
+		o.MaxLoose = DefaultMaxLoose
 	}
 	if o.TreeCacheSize <= 0 {
 		o.TreeCacheSize = 16384
@@ -86,6 +92,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Maintenance bounds (docs/thresholds.md, "Repository maintenance").
+const (
+	DefaultMaxPacks = 64
+	DefaultMaxLoose = 2048
+)
+
 // Repo is a bare git repository on disk.
 type Repo struct {
 	path string
@@ -94,6 +106,7 @@ type Repo struct {
 	// mu serialises every use of st and repo: go-git's storage keeps
 	// unsynchronised caches.
 	mu    sync.Mutex
+	maint sync.Mutex // serialises Maintain
 	st    *filesystem.Storage
 	repo  *git.Repository
 	packs *packSet

@@ -471,31 +471,6 @@ func TestPushAndFetchWithABareRemote(t *testing.T) {
 	}
 }
 
-func TestMaintainRepacksManyPacksIntoOne(t *testing.T) {
-	now := time.Now()
-	r := openTemp(t, Options{PackThreshold: 1, MaxPacks: 8, NoFsync: true, Now: func() time.Time { return now }})
-	for i := range 20 {
-		write(t, r, "main", fmt.Sprint("c", i), Change{Path: fmt.Sprintf("f/%d", i), Data: []byte(fmt.Sprint(i))})
-	}
-	if n, _ := r.PackCount(); n != 20 {
-		t.Fatalf("packs before = %d", n)
-	}
-	// Packs are only deleted once older than the grace period.
-	now = now.Add(time.Hour)
-	done, err := r.Maintain()
-	if err != nil || !done {
-		t.Fatalf("Maintain = %v, %v", done, err)
-	}
-	if n, _ := r.PackCount(); n != 1 {
-		t.Fatalf("packs after = %d", n)
-	}
-	s, _ := r.Snapshot("main")
-	if b, err := s.ReadFile("f/13"); err != nil || string(b) != "13" {
-		t.Fatalf("read after repack = %q, %v", b, err)
-	}
-	gitCLI(t, r.Path(), "fsck", "--strict", "--no-dangling")
-}
-
 func TestParseTrailers(t *testing.T) {
 	tests := []struct {
 		msg  string

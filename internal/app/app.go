@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 
-	a.FeedbackRepo, err = gitrepo.Open(filepath.Join(dataDir, "feedback.git"), gitrepo.Options{NoFsync: !cfg.Feedback.Fsync})
+	a.FeedbackRepo, err = gitrepo.Open(filepath.Join(dataDir, "feedback.git"), gitrepo.Options{NoFsync: !cfg.Feedback.Fsync, MaxPacks: cfg.Maintenance.MaxPacks, MaxLoose: cfg.Maintenance.MaxLoose})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 
-	a.RulesRepo, err = gitrepo.Open(filepath.Join(dataDir, "rules.git"), gitrepo.Options{})
+	a.RulesRepo, err = gitrepo.Open(filepath.Join(dataDir, "rules.git"), gitrepo.Options{MaxPacks: cfg.Maintenance.MaxPacks, MaxLoose: cfg.Maintenance.MaxLoose})
 	if err != nil {
 		return nil, err
 	}
@@ -343,6 +343,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Prompts.Run(gctx) })
 	g.Go(func() error { return a.Rules.Run(gctx) })
 	g.Go(func() error { return a.runSlack(gctx) })
+	g.Go(func() error { return a.maintainRepos(gctx) })
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err

@@ -44,6 +44,8 @@ type Config struct {
 	Features  Features  `yaml:"features"`
 	Prompts   Prompts   `yaml:"prompts"`
 	Slack     Slack     `yaml:"slack"`
+	// Maintenance keeps the git repositories' object stores small in files.
+	Maintenance Maintenance `yaml:"maintenance"`
 }
 
 // Log configures structured logging.
@@ -189,6 +191,8 @@ func Default() Config {
 		Features:  defaultFeatures(),
 		Prompts:   defaultPrompts(),
 		Slack:     defaultSlack(),
+
+		Maintenance: defaultMaintenance(),
 	}
 }
 
@@ -340,6 +344,7 @@ func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion,
 		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate,
+		c.Maintenance.validate,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -1,0 +1,83 @@
+package metrics
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/precept-dev/precept/gitrepo"
+)
+
+// GitRepos publishes the shape of precept's git object stores and their
+// maintenance (docs/thresholds.md, "Repository maintenance").
+type GitRepos struct {
+	runs    *prometheus.CounterVec
+	seconds *prometheus.HistogramVec
+}
+
+// NewGitRepos registers the collectors on reg (when not nil); repos names
+// each repository ("feedback", "rules"). Pack and loose-object counts are
+// read at scrape time.
+func NewGitRepos(reg prometheus.Registerer, repos map[string]*gitrepo.Repo) (*GitRepos, error) {
+	m := &GitRepos{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "precept_git_maintenance_total",
+			Help: "Repository maintenance rounds by outcome: rewrote (small packs and loose objects rolled into one pack), idle (nothing to do) or failed.",
+		}, []string{"repo", "outcome"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "precept_git_maintenance_seconds",
+			Help:    "Time of maintenance rounds that rewrote objects.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+		}, []string{"repo"}),
+	}
+	var err error
+	if m.runs, err = register(reg, m.runs); err != nil {
+		return nil, fmt.Errorf("register git metrics: %w", err)
+	}
+	if m.seconds, err = register(reg, m.seconds); err != nil {
+		return nil, fmt.Errorf("register git metrics: %w", err)
+	}
+	if reg != nil {
+		if err := reg.Register(objectStats(repos)); err != nil {
+			return nil, fmt.Errorf("register git metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// ObserveMaintain records one maintenance round.
+func (m *GitRepos) ObserveMaintain(repo string, rewrote bool, err error, took time.Duration) {
+	switch {
+	case err != nil:
+		m.runs.WithLabelValues(repo, "failed").Inc()
+	case rewrote:
+		m.runs.WithLabelValues(repo, "rewrote").Inc()
+		m.seconds.WithLabelValues(repo).Observe(took.Seconds())
+	default:
+		m.runs.WithLabelValues(repo, "idle").Inc()
+	}
+}
+
+type objectStats map[string]*gitrepo.Repo
+
+var (
+	packsDesc = prometheus.NewDesc("precept_git_packfiles", "Packfiles in the repository's object store.", []string{"repo"}, nil)
+	looseDesc = prometheus.NewDesc("precept_git_loose_objects", "Loose objects in the repository's object store.", []string{"repo"}, nil)
+)
+
+func (objectStats) Describe(ch chan<- *prometheus.Desc) {
+	ch <- packsDesc
+	ch <- looseDesc
+}
+
+func (o objectStats) Collect(ch chan<- prometheus.Metric) {
+	for name, r := range o {
+		st, err := r.Stats()
+		if err != nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(packsDesc, prometheus.GaugeValue, float64(st.Packs), name)
+		ch <- prometheus.MustNewConstMetric(looseDesc, prometheus.GaugeValue, float64(st.Loose), name)
+	}
+}
