@@ -49,10 +49,11 @@ fuzz:
 ## bench: the issues' benchmark figures. The system benchmarks in
 ## internal/app measure themselves once (ingest vs raw Redis; classify and
 ## ingest+classify per index backend at 10k and 100k stored; BuildPrompt vs
-## echo, latency, approval-to-watcher); the others are micro-benchmarks.
+## echo, latency, approval-to-watcher; ingest while repositories are
+## maintained); the others are micro-benchmarks.
 ## PRECEPT_BENCH_SIZES=10000 and PRECEPT_BENCH_BACKENDS=embedded shorten it.
 bench:
-	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$' -benchtime 1x -timeout 90m ./internal/app
+	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest' -benchtime 1x -timeout 90m ./internal/app
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
 
 ## generate: regenerate protobuf and Connect code from proto/
