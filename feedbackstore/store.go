@@ -98,6 +98,8 @@ type Store struct {
 	// notify is closed and replaced whenever new records are indexed.
 	notifyMu sync.Mutex
 	notify   chan struct{}
+
+	health health
 }
 
 // Open opens the store over repo (the feedback repository) with its local
@@ -237,6 +239,7 @@ func (s *Store) commitBatch(batch []*storeRequest) {
 		all = append(all, req.records...)
 	}
 	created, commit, err := s.commit(context.Background(), all)
+	s.health.record(err, time.Now())
 	s.opts.Metrics.ObserveCommit(time.Since(start))
 	if err == nil {
 		s.opts.Metrics.ObserveBatch(len(all))

@@ -377,3 +377,25 @@ func (r *Repo) removeCopied(packs []packInfo, loose []Hash) error {
 	}
 	return nil
 }
+
+// probeSize is what CheckWritable writes: about one small commit.
+const probeSize = 8 << 10
+
+// CheckWritable reports whether the repository's file system accepts a
+// write the size of a small commit, by writing and removing a temporary
+// file beside the objects.
+func (r *Repo) CheckWritable() error {
+	f, err := os.CreateTemp(filepath.Join(r.path, "objects"), "tmp_probe_")
+	if err != nil {
+		return fmt.Errorf("repository %s is not writable: %w", r.path, err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, probeSize))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("repository %s is not writable: %w", r.path, err)
+	}
+	return nil
+}

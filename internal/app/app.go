@@ -308,12 +308,16 @@ func (a *App) RedisAddr() string {
 	return a.Config.Redis.Addr
 }
 
-// Ready returns nil when preceptd can ingest and serve: Redis answers.
+// Ready returns nil when preceptd can ingest and serve: Redis answers and
+// the feedback store can commit.
 func (a *App) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := a.Redis.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis: %w", err)
+	}
+	if err := a.Feedback.Health(); err != nil {
+		return fmt.Errorf("feedback store: %w", err)
 	}
 	return nil
 }
