@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -125,5 +126,74 @@ func TestFullFilesystemIsNotReadyAndLosesNothing(t *testing.T) {
 	out, err := exec.Command("git", "-C", r.app.FeedbackRepo.Path(), "fsck", "--strict", "--no-dangling").CombinedOutput()
 	if err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
+	}
+}
+
+// produce XADDs n decisions, 5 ms apart, retrying each until Redis takes
+// it, and reports progress on sent.
+func produce(t *testing.T, addr string, n int, sent *atomic.Int64) <-chan struct{} {
+	done := make(chan struct{})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	go func() {
+		defer close(done)
+		defer rdb.Close()
+		for i := range n {
+			for {
+				err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: decisions, Values: event(fmt.Sprintf("fault-%04d", i))}).Err()
+				if err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			sent.Add(1)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return done
+}
+
+func TestRedisFrozenAndRestartedDuringIngestionLosesNothing(t *testing.T) {
+	srv := testenv.PersistentRedis(t)
+	r := launch(t, t.TempDir(), srv.Addr, "{batch_wait: 5ms, fsync: false}", "")
+	const n = 300
+	var sent atomic.Int64
+	done := produce(t, srv.Addr, n, &sent)
+
+	eventually(t, "a third sent", 30*time.Second, func() bool { return sent.Load() >= n/3 })
+	srv.Freeze()
+	eventually(t, "readyz to report the frozen Redis", 10*time.Second, func() bool {
+		code, _ := readyz(t, r.app.URL())
+		return code == http.StatusServiceUnavailable
+	})
+	time.Sleep(2 * time.Second)
+	srv.Thaw()
+
+	eventually(t, "two thirds sent", 60*time.Second, func() bool { return sent.Load() >= 2*n/3 })
+	srv.Kill()
+	eventually(t, "readyz to report the stopped Redis", 10*time.Second, func() bool {
+		code, _ := readyz(t, r.app.URL())
+		return code == http.StatusServiceUnavailable
+	})
+	time.Sleep(time.Second)
+	srv.Restart(t)
+
+	<-done
+	eventually(t, "every decision stored", 60*time.Second, func() bool { c, _ := r.app.Feedback.Count(); return c == n })
+	rdb := testenv.RedisClient(t, srv.Addr)
+	ctx := context.Background()
+	eventually(t, "nothing pending", 30*time.Second, func() bool {
+		p, err := rdb.XPending(ctx, decisions, "precept-evaluator").Result()
+		return err == nil && p.Count == 0
+	})
+	if dl, _ := rdb.XLen(ctx, decisions+":dlq").Result(); dl != 0 {
+		t.Fatalf("%d entries dead-lettered", dl)
+	}
+	for i := range n {
+		if _, err := r.app.Feedback.Get(ctx, fmt.Sprintf("fault-%04d", i)); err != nil {
+			t.Fatalf("fault-%04d: %v", i, err)
+		}
+	}
+	if code, body := readyz(t, r.app.URL()); code != http.StatusOK {
+		t.Fatalf("readyz after Redis came back = %d %s", code, body)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,39 +86,136 @@ func startRedis(t testing.TB, bin, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s := &RedisServer{bin: bin, dir: dir, port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	if err := s.start(); err != nil {
+		return "", err
+	}
+	t.Cleanup(s.Kill)
+	return s.Addr, nil
+}
+
+// RedisServer is a redis-server a test controls: it can be frozen, killed
+// and started again on the same port with the same data, to probe what
+// precept does when Redis misbehaves.
+type RedisServer struct {
+	// Addr is the server's host:port; it survives a restart.
+	Addr string
+
+	bin, dir string
+	port     int
+	persist  bool
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	out    *redisOutput
+}
+
+// PersistentRedis starts a redis-server like Redis, but with an
+// append-only file synced on every write, so that Kill and Restart lose
+// nothing Redis acknowledged. The server is killed when the test ends.
+func PersistentRedis(t testing.TB) *RedisServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs redis-server")
+	}
+	bin, err := findRedisServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var lastErr error
+	for range redisStartAttempts {
+		port, err := pickRedisPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &RedisServer{bin: bin, dir: dir, port: port, persist: true, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.Kill)
+			return s
+		}
+	}
+	t.Fatalf("start redis-server: %v", lastErr)
+	return nil
+}
+
+func (s *RedisServer) start() error {
+	persistence := []string{"--save", "", "--appendonly", "no"}
+	if s.persist {
+		persistence = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
+	}
 	out := &redisOutput{}
-	cmd := exec.Command(bin,
-		"--save", "",
-		"--appendonly", "no",
-		"--port", strconv.Itoa(port),
+	cmd := exec.Command(s.bin, append(persistence,
+		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
-		"--dir", dir,
+		"--dir", s.dir,
 		"--daemonize", "no",
 		"--logfile", "",
-	)
-	cmd.Dir = dir
+	)...)
+	cmd.Dir = s.dir
 	cmd.Stdout = out
 	cmd.Stderr = out
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("run %s: %w", bin, err)
+		return fmt.Errorf("run %s: %w", s.bin, err)
 	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	stop := func() {
+	if err := waitForRedis(s.Addr, exited); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("%w; server output:\n%s", err, out.String())
+	}
+	s.mu.Lock()
+	s.cmd, s.exited, s.out = cmd, exited, out
+	s.mu.Unlock()
+	return nil
+}
+
+// Freeze stops the server process (SIGSTOP): connections stay open and
+// nothing answers, as when a host stalls.
+func (s *RedisServer) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server (SIGCONT).
+func (s *RedisServer) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *RedisServer) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// Kill kills the server (SIGKILL) and waits for it to exit.
+func (s *RedisServer) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+}
 
-	if err := waitForRedis(addr, exited); err != nil {
-		stop()
-		return "", fmt.Errorf("%w; server output:\n%s", err, out.String())
+// Restart starts a killed server again on the same port and data
+// directory.
+func (s *RedisServer) Restart(t testing.TB) {
+	t.Helper()
+	var err error
+	// The port was just released; another process rarely takes it.
+	for range redisStartAttempts {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Cleanup(stop)
-	return addr, nil
+	t.Fatalf("restart redis-server on %s: %v", s.Addr, err)
 }
 
 // waitForRedis polls PING until the server answers, the process exits or
