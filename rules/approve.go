@@ -75,6 +75,7 @@ func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (Proposal, er
 		m.emit(Change{Kind: ProposalApproved, ProposalID: id, RuleID: after.RuleID, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via})
 	}
 	if after.Status == Approved && m.features.AutoMerge {
+		faultPoint("approval-committed")
 		if err := m.mergeProposal(ctx, id); err != nil {
 			// The approval is recorded; Maintain retries the merge.
 			m.log.Warn("merge approved proposal", "proposal_id", id, "err", err)
