@@ -27,17 +27,11 @@ type ObjectStats struct {
 
 // Stats counts the repository's packfiles and loose objects.
 func (r *Repo) Stats() (ObjectStats, error) {
-	inv, err := r.inventory()
+	inv, err := maintenance{r}.inventory()
 	if err != nil {
 		return ObjectStats{}, err
 	}
 	return ObjectStats{Packs: len(inv.packs), Loose: len(inv.loose)}, nil
-}
-
-// PackCount returns the number of packfiles.
-func (r *Repo) PackCount() (int, error) {
-	st, err := r.Stats()
-	return st.Packs, err
 }
 
 // maintainChunk is how many objects Maintain reads per hold of the
@@ -66,7 +60,8 @@ var testHookChunk func()
 func (r *Repo) Maintain() (bool, error) {
 	r.maint.Lock()
 	defer r.maint.Unlock()
-	inv, err := r.inventory()
+	m := maintenance{r}
+	inv, err := m.inventory()
 	if err != nil {
 		return false, err
 	}
@@ -77,15 +72,18 @@ func (r *Repo) Maintain() (bool, error) {
 	if len(packs)+len(inv.loose) < 2 {
 		return false, nil
 	}
-	entries, loose, err := r.plan(packs, inv.loose)
+	entries, loose, err := m.plan(packs, inv.loose)
 	if err != nil {
 		return false, err
 	}
-	if err := r.copyIntoPack(packs, entries, loose); err != nil {
+	if err := m.copyIntoPack(packs, entries, loose); err != nil {
 		return false, fmt.Errorf("maintain: %w", err)
 	}
-	return true, r.removeCopied(packs, inv.loose)
+	return true, m.removeCopied(packs, inv.loose)
 }
+
+// maintenance holds Maintain's steps.
+type maintenance struct{ r *Repo }
 
 // inventory lists the complete packfiles (pack and index present, not
 // marked .keep) and the loose objects. Neither listing needs the lock:
@@ -100,7 +98,8 @@ type packInfo struct {
 	size int64  // of the .pack file
 }
 
-func (r *Repo) inventory() (inventory, error) {
+func (m maintenance) inventory() (inventory, error) {
+	r := m.r
 	var inv inventory
 	objects := filepath.Join(r.path, "objects")
 	entries, err := os.ReadDir(filepath.Join(objects, "pack"))
@@ -182,7 +181,8 @@ type packEntry struct {
 // plan lists, without duplicates, the objects of the given packs (in
 // pack order, so each pack is read front to back) and the loose objects
 // no pack among them holds.
-func (r *Repo) plan(packs []packInfo, loose []Hash) ([]packEntry, []Hash, error) {
+func (m maintenance) plan(packs []packInfo, loose []Hash) ([]packEntry, []Hash, error) {
+	r := m.r
 	seen := map[Hash]bool{}
 	var entries []packEntry
 	for i, p := range packs {
@@ -236,7 +236,8 @@ func (r *Repo) plan(packs []packInfo, loose []Hash) ([]packEntry, []Hash, error)
 // lock: a named pack never changes. Deltas (from a fetch or git gc) and
 // loose objects are read through the repository, a chunk at a time under
 // the lock, and compressed outside it.
-func (r *Repo) copyIntoPack(packs []packInfo, entries []packEntry, loose []Hash) error {
+func (m maintenance) copyIntoPack(packs []packInfo, entries []packEntry, loose []Hash) error {
+	r := m.r
 	b, err := newPackBuilder(r.path, len(entries)+len(loose), !r.opts.NoFsync)
 	if err != nil {
 		return err
@@ -273,7 +274,7 @@ func (r *Repo) copyIntoPack(packs []packInfo, entries []packEntry, loose []Hash)
 			deltas = append(deltas, e.hash)
 		}
 	}
-	if err := r.recompress(b, append(deltas, loose...)); err != nil {
+	if err := m.recompress(b, append(deltas, loose...)); err != nil {
 		return err
 	}
 	checksum, idx, err := b.finish()
@@ -287,13 +288,13 @@ func (r *Repo) copyIntoPack(packs []packInfo, entries []packEntry, loose []Hash)
 }
 
 // recompress adds objects read whole through the repository.
-func (r *Repo) recompress(b *packBuilder, hashes []Hash) error {
+func (m maintenance) recompress(b *packBuilder, hashes []Hash) error {
 	fast, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
 	stored, _ := zlib.NewWriterLevel(io.Discard, zlib.NoCompression)
 	var buf bytes.Buffer
 	for start := 0; start < len(hashes); start += maintainChunk {
 		chunk := hashes[start:min(len(hashes), start+maintainChunk)]
-		objs, err := r.readObjects(chunk)
+		objs, err := m.readObjects(chunk)
 		if err != nil {
 			return err
 		}
@@ -317,7 +318,8 @@ func (r *Repo) recompress(b *packBuilder, hashes []Hash) error {
 }
 
 // readObjects reads whole objects under the lock.
-func (r *Repo) readObjects(hashes []Hash) ([]plumbing.EncodedObject, error) {
+func (m maintenance) readObjects(hashes []Hash) ([]plumbing.EncodedObject, error) {
+	r := m.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]plumbing.EncodedObject, len(hashes))
@@ -349,7 +351,8 @@ func (r *Repo) readObjects(hashes []Hash) ([]plumbing.EncodedObject, error) {
 // removeCopied deletes the packs and loose objects now held by the new
 // pack, under the lock so no read is in flight, and lets go-git and the
 // pack set forget them.
-func (r *Repo) removeCopied(packs []packInfo, loose []Hash) error {
+func (m maintenance) removeCopied(packs []packInfo, loose []Hash) error {
+	r := m.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error

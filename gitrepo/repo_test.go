@@ -128,8 +128,8 @@ func TestLargeCommitIsOnePackfileTheCLIReads(t *testing.T) {
 		changes = append(changes, Change{Path: fmt.Sprintf("d/%02x/%d.json", i%16, i), Data: []byte(fmt.Sprintf(`{"i":%d}`, i))})
 	}
 	write(t, r, "main", "batch", changes...)
-	if n, _ := r.PackCount(); n != 1 {
-		t.Fatalf("packs = %d, want 1", n)
+	if st, _ := r.Stats(); st.Packs != 1 {
+		t.Fatalf("packs = %d, want 1", st.Packs)
 	}
 	gitCLI(t, r.Path(), "fsck", "--strict", "--no-dangling")
 	if got := gitCLI(t, r.Path(), "show", "main:d/07/263.json"); got != `{"i":263}` {
