@@ -17,6 +17,12 @@ type Feedback struct {
 	ReceivedAt time.Time `json:"received_at"`
 	// Source is "stream:<entry id>" or "api:<identity>".
 	Source string `json:"source"`
+	// Producer is who handed the decision to precept, as precept knows it
+	// rather than as the decision says: "api:<token name>" or
+	// "stream:<stream name>". Reviewer and epic ids are whatever a
+	// recorder sends; distinct producers are not (docs/thresholds.md,
+	// "Cluster support").
+	Producer string `json:"producer,omitempty"`
 	// EmbeddingText is what the similarity index embeds.
 	EmbeddingText string `json:"embedding_text,omitempty"`
 	// EditDistancePercent is the share of characters changed between the
@@ -37,6 +43,20 @@ func NewFeedback(d Decision, source string, receivedAt time.Time) Feedback {
 		f.EditDistancePercent = &p
 	}
 	return f
+}
+
+// ProducerName returns Producer, or for records stored before it was
+// recorded, what Source tells: the API identity, or "stream".
+func (f Feedback) ProducerName() string {
+	switch {
+	case f.Producer != "":
+		return f.Producer
+	case strings.HasPrefix(f.Source, "api:"):
+		return f.Source
+	case strings.HasPrefix(f.Source, "stream:"):
+		return "stream"
+	}
+	return f.Source
 }
 
 // maxSummaryLines bounds how much of a correction diff goes into the

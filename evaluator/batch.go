@@ -371,7 +371,7 @@ func clusterID(founder string) string {
 
 func memberOf(f precept.Feedback, sim float64) Member {
 	return Member{
-		DecisionID: f.DecisionID, Agent: f.Agent, ReviewerID: f.ReviewerID, EpicID: f.EpicID,
+		DecisionID: f.DecisionID, Agent: f.Agent, ReviewerID: f.ReviewerID, EpicID: f.EpicID, Producer: f.ProducerName(),
 		Text: text.TruncateTrim(f.EmbeddingText, 500), Tags: f.Tags, At: f.Timestamp, Similarity: round2(sim),
 	}
 }

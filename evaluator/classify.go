@@ -17,6 +17,11 @@ type Thresholds struct {
 	HighMinSize      int
 	HighMinReviewers int
 	HighMinEpics     int
+	// HighMinProducers is the least number of distinct producers (API
+	// tokens or streams, as precept saw them) a high cluster needs; 0 or
+	// 1 means no requirement. Reviewer and epic ids are whatever a
+	// recorder sends, so one pipeline token could invent diversity.
+	HighMinProducers int
 }
 
 // DefaultThresholds are the defaults docs/thresholds.md gives reasons for.
@@ -28,7 +33,8 @@ func DefaultThresholds() Thresholds {
 // negative members.
 func (t Thresholds) ClassOf(s Stats) Class {
 	switch {
-	case s.Size >= t.HighMinSize && s.DistinctReviewers >= t.HighMinReviewers && s.DistinctEpics >= t.HighMinEpics:
+	case s.Size >= t.HighMinSize && s.DistinctReviewers >= t.HighMinReviewers && s.DistinctEpics >= t.HighMinEpics &&
+		(t.HighMinProducers <= 1 || s.DistinctProducers >= t.HighMinProducers):
 		return GeneralizableHigh
 	case s.Size >= t.LowMinSize && s.DistinctReviewers >= t.LowMinReviewers:
 		return GeneralizableLow
@@ -129,14 +135,14 @@ func (t Thresholds) clusterEvaluation(d precept.Decision, rubric *RubricResult, 
 	case GeneralizableHigh:
 		extra := float64(s.DistinctReviewers-t.HighMinReviewers)*0.04 + float64(s.DistinctEpics-t.HighMinEpics)*0.04 + float64(s.Size-t.HighMinSize)*0.02
 		ev.Confidence = clamp(0.75+extra+0.1*(meanSim-0.8), 0.6, 0.98)
-		ev.Rationale = fmt.Sprintf("Generalizable (high): %s, meeting the bar of at least %d decisions, %d reviewers and %d epics.",
-			support, t.HighMinSize, t.HighMinReviewers, t.HighMinEpics)
+		ev.Rationale = fmt.Sprintf("Generalizable (high): %s, meeting the bar of at least %d decisions, %d reviewers and %d epics%s.",
+			support, t.HighMinSize, t.HighMinReviewers, t.HighMinEpics, t.producerBar(s))
 		ev.Action = &Action{Type: actionFor(tags, CreateRule), TargetAgent: d.Agent, Priority: "high"}
 	case GeneralizableLow:
 		extra := float64(s.DistinctReviewers-t.LowMinReviewers)*0.05 + float64(s.Size-t.LowMinSize)*0.03
 		ev.Confidence = clamp(0.6+extra+0.1*(meanSim-0.8), 0.5, 0.85)
-		ev.Rationale = fmt.Sprintf("Generalizable (low): %s, meeting the bar of at least %d decisions from %d reviewers; high needs %d decisions from %d reviewers in %d epics.",
-			support, t.LowMinSize, t.LowMinReviewers, t.HighMinSize, t.HighMinReviewers, t.HighMinEpics)
+		ev.Rationale = fmt.Sprintf("Generalizable (low): %s, meeting the bar of at least %d decisions from %d reviewers; high needs %d decisions from %d reviewers in %d epics%s.",
+			support, t.LowMinSize, t.LowMinReviewers, t.HighMinSize, t.HighMinReviewers, t.HighMinEpics, t.producerBar(s))
 		ev.Action = &Action{Type: actionFor(tags, CreateRule), TargetAgent: d.Agent, Priority: "low"}
 		if ev.Action.Type == CreateRule && hasAny(tags, promptTags) {
 			ev.Action.Type = RefinePrompt
@@ -152,6 +158,15 @@ func (t Thresholds) clusterEvaluation(d precept.Decision, rubric *RubricResult, 
 	}
 	ev.Confidence = round2(ev.Confidence)
 	return ev
+}
+
+// producerBar describes the producer requirement, when there is one,
+// with how many distinct producers the cluster has.
+func (t Thresholds) producerBar(s Stats) string {
+	if t.HighMinProducers <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" from %d distinct producers (it has %d: %s)", t.HighMinProducers, s.DistinctProducers, strings.Join(s.Producers, ", "))
 }
 
 // typicalConfidence is a cluster's confidence while the evaluation of its

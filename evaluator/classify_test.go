@@ -32,8 +32,11 @@ func TestClassBoundariesCountDistinctReviewersAndEpics(t *testing.T) {
 		{"3 from 2 reviewers in 2 epics is HIGH", def, stats(3, 2, 2), GeneralizableHigh},
 		{"2 from 2 reviewers in 2 epics is LOW (too few for HIGH)", def, stats(2, 2, 2), GeneralizableLow},
 		{"many from many", def, stats(12, 6, 4), GeneralizableHigh},
-		{"custom: HIGH needs 3 reviewers", Thresholds{2, 2, 3, 3, 2}, stats(5, 2, 3), GeneralizableLow},
-		{"custom: LOW needs 3 decisions", Thresholds{3, 2, 4, 2, 2}, stats(2, 2, 2), EdgeCase},
+		{"custom: HIGH needs 3 reviewers", Thresholds{2, 2, 3, 3, 2, 0}, stats(5, 2, 3), GeneralizableLow},
+		{"custom: LOW needs 3 decisions", Thresholds{3, 2, 4, 2, 2, 0}, stats(2, 2, 2), EdgeCase},
+		{"HIGH needing 2 producers, from one token, is LOW", Thresholds{2, 2, 3, 2, 2, 2}, withProducers(stats(9, 5, 4), "api:ci"), GeneralizableLow},
+		{"HIGH needing 2 producers, from two, is HIGH", Thresholds{2, 2, 3, 2, 2, 2}, withProducers(stats(9, 5, 4), "api:ci", "stream:hitl"), GeneralizableHigh},
+		{"no producer requirement ignores unknown producers", def, stats(3, 2, 2), GeneralizableHigh},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +45,11 @@ func TestClassBoundariesCountDistinctReviewersAndEpics(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withProducers(s Stats, producers ...string) Stats {
+	s.Producers, s.DistinctProducers = producers, len(producers)
+	return s
 }
 
 func TestClusterEvaluationsExplainThemselvesAndProposeActions(t *testing.T) {

@@ -60,9 +60,13 @@ type Action struct {
 // Stats count what supports a cluster: distinct people and contexts,
 // never raw totals alone (docs/thresholds.md).
 type Stats struct {
-	Size              int       `json:"size"`
-	DistinctReviewers int       `json:"distinct_reviewers"`
-	DistinctEpics     int       `json:"distinct_epics"`
+	Size              int `json:"size"`
+	DistinctReviewers int `json:"distinct_reviewers"`
+	DistinctEpics     int `json:"distinct_epics"`
+	// DistinctProducers counts who handed the decisions to precept
+	// (precept.Feedback.Producer); Producers names them.
+	DistinctProducers int       `json:"distinct_producers"`
+	Producers         []string  `json:"producers,omitempty"`
 	Agents            []string  `json:"agents"`
 	FirstSeen         time.Time `json:"first_seen"`
 	LastSeen          time.Time `json:"last_seen"`
@@ -94,6 +98,7 @@ type Member struct {
 	Agent      string    `json:"agent"`
 	ReviewerID string    `json:"reviewer_id"`
 	EpicID     string    `json:"epic_id"`
+	Producer   string    `json:"producer,omitempty"`
 	Text       string    `json:"text"`
 	Tags       []string  `json:"tags,omitempty"`
 	At         time.Time `json:"at"`
@@ -118,6 +123,9 @@ type Cluster struct {
 	Epics     map[string]int `json:"epics"`
 	Agents    map[string]int `json:"agents"`
 	TagCounts map[string]int `json:"tags,omitempty"`
+	// Producers counts members per producer; clusters stored before
+	// producers were recorded start counting at their next member.
+	Producers map[string]int `json:"producers,omitempty"`
 	FirstSeen time.Time      `json:"first_seen"`
 	LastSeen  time.Time      `json:"last_seen"`
 	// SimSum adds up the similarity through which each member after the
@@ -136,6 +144,12 @@ func (c *Cluster) add(m Member) {
 	}
 	if c.TagCounts == nil {
 		c.TagCounts = map[string]int{}
+	}
+	if c.Producers == nil {
+		c.Producers = map[string]int{}
+	}
+	if m.Producer != "" {
+		c.Producers[m.Producer]++
 	}
 	if c.Size > 0 {
 		c.SimSum += m.Similarity
@@ -159,6 +173,7 @@ func (c *Cluster) add(m Member) {
 func (c *Cluster) Stats() Stats {
 	return Stats{
 		Size: c.Size, DistinctReviewers: len(c.Reviewers), DistinctEpics: len(c.Epics),
+		DistinctProducers: len(c.Producers), Producers: slices.Sorted(maps.Keys(c.Producers)),
 		Agents: slices.Sorted(maps.Keys(c.Agents)), FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
 	}
 }
@@ -177,6 +192,7 @@ func (c *Cluster) meanSimilarity() float64 {
 func (c *Cluster) clone() *Cluster {
 	cp := *c
 	cp.Reviewers, cp.Epics, cp.Agents, cp.TagCounts = maps.Clone(c.Reviewers), maps.Clone(c.Epics), maps.Clone(c.Agents), maps.Clone(c.TagCounts)
+	cp.Producers = maps.Clone(c.Producers)
 	return &cp
 }
 

@@ -424,6 +424,9 @@ func evidenceSummary(ev Evidence) string {
 		len(reviewers), text.Plural(len(reviewers), "reviewer", "reviewers"), listSome(reviewers, 5),
 		len(epics), text.Plural(len(epics), "epic", "epics"), listSome(epics, 5),
 		strings.Join(ev.Agents, ", "), ev.ClusterID, ev.Class, ev.Confidence)
+	if producers := distinct(ev.Producers); len(producers) > 0 {
+		fmt.Fprintf(&b, " Recorded by %d %s: %s.", len(producers), text.Plural(len(producers), "producer", "producers"), listSome(producers, 5))
+	}
 	var quotes []string
 	for _, c := range ev.Comments {
 		t := strings.Join(strings.Fields(c.Text), " ")

@@ -19,13 +19,16 @@ type Evidence struct {
 	Confidence  float64
 	Agents      []string // distinct, sorted
 	FeedbackIDs []string
-	Reviewers   []string  // distinct
-	Epics       []string  // distinct
-	Tags        []string  // union of member tags, lower-case
-	Comments    []Comment // most central first
-	Size        int
-	FirstSeen   time.Time
-	LastSeen    time.Time
+	Reviewers   []string // distinct
+	Epics       []string // distinct
+	// Producers are who handed the decisions to precept: API token
+	// names and streams (precept.Feedback.Producer), distinct.
+	Producers []string
+	Tags      []string  // union of member tags, lower-case
+	Comments  []Comment // most central first
+	Size      int
+	FirstSeen time.Time
+	LastSeen  time.Time
 }
 
 // Comment is one reviewer comment of a cluster.

@@ -168,6 +168,7 @@ func (pol policy) normalizeEvidence(ev Evidence) (Evidence, bool) {
 	ev.FeedbackIDs = distinct(ev.FeedbackIDs)
 	ev.Reviewers = distinct(ev.Reviewers)
 	ev.Epics = distinct(ev.Epics)
+	ev.Producers = distinct(ev.Producers)
 	ev.Tags = normalizeTags(ev.Tags)
 	if ev.Size < len(ev.FeedbackIDs) {
 		ev.Size = len(ev.FeedbackIDs)
@@ -432,7 +433,7 @@ func (pol policy) drafted(ev Evidence, plan draftPlan, d draft, now time.Time) P
 		FeedbackIDs: ev.FeedbackIDs, Confidence: ev.Confidence, Agents: ev.Agents, Type: d.Type,
 		InsertionPoint: DefaultInsertionPoint, EvidenceSummary: evidenceSummary(ev), CreatedAt: now, UpdatedAt: now,
 		ProposedBy: SystemProposer, ClusterID: ev.ClusterID, Generation: plan.generation, Class: ev.Class, Priority: ev.priority(),
-		Support: ev.support(), Reviewers: ev.Reviewers, Epics: ev.Epics, Tags: ev.Tags, DraftedBy: d.By,
+		Support: ev.support(), Reviewers: ev.Reviewers, Epics: ev.Epics, Producers: ev.Producers, Tags: ev.Tags, DraftedBy: d.By,
 		Required: pol.opts.RequiredApprovals, RuleID: RuleIDFor(plan.id), Content: d.Content,
 	}
 }

@@ -142,6 +142,7 @@ type Proposal struct {
 	Support         int              `yaml:"support"`
 	Reviewers       []string         `yaml:"reviewers,omitempty"`
 	Epics           []string         `yaml:"epics,omitempty"`
+	Producers       []string         `yaml:"producers,omitempty"`
 	Tags            []string         `yaml:"tags,omitempty"`
 	Protected       bool             `yaml:"protected,omitempty"`
 	DraftedBy       string           `yaml:"drafted_by,omitempty"`
@@ -220,6 +221,7 @@ func (p Proposal) Clone() Proposal {
 	p.Agents = slices.Clone(p.Agents)
 	p.Reviewers = slices.Clone(p.Reviewers)
 	p.Epics = slices.Clone(p.Epics)
+	p.Producers = slices.Clone(p.Producers)
 	p.Tags = slices.Clone(p.Tags)
 	p.Approvals = slices.Clone(p.Approvals)
 	p.Supersedes = slices.Clone(p.Supersedes)

@@ -90,6 +90,7 @@ func (s *FeedbackService) RecordFeedback(ctx context.Context, req *connect.Reque
 		return nil, s.fail(ctx, proc, err)
 	}
 	f := precept.NewFeedback(d, "api:"+caller(ctx).Name, now)
+	f.Producer = f.Source
 	created, err := s.Store.Store(ctx, []precept.Feedback{f})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)

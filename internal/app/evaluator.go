@@ -77,6 +77,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		Thresholds: evaluator.Thresholds{
 			LowMinSize: t.LowMinSize, LowMinReviewers: t.LowMinReviewers,
 			HighMinSize: t.HighMinSize, HighMinReviewers: t.HighMinReviewers, HighMinEpics: t.HighMinEpics,
+			HighMinProducers: t.HighMinProducers,
 		},
 		SimilarityThreshold: cfg.SimilarityThreshold,
 		MaxSimilar:          cfg.MaxSimilar,

@@ -111,7 +111,7 @@ func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, e
 		}
 		e := rules.Evidence{
 			ClusterID: v.ID, Class: string(v.Class), Agents: v.Stats.Agents, Size: v.Stats.Size,
-			Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)),
+			Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)), Producers: v.Stats.Producers,
 			FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen, Confidence: v.Confidence,
 		}
 		for _, m := range v.Members {

@@ -39,6 +39,9 @@ type Thresholds struct {
 	HighMinSize      int `yaml:"high_min_size"`
 	HighMinReviewers int `yaml:"high_min_reviewers"`
 	HighMinEpics     int `yaml:"high_min_epics"`
+	// HighMinProducers is the least number of distinct producers (API
+	// tokens or streams) a high cluster needs; 1 means no requirement.
+	HighMinProducers int `yaml:"high_min_producers"`
 }
 
 // Index selects the vector index backend.
@@ -94,6 +97,7 @@ func defaultEvaluator() Evaluator {
 		Thresholds: Thresholds{
 			LowMinSize: t.LowMinSize, LowMinReviewers: t.LowMinReviewers,
 			HighMinSize: t.HighMinSize, HighMinReviewers: t.HighMinReviewers, HighMinEpics: t.HighMinEpics,
+			HighMinProducers: max(t.HighMinProducers, 1),
 		},
 	}
 }
@@ -150,7 +154,8 @@ func (e Evaluator) validate() error {
 	}
 	t := e.Thresholds
 	for key, v := range map[string]int{"low_min_size": t.LowMinSize, "low_min_reviewers": t.LowMinReviewers,
-		"high_min_size": t.HighMinSize, "high_min_reviewers": t.HighMinReviewers, "high_min_epics": t.HighMinEpics} {
+		"high_min_size": t.HighMinSize, "high_min_reviewers": t.HighMinReviewers, "high_min_epics": t.HighMinEpics,
+		"high_min_producers": t.HighMinProducers} {
 		if v < 1 || v > 1000 {
 			return bad("thresholds."+key, "%d is outside 1..1000", v)
 		}

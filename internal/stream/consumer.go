@@ -401,7 +401,9 @@ func (c *Consumer) process(ctx context.Context, b batch) error {
 			reason := c.overDelivered(m.ID, n)
 			dead = append(dead, deadEntry{msg: m, deliveries: n, reason: reason, logReason: reason})
 		default:
-			records = append(records, precept.NewFeedback(d, "stream:"+m.ID, now))
+			f := precept.NewFeedback(d, "stream:"+m.ID, now)
+			f.Producer = "stream:" + c.opts.Stream
+			records = append(records, f)
 			ids = append(ids, m.ID)
 		}
 	}
