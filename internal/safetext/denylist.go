@@ -67,15 +67,24 @@ func Denied(s string, extra []string) string {
 // phraseList is a denylist as matched (forms) and as named (shown).
 type phraseList struct{ forms, shown []string }
 
-// builtinForms is the built-in denylist as matched, computed once.
-var builtinForms = sync.OnceValue(func() phraseList {
-	var l phraseList
-	for _, p := range builtinDenylist {
-		l.forms = append(l.forms, phraseForm(p))
-		l.shown = append(l.shown, p)
-	}
-	return l
-})
+// builtin is the built-in denylist as matched, computed on first use. A
+// function rather than a sync.OnceValue variable, so that a program that
+// never matches (the CLI) links neither folding nor the confusables
+// table.
+var builtin struct {
+	once sync.Once
+	list phraseList
+}
+
+func builtinForms() phraseList {
+	builtin.once.Do(func() {
+		for _, p := range builtinDenylist {
+			builtin.list.forms = append(builtin.list.forms, phraseForm(p))
+			builtin.list.shown = append(builtin.list.shown, p)
+		}
+	})
+	return builtin.list
+}
 
 // denied returns the index of the first phrase s contains, or -1.
 func denied(s string, phrases []string, depth int) int {

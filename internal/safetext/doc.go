@@ -19,5 +19,6 @@
 //     visibly, so printed text cannot drive a terminal.
 //
 // The package depends on the standard library, golang.org/x/text and the
-// confusables table only: the CLI links it.
+// confusables table only. The CLI links it for Escape; a program that
+// never folds (the CLI) is linked without the confusables table.
 package safetext
