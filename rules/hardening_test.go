@@ -256,3 +256,42 @@ func TestAProposalsRationaleIsCommittedWithoutItsSecrets(t *testing.T) {
 		t.Fatal("the token is in the rules repository")
 	}
 }
+
+// TestQualityGateRefusesEveryDisguiseOfTheCorpus runs the corpus of
+// testdata/unsafe-text through the gate: each disguised text is refused
+// for what it hides, and no ordinary text is refused for a secret, a
+// denylisted phrase or a control character.
+func TestQualityGateRefusesEveryDisguiseOfTheCorpus(t *testing.T) {
+	data, err := os.ReadFile("../testdata/unsafe-text/corpus.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{"denylist": "denylisted phrase", "secret": "looks like a secret", "control": "control character"}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			Name  string   `json:"name"`
+			Text  string   `json:"text"`
+			Flags []string `json:"flags"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		reason := Quality{}.Check(e.Text)
+		clean := len(e.Flags) == 1 && e.Flags[0] == "clean"
+		for _, words := range reasons {
+			if clean && strings.Contains(reason, words) {
+				t.Errorf("%s: ordinary text refused: %s", e.Name, reason)
+			}
+		}
+		// The length is checked before what the text hides.
+		if !clean && !strings.Contains(reason, "fewer than the minimum") {
+			found := false
+			for _, f := range e.Flags {
+				found = found || strings.Contains(reason, reasons[f])
+			}
+			if !found {
+				t.Errorf("%s: %q: gate says %q, want one of %v", e.Name, e.Text, reason, e.Flags)
+			}
+		}
+	}
+}
