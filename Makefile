@@ -39,12 +39,15 @@ test-short:
 	$(GO) test -short -count=1 ./...
 
 ## fuzz: run each fuzz target briefly. Budgets are counts of executions
-## (about 10s each here), not durations: Go 1.26's fuzz coordinator can
+## (about 10s each here; the text sanitiser's executions are heavier, so
+## it gets fewer), not durations: Go 1.26's fuzz coordinator can
 ## fail a run with "context deadline exceeded" when a -fuzztime duration
 ## expires on a busy machine (go.dev/issue/75804, fixed in Go 1.27).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime 200000x ./internal/stream
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDecisionJSON$$' -fuzztime 200000x .
+	$(GO) test -run '^$$' -fuzz '^FuzzSanitiser$$' -fuzztime 20000x ./internal/safetext
+	$(GO) test -run '^$$' -fuzz '^FuzzScopePath$$' -fuzztime 200000x ./prompts
 
 ## bench: the issues' benchmark figures. The system benchmarks in
 ## internal/app measure themselves once (ingest vs raw Redis; classify and

@@ -38,8 +38,8 @@ type Source struct {
 // Reason says why a rule is not in a prompt.
 type Reason string
 
-// The reasons a rule is left out. BuildPrompt reports ReasonBudget and
-// ReasonShadow; Explain reports all of them.
+// The reasons a rule is left out. BuildPrompt reports ReasonBudget,
+// ReasonShadow and ReasonUnsafe; Explain reports all of them.
 const (
 	// ReasonBudget: the rule ranked below the max_rules best.
 	ReasonBudget Reason = "budget"
@@ -52,6 +52,10 @@ const (
 	ReasonInactive Reason = "inactive"
 	// ReasonInvalid: the rule file cannot be read as a rule.
 	ReasonInvalid Reason = "invalid"
+	// ReasonUnsafe: the rule's text fails the checks every prompt text
+	// passes (a control character, a secret, a denylisted phrase): it
+	// reached the repository past the quality gate.
+	ReasonUnsafe Reason = "unsafe"
 )
 
 // Excluded is a rule left out of a prompt.
@@ -131,6 +135,11 @@ func (ix *index) assemble(req Request, dir string, maxRules int) (*Prompt, error
 	for i, r := range ar.active[len(in):] {
 		p.Excluded = append(p.Excluded, Excluded{RuleID: r.ID, Reason: ReasonBudget, Detail: budgetDetail(len(in)+i+1, len(ar.active), maxRules)})
 	}
+	for _, r := range ar.other {
+		if r.unsafe && (r.Status == rules.Active || r.Status == rules.Shadow) {
+			p.Excluded = append(p.Excluded, Excluded{RuleID: r.ID, Reason: ReasonUnsafe, Detail: unsafeDetail(r)})
+		}
+	}
 	p.Text = render(base.text, files, in)
 	p.Version = version(p.Text)
 
@@ -203,6 +212,10 @@ func commitString(ix *index) string {
 
 func budgetDetail(rank, total, maxRules int) string {
 	return fmt.Sprintf("ranked %d of %d active rules; a prompt holds at most %d (prompts.max_rules)", rank, total, maxRules)
+}
+
+func unsafeDetail(r *rule) string {
+	return r.path + " is never served: " + r.problem
 }
 
 func shadowDetail(r *rule, inShadowPrompt bool, maxRules int) string {

@@ -44,6 +44,10 @@ type Options struct {
 	CacheSize int
 	// Logger receives refresh failures and unusable files; default none.
 	Logger *slog.Logger
+	// Denylist adds phrases to the built-in denylist rules and _rules.md
+	// files are checked against (rules.quality.denylist, as the quality
+	// gate uses it).
+	Denylist []string
 }
 
 func (o Options) withDefaults() Options {
@@ -98,7 +102,7 @@ func New(repo Repo, opts Options) (*Assembler, error) {
 		notify:  make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
-	a.loader = loader{repo: repo, cacheSize: opts.CacheSize, warn: func(path, problem string) {
+	a.loader = loader{repo: repo, cacheSize: opts.CacheSize, denylist: opts.Denylist, warn: func(path, problem string) {
 		a.log.Warn("rules repository file left out of prompts", "path", path, "problem", problem)
 	}}
 	if _, err := a.Refresh(context.Background()); err != nil {

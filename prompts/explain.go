@@ -136,6 +136,10 @@ func (e *Explanation) explainAgentRules(ix *index, agent string, maxRules int) (
 		add(r, RuleExplanation{Reason: ReasonShadow, Detail: shadowDetail(r, inShadow[r.ID], maxRules)})
 	}
 	for _, r := range ar.other {
+		if r.unsafe {
+			add(r, RuleExplanation{Reason: ReasonUnsafe, Detail: unsafeDetail(r)})
+			continue
+		}
 		if r.problem != "" {
 			add(r, RuleExplanation{Reason: ReasonInvalid, Detail: r.path + " cannot be used: " + r.problem})
 			continue
@@ -185,7 +189,7 @@ func (e *Explanation) summarize(req Request, where string, applied int) {
 		}
 	}
 	var out []string
-	for _, r := range []Reason{ReasonBudget, ReasonShadow, ReasonInactive, ReasonInvalid, ReasonOtherAgent} {
+	for _, r := range []Reason{ReasonBudget, ReasonShadow, ReasonInactive, ReasonInvalid, ReasonUnsafe, ReasonOtherAgent} {
 		if count[r] > 0 {
 			out = append(out, fmt.Sprintf("%d %s", count[r], r))
 		}

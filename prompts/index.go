@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/internal/safetext"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -51,8 +52,11 @@ type rule struct {
 	path string
 	blob gitrepo.Hash
 	// problem says why the file could not be used; Rule is then zero
-	// except for the ID taken from the file name.
+	// except for the ID taken from the file name, unless unsafe.
 	problem string
+	// unsafe says the rule was read but its text fails the checks of
+	// internal/safetext; Rule holds it with secrets redacted.
+	unsafe bool
 }
 
 // agentRules are the rule files in one agent's directory.
@@ -91,6 +95,7 @@ type parsed struct {
 	text    string
 	rule    *rules.Rule
 	problem string
+	unsafe  bool
 }
 
 // loader builds indexes, remembering parsed blobs between builds.
@@ -102,11 +107,25 @@ type loader struct {
 	blobs map[blobKey]parsed
 	// warn is told once about each file that cannot be used.
 	warn func(path, problem string)
+	// denylist adds phrases to safetext's denylist for rules and
+	// _rules.md files.
+	denylist []string
 }
 
+// fileKind says how a blob is read: the same content may be a base
+// prompt, a _rules.md file and a rule file, and each is checked
+// differently.
+type fileKind uint8
+
+const (
+	basePromptKind fileKind = iota
+	rulesMDKind
+	ruleKind
+)
+
 type blobKey struct {
-	blob   gitrepo.Hash
-	isRule bool
+	blob gitrepo.Hash
+	kind fileKind
 }
 
 // load indexes the commit; the zero hash gives an empty index.
@@ -121,8 +140,8 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 		return nil, fmt.Errorf("read rules commit %s: %w", commit, err)
 	}
 	seen := map[blobKey]parsed{}
-	read := func(p string, blob gitrepo.Hash, isRule bool) (parsed, error) {
-		key := blobKey{blob, isRule}
+	read := func(p string, blob gitrepo.Hash, kind fileKind) (parsed, error) {
+		key := blobKey{blob, kind}
 		if v, ok := seen[key]; ok {
 			return v, nil
 		}
@@ -132,7 +151,7 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 			if err != nil {
 				return parsed{}, fmt.Errorf("read %s: %w", p, err)
 			}
-			v = parseBlob(data, isRule)
+			v = parseBlob(data, kind, l.denylist)
 			if v.problem != "" && l.warn != nil {
 				l.warn(p, v.problem)
 			}
@@ -149,15 +168,16 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 		}
 		var target map[string]*document
 		var key string
+		var kind fileKind
 		switch {
 		case name == rulesFileName:
-			target, key = ix.dirs, dir
+			target, key, kind = ix.dirs, dir, rulesMDKind
 		case dir == "" && strings.HasSuffix(name, ".md") && safeName(strings.TrimSuffix(name, ".md")):
-			target, key = ix.stages, strings.TrimSuffix(name, ".md")
+			target, key, kind = ix.stages, strings.TrimSuffix(name, ".md"), basePromptKind
 		default:
 			return nil
 		}
-		v, err := read(p, blob, false)
+		v, err := read(p, blob, kind)
 		if err != nil {
 			return err
 		}
@@ -174,20 +194,20 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 		if !ok || strings.Contains(file, "/") || !safeName(agent) || !strings.HasSuffix(file, ".md") {
 			return nil
 		}
-		v, err := read(p, blob, true)
+		v, err := read(p, blob, ruleKind)
 		if err != nil {
 			return err
 		}
-		r := &rule{path: p, blob: blob, problem: v.problem}
+		r := &rule{path: p, blob: blob, problem: v.problem, unsafe: v.unsafe}
 		if v.rule != nil {
 			r.Rule = *v.rule
 		}
 		id := strings.TrimSuffix(file, ".md")
 		switch {
-		case r.problem != "":
+		case r.problem != "" && !r.unsafe:
 			r.ID = id
 		case r.ID != id:
-			r.problem = fmt.Sprintf("rule_id %q does not match the file name %s", r.ID, file)
+			r.problem, r.unsafe = fmt.Sprintf("rule_id %q does not match the file name %s", r.ID, file), false
 			r.ID = id
 		}
 		ar := ix.agents[agent]
@@ -218,13 +238,26 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 	return ix, nil
 }
 
-// parseBlob reads a file as a document or, with isRule, as a rule file.
-func parseBlob(data []byte, isRule bool) parsed {
+// parseBlob reads a file as a document or a rule file. The text of a
+// _rules.md file or a rule passes internal/safetext's checks (control
+// characters, secrets, the denylist with extra phrases), as the quality
+// gate's do, so that what reached the repository past the gate (edited
+// in git, or approved before a check existed) is never served
+// (docs/decisions/0010-text-safety.md). Base prompts are the operators'
+// own instructions and are not checked.
+func parseBlob(data []byte, kind fileKind, denylist []string) parsed {
 	if len(data) > maxFileBytes {
 		return parsed{problem: fmt.Sprintf("%d bytes is more than the maximum of %d", len(data), maxFileBytes)}
 	}
-	if !isRule {
+	switch kind {
+	case basePromptKind:
 		return parsed{text: normalizeText(string(data))}
+	case rulesMDKind:
+		text := normalizeText(string(data))
+		if reason := safetext.Check(text, denylist); reason != "" {
+			return parsed{problem: "its text " + reason, unsafe: true}
+		}
+		return parsed{text: text}
 	}
 	r, err := rules.ParseRule(data)
 	if err != nil {
@@ -234,6 +267,12 @@ func parseBlob(data []byte, isRule bool) parsed {
 		return parsed{problem: fmt.Sprintf("rule_id %q is not a safe name", r.ID)}
 	}
 	r.Content = normalizeText(r.Content)
+	if reason := safetext.Check(r.Content, denylist); reason != "" {
+		// Explain shows the rule; never with a secret in it.
+		r.Content = safetext.Redact(r.Content)
+		r.EvidenceSummary = safetext.Redact(r.EvidenceSummary)
+		return parsed{rule: &r, problem: "its text " + reason, unsafe: true}
+	}
 	return parsed{rule: &r}
 }
 

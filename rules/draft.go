@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/precept-dev/precept/internal/safetext"
 	"github.com/precept-dev/precept/internal/text"
 )
 
@@ -101,7 +102,9 @@ func renderDraftPrompt(t *template.Template, ev Evidence, q Quality) (string, er
 		Class: ev.Class, Tags: ev.Tags, MinLength: q.MinLength, MaxLength: q.MaxLength,
 	}
 	for _, c := range ev.Comments {
-		comment := strings.TrimSpace(c.Text)
+		// Comments are untrusted: no secret reaches the model, and no
+		// terminal control sequence.
+		comment := strings.TrimSpace(safetext.Redact(safetext.StripControls(c.Text)))
 		if comment == "" {
 			continue
 		}
@@ -126,7 +129,8 @@ type llmAnswer struct {
 
 // parseLLMDraft validates the model's answer: one JSON object (code
 // fences and prose around it are tolerated) with a known rule type and
-// rule text within the length bounds.
+// rule text within the length bounds, without control characters, that
+// reads as an instruction.
 func parseLLMDraft(answer string, q Quality) (draft, error) {
 	start, end := strings.Index(answer, "{"), strings.LastIndex(answer, "}")
 	if start < 0 || end < start {
@@ -145,6 +149,12 @@ func parseLLMDraft(answer string, q Quality) (draft, error) {
 	content := strings.TrimSpace(a.RuleContent)
 	if n := utf8.RuneCountInString(content); n < q.MinLength || n > q.MaxLength {
 		return draft{}, fmt.Errorf("rule_content has %d characters, want %d..%d", n, q.MinLength, q.MaxLength)
+	}
+	if r, _, bad := safetext.Control(content); bad {
+		return draft{}, fmt.Errorf("rule_content holds the control character %s", safetext.Describe(r))
+	}
+	if !readsAsInstruction(content) {
+		return draft{}, errors.New("rule_content does not read as an instruction")
 	}
 	return draft{Type: t, Content: content}, nil
 }
@@ -168,7 +178,7 @@ const (
 func extractiveDraft(ev Evidence) draft {
 	var texts []string
 	for _, c := range ev.Comments {
-		if t := strings.Join(strings.Fields(text.ClipRunes(c.Text, maxCommentRunes)), " "); t != "" {
+		if t := text.OneLine(safetext.StripControls(text.ClipRunes(c.Text, maxCommentRunes))); t != "" {
 			texts = append(texts, t)
 		}
 	}
@@ -244,7 +254,10 @@ func instructionWithReason(comment string) (string, Type, string, bool) {
 			cands = append(cands, c)
 		}
 	}
-	for _, try := range []func(string) (string, Type, bool){explicitInstruction, inferredInstruction} {
+	// A prescription the reviewer wrote ("never …", "X should …") wins
+	// over a sentence that merely starts with a verb, which wins over one
+	// inferred from a problem: the problem sentence is never the rule.
+	for _, try := range []func(string) (string, Type, bool){prescribedInstruction, imperativeInstruction, inferredInstruction} {
 		for i, c := range cands {
 			if out, typ, ok := try(c); ok {
 				reason := ""
@@ -258,9 +271,9 @@ func instructionWithReason(comment string) (string, Type, string, bool) {
 	return "", "", "", false
 }
 
-// explicitInstruction accepts a sentence that already prescribes:
-// "always …", "don't …", "add …", "X should …".
-func explicitInstruction(s string) (string, Type, bool) {
+// prescribedInstruction accepts a sentence that prescribes in so many
+// words: "always …", "never …", "don't …", "do not …", "X should …".
+func prescribedInstruction(s string) (string, Type, bool) {
 	first := strings.ToLower(strings.Trim(strings.Fields(s)[0], ",:"))
 	lower := strings.ToLower(s)
 	switch {
@@ -269,7 +282,7 @@ func explicitInstruction(s string) (string, Type, bool) {
 	case strings.HasPrefix(lower, "no need"):
 		return "", "", false
 	}
-	if t, ok := directiveVerbs[first]; ok {
+	if t := directiveVerbs[first]; t == Constraint {
 		return upperFirst(s) + ".", t, true
 	}
 	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
@@ -277,6 +290,17 @@ func explicitInstruction(s string) (string, Type, bool) {
 		if strings.EqualFold(m[2], "must") {
 			t = Constraint
 		}
+		return upperFirst(s) + ".", t, true
+	}
+	return "", "", false
+}
+
+// imperativeInstruction accepts a sentence starting with an imperative
+// verb ("add …", "wrap …"), unless the verb is a noun followed by a
+// statement ("log lines include …", "release push fails …").
+func imperativeInstruction(s string) (string, Type, bool) {
+	first := strings.ToLower(strings.Trim(strings.Fields(s)[0], ",:"))
+	if t, ok := directiveVerbs[first]; ok && prescribes(s) {
 		return upperFirst(s) + ".", t, true
 	}
 	return "", "", false
@@ -429,7 +453,9 @@ func evidenceSummary(ev Evidence) string {
 	}
 	var quotes []string
 	for _, c := range ev.Comments {
-		t := strings.Join(strings.Fields(c.Text), " ")
+		// The summary is committed and posted: secrets are redacted before
+		// the quote is clipped, so a clipped secret cannot slip through.
+		t := text.OneLine(safetext.Redact(safetext.StripControls(c.Text)))
 		if t == "" {
 			continue
 		}

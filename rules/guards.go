@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/precept-dev/precept/internal/safetext"
 	"github.com/precept-dev/precept/internal/text"
 
 	"github.com/precept-dev/precept"
@@ -182,6 +183,10 @@ func (pol policy) normalizeEvidence(ev Evidence) (Evidence, bool) {
 // PR, Blocked or Deferred when a guard held it, and Merged with the
 // duplicate it should add its evidence to.
 func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p *Proposal, now time.Time) (ProposalStatus, *ConflictReport, error) {
+	// Whatever the outcome, it is committed: a draft held for a secret
+	// (or held before the quality gate saw it) never carries the secret
+	// into the repository. The guard's reason names its kind only.
+	defer func() { p.Content = safetext.Redact(p.Content) }()
 	result := func(guard string, passed bool, reason string) {
 		p.Guards = append(p.Guards, GuardResult{Guard: guard, Passed: passed, Reason: reason})
 	}
@@ -444,7 +449,7 @@ func (pol policy) drafted(ev Evidence, plan draftPlan, d draft, now time.Time) P
 // refusal is an error rather than a held draft: a duplicate of an
 // existing rule or proposal, or an agent at its rule cap.
 func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, proposer, id string, now time.Time) (Proposal, error) {
-	summary := strings.TrimSpace(mp.Rationale)
+	summary := safetext.Redact(strings.TrimSpace(mp.Rationale))
 	if summary == "" {
 		summary = "Proposed by " + proposer + " without a rationale."
 	}

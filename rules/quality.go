@@ -2,10 +2,12 @@ package rules
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/precept-dev/precept/internal/safetext"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Quality is the pre-commit quality gate (docs/thresholds.md, "Quality gate"). The zero value
@@ -45,128 +47,39 @@ func (q Quality) withDefaults() Quality {
 
 // Check applies the gate to rule text. It returns "" when the text passes,
 // otherwise the reason it is blocked. A reason never repeats a secret.
-func (q Quality) Check(text string) string {
+//
+// The text is refused outright when it holds a control character; the
+// secret and denylist checks read it through internal/safetext's folding,
+// so invisible characters, look-alike letters, markup and base64 hide
+// nothing from them (docs/decisions/0010-text-safety.md). Last, the text
+// must read as an instruction: a rule that only states a problem would
+// teach an agent the problem.
+func (q Quality) Check(content string) string {
 	q = q.withDefaults()
-	n := utf8.RuneCountInString(strings.TrimSpace(text))
+	if r, _, bad := safetext.Control(content); bad {
+		return "the rule text " + safetext.ControlReason(r)
+	}
+	n := utf8.RuneCountInString(strings.TrimSpace(content))
 	switch {
 	case n < q.MinLength:
 		return fmt.Sprintf("the rule text has %d characters, fewer than the minimum of %d", n, q.MinLength)
 	case n > q.MaxLength:
 		return fmt.Sprintf("the rule text has %d characters, more than the maximum of %d", n, q.MaxLength)
 	}
-	if kind := secretKind(text); kind != "" {
-		return "the rule text contains what looks like a secret (" + kind + "); it must never enter a prompt"
+	if kind := safetext.Secret(content); kind != "" {
+		return "the rule text " + safetext.SecretReason(kind)
 	}
-	if phrase := deniedPhrase(text, q.Denylist); phrase != "" {
-		return fmt.Sprintf("the rule text contains the denylisted phrase %q", phrase)
+	if phrase := safetext.Denied(content, q.Denylist); phrase != "" {
+		return "the rule text " + safetext.DeniedReason(phrase)
 	}
-	if d := SignalDensity(text); d < q.MinSignalDensity {
+	if d := SignalDensity(content); d < q.MinSignalDensity {
 		return fmt.Sprintf("signal density %.2f is below %.2f: too few words carry meaning", d, q.MinSignalDensity)
 	}
-	return ""
-}
-
-// builtinDenylist are phrases that must never enter a prompt: the common
-// prompt-injection and role-hijacking strings.
-var builtinDenylist = []string{
-	"ignore previous instructions", "ignore all previous", "ignore the previous", "ignore prior instructions",
-	"ignore the above", "ignore all instructions", "ignore your instructions", "disregard previous",
-	"disregard all previous", "disregard the above", "disregard prior", "disregard your instructions",
-	"forget your instructions", "forget all previous", "forget everything above", "override your instructions",
-	"new instructions follow", "you are now", "from now on you are", "pretend to be", "act as if you have no",
-	"reveal your system prompt", "print your system prompt", "show your system prompt",
-	"developer mode", "jailbreak", "do anything now", "dan mode", "without any restrictions",
-	"bypass your safety", "bypass the safety", "disable safety", "<|im_start|>", "<|im_end|>", "<|endoftext|>",
-	"[inst]", "[/inst]", "<<sys>>", "### system", "begin system prompt",
-}
-
-// normalizePhrase lower-cases and reduces every run of spaces and
-// punctuation (except the characters of special tokens) to one space.
-func normalizePhrase(s string) string {
-	var b strings.Builder
-	space := true
-	for _, r := range strings.ToLower(s) {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("<>|[]/#", r) {
-			b.WriteRune(r)
-			space = false
-			continue
-		}
-		if r == '\'' || r == '’' {
-			continue
-		}
-		if !space {
-			b.WriteByte(' ')
-			space = true
-		}
-	}
-	return " " + strings.TrimSpace(b.String()) + " "
-}
-
-// deniedPhrase returns the first denylisted phrase text contains.
-func deniedPhrase(text string, extra []string) string {
-	norm := normalizePhrase(text)
-	for _, list := range [][]string{builtinDenylist, extra} {
-		for _, phrase := range list {
-			p := normalizePhrase(phrase)
-			if strings.TrimSpace(p) != "" && strings.Contains(norm, p) {
-				return strings.TrimSpace(phrase)
-			}
-		}
+	if !readsAsInstruction(content) {
+		return fmt.Sprintf("the rule text does not read as an instruction: %q states a problem without saying what to do; "+
+			"write what the agent should do (\"Never …\", \"Always …\", \"Use …\", \"X must …\")", text.ClipWords(firstSentence(content), 80))
 	}
 	return ""
-}
-
-// secretPatterns recognise credentials by shape.
-var secretPatterns = []struct {
-	kind string
-	re   *regexp.Regexp
-}{
-	{"private key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`)},
-	{"AWS access key id", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"GitHub token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})`)},
-	{"Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-	{"API secret key", regexp.MustCompile(`\b(?:sk|rk|pk)[-_](?:live[-_]|test[-_]|proj[-_])?[A-Za-z0-9_-]{20,}`)},
-	{"Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
-	{"JSON web token", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.`)},
-	{"credential assignment", regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[:=]\s*["']?[^\s"']{6,}`)},
-	{"URL with credentials", regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)},
-}
-
-// longToken finds long unbroken runs of token characters.
-var longToken = regexp.MustCompile(`[A-Za-z0-9+/=_-]{32,}`)
-
-// secretKind names the kind of secret text seems to contain, or "".
-func secretKind(text string) string {
-	for _, p := range secretPatterns {
-		if p.re.MatchString(text) {
-			return p.kind
-		}
-	}
-	for _, tok := range longToken.FindAllString(text, -1) {
-		if looksRandom(tok) {
-			return "high-entropy token"
-		}
-	}
-	return ""
-}
-
-// looksRandom reports whether a long token mixes letters and digits the
-// way keys and hashes do, rather than being a long identifier.
-func looksRandom(tok string) bool {
-	var letters, digits, upper, lower int
-	for _, r := range tok {
-		switch {
-		case unicode.IsDigit(r):
-			digits++
-		case unicode.IsUpper(r):
-			letters++
-			upper++
-		case unicode.IsLower(r):
-			letters++
-			lower++
-		}
-	}
-	return digits >= 4 && letters >= 4 && (upper > 0 && lower > 0 || digits*4 >= len(tok))
 }
 
 // stopWords carry no meaning of their own in a rule.
@@ -229,4 +142,130 @@ func SignalDensity(text string) float64 {
 		seen[w] = true
 	}
 	return float64(signal) / float64(len(ws))
+}
+
+// Whether rule text reads as an instruction (docs/thresholds.md,
+// "Quality gate"). The judgement is made on English only; text in other
+// languages is not judged.
+
+// englishFunctionWords are frequent English words that other languages
+// rarely spell the same way.
+var englishFunctionWords = toSet(`the to of and is are be it this that these those there from with for by not do does
+should must every each any when if than then into before after instead was were has have been its their your
+which what they them you we our but or can will don't doesn't isn't aren't`)
+
+// looksEnglish reports whether text has at least two English function
+// words, making up at least a tenth of its words.
+func looksEnglish(text string) bool {
+	ws := words(text)
+	found := map[string]bool{}
+	n := 0
+	for _, w := range ws {
+		if englishFunctionWords[w] {
+			found[w] = true
+			n++
+		}
+	}
+	return len(found) >= 2 && n*10 >= len(ws)
+}
+
+// readsAsInstruction reports whether one sentence of text prescribes
+// something (prescribes); English text whose every sentence only states
+// a problem does not.
+func readsAsInstruction(text string) bool {
+	if !looksEnglish(text) {
+		return true
+	}
+	for _, s := range sentences(text) {
+		if prescribes(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Words that decide how a sentence reads.
+var (
+	// prescriptiveStarts open an instruction.
+	prescriptiveStarts = toSet(`always never don't dont avoid ensure prefer only no please`)
+	// modals make a sentence prescriptive wherever they stand ("errors
+	// should carry context").
+	modals = toSet(`should must shall ought`)
+	// conditionals open a clause before the instruction ("when …, use …").
+	conditionals = toSet(`when whenever if unless before after once for in on during while where`)
+	// subjects open a statement about something, not an instruction.
+	subjects = toSet(`the a an this that these those there it its we they i he she you our my their his her
+some many most`)
+	// ambiguousVerbs are imperative verbs that are also nouns: "log lines
+	// include …" is a statement, "log the request id" an instruction.
+	ambiguousVerbs = toSet(`log test name list link document state reference release guard mock return check update
+drop break limit cover run split move close pin escape use cite stop handle report query commit record
+store cache sort load copy print call type format process lock block build change`)
+	// finiteVerbs are verb forms that make a statement of a sentence when
+	// they follow its first words ("tests are flaky", "the build fails").
+	finiteVerbs = toSet(`is are was were has have had does did doesn't don't didn't isn't aren't wasn't weren't hasn't
+haven't can't cannot won't will can could would may might include includes included contain contains lack lacks
+leak leaks leaked fail fails failed miss misses missed break breaks broke get gets got go goes went show shows
+print prints printed log logs logged return returns returned use uses used call calls called ignore ignores
+ignored swallow swallows hang hangs hung take takes took make makes made keep keeps kept run runs ran need needs
+cause causes caused create creates created write writes wrote read reads send sends sent open opens opened
+expose exposes exposed repeat repeats duplicate duplicates throw throws threw panic panics crash crashes crashed
+seem seems look looks work works happen happens exist exists end ends ended lose loses lost become becomes`)
+	// clauseBreaks end the subject of a sentence: a finite verb after
+	// them belongs to a subordinate clause ("return errors that are …").
+	clauseBreaks = toSet(`that which who whom whose what how why when where if because so than as while since until unless`)
+	// verbLinks before a verb make it an infinitive or a second
+	// imperative rather than the verb of a statement.
+	verbLinks = toSet(`to and or then`)
+)
+
+// prescribes reports whether an English sentence says what to do: it
+// starts with "never", "always", "don't", "avoid" and the like or with an
+// imperative verb, or it has a modal verb ("X should Y"). A sentence
+// starting with a subject ("the …", "this …") or whose first words are
+// followed by a finite verb ("log lines include …", "errors from the
+// loop are …") states something instead.
+func prescribes(sentence string) bool {
+	ws := words(sentence)
+	if len(ws) == 0 {
+		return false
+	}
+	for _, w := range ws {
+		if modals[w] {
+			return true
+		}
+	}
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(sentence)), "make sure") || len(ws) > 1 && ws[0] == "do" && ws[1] == "not" {
+		return true
+	}
+	if conditionals[ws[0]] {
+		// "When X, do Y": judge the clause after the first comma.
+		if _, rest, ok := strings.Cut(sentence, ","); ok {
+			return prescribes(rest)
+		}
+		return false
+	}
+	first := ws[0]
+	switch {
+	case prescriptiveStarts[first]:
+		return true
+	case subjects[first]:
+		return false
+	case directiveVerbs[first] != "" && !ambiguousVerbs[first]:
+		return true
+	}
+	// An ambiguous or unknown first word: a statement when a finite verb
+	// follows within the first words of its clause.
+	for i := 1; i < min(len(ws), 7); i++ {
+		w := ws[i]
+		if clauseBreaks[w] {
+			break
+		}
+		// "to call", "and call": an infinitive or a second imperative;
+		// "the returned", "its logs": a word a determiner governs.
+		if finiteVerbs[w] && !verbLinks[ws[i-1]] && !subjects[ws[i-1]] {
+			return false
+		}
+	}
+	return true
 }

@@ -81,7 +81,7 @@ func printRubric(w io.Writer, r *preceptv1.RubricResult) {
 		}
 		fmt.Fprintf(w, "%s %s", mark, strings.ReplaceAll(a.GetName(), "_", " "))
 		if a.GetEvidence() != "" {
-			fmt.Fprintf(w, ": %s", a.GetEvidence())
+			fmt.Fprintf(w, ": %s", line(a.GetEvidence()))
 		}
 		fmt.Fprintln(w)
 	}
@@ -194,7 +194,7 @@ func (c *cli) clustersCmd() *cobra.Command {
 				)
 				fmt.Fprintln(w, "\nmost central comments:")
 				for _, r := range cl.GetRepresentatives() {
-					fmt.Fprintf(w, "  %.2f  %s (%s): %s\n", r.GetCentrality(), r.GetDecisionId(), r.GetReviewerId(), clip(r.GetText(), 100))
+					fmt.Fprintf(w, "  %.2f  %s (%s): %s\n", r.GetCentrality(), line(r.GetDecisionId()), line(r.GetReviewerId()), line(clip(r.GetText(), 100)))
 				}
 			})
 		},

@@ -192,7 +192,7 @@ func printFeedback(w io.Writer, f *preceptv1.Feedback) {
 		fmt.Fprintln(w)
 		printEvaluation(w, ev)
 	} else if f.GetEvaluationError() != "" {
-		fmt.Fprintf(w, "\nevaluation pending: %s\n", f.GetEvaluationError())
+		fmt.Fprintf(w, "\nevaluation pending: %s\n", line(f.GetEvaluationError()))
 	}
 }
 

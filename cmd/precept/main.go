@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/safetext"
 )
 
 func main() {
@@ -27,8 +28,14 @@ func main() {
 }
 
 // Main runs the CLI and returns its exit status; tests call it directly.
+//
+// Everything a command prints goes through an escaping writer
+// (escapeWriter): a field holding ESC, CR, BS or BEL is shown escaped
+// rather than obeyed by the terminal.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: stdin, stdout: stdout}
+	out := &escapeWriter{w: stdout}
+	defer out.Flush()
+	c := &cli{stdin: stdin, stdout: out}
 	root := c.root()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -38,7 +45,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, new(usageError)):
-		fmt.Fprintln(stderr, "precept:", err)
+		fmt.Fprintln(stderr, "precept:", safetext.EscapeLine(err.Error()))
 		return 2
 	default:
 		fmt.Fprintln(stderr, "precept:", oneLine(err))
@@ -53,7 +60,8 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// oneLine renders an error as one line: Connect errors as "code: message".
+// oneLine renders an error as one line: Connect errors as "code: message",
+// control characters (which a server error may quote) escaped.
 func oneLine(err error) string {
 	var ce *connect.Error
 	if errors.As(err, &ce) {
@@ -61,9 +69,9 @@ func oneLine(err error) string {
 		if ce.Code() == connect.CodeUnavailable && msg == "" {
 			msg = "server unavailable"
 		}
-		return strings.ReplaceAll(ce.Code().String()+": "+msg, "\n", " ")
+		return safetext.EscapeLine(strings.ReplaceAll(ce.Code().String()+": "+msg, "\n", " "))
 	}
-	return strings.ReplaceAll(err.Error(), "\n", " ")
+	return safetext.EscapeLine(strings.ReplaceAll(err.Error(), "\n", " "))
 }
 
 type cli struct {

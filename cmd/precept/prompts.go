@@ -10,7 +10,6 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
@@ -205,7 +204,7 @@ func (c *cli) promptWatchCmd() *cobra.Command {
 
 func (c *cli) printWatchLine(m *preceptv1.WatchPromptResponse) error {
 	if c.output == "json" {
-		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+		b, err := marshalJSON(m, false)
 		if err != nil {
 			return err
 		}

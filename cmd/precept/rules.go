@@ -187,7 +187,7 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 		for _, a := range p.GetApprovals() {
 			note := ""
 			if a.GetNote() != "" {
-				note = ": " + a.GetNote()
+				note = ": " + line(a.GetNote())
 			}
 			fmt.Fprintf(w, "  %s via %s at %s%s\n", a.GetApprover(), a.GetVia(), ts(a.GetAt()), note)
 		}
@@ -199,7 +199,7 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 			if !g.GetPassed() {
 				mark = "HOLD"
 			}
-			fmt.Fprintf(w, "  %-4s %s%s\n", mark, g.GetGuard(), prefixed(": ", g.GetReason()))
+			fmt.Fprintf(w, "  %-4s %s%s\n", mark, g.GetGuard(), prefixed(": ", line(g.GetReason())))
 		}
 	}
 	printConflicts(w, p.GetConflicts())
@@ -217,7 +217,7 @@ func printConflicts(w io.Writer, conflicts []*preceptv1.ConflictReport) {
 	}
 	fmt.Fprintln(w, "\nConflicts")
 	for _, c := range conflicts {
-		fmt.Fprintf(w, "  %s %s (%.2f): %s\n    %s\n", c.GetKind(), c.GetOtherId(), c.GetSimilarity(), c.GetExplanation(), clip(c.GetOtherContent(), 100))
+		fmt.Fprintf(w, "  %s %s (%.2f): %s\n    %s\n", c.GetKind(), c.GetOtherId(), c.GetSimilarity(), line(c.GetExplanation()), line(clip(c.GetOtherContent(), 100)))
 	}
 }
 
@@ -426,14 +426,14 @@ func printHistory(w io.Writer, hist []*preceptv1.RuleCommit) {
 	fmt.Fprintln(w, "\nHistory")
 	for _, h := range hist {
 		subject, _, _ := strings.Cut(h.GetMessage(), "\n")
-		fmt.Fprintf(w, "  %s  %s  %s\n", short(h.GetSha()), ts(h.GetAt()), subject)
+		fmt.Fprintf(w, "  %s  %s  %s\n", short(h.GetSha()), ts(h.GetAt()), line(subject))
 		keys := make([]string, 0, len(h.GetTrailers()))
 		for k := range h.GetTrailers() {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "      %s: %s\n", k, clip(h.GetTrailers()[k], 100))
+			fmt.Fprintf(w, "      %s: %s\n", line(k), line(clip(h.GetTrailers()[k], 100)))
 		}
 	}
 }

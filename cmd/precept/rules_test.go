@@ -108,7 +108,7 @@ func TestProposalAndRuleCommandsRunTheLifecycle(t *testing.T) {
 			RollbackReason string `json:"rollback_reason"`
 		} `json:"rule"`
 	}
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.Rule.Status != "RULE_STATUS_ROLLED_BACK" || got.Rule.RollbackReason != "Blocks the audit logger." {
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.Rule.Status != "ROLLED_BACK" || got.Rule.RollbackReason != "Blocks the audit logger." {
 		t.Fatalf("rules show -o json: %+v", r)
 	}
 }

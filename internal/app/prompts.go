@@ -20,6 +20,7 @@ func (a *App) openPrompts() error {
 		PollInterval: c.WatchPoll,
 		CacheSize:    c.CacheSize,
 		Logger:       a.Log.With("component", "prompts"),
+		Denylist:     a.Config.Rules.Quality.Denylist,
 	})
 	if err != nil {
 		return err
