@@ -48,6 +48,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDecisionJSON$$' -fuzztime 200000x .
 	$(GO) test -run '^$$' -fuzz '^FuzzSanitiser$$' -fuzztime 20000x ./internal/safetext
 	$(GO) test -run '^$$' -fuzz '^FuzzScopePath$$' -fuzztime 200000x ./prompts
+	$(GO) test -run '^$$' -fuzz '^FuzzDraftingAndGuardsNeverPanic$$' -fuzztime 20000x ./rules
 
 ## bench: the issues' benchmark figures. The system benchmarks in
 ## internal/app measure themselves once (ingest vs raw Redis; classify and

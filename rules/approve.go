@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/precept-dev/precept/internal/safetext"
 	"github.com/precept-dev/precept/internal/text"
 
 	"github.com/precept-dev/precept"
@@ -20,6 +21,8 @@ import (
 // merged into main as its rule.
 func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (Proposal, error) {
 	id := req.ProposalID
+	// A pasted token is committed by its kind only (docs/lifecycle.md).
+	req.Note = safetext.Redact(req.Note)
 	if err := m.policy.checkDecision(id, req.By, req.Note, req.Via); err != nil {
 		return Proposal{}, err
 	}
@@ -90,7 +93,7 @@ func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (Proposal, er
 // no-op.
 func (m *Manager) Reject(ctx context.Context, req RejectRequest) (Proposal, error) {
 	id := req.ProposalID
-	req.Reason = strings.TrimSpace(req.Reason)
+	req.Reason = safetext.Redact(strings.TrimSpace(req.Reason))
 	if req.Reason == "" {
 		return Proposal{}, precept.Errorf(precept.Invalid, "reason: a rejection needs a reason")
 	}

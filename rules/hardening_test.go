@@ -295,3 +295,34 @@ func TestQualityGateRefusesEveryDisguiseOfTheCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestNotesAndReasonsAreCommittedWithoutTheirSecrets: a person may paste a
+// token into an approval note or a rejection or rollback reason; what is
+// committed names its kind only.
+func TestNotesAndReasonsAreCommittedWithoutTheirSecrets(t *testing.T) {
+	const token = "ghp_9876543210abcdefABCDEF9876543210abcd"
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	good := f.proposeOne(cluster("c-ok", "coding-agent", "Return errors to the caller, wrapped with context.", "errors are swallowed", "the error is dropped"))
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: good.ID, By: "alice", Via: ViaAPI, Note: "checked with " + token}); err != nil {
+		t.Fatal(err)
+	}
+	approved, err := f.m.Approve(ctx, ApproveRequest{ProposalID: good.ID, By: "bob", Via: ViaAPI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Rollback(ctx, RollbackRequest{RuleID: approved.RuleID, By: "carol", Reason: "broke CI, see " + token}); err != nil {
+		t.Fatal(err)
+	}
+	other := f.proposeOne(cluster("c-other", "coding-agent", "Name tests after the behaviour they check.", "test names say nothing", "TestFoo1 is meaningless"))
+	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: other.ID, By: "bob", Via: ViaAPI, Reason: "not now " + token}); err != nil {
+		t.Fatal(err)
+	}
+	log := f.git("log", "-p", "--all")
+	if strings.Contains(log, token) {
+		t.Fatal("git log -p --all shows the token from a note or reason")
+	}
+	if !strings.Contains(log, "[redacted: GitHub token]") {
+		t.Fatalf("no redaction marker in the history:\n%s", log)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/precept-dev/precept/internal/safetext"
 	"github.com/precept-dev/precept/internal/text"
 
 	"github.com/precept-dev/precept"
@@ -22,7 +23,7 @@ import (
 // count as part of the approval. It returns the rule as it was, with
 // status ROLLED_BACK, and the rollback commit.
 func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, error) {
-	ruleID, by, reason := req.RuleID, req.By, strings.TrimSpace(req.Reason)
+	ruleID, by, reason := req.RuleID, req.By, safetext.Redact(strings.TrimSpace(req.Reason))
 	switch {
 	case !ValidRuleID(ruleID):
 		return Rollback{}, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(ruleID, 64))
