@@ -234,11 +234,11 @@ func (a *App) buildServer() error {
 	a.mux = http.NewServeMux()
 	limits := connect.WithReadMaxBytes(maxRequestBytes)
 
-	a.mux.Handle(preceptv1connect.NewPingServiceHandler(api.PingService{}, a.interceptors, limits))
-	a.mux.Handle(healthv1connect.NewHealthHandler(&api.HealthService{Ready: a.Ready}, limits))
+	a.mux.Handle(preceptv1connect.NewPingServiceHandler(api.PingService{}, a.ConnectOptions()...))
+	a.mux.Handle(healthv1connect.NewHealthHandler(&api.HealthService{Ready: a.Ready}, append(api.Codecs(), limits)...))
 	reflector := grpcreflect.NewStaticReflector(api.ServiceNames...)
-	a.mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	a.mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	a.mux.Handle(grpcreflect.NewHandlerV1(reflector, append(api.Codecs(), limits)...))
+	a.mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, append(api.Codecs(), limits)...))
 	a.mux.Handle("/metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{Registry: a.Registry}))
 	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -289,9 +289,9 @@ func (a *App) serveFeedback() {
 func (a *App) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
 // ConnectOptions returns the options every Connect handler is built with:
-// metrics and authentication.
+// metrics, authentication, the body limit and the strict JSON codec.
 func (a *App) ConnectOptions() []connect.HandlerOption {
-	return []connect.HandlerOption{a.interceptors, connect.WithReadMaxBytes(maxRequestBytes)}
+	return append(api.Codecs(), a.interceptors, connect.WithReadMaxBytes(maxRequestBytes))
 }
 
 // Addr returns the address the API listens on.
