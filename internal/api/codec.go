@@ -57,13 +57,20 @@ func (c strictJSON) Unmarshal(data []byte, message any) error {
 	if len(data) == 0 {
 		return errors.New("an empty body is not a JSON object")
 	}
+	// protojson without DiscardUnknown already refuses unknown fields,
+	// duplicates and repeated map keys, and is an order of magnitude
+	// faster than the walk: what it accepts, the walk would too.
+	if protojson.Unmarshal(data, m) == nil {
+		return nil
+	}
+	proto.Reset(m)
 	canonical, err := canonicalJSON(data, m.ProtoReflect().Descriptor())
 	if err != nil {
 		return err
 	}
 	// Every key is known by now; protojson still refuses what is left
 	// (wrong types, oneofs set twice).
-	return protojson.UnmarshalOptions{}.Unmarshal(canonical, m)
+	return protojson.Unmarshal(canonical, m)
 }
 
 // canonicalJSON checks a message's JSON against its descriptor and

@@ -104,3 +104,49 @@ func TestStrictJSONWritesWhatTheDefaultCodecWrites(t *testing.T) {
 		t.Fatalf("Marshal = %s, want %s", got, want)
 	}
 }
+
+// FuzzStrictJSON: no input panics the codec, and what it accepts reads
+// back the same after the default codec writes it.
+func FuzzStrictJSON(f *testing.F) {
+	f.Add([]byte(`{"decision":{"decision_id":"d-1","decision":"rejected","timestamp":"2026-04-30T10:00:00Z","quality_scores":{"a":1}}}`))
+	f.Add([]byte(`{"decision":{"decision_id":"a","decisionId":"b"}}`))
+	f.Add([]byte(`{"decision":{"tags":["a",null],"review_duration_seconds":"12"}}`))
+	f.Add([]byte(`{"decision":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m preceptv1.RecordFeedbackRequest
+		if err := (strictJSON{}).Unmarshal(data, &m); err != nil {
+			return
+		}
+		out, err := protojson.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again preceptv1.RecordFeedbackRequest
+		if err := (strictJSON{}).Unmarshal(out, &again); err != nil {
+			t.Fatalf("re-reading %s: %v", out, err)
+		}
+		if !proto.Equal(&m, &again) {
+			t.Fatalf("%s read back as %v, want %v", out, &again, &m)
+		}
+	})
+}
+
+// BenchmarkStrictJSONLargeDecision decodes a decision with three 256 KiB
+// texts: with the verdict's full name protojson alone reads it; with its
+// plain name the body is walked and rewritten first.
+func BenchmarkStrictJSONLargeDecision(b *testing.B) {
+	big := strings.Repeat("x", 256<<10)
+	for _, verdict := range []string{"VERDICT_REJECTED", "REJECTED"} {
+		b.Run(verdict, func(b *testing.B) {
+			in := []byte(`{"decision":{"decision_id":"d-1","decision":"` + verdict + `","agent_output":"` + big +
+				`","approved_output":"` + big + `","correction_diff":"` + big + `","tags":["a","b"]}}`)
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				var m preceptv1.RecordFeedbackRequest
+				if err := (strictJSON{}).Unmarshal(in, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
