@@ -38,6 +38,10 @@ func isRPC(path string) bool {
 // other host names.
 const signedPrefix = "/slack/"
 
+// drainGrace is how long a refused HTTP/1.x request's small body may
+// take to arrive before its connection is closed anyway.
+const drainGrace = 250 * time.Millisecond
+
 // growStep is how much more of the in-flight bound a body of unknown
 // length (HTTP/2, chunked) takes each time it needs more.
 const growStep = 32 << 10
@@ -170,10 +174,11 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, code connect.Code
 	g.refused.WithLabelValues(reason).Inc()
 	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
-		// Without this net/http would read up to 256 KiB of a small
-		// body after the answer, waiting on a client that may never
-		// send it.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		// net/http reads up to 256 KiB of a small body after the answer
+		// (a larger one it leaves unread); what has arrived is read at
+		// once, so the connection closes cleanly, and a client that
+		// stalls is not waited for beyond drainGrace.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(drainGrace))
 	}
 	switch code {
 	case connect.CodeUnauthenticated:

@@ -226,6 +226,23 @@ func TestUnauthenticatedUploadsAreRefusedBeforeTheirBody(t *testing.T) {
 	}
 }
 
+// TestARefusedSmallBodyIsNotWaitedFor: net/http reads what is left of a
+// small body after the answer; a client that stalls there is not waited
+// for, and one that sent its whole body gets a clean 401.
+func TestARefusedSmallBodyIsNotWaitedFor(t *testing.T) {
+	r := start(t, guarded("{body_timeout: 20s}"))
+	for sent, what := range map[int]string{10: "a stalled small body", 100 << 10: "a whole small body"} {
+		began := time.Now()
+		u := startUpload(t, r.app.Addr(), "", 100<<10, sent)
+		if !u.closed(10*time.Second) || !strings.HasPrefix(u.status, "401") {
+			t.Fatalf("%s: answered %q, closed: false", what, u.status)
+		}
+		if took := time.Since(began); took > 3*time.Second {
+			t.Errorf("%s: closed after %s", what, took)
+		}
+	}
+}
+
 // TestHalfSentBodiesAreCutOffAtTheBodyTimeout: an authenticated client
 // that stops sending its body is answered and disconnected once
 // server.body_timeout has passed, not kept open.
