@@ -73,7 +73,7 @@ type GuardOptions struct {
 // within InFlightWait. It then gives the body BodyTimeout to arrive.
 // Refusals take the form the caller's protocol expects (a Connect JSON
 // error, a gRPC status in trailers, or plain HTTP), and a refused
-// HTTP/1.x connection with a body pending is closed rather than drained.
+// HTTP/1.x connection with a body pending is closed after the answer.
 type Guard struct {
 	auth     *Authenticator
 	opts     GuardOptions
@@ -127,9 +127,9 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if max := g.opts.MaxBodyBytes; max > 0 && r.ContentLength > max {
+		if limit := g.opts.MaxBodyBytes; limit > 0 && r.ContentLength > limit {
 			g.refuse(w, r, connect.CodeResourceExhausted, "too_large",
-				fmt.Sprintf("the request body of %d bytes is larger than the limit of %d (server.max_body_bytes)", r.ContentLength, max))
+				fmt.Sprintf("the request body of %d bytes is larger than the limit of %d (server.max_body_bytes)", r.ContentLength, limit))
 			return
 		}
 		body := &guardedBody{src: r.Body, g: g, ctx: r.Context(), declared: r.ContentLength > 0}
@@ -168,8 +168,8 @@ func (g *Guard) busyMessage() string {
 }
 
 // refuse answers a request the guard will not serve, counting it by
-// reason. The body is never read: an HTTP/1.x connection that still has
-// one to send is closed after the answer, at once.
+// reason. The guard reads none of the body: an HTTP/1.x connection that
+// still has one to send is closed after the answer.
 func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, code connect.Code, reason, msg string) {
 	g.refused.WithLabelValues(reason).Inc()
 	if r.ProtoMajor == 1 && r.ContentLength != 0 {
