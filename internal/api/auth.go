@@ -18,7 +18,8 @@ import (
 
 // LocalIdentity is who callers are when no tokens are configured: the
 // server then listens on loopback only, and whoever can reach it runs on
-// the same machine.
+// the same machine. The Guard also refuses requests addressed to other
+// host names, which a browser tricked by DNS rebinding would send.
 var LocalIdentity = precept.Identity{Name: "local", Role: precept.RoleAdmin}
 
 // Authenticator maps bearer tokens to identities.
