@@ -1,9 +1,6 @@
 package precept
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -112,10 +109,22 @@ func (l Limits) withDefaults() Limits {
 }
 
 // ValidationError lists every problem found in a decision, each naming
-// its field, so a producer can fix them all at once.
+// its field, so a producer can fix them all at once. It keeps at most
+// MaxProblems of them and counts the rest, so an event with thousands of
+// bad fields still gets a short reason.
 type ValidationError struct {
 	Problems []Problem
+	// Omitted counts the problems found beyond MaxProblems.
+	Omitted int
 }
+
+// MaxProblems is the most problems a ValidationError lists: more than a
+// decision has fields, so only junk input reaches it.
+const MaxProblems = 24
+
+// maxFieldName bounds a field name quoted in a problem: unknown names come
+// from the input.
+const maxFieldName = 64
 
 // Problem is one invalid field and why.
 type Problem struct {
@@ -124,13 +133,16 @@ type Problem struct {
 }
 
 func (e *ValidationError) Error() string {
-	parts := make([]string, len(e.Problems))
+	parts := make([]string, len(e.Problems), len(e.Problems)+1)
 	for i, p := range e.Problems {
 		if p.Field == "" {
 			parts[i] = p.Reason
 		} else {
 			parts[i] = p.Field + ": " + p.Reason
 		}
+	}
+	if e.Omitted > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more problems", e.Omitted))
 	}
 	return "invalid decision: " + strings.Join(parts, "; ")
 }
@@ -151,9 +163,17 @@ func (e *ValidationError) As(target any) bool {
 	return false
 }
 
-func (e *ValidationError) add(field, format string, args ...any) {
-	e.Problems = append(e.Problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+// Add records a problem with field, or only counts it once MaxProblems
+// are listed.
+func (e *ValidationError) Add(field, format string, args ...any) {
+	if len(e.Problems) >= MaxProblems {
+		e.Omitted++
+		return
+	}
+	e.Problems = append(e.Problems, Problem{Field: text.Truncate(field, maxFieldName), Reason: fmt.Sprintf(format, args...)})
 }
+
+func (e *ValidationError) add(field, format string, args ...any) { e.Add(field, format, args...) }
 
 func (e *ValidationError) orNil() error {
 	if len(e.Problems) == 0 {
@@ -199,130 +219,6 @@ var eventFields = map[string]bool{
 
 // IsEventField reports whether name is a field of the decision event.
 func IsEventField(name string) bool { return eventFields[name] }
-
-// wireDecision is the JSON form of an event as producers send it: the
-// timestamp stays a string so a bad one can be reported by name.
-type wireDecision struct {
-	DecisionID            string           `json:"decision_id"`
-	GateID                string           `json:"gate_id"`
-	EpicID                string           `json:"epic_id"`
-	TaskID                string           `json:"task_id"`
-	Agent                 string           `json:"agent"`
-	Decision              string           `json:"decision"`
-	ReviewerID            string           `json:"reviewer_id"`
-	Timestamp             string           `json:"timestamp"`
-	ReviewDurationSeconds *int64           `json:"review_duration_seconds"`
-	AgentOutputSHA        string           `json:"agent_output_sha"`
-	ApprovedOutputSHA     string           `json:"approved_output_sha"`
-	CorrectionDiffPath    string           `json:"correction_diff_path"`
-	CorrectionDiff        string           `json:"correction_diff"`
-	AgentOutput           string           `json:"agent_output"`
-	ApprovedOutput        string           `json:"approved_output"`
-	ReviewerComment       string           `json:"reviewer_comment"`
-	Tags                  []string         `json:"tags"`
-	ScopePath             string           `json:"scope_path"`
-	PromptVersion         string           `json:"prompt_version"`
-	Rating                string           `json:"rating"`
-	ErrorCategories       []string         `json:"error_categories"`
-	QualityScores         map[string]int32 `json:"quality_scores"`
-}
-
-// ParseDecisionJSON decodes an event from its JSON form (the stream's
-// `data` field, or a file for the CLI). It is strict: unknown fields,
-// invalid UTF-8, trailing data and wrongly typed fields are errors. The
-// result is not yet validated; call Validate.
-func ParseDecisionJSON(data []byte) (Decision, error) {
-	if !utf8.Valid(data) {
-		return Decision{}, InvalidEvent("data", "not valid UTF-8")
-	}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return Decision{}, InvalidEvent("data", "must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	var w wireDecision
-	if err := dec.Decode(&w); err != nil {
-		return Decision{}, jsonProblem(err)
-	}
-	if dec.More() {
-		return Decision{}, InvalidEvent("data", "trailing data after the JSON object")
-	}
-	return w.decision()
-}
-
-// jsonProblem turns a json decoding error into a validation error that
-// names the field where possible.
-func jsonProblem(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return InvalidEvent(typeErr.Field, "wrong type: got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type.Kind().String()))
-	}
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
-		return InvalidEvent("data", "invalid JSON at byte %d: %s", syntaxErr.Offset, syntaxErr.Error())
-	}
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return InvalidEvent(strings.Trim(name, `"`), "unknown field")
-	}
-	return InvalidEvent("data", "invalid JSON: %s", strings.TrimPrefix(msg, "json: "))
-}
-
-func jsonTypeName(kind string) string {
-	switch kind {
-	case "int64", "int32", "int":
-		return "an integer"
-	case "slice":
-		return "an array"
-	case "map":
-		return "an object"
-	}
-	return "a " + kind
-}
-
-func (w wireDecision) decision() (Decision, error) {
-	d := Decision{
-		DecisionID:            w.DecisionID,
-		GateID:                w.GateID,
-		EpicID:                w.EpicID,
-		TaskID:                w.TaskID,
-		Agent:                 w.Agent,
-		Decision:              Verdict(w.Decision),
-		ReviewerID:            w.ReviewerID,
-		ReviewDurationSeconds: w.ReviewDurationSeconds,
-		AgentOutputSHA:        w.AgentOutputSHA,
-		ApprovedOutputSHA:     w.ApprovedOutputSHA,
-		CorrectionDiffPath:    w.CorrectionDiffPath,
-		CorrectionDiff:        w.CorrectionDiff,
-		AgentOutput:           w.AgentOutput,
-		ApprovedOutput:        w.ApprovedOutput,
-		ReviewerComment:       w.ReviewerComment,
-		Tags:                  w.Tags,
-		ScopePath:             w.ScopePath,
-		PromptVersion:         w.PromptVersion,
-		Rating:                w.Rating,
-		ErrorCategories:       w.ErrorCategories,
-		QualityScores:         w.QualityScores,
-	}
-	if w.Timestamp != "" {
-		ts, err := ParseTimestamp(w.Timestamp)
-		if err != nil {
-			return Decision{}, InvalidEvent("timestamp", "%v", err)
-		}
-		d.Timestamp = ts
-	}
-	return d, nil
-}
-
-// ParseTimestamp parses an RFC 3339 timestamp as events carry it.
-func ParseTimestamp(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("not an RFC 3339 timestamp: %q", text.Truncate(s, 64))
-	}
-	return t.UTC(), nil
-}
 
 // Normalize trims surrounding space from identifiers, lower-cases tags and
 // categories, sorts and de-duplicates them, derives agent from gate_id when

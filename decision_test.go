@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -104,6 +106,28 @@ func TestInvalidEventsNameTheFieldAtFault(t *testing.T) {
 	}
 }
 
+// TestEventJSONIsDecodedStrictly runs the table every JSON path shares
+// (testdata/strict-decoding.json): exact key names, no duplicate keys, no
+// unknown fields, and errors that say what is wrong.
+func TestEventJSONIsDecodedStrictly(t *testing.T) {
+	for _, c := range testenv.DecodingCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			d, err := ParseDecisionJSON(c.Event)
+			if err == nil {
+				err = d.Validate(Limits{}, now)
+			}
+			switch {
+			case c.Error == "" && err != nil:
+				t.Fatalf("%s: %v", c.Event, err)
+			case c.Error != "" && err == nil:
+				t.Fatalf("%s accepted, want %q", c.Event, c.Error)
+			case c.Error != "" && !strings.Contains(err.Error(), c.Error):
+				t.Fatalf("%s: error %q does not say %q", c.Event, err, c.Error)
+			}
+		})
+	}
+}
+
 func TestMalformedJSONIsRejectedWithAReason(t *testing.T) {
 	tests := map[string]string{
 		"not UTF-8":     "{\"decision_id\":\"\xff\"}",
@@ -191,6 +215,7 @@ func FuzzParseDecisionJSON(f *testing.F) {
 	f.Add([]byte(`{"quality_scores":{"a":1e99}}`))
 	f.Add([]byte(`{"tags":[1,2]}`))
 	f.Add([]byte("{\"agent\":\"\xc3\x28\"}"))
+	f.Add([]byte(`{"decision_id":"a","DECISION_ID":"b","quality_scores":{"a":1,"a":2}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseDecisionJSON(data)
 		if err != nil {

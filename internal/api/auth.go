@@ -18,7 +18,8 @@ import (
 
 // LocalIdentity is who callers are when no tokens are configured: the
 // server then listens on loopback only, and whoever can reach it runs on
-// the same machine.
+// the same machine. The Guard also refuses requests addressed to other
+// host names, which a browser tricked by DNS rebinding would send.
 var LocalIdentity = precept.Identity{Name: "local", Role: precept.RoleAdmin}
 
 // Authenticator maps bearer tokens to identities.
@@ -105,7 +106,9 @@ func RequiredRole(procedure string) precept.Role {
 
 // AuthInterceptor authenticates every call and checks its role, putting
 // the caller's identity in the context for handlers (approvals record
-// it).
+// it). In preceptd the Guard has already refused what it would refuse,
+// before the body was read; the interceptor stays for the identity and
+// for handlers served without the guard.
 type AuthInterceptor struct {
 	Auth *Authenticator
 }
@@ -115,14 +118,23 @@ var _ connect.Interceptor = (*AuthInterceptor)(nil)
 func (i *AuthInterceptor) authorize(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
 	id, err := i.Auth.Identify(h)
 	if err != nil {
-		return ctx, connect.NewError(connect.CodeUnauthenticated, errors.New(precept.ErrorMessage(err)))
+		return ctx, unauthenticated(err)
 	}
-	need := RequiredRole(procedure)
-	if !id.Allows(need) {
-		return ctx, connect.NewError(connect.CodePermissionDenied,
-			fmt.Errorf("%s has role %s; %s needs %s", id.Name, id.Role, procedure[strings.LastIndexByte(procedure, '/')+1:], need))
+	if need := RequiredRole(procedure); !id.Allows(need) {
+		return ctx, permissionDenied(id, procedure, need)
 	}
 	return precept.WithIdentity(ctx, id), nil
+}
+
+// unauthenticated is the error for a missing or unknown token.
+func unauthenticated(err error) *connect.Error {
+	return connect.NewError(connect.CodeUnauthenticated, errors.New(precept.ErrorMessage(err)))
+}
+
+// permissionDenied is the error for a caller whose role is too low.
+func permissionDenied(id precept.Identity, procedure string, need precept.Role) *connect.Error {
+	return connect.NewError(connect.CodePermissionDenied,
+		fmt.Errorf("%s has role %s; %s needs %s", id.Name, id.Role, procedure[strings.LastIndexByte(procedure, '/')+1:], need))
 }
 
 // WrapUnary implements connect.Interceptor.

@@ -77,7 +77,10 @@ func (s *EvaluatorService) Evaluate(ctx context.Context, req *connect.Request[pr
 	if req.Msg.GetDecision() == nil {
 		return nil, s.fail(ctx, proc, invalid("decision", "required"))
 	}
-	d := convert.DecisionFromProto(req.Msg.GetDecision())
+	d, err := convert.DecisionFromProto(req.Msg.GetDecision())
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
 	now := time.Now()
 	if s.Now != nil {
 		now = s.Now()

@@ -84,7 +84,10 @@ func (s *FeedbackService) RecordFeedback(ctx context.Context, req *connect.Reque
 	if req.Msg.GetDecision() == nil {
 		return nil, s.fail(ctx, proc, invalid("decision", "required"))
 	}
-	d := convert.DecisionFromProto(req.Msg.GetDecision())
+	d, err := convert.DecisionFromProto(req.Msg.GetDecision())
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
 	now := s.now()
 	if err := d.Validate(s.Limits, now); err != nil {
 		return nil, s.fail(ctx, proc, err)

@@ -42,9 +42,9 @@ import (
 	"github.com/precept-dev/precept/vectorindex"
 )
 
-// maxRequestBytes bounds a request body: a decision is at most
-// ingest.max_event_bytes, so this leaves room for envelopes.
-const maxRequestBytes = 8 << 20
+// maxProbeBytes bounds a request to the health and reflection services,
+// which anyone may call: their requests are a service or file name.
+const maxProbeBytes = 64 << 10
 
 // shutdownGrace bounds how long in-flight RPCs and batches may take to
 // finish after a stop signal.
@@ -228,17 +228,17 @@ func (a *App) buildServer() error {
 		return err
 	}
 	if auth.Open() {
-		a.Log.Warn("no API tokens configured: listening on loopback only, every caller is a local admin", "listen", a.Config.Listen)
+		a.Log.Warn("no API tokens configured: listening on loopback only, every caller is a local admin, requests must be addressed to a loopback name", "listen", a.Config.Listen)
 	}
 	a.interceptors = connect.WithInterceptors(api.NewMetricsInterceptor(a.Registry), &api.AuthInterceptor{Auth: auth})
 	a.mux = http.NewServeMux()
-	limits := connect.WithReadMaxBytes(maxRequestBytes)
+	probe := append(api.Codecs(), connect.WithReadMaxBytes(maxProbeBytes))
 
-	a.mux.Handle(preceptv1connect.NewPingServiceHandler(api.PingService{}, a.interceptors, limits))
-	a.mux.Handle(healthv1connect.NewHealthHandler(&api.HealthService{Ready: a.Ready}, limits))
+	a.mux.Handle(preceptv1connect.NewPingServiceHandler(api.PingService{}, a.ConnectOptions()...))
+	a.mux.Handle(healthv1connect.NewHealthHandler(&api.HealthService{Ready: a.Ready}, probe...))
 	reflector := grpcreflect.NewStaticReflector(api.ServiceNames...)
-	a.mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	a.mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	a.mux.Handle(grpcreflect.NewHandlerV1(reflector, probe...))
+	a.mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, probe...))
 	a.mux.Handle("/metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{Registry: a.Registry}))
 	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -260,12 +260,24 @@ func (a *App) buildServer() error {
 	protocols.SetHTTP1(true)
 	// gRPC needs HTTP/2; without TLS that is h2c.
 	protocols.SetUnencryptedHTTP2(true)
+	s := a.Config.Server
+	guard := api.NewGuard(auth, api.GuardOptions{
+		BodyTimeout:          s.BodyTimeout,
+		MaxBodyBytes:         int64(s.MaxBodyBytes),
+		MaxInFlightBodyBytes: int64(s.MaxInFlightBodyBytes),
+		InFlightWait:         s.InFlightWait,
+		Registerer:           a.Registry,
+	})
 	a.server = &http.Server{
-		Handler:           a.mux,
+		Handler:           guard.Wrap(a.mux),
 		Protocols:         protocols,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
+		// The guard gives each body its own deadline; this one bounds
+		// whatever reads past it. Neither bounds a streamed answer, and
+		// there is no WriteTimeout for the same reason.
+		ReadTimeout: s.ReadHeaderTimeout + s.BodyTimeout,
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	return nil
 }
@@ -289,9 +301,9 @@ func (a *App) serveFeedback() {
 func (a *App) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
 // ConnectOptions returns the options every Connect handler is built with:
-// metrics and authentication.
+// metrics, authentication, the body limit and the strict JSON codec.
 func (a *App) ConnectOptions() []connect.HandlerOption {
-	return []connect.HandlerOption{a.interceptors, connect.WithReadMaxBytes(maxRequestBytes)}
+	return append(api.Codecs(), a.interceptors, connect.WithReadMaxBytes(a.Config.Server.MaxBodyBytes))
 }
 
 // Addr returns the address the API listens on.

@@ -36,6 +36,7 @@ type Config struct {
 	Node      string    `yaml:"node"`
 	Log       Log       `yaml:"log"`
 	Auth      Auth      `yaml:"auth"`
+	Server    Server    `yaml:"server"`
 	Redis     Redis     `yaml:"redis"`
 	Ingest    Ingest    `yaml:"ingest"`
 	Feedback  Feedback  `yaml:"feedback"`
@@ -161,6 +162,7 @@ func Default() Config {
 		DataDir: "./data",
 		Node:    DefaultNode(),
 		Log:     Log{Level: "info", Format: "text"},
+		Server:  defaultServer(),
 		Redis: Redis{
 			EmbeddedAddr:  "127.0.0.1:6380",
 			Stream:        stream.DefaultStream,
@@ -342,7 +344,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 // changes nothing.
 func (c Config) Validate() error {
 	for _, check := range []func() error{
-		c.validateServer, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion,
+		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
 		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate,
 		c.Maintenance.validate,
 	} {

@@ -87,6 +87,12 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"rules: {duplicate_threshold: 0.5}", "rules.duplicate_threshold"},
 		{"rules: {quality: {min_signal_density: 2}}", "rules.quality.min_signal_density"},
 		{"prompts: {max_rules: 0}", "prompts.max_rules"},
+		{"server: {body_timeout: 0s}", "server.body_timeout"},
+		{"server: {read_header_timeout: -1s}", "server.read_header_timeout"},
+		{"server: {in_flight_wait: 0s}", "server.in_flight_wait"},
+		{"server: {max_body_bytes: 1024}", "server.max_body_bytes"},
+		{"server: {max_body_bytes: 134217728}", "server.max_in_flight_body_bytes"},
+		{"server: {max_body_bytes: 1048576}\ningest: {max_event_bytes: 2097152}", "server.max_body_bytes"},
 		{"slack: {bot_token: xoxb-1, channel: C1}", "slack.signing_secret"},
 	}
 	for _, tt := range tests {

@@ -1,9 +1,7 @@
 package stream
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -51,7 +49,7 @@ func DecodeEntry(values map[string]any) (precept.Decision, error) {
 	sort.Strings(names)
 
 	v := &precept.ValidationError{}
-	add := problemAdder(v)
+	add := v.Add
 	var (
 		data    string
 		hasData bool
@@ -101,13 +99,6 @@ func DecodeEntry(values map[string]any) (precept.Decision, error) {
 	return decodeFlat(flat)
 }
 
-// problemAdder returns a function that records one problem in v.
-func problemAdder(v *precept.ValidationError) func(field, format string, args ...any) {
-	return func(field, format string, args ...any) {
-		v.Problems = append(v.Problems, precept.Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
-	}
-}
-
 // fieldString accepts the value types a Redis client returns for a field.
 func fieldString(v any) (string, bool) {
 	switch s := v.(type) {
@@ -119,58 +110,21 @@ func fieldString(v any) (string, bool) {
 	return "", false
 }
 
-// decodeData decodes the JSON form, after removing envelope fields a
-// producer may have put inside the object.
+// decodeData decodes the JSON form. Envelope fields a producer put inside
+// the object obey the same rules as the event's (exact names, no
+// duplicates) and are checked, never stored.
 func decodeData(data string) (precept.Decision, error) {
-	raw := []byte(data)
-	if mayHoldEnvelope(raw) {
-		stripped, err := stripEnvelope(raw)
-		if err != nil {
-			return precept.Decision{}, err
-		}
-		raw = stripped
+	d, envelope, err := precept.ParseDecisionJSONWithEnvelope([]byte(data), envelopeFields)
+	if err != nil {
+		return precept.Decision{}, err
 	}
-	return precept.ParseDecisionJSON(raw)
-}
-
-func mayHoldEnvelope(raw []byte) bool {
-	for name := range envelopeFields {
-		if bytes.Contains(raw, []byte(`"`+name+`"`)) {
-			return true
-		}
-	}
-	return false
-}
-
-// stripEnvelope removes envelope keys from a JSON object and checks
-// schema_version. Input that is not a JSON object is returned unchanged
-// for ParseDecisionJSON to report.
-func stripEnvelope(raw []byte) ([]byte, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return raw, nil
-	}
-	if version, ok := obj["schema_version"]; ok {
+	if version, ok := envelope["schema_version"]; ok {
 		var s string
 		if json.Unmarshal(version, &s) != nil || s != schemaVersion {
-			return nil, precept.InvalidEvent("schema_version", "must be %q, got %s", schemaVersion, text.Truncate(string(version), 16))
+			return precept.Decision{}, precept.InvalidEvent("schema_version", "must be %q, got %s", schemaVersion, text.Truncate(string(version), 16))
 		}
 	}
-	found := false
-	for name := range envelopeFields {
-		if _, ok := obj[name]; ok {
-			delete(obj, name)
-			found = true
-		}
-	}
-	if !found {
-		return raw, nil
-	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return nil, precept.InvalidEvent(dataField, "invalid JSON: %v", err)
-	}
-	return out, nil
+	return d, nil
 }
 
 // decodeFlat decodes the flat form: one stream field per event field. An
@@ -196,7 +150,7 @@ func decodeFlat(f map[string]string) (precept.Decision, error) {
 		Rating:             f["rating"],
 	}
 	v := &precept.ValidationError{}
-	add := problemAdder(v)
+	add := v.Add
 	if s := f["timestamp"]; s != "" {
 		ts, err := precept.ParseTimestamp(s)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // badEntry is an entry the consumer must dead-letter, with a distinctive
@@ -182,6 +184,67 @@ func TestRejectsBadEntriesNamingTheField(t *testing.T) {
 			}
 			if precept.ErrorCode(err) != precept.Invalid {
 				t.Errorf("code = %s, want invalid", precept.ErrorCode(err))
+			}
+		})
+	}
+}
+
+// TestDataJSONIsDecodedStrictly runs the table every JSON path shares
+// (testdata/strict-decoding.json) through the data field, with and
+// without an envelope field inside the object: removing the envelope must
+// not hide a duplicate or a case variant.
+func TestDataJSONIsDecodedStrictly(t *testing.T) {
+	for _, c := range testenv.DecodingCases(t) {
+		for _, envelope := range []bool{false, true} {
+			data := string(c.Event)
+			name := c.Name
+			if envelope {
+				data = strings.TrimSuffix(data, "}") + `,"producer":"hitl-ui"}`
+				name += " with an envelope field"
+			}
+			t.Run(name, func(t *testing.T) {
+				_, err := validate(map[string]any{"data": data}, testLimits, testNow)
+				switch {
+				case c.Error == "" && err != nil:
+					t.Fatalf("%s: %v", data, err)
+				case c.Error != "" && err == nil:
+					t.Fatalf("%s accepted, want %q", data, c.Error)
+				case c.Error != "" && !strings.Contains(err.Error(), c.Error):
+					t.Fatalf("%s: error %q does not say %q", data, err, c.Error)
+				}
+			})
+		}
+	}
+}
+
+// TestManyBadFieldsGiveABoundedReason: an entry with thousands of unknown
+// fields is refused with a reason (stored in the dead letter and logged)
+// that names a few of them and counts the rest.
+func TestManyBadFieldsGiveABoundedReason(t *testing.T) {
+	flat := valuesMap(flatEvent("d-1"))
+	obj := map[string]any{}
+	for i := range 10000 {
+		name := fmt.Sprintf("unknown_field_%05d", i)
+		flat[name] = "x"
+		obj[name] = "x"
+	}
+	data, _ := json.Marshal(obj)
+	for name, values := range map[string]map[string]any{"flat": flat, "data": {"data": string(data)}} {
+		t.Run(name, func(t *testing.T) {
+			_, err := validate(values, precept.Limits{MaxEventBytes: 1 << 20}, testNow)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for what, s := range map[string]string{"reason": err.Error(), "log reason": logReason(err)} {
+				if len(s) > 2048 {
+					t.Errorf("%s is %d bytes: %.200s…", what, len(s), s)
+				}
+				if !strings.Contains(s, "unknown_field_00000") {
+					t.Errorf("%s does not name the first unknown field: %.200s", what, s)
+				}
+			}
+			if more := fmt.Sprintf("%d more", 10000-precept.MaxProblems); !strings.Contains(err.Error(), more) {
+				t.Errorf("reason does not count the fields it leaves out: %.300s", err)
 			}
 		})
 	}

@@ -17,10 +17,12 @@ var verdictToProto = map[precept.Verdict]preceptv1.Verdict{
 }
 
 // DecisionFromProto converts an API decision to the domain event; the
-// result still needs Validate.
-func DecisionFromProto(p *preceptv1.HITLDecision) precept.Decision {
+// result still needs Validate. A timestamp that is given but is the zero
+// time or outside the protobuf range is an error here, where it can still
+// be told from a missing one (a zero Decision.Timestamp means absent).
+func DecisionFromProto(p *preceptv1.HITLDecision) (precept.Decision, error) {
 	if p == nil {
-		return precept.Decision{}
+		return precept.Decision{}, nil
 	}
 	d := precept.Decision{
 		DecisionID:         p.GetDecisionId(),
@@ -53,14 +55,20 @@ func DecisionFromProto(p *preceptv1.HITLDecision) precept.Decision {
 		// validator instead of treating it as missing.
 		d.Decision = precept.Verdict(p.GetDecision().String())
 	}
-	if p.Timestamp != nil {
-		d.Timestamp = p.Timestamp.AsTime()
-	}
 	if p.ReviewDurationSeconds != nil {
 		v := p.GetReviewDurationSeconds()
 		d.ReviewDurationSeconds = &v
 	}
-	return d
+	if p.Timestamp != nil {
+		if err := p.Timestamp.CheckValid(); err != nil {
+			return precept.Decision{}, precept.InvalidEvent("timestamp", "out of range (0001-01-01 to 9999-12-31)")
+		}
+		d.Timestamp = p.Timestamp.AsTime()
+		if err := precept.CheckTimestamp(d.Timestamp); err != nil {
+			return precept.Decision{}, precept.InvalidEvent("timestamp", "%v", err)
+		}
+	}
+	return d, nil
 }
 
 // DecisionToProto converts a domain event for the API.
