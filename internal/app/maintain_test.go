@@ -34,10 +34,6 @@ func TestRepositoriesAreMaintainedWhileDecisionsArrive(t *testing.T) {
 	if !strings.Contains(r.logs.String(), "repository maintained") {
 		t.Fatalf("no maintenance was logged:\n%s", r.logs.String())
 	}
-	out, err := exec.Command("git", "-C", r.app.FeedbackRepo.Path(), "fsck", "--strict", "--no-dangling").CombinedOutput()
-	if err != nil {
-		t.Fatalf("git fsck: %v\n%s", err, out)
-	}
 	n, err := r.app.Feedback.Count()
 	if err != nil || n != 300 {
 		t.Fatalf("stored = %d, %v", n, err)
@@ -53,5 +49,12 @@ func TestRepositoriesAreMaintainedWhileDecisionsArrive(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	// git fsck lists packs once: a commit made while it runs (the evaluator
+	// documents edge cases after the decisions) would look missing.
+	r.stop()
+	out, err := exec.Command("git", "-C", r.app.FeedbackRepo.Path(), "fsck", "--strict", "--no-dangling").CombinedOutput()
+	if err != nil {
+		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
 }
