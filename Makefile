@@ -45,6 +45,7 @@ test-short:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime 200000x ./internal/stream
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDecisionJSON$$' -fuzztime 200000x .
+	$(GO) test -run '^$$' -fuzz '^FuzzInteractionPayload$$' -fuzztime 200000x ./internal/slackapp
 
 ## bench: the issues' benchmark figures. The system benchmarks in
 ## internal/app measure themselves once (ingest vs raw Redis; classify and
