@@ -1,7 +1,9 @@
 package stream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -67,6 +69,60 @@ type deadEntry struct {
 	reason     string
 	// logReason is reason without field values, for the log.
 	logReason string
+}
+
+// reasonReused is the dead-letter reason of an entry whose decision_id
+// was stored before with other content.
+const reasonReused = "decision_id reused with different content"
+
+// reused returns, as entries to dead-letter, the records the sink did not
+// create (created[i] false) whose decision differs from the one stored
+// under their decision_id: the id was reused for another decision, and
+// the later version must not vanish behind the first. A record equal to
+// the stored decision is a redelivery and is not returned.
+func (c *Consumer) reused(ctx context.Context, msgs []redis.XMessage, deliveries map[string]int64, records []precept.Feedback, created []bool) ([]deadEntry, error) {
+	var dead []deadEntry
+	for i, ok := range created {
+		if ok {
+			continue
+		}
+		id := records[i].DecisionID
+		stored, err := c.sink.Decision(ctx, id)
+		if errors.Is(err, precept.ErrNotFound) {
+			// The sink just said it holds the decision; without it there
+			// is nothing to compare, and a redelivery is the likely case.
+			c.log.Warn("a decision the sink reported as stored cannot be read; taken as a redelivery", "decision_id", id, "id", msgs[i].ID)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compare a decision with the one stored: %w", err)
+		}
+		same, err := sameDecision(stored, records[i].Decision)
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			continue
+		}
+		c.log.Warn(reasonReused+"; dead-lettering the later version", "decision_id", id, "id", msgs[i].ID)
+		dead = append(dead, deadEntry{msg: msgs[i], deliveries: max(deliveries[msgs[i].ID], 1), reason: reasonReused, logReason: reasonReused})
+	}
+	return dead, nil
+}
+
+// sameDecision compares two decisions by their JSON encoding, which is
+// what the store keeps: times compare by instant and offset, not by
+// location pointer.
+func sameDecision(a, b precept.Decision) (bool, error) {
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return false, fmt.Errorf("compare decisions: %w", err)
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		return false, fmt.Errorf("compare decisions: %w", err)
+	}
+	return bytes.Equal(ja, jb), nil
 }
 
 // deadLetter copies entries to the dead-letter stream and acknowledges
