@@ -44,8 +44,8 @@ func FuzzInteractionPayload(f *testing.F) {
 	}
 	svc, err := New(quietAPI{}, m, NewPosts(repo, m, clock.Now, nil), nil, NewMemoryStore(clock.Now), Options{
 		Channel: testChannel, SigningSecret: testSecret, Now: clock.Now,
-		Users:  map[string]string{uAlice: "alice", uBob: "bob"},
-		Roles:  map[string]precept.Role{"alice": precept.RoleApprover},
+		Users: map[string]string{uAlice: "alice", uBob: "bob"},
+		Roles: map[string]precept.Role{"alice": precept.RoleApprover},
 		// Panics in work started after the answer are logged as errors;
 		// nothing below that level is kept, so the check stays cheap.
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError})),
