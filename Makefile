@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzScopePath$$' -fuzztime 200000x ./prompts
 	$(GO) test -run '^$$' -fuzz '^FuzzDraftingAndGuardsNeverPanic$$' -fuzztime 20000x ./rules
 	$(GO) test -run '^$$' -fuzz '^FuzzStrictJSON$$' -fuzztime 30000x ./internal/api
+	$(GO) test -run '^$$' -fuzz '^FuzzInteractionPayload$$' -fuzztime 200000x ./internal/slackapp
 
 ## bench: the issues' benchmark figures. The system benchmarks in
 ## internal/app measure themselves once (ingest vs raw Redis; classify and

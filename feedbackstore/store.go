@@ -365,6 +365,17 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) {
 	return r, nil
 }
 
+// Decision returns the decision stored under id, or an error matching
+// precept.ErrNotFound. The stream consumer compares it with a decision
+// sent again under the same id (docs/formats.md, "Dead-letter entries").
+func (s *Store) Decision(ctx context.Context, id string) (precept.Decision, error) {
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return precept.Decision{}, err
+	}
+	return r.Decision, nil
+}
+
 // ListForAgent returns an agent's decisions newest first (by decision
 // timestamp), limit at a time; pageToken continues a listing.
 func (s *Store) ListForAgent(ctx context.Context, agent string, limit int, pageToken string) ([]Record, string, error) {

@@ -113,43 +113,6 @@ func (c *cli) feedbackCmd() *cobra.Command {
 	return cmd
 }
 
-func (c *cli) dlqCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "dlq", Short: "Inspect stream entries that were dead-lettered"}
-	var limit int32
-	var token string
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List dead-lettered entries with their reasons, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().ListDeadLetters(ctx, connect.NewRequest(&preceptv1.ListDeadLettersRequest{PageSize: limit, PageToken: token}))
-			if err != nil {
-				return err
-			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				fmt.Fprintf(w, "%d dead-lettered entries\n\n", resp.Msg.Total)
-				for _, d := range resp.Msg.DeadLetters {
-					fmt.Fprintf(w, "%s  entry %s  (delivered %d×, by %s)\n  reason: %s\n", ts(d.GetFailedAt()), d.GetOriginalId(), d.GetDeliveries(), d.GetConsumer(), d.GetReason())
-					var parts []string
-					for _, f := range d.GetFields() {
-						parts = append(parts, printable(f.GetName())+"="+clip(printable(f.GetValue()), 40))
-					}
-					fmt.Fprintf(w, "  fields: %s\n\n", strings.Join(parts, " "))
-				}
-				if resp.Msg.NextPageToken != "" {
-					fmt.Fprintf(w, "more: --page-token %s\n", resp.Msg.NextPageToken)
-				}
-			})
-		},
-	}
-	list.Flags().Int32Var(&limit, "limit", 50, "entries per page (max 1000)")
-	list.Flags().StringVar(&token, "page-token", "", "continue a previous listing")
-	cmd.AddCommand(list)
-	return cmd
-}
-
 func (c *cli) pingCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "ping",

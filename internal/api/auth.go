@@ -73,6 +73,10 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.FeedbackServiceListFeedbackForAgentProcedure: precept.RoleReader,
 	preceptv1connect.FeedbackServiceListDeadLettersProcedure:      precept.RoleReader,
 	preceptv1connect.FeedbackServiceFindSimilarProcedure:          precept.RoleReader,
+	// Replaying re-injects decisions under the stream's name and dropping
+	// destroys the only copy of an input: operators' work, not approvers'.
+	preceptv1connect.FeedbackServiceReplayDeadLettersProcedure: precept.RoleAdmin,
+	preceptv1connect.FeedbackServiceDropDeadLettersProcedure:   precept.RoleAdmin,
 
 	preceptv1connect.EvaluatorServiceEvaluateProcedure:        precept.RoleRecorder,
 	preceptv1connect.EvaluatorServiceGetEvaluationProcedure:   precept.RoleReader,

@@ -28,10 +28,15 @@ type FeedbackStore interface {
 	ListForAgent(ctx context.Context, agent string, limit int, pageToken string) ([]feedbackstore.Record, string, error)
 }
 
-// DeadLetters lists dead-lettered stream entries.
+// DeadLetters lists, replays and drops dead-lettered stream entries;
+// stream.Consumer implements it.
 type DeadLetters interface {
 	DeadLetters(ctx context.Context, pageSize int, pageToken string) ([]stream.DeadLetter, string, int64, error)
+	ReplayDeadLetters(ctx context.Context, ids []string, by string) ([]stream.Outcome, error)
+	DropDeadLetters(ctx context.Context, ids []string, by string) ([]stream.Outcome, error)
 }
+
+var _ DeadLetters = (*stream.Consumer)(nil)
 
 // Similarity answers FindSimilar; it is provided by the evaluator.
 type Similarity interface {
@@ -176,6 +181,7 @@ func (s *FeedbackService) ListDeadLetters(ctx context.Context, req *connect.Requ
 	for _, l := range letters {
 		dl := &preceptv1.DeadLetter{
 			Id: l.ID, OriginalId: l.OriginalID, Reason: l.Reason, Consumer: l.Consumer, Deliveries: l.Deliveries,
+			Truncated: l.Truncated, Whole: l.Whole, OriginalBytes: l.OriginalBytes, OriginalFields: int32(l.OriginalFields), OriginalSha256: l.OriginalSHA256,
 		}
 		if !l.FailedAt.IsZero() {
 			dl.FailedAt = timestamppb.New(l.FailedAt)
@@ -186,6 +192,45 @@ func (s *FeedbackService) ListDeadLetters(ctx context.Context, req *connect.Requ
 		resp.DeadLetters = append(resp.DeadLetters, dl)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// ReplayDeadLetters re-queues dead letters onto the decision stream in the
+// caller's name; the stream consumer audits each.
+func (s *FeedbackService) ReplayDeadLetters(ctx context.Context, req *connect.Request[preceptv1.ReplayDeadLettersRequest]) (*connect.Response[preceptv1.ReplayDeadLettersResponse], error) {
+	const proc = preceptv1connect.FeedbackServiceReplayDeadLettersProcedure
+	if s.DeadLetters == nil {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("the decision stream is not configured"))
+	}
+	out, err := s.DeadLetters.ReplayDeadLetters(ctx, req.Msg.GetIds(), caller(ctx).Name)
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	return connect.NewResponse(&preceptv1.ReplayDeadLettersResponse{Outcomes: outcomesToProto(out)}), nil
+}
+
+// DropDeadLetters removes dead letters in the caller's name; the stream
+// consumer audits each.
+func (s *FeedbackService) DropDeadLetters(ctx context.Context, req *connect.Request[preceptv1.DropDeadLettersRequest]) (*connect.Response[preceptv1.DropDeadLettersResponse], error) {
+	const proc = preceptv1connect.FeedbackServiceDropDeadLettersProcedure
+	if s.DeadLetters == nil {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("the decision stream is not configured"))
+	}
+	out, err := s.DeadLetters.DropDeadLetters(ctx, req.Msg.GetIds(), caller(ctx).Name)
+	if err != nil {
+		return nil, s.fail(ctx, proc, err)
+	}
+	return connect.NewResponse(&preceptv1.DropDeadLettersResponse{Outcomes: outcomesToProto(out)}), nil
+}
+
+func outcomesToProto(out []stream.Outcome) []*preceptv1.DeadLetterOutcome {
+	res := make([]*preceptv1.DeadLetterOutcome, len(out))
+	for i, o := range out {
+		res[i] = &preceptv1.DeadLetterOutcome{Id: o.ID, Done: o.Err == nil, StreamId: o.StreamID}
+		if o.Err != nil {
+			res[i].Error = precept.ErrorMessage(o.Err)
+		}
+	}
+	return res
 }
 
 // FindSimilar searches stored feedback similar to a decision or a text.

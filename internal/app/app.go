@@ -174,6 +174,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		Limits:           cfg.Ingest.Limits(),
 		Logger:           log.With("component", "stream"),
 		Registerer:       a.Registry,
+
+		DeadLetterMaxBytes: r.DeadLetterMaxBytes,
+		DeadLetterMaxLen:   r.DeadLetterMaxLen,
+		DeadLetterMaxAge:   r.DeadLetterMaxAge,
 	})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/clarification"
+	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/slackapp"
 )
 
@@ -55,6 +58,7 @@ func (a *App) openSlack() error {
 		Channel:       cfg.Channel,
 		SigningSecret: cfg.SigningSecret,
 		Users:         cfg.Users,
+		Roles:         slackRoles(a.Config),
 		Reviewers:     cfg.Reviewers,
 		MaxSkew:       cfg.MaxSkew,
 		PostRetry:     cfg.PostRetry,
@@ -71,17 +75,55 @@ func (a *App) openSlack() error {
 	a.Handle("/slack/events", svc.Events())
 	a.Rules.OnChange(svc.RuleChanged)
 	a.OnEvaluatorChange(svc.EvaluatorChanged)
-	if approvers := a.Config.Rules.Approvers; len(approvers) > 0 {
-		for user, identity := range cfg.Users {
-			if !slices.Contains(approvers, identity) {
-				a.Log.Warn("a Slack user is mapped to an identity that is not on rules.approvers: their decisions will be refused",
-					"slack_user", user, "identity", identity)
-			}
-		}
-	}
+	a.warnSlackNonApprovers()
 	a.Log.Info("slack app ready", "channel", cfg.Channel, "posting", features.Posting, "clarification", features.Clarification,
 		"mapped_users", len(cfg.Users), "interactions", "/slack/interactions", "events", "/slack/events")
 	return nil
+}
+
+// slackRoles gives each identity slack.users maps to the role the API
+// would give it (docs/lifecycle.md, "Slack"): the role of its token in
+// auth.tokens, none without one. Without any tokens every API caller is
+// the local admin, but Slack users are not local callers: only the
+// identities rules.approvers names explicitly are approvers then.
+func slackRoles(cfg config.Config) map[string]precept.Role {
+	roles := map[string]precept.Role{}
+	if len(cfg.Auth.Tokens) == 0 {
+		for _, name := range cfg.Rules.Approvers {
+			roles[name] = precept.RoleApprover
+		}
+		return roles
+	}
+	for _, t := range cfg.Auth.Tokens {
+		if r, err := precept.ParseRole(t.Role); err == nil {
+			roles[t.Name] = r
+		}
+	}
+	return roles
+}
+
+// warnSlackNonApprovers warns about each Slack user whose decisions will
+// be refused: mapped to an identity without the approver role, or not on
+// rules.approvers.
+func (a *App) warnSlackNonApprovers() {
+	cfg := a.Config
+	roles := slackRoles(cfg)
+	for _, user := range slices.Sorted(maps.Keys(cfg.Slack.Users)) {
+		identity := cfg.Slack.Users[user]
+		id := precept.Identity{Name: identity, Role: roles[identity]}
+		switch {
+		case id.Allows(slackapp.DecisionRole) && len(cfg.Rules.Approvers) > 0 && !slices.Contains(cfg.Rules.Approvers, identity):
+			a.Log.Warn("a Slack user is mapped to an identity that is not on rules.approvers: their decisions will be refused",
+				"slack_user", user, "identity", identity)
+		case id.Allows(slackapp.DecisionRole):
+		case len(cfg.Auth.Tokens) == 0:
+			a.Log.Warn("Slack user mapped to an identity that may not approve: without auth.tokens only identities on rules.approvers decide in Slack",
+				"slack_user", user, "identity", identity)
+		default:
+			a.Log.Warn("Slack user mapped to an identity that may not approve: its token in auth.tokens lacks the approver role, so its decisions will be refused",
+				"slack_user", user, "identity", identity, "role", id.Role.String())
+		}
+	}
 }
 
 // runSlack runs the Slack app's loops (posting with retries, the

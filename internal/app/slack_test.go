@@ -15,6 +15,7 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
 )
@@ -153,9 +154,13 @@ func TestSlackAndAPIApprovalsOfADraftedProposalReachGit(t *testing.T) {
 	gitIn(t, repo, "fsck", "--strict", "--no-dangling")
 }
 
+// carolTokenYAML gives carol, who decides in Slack, an approver's token
+// (append it to ruleTokensYAML): without one she may not decide.
+const carolTokenYAML = "    - {name: carol, role: approver, token: carol-approver-token-012}\n"
+
 func TestSlackRejectionWithoutANoteRecordsTheDefaultReason(t *testing.T) {
 	ws := fakeslack.New(t)
-	r := start(t, ruleTokensYAML+slackYAML(ws, ""))
+	r := start(t, ruleTokensYAML+carolTokenYAML+slackYAML(ws, ""))
 	resp, err := ruleClient(r.app.URL(), "connect", aliceToken).ProposeRule(context.Background(), connect.NewRequest(&preceptv1.ProposeRuleRequest{
 		AffectedAgents: []string{"coding-agent"}, RuleContent: "Log every SQL statement the repository layer runs at info level.", Rationale: "Debugging.",
 	}))
@@ -276,4 +281,123 @@ func TestAmbiguousDecisionIsClarifiedInASlackThread(t *testing.T) {
 		th := ws.Thread(slackChannel, question.TS)
 		return len(th) == 2 && strings.Contains(th[1].Text, "that is clear now")
 	})
+}
+
+// slackClickAndSubmit sends user's click on a proposal's button and then
+// the note modal's submission, as Slack would after the modal opened. It
+// does not wait for the modal: a refused click opens none, and the
+// submission must be refused on its own.
+func slackClickAndSubmit(t *testing.T, base, user, action string, msg fakeslack.Message) {
+	t.Helper()
+	click := slack.InteractionCallback{
+		Type: slack.InteractionTypeBlockActions, User: slack.User{ID: user}, TriggerID: "trigger-" + user,
+		Container: slack.Container{Type: "message", ChannelID: msg.Channel, MessageTs: msg.TS},
+		ActionCallback: slack.ActionCallbacks{BlockActions: []*slack.BlockAction{{
+			ActionID: action, BlockID: "precept_decision", Value: msg.Buttons()[action], Type: "button",
+		}}},
+	}
+	if code, body := postSigned(t, fakeslack.Interaction(base+"/slack/interactions", slackSecret, time.Now(), click)); code != http.StatusOK {
+		t.Fatalf("click: %d %s", code, body)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal([]byte(msg.Buttons()[action]), &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["channel"], meta["message_ts"] = msg.Channel, msg.TS
+	md, _ := json.Marshal(meta)
+	submit := slack.InteractionCallback{
+		Type: slack.InteractionTypeViewSubmission, User: slack.User{ID: user},
+		View: slack.View{ID: "V-" + user, Type: slack.VTModal, CallbackID: "precept_note", PrivateMetadata: string(md),
+			State: &slack.ViewState{Values: map[string]map[string]slack.BlockAction{"note": {"note": {ActionID: "note", Value: "looks fine"}}}}},
+	}
+	if code, body := postSigned(t, fakeslack.Interaction(base+"/slack/interactions", slackSecret, time.Now(), submit)); code != http.StatusOK {
+		t.Fatalf("submit: %d %q", code, body)
+	}
+}
+
+func TestSlackDecisionsNeedTheApproverRoleTheAPIWouldAsk(t *testing.T) {
+	ws := fakeslack.New(t)
+	yaml := ruleTokensYAML + strings.Replace(slackYAML(ws, ""), "users: {U0ALICE: alice, U0CAROL: carol}",
+		"users: {U0ALICE: alice, U0VIEWER: viewer, U0GHOST: ghost}", 1)
+	r := start(t, yaml)
+	rules := ruleClient(r.app.URL(), "connect", bobToken)
+	resp, err := rules.ProposeRule(context.Background(), connect.NewRequest(&preceptv1.ProposeRuleRequest{
+		AffectedAgents: []string{"coding-agent"}, RuleContent: "Add table tests for every exported function in the retry package.", Rationale: "Seen in reviews.",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.GetProposal().GetProposalId()
+	msg := slackMessage(t, r, ws, id, func(fakeslack.Message) bool { return true })
+
+	// viewer's token is a reader and ghost has none: over the API both
+	// would get permission_denied, so Slack refuses them too.
+	for _, user := range []string{"U0VIEWER", "U0GHOST"} {
+		slackClickAndSubmit(t, r.app.URL(), user, slackapp.ActionApprove, msg)
+	}
+	eventually(t, "both refusals", 10*time.Second, func() bool {
+		refused := map[string]bool{}
+		for _, e := range ws.Ephemerals() {
+			if strings.Contains(e.Text, "approver role") {
+				refused[e.User] = true
+			}
+		}
+		return refused["U0VIEWER"] && refused["U0GHOST"]
+	})
+	// alice's token is an approver's: her approval counts.
+	slackDecide(t, r.app.URL(), ws, "U0ALICE", slackapp.ActionApprove, "", msg)
+	slackMessage(t, r, ws, id, func(m fakeslack.Message) bool { return m.Shows("*Approvals:* 1/2 — alice") })
+	got, err := rules.GetProposal(context.Background(), connect.NewRequest(&preceptv1.GetProposalRequest{ProposalId: id}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approvers []string
+	for _, a := range got.Msg.GetProposal().GetApprovals() {
+		approvers = append(approvers, a.GetApprover())
+	}
+	if len(approvers) != 1 || approvers[0] != "alice" {
+		t.Fatalf("approvals = %v, want alice's only", approvers)
+	}
+	for _, want := range []string{"identity=viewer", "identity=ghost"} {
+		if !strings.Contains(r.logs.String(), "Slack user mapped to an identity that may not approve") || !strings.Contains(r.logs.String(), want) {
+			t.Errorf("no start-up warning about %s:\n%s", want, r.logs.String())
+		}
+	}
+}
+
+func TestWithoutTokensOnlyListedApproversDecideInSlack(t *testing.T) {
+	ws := fakeslack.New(t)
+	r := start(t, "rules: {approvers: [local, alice]}\n"+slackYAML(ws, ""))
+	local := ruleClient(r.app.URL(), "connect", "")
+	resp, err := local.ProposeRule(context.Background(), connect.NewRequest(&preceptv1.ProposeRuleRequest{
+		AffectedAgents: []string{"coding-agent"}, RuleContent: "Close every response body the HTTP client returns.", Rationale: "Leaks.",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.GetProposal().GetProposalId()
+	msg := slackMessage(t, r, ws, id, func(fakeslack.Message) bool { return true })
+	// carol is mapped but rules.approvers does not name her.
+	slackClickAndSubmit(t, r.app.URL(), "U0CAROL", slackapp.ActionReject, msg)
+	eventually(t, "carol's refusal", 10*time.Second, func() bool {
+		for _, e := range ws.Ephemerals() {
+			if e.User == "U0CAROL" && strings.Contains(e.Text, "carol, which has no precept role") {
+				return true
+			}
+		}
+		return false
+	})
+	slackDecide(t, r.app.URL(), ws, "U0ALICE", slackapp.ActionApprove, "", msg)
+	slackMessage(t, r, ws, id, func(m fakeslack.Message) bool { return m.Shows("*Approvals:* 1/2 — alice") })
+	if !strings.Contains(r.logs.String(), "without auth.tokens only identities on rules.approvers decide in Slack") || !strings.Contains(r.logs.String(), "identity=carol") {
+		t.Errorf("no start-up warning about carol:\n%s", r.logs.String())
+	}
+}
+
+func TestSlackDecisionsNeedTheRoleTheAPIAsksOfApproveAndReject(t *testing.T) {
+	for _, proc := range []string{preceptv1connect.RuleServiceApproveRuleProcedure, preceptv1connect.RuleServiceRejectRuleProcedure} {
+		if need := api.RequiredRole(proc); need != slackapp.DecisionRole {
+			t.Errorf("%s needs %s over the API, %s in Slack", proc, need, slackapp.DecisionRole)
+		}
+	}
 }

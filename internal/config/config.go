@@ -102,6 +102,13 @@ type Redis struct {
 	ClaimInterval    time.Duration `yaml:"claim_interval"`
 	MaxDeliveries    int           `yaml:"max_deliveries"`
 	MaxInFlight      int           `yaml:"max_in_flight"`
+	// DeadLetterMaxBytes bounds the original fields one dead letter keeps;
+	// a larger entry keeps its beginning, size and SHA-256. The
+	// dead-letter stream keeps DeadLetterMaxLen entries for at most
+	// DeadLetterMaxAge (docs/formats.md, "Dead-letter entries").
+	DeadLetterMaxBytes int           `yaml:"dead_letter_max_bytes"`
+	DeadLetterMaxLen   int           `yaml:"dead_letter_max_len"`
+	DeadLetterMaxAge   time.Duration `yaml:"dead_letter_max_age"`
 }
 
 // Ingest bounds what a decision may carry (docs/formats.md).
@@ -174,6 +181,10 @@ func Default() Config {
 			ClaimInterval: stream.DefaultClaimInterval,
 			MaxDeliveries: stream.DefaultMaxDeliveries,
 			MaxInFlight:   stream.DefaultMaxInFlight,
+
+			DeadLetterMaxBytes: stream.DefaultDeadLetterMaxBytes,
+			DeadLetterMaxLen:   stream.DefaultDeadLetterMaxLen,
+			DeadLetterMaxAge:   stream.DefaultDeadLetterMaxAge,
 		},
 		Ingest: Ingest{
 			MaxEventBytes:   l.MaxEventBytes,
@@ -468,6 +479,8 @@ func (c Config) validateIngestion() error {
 		{"redis.max_deliveries", r.MaxDeliveries, 1, 1000},
 		{"redis.max_in_flight", r.MaxInFlight, 1, 64},
 		{"redis.db", r.DB, 0, 1 << 16},
+		{"redis.dead_letter_max_bytes", r.DeadLetterMaxBytes, 1024, 64 << 20},
+		{"redis.dead_letter_max_len", r.DeadLetterMaxLen, 1, 100_000_000},
 		{"feedback.batch_size", c.Feedback.BatchSize, 1, 100000},
 		{"ingest.max_event_bytes", c.Ingest.MaxEventBytes, 1024, 64 << 20},
 		{"ingest.max_comment_bytes", c.Ingest.MaxCommentBytes, 1, 64 << 20},
@@ -486,6 +499,7 @@ func (c Config) validateIngestion() error {
 		{"redis.block", r.Block},
 		{"redis.claim_idle", r.ClaimIdle},
 		{"redis.claim_interval", r.ClaimInterval},
+		{"redis.dead_letter_max_age", r.DeadLetterMaxAge},
 		{"feedback.batch_wait", c.Feedback.BatchWait},
 		{"feedback.follow_interval", c.Feedback.FollowInterval},
 		{"ingest.max_future_skew", c.Ingest.MaxFutureSkew},

@@ -23,6 +23,9 @@ func TestDefaultsAreValidAndMatchTheDesign(t *testing.T) {
 	if cfg.Redis.Stream != "asdlc:events:hitl_decisions" || cfg.Redis.Group != "precept-evaluator" || cfg.Redis.DeadLetters() != "asdlc:events:hitl_decisions:dlq" {
 		t.Fatalf("stream defaults = %+v", cfg.Redis)
 	}
+	if r := cfg.Redis; r.DeadLetterMaxBytes != 64<<10 || r.DeadLetterMaxLen != 10000 || r.DeadLetterMaxAge != 30*24*time.Hour {
+		t.Fatalf("dead-letter bounds = %d bytes, %d entries, %s", r.DeadLetterMaxBytes, r.DeadLetterMaxLen, r.DeadLetterMaxAge)
+	}
 	if cfg.Node == "" || !cfg.Feedback.Fsync {
 		t.Fatalf("node %q fsync %v", cfg.Node, cfg.Feedback.Fsync)
 	}
@@ -65,6 +68,9 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"redis: {block: soon}", "block"},
 		{"redis: {addr: nohost}", "redis.addr"},
 		{"redis: {dead_letter_stream: asdlc:events:hitl_decisions}", "redis.dead_letter_stream"},
+		{"redis: {dead_letter_max_bytes: 100}", "redis.dead_letter_max_bytes"},
+		{"redis: {dead_letter_max_len: 0}", "redis.dead_letter_max_len"},
+		{"redis: {dead_letter_max_age: 0s}", "redis.dead_letter_max_age"},
 		{"log: {level: loud}", "log.level"},
 		{"log: {format: xml}", "log.format"},
 		{"listen: 0.0.0.0:8080", "auth.tokens"},

@@ -25,7 +25,8 @@ type Slack struct {
 	// APIURL overrides Slack's API base URL (tests use slacktest).
 	APIURL string `yaml:"api_url"`
 	// Users maps Slack user ids to precept identities; only mapped users
-	// who are approvers may act.
+	// whose identity has the approver role (its token's role in
+	// auth.tokens; without tokens, being on rules.approvers) may act.
 	Users map[string]string `yaml:"users"`
 	// Reviewers maps reviewer_id values in decisions to Slack user ids,
 	// for clarification questions.

@@ -398,14 +398,15 @@ func (c *clarifier) record(ctx context.Context, r evaluator.NeedsReview, thread 
 }
 
 // mayClarify reports whether a Slack user may answer for a decision: its
-// reviewer (or a mapped precept user) when slack.reviewers maps the
-// reviewer, anyone in the thread otherwise.
+// reviewer (or a Slack user who may decide on proposals, see decider)
+// when slack.reviewers maps the reviewer, anyone in the thread otherwise.
 func (c *clarifier) mayClarify(r evaluator.NeedsReview, user string) bool {
 	if user == "" {
 		return false
 	}
 	if u, ok := c.s.opts.Reviewers[r.ReviewerID]; ok && u != "" {
-		return user == u || c.s.opts.Users[user] != ""
+		_, why := c.s.decider(user, "reply")
+		return user == u || why == ""
 	}
 	return true
 }

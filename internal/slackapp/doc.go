@@ -21,7 +21,9 @@
 // are refused. Handlers answer at once and work after: a click opens a
 // modal with one optional note, and its submission approves or rejects
 // through the rule manager — the API's policy — as the precept identity
-// slack.users maps the Slack user to. A click on buttons of an old
+// slack.users maps the Slack user to, once that identity's role
+// (Options.Roles, its API token's) includes DecisionRole, the role the
+// API asks of the same decisions. A click on buttons of an old
 // revision, on a decided proposal, or a second approval by the same
 // person changes nothing and says why.
 //

@@ -109,6 +109,13 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	if o.Users == nil {
 		o.Users = map[string]string{uAlice: "alice", uBob: "bob", uCarol: "carol", uDave: "dave"}
 	}
+	if o.Roles == nil {
+		// Every mapped identity holds an approver's token.
+		o.Roles = map[string]precept.Role{}
+		for _, name := range o.Users {
+			o.Roles[name] = precept.RoleApprover
+		}
+	}
 	if o.Now == nil {
 		o.Now = e.clock.Now
 	}

@@ -133,18 +133,17 @@ func (s *Service) serveClick(w http.ResponseWriter, cb slack.InteractionCallback
 		return
 	}
 	meta := noteMeta{ButtonValue: val, Channel: channel, MessageTS: msgTS}
-	identity, mapped := s.opts.Users[cb.User.ID]
-	s.ack(w, endpoint, "ok")
-	if !mapped {
-		s.log.Info("Slack click by an unmapped user refused", "slack_user", cb.User.ID, "proposal_id", val.ProposalID)
-		s.async("unmapped notice", func(ctx context.Context) {
-			s.ephemeral(ctx, channel, cb.User.ID, "", "You are not mapped to a precept approver, so precept did not record your click. Ask an operator to add your Slack user to `slack.users`.")
-		})
+	identity, why := s.decider(cb.User.ID, "click")
+	if why != "" {
+		s.ack(w, endpoint, "forbidden")
+		s.log.Info("Slack click refused", "slack_user", cb.User.ID, "identity", identity.Name, "role", identity.Role, "proposal_id", val.ProposalID)
+		s.async("refusal notice", func(ctx context.Context) { s.ephemeral(ctx, channel, cb.User.ID, "", why) })
 		return
 	}
+	s.ack(w, endpoint, "ok")
 	// views.open must use the trigger within 3 s of the click, so the
 	// modal is opened at once, before queued work.
-	s.urgent("open note modal", func(ctx context.Context) { s.openNote(ctx, cb.TriggerID, cb.User.ID, identity, meta) })
+	s.urgent("open note modal", func(ctx context.Context) { s.openNote(ctx, cb.TriggerID, cb.User.ID, identity.Name, meta) })
 }
 
 // openNote checks that the click can still act — the proposal waits for
@@ -230,16 +229,41 @@ func (s *Service) serveSubmission(w http.ResponseWriter, cb slack.InteractionCal
 		return
 	}
 	note := submittedNote(cb.View)
-	identity, mapped := s.opts.Users[cb.User.ID]
-	s.ack(w, endpoint, "ok")
-	if !mapped {
-		s.log.Info("Slack decision by an unmapped user refused", "slack_user", cb.User.ID, "proposal_id", meta.ProposalID)
-		s.async("unmapped notice", func(ctx context.Context) {
-			s.ephemeral(ctx, meta.Channel, cb.User.ID, "", "You are not mapped to a precept approver, so precept did not record your decision. Ask an operator to add your Slack user to `slack.users`.")
-		})
+	identity, why := s.decider(cb.User.ID, "decision")
+	if why != "" {
+		s.ack(w, endpoint, "forbidden")
+		s.log.Info("Slack decision refused", "slack_user", cb.User.ID, "identity", identity.Name, "role", identity.Role, "proposal_id", meta.ProposalID)
+		s.async("refusal notice", func(ctx context.Context) { s.ephemeral(ctx, meta.Channel, cb.User.ID, "", why) })
 		return
 	}
-	s.async("decide", func(ctx context.Context) { s.decide(ctx, meta, note, cb.User.ID, identity) })
+	s.ack(w, endpoint, "ok")
+	s.async("decide", func(ctx context.Context) { s.decide(ctx, meta, note, cb.User.ID, identity.Name) })
+}
+
+// DecisionRole is the role a Slack user's mapped identity needs to
+// approve or reject a proposal: the role the API asks of ApproveRule and
+// RejectRule, so Slack grants nobody more than their token would.
+const DecisionRole = precept.RoleApprover
+
+// decider returns the identity a Slack user decides as, and why they may
+// not decide ("" when they may): they must be mapped in Options.Users to
+// an identity whose role (Options.Roles) includes DecisionRole. what
+// names what was not recorded ("click", "decision").
+func (s *Service) decider(user, what string) (precept.Identity, string) {
+	name, mapped := s.opts.Users[user]
+	if !mapped {
+		return precept.Identity{}, fmt.Sprintf("You are not mapped to a precept approver, so precept did not record your %s. Ask an operator to add your Slack user to `slack.users`.", what)
+	}
+	id := precept.Identity{Name: name, Role: s.opts.Roles[name]}
+	if id.Allows(DecisionRole) {
+		return id, ""
+	}
+	has := "has no precept role"
+	if id.Role != precept.RoleNone {
+		has = "has the " + id.Role.String() + " role"
+	}
+	return id, fmt.Sprintf("Your Slack user is mapped to the precept identity %s, which %s; approving and rejecting need the %s role, in Slack as over the API. precept did not record your %s. Ask an operator to make %s an approver.",
+		escape(name), has, DecisionRole, what, escape(name))
 }
 
 // decide records a decision made in Slack through the rule manager, so

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
+	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/clarification"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
@@ -85,6 +86,12 @@ type Options struct {
 	// Users maps Slack user ids to precept identities: only mapped users
 	// may approve or reject, as that identity.
 	Users map[string]string
+	// Roles gives each precept identity the role the API would give it:
+	// the role of that name's token. Deciding on a proposal in Slack
+	// needs DecisionRole, as ApproveRule and RejectRule do over the API;
+	// an identity missing here has no role and is refused
+	// (docs/lifecycle.md, "Slack").
+	Roles map[string]precept.Role
 	// Reviewers maps the reviewer_id of decisions to Slack user ids, to
 	// mention reviewers in clarification questions.
 	Reviewers map[string]string
@@ -138,6 +145,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Users = maps.Clone(o.Users)
+	o.Roles = maps.Clone(o.Roles)
 	o.Reviewers = maps.Clone(o.Reviewers)
 	return o
 }

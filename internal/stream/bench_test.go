@@ -69,6 +69,11 @@ func (s *noopSink) Store(_ context.Context, records []precept.Feedback) ([]bool,
 	return created, nil
 }
 
+// Decision is never called: noopSink creates every record.
+func (s *noopSink) Decision(context.Context, string) (precept.Decision, error) {
+	return precept.Decision{}, precept.ErrNotFound
+}
+
 // BenchmarkConsumerThroughput adds b.N valid events, then times the
 // consumer (default options) reading, validating, storing in a no-op sink
 // and acknowledging all of them.

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +19,13 @@ import (
 // Sink stores decisions durably. Store returns only when every record is
 // durable; created[i] is false when records[i].DecisionID was already
 // stored (idempotent redelivery). An error means nothing can be assumed
-// stored: the entries stay pending and are retried.
+// stored: the entries stay pending and are retried. Decision returns the
+// decision stored under an id (an error matching precept.ErrNotFound when
+// there is none), so a redelivery can be told from a decision_id reused
+// with different content.
 type Sink interface {
 	Store(ctx context.Context, records []precept.Feedback) (created []bool, err error)
+	Decision(ctx context.Context, id string) (precept.Decision, error)
 }
 
 // Retry backoff after a failed batch or read: doubling from
@@ -389,7 +392,7 @@ func (c *Consumer) process(ctx context.Context, b batch) error {
 	var (
 		dead    []deadEntry
 		records []precept.Feedback
-		ids     []string
+		kept    []redis.XMessage
 	)
 	for _, m := range b.msgs {
 		n := max(deliveries[m.ID], 1)
@@ -404,7 +407,7 @@ func (c *Consumer) process(ctx context.Context, b batch) error {
 			f := precept.NewFeedback(d, "stream:"+m.ID, now)
 			f.Producer = "stream:" + c.opts.Stream
 			records = append(records, f)
-			ids = append(ids, m.ID)
+			kept = append(kept, m)
 		}
 	}
 	var errs []error
@@ -414,7 +417,7 @@ func (c *Consumer) process(ctx context.Context, b batch) error {
 		}
 	}
 	if len(records) > 0 {
-		if err := c.storeAndAck(ctx, ids, records); err != nil {
+		if err := c.storeAndAck(ctx, kept, deliveries, records); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -422,16 +425,21 @@ func (c *Consumer) process(ctx context.Context, b batch) error {
 }
 
 // storeAndAck hands records to the sink and acknowledges their entries
-// once the sink has them. A failure of the sink (or of the XACK) is
+// once the sink has them; an entry whose decision_id was stored with
+// other content is dead-lettered instead (reused). A failure of the sink (or of the XACK) is
 // retried here, with backoff, on the batch already in memory: re-reading
 // the entries from Redis would count as new deliveries, and a store that
 // is down for a few seconds would then dead-letter valid decisions. Only
 // a real redelivery (after a crash, or a claim) counts toward
 // MaxDeliveries. The retries end when ctx does (shutdown), leaving the
 // entries pending for the next start.
-func (c *Consumer) storeAndAck(ctx context.Context, ids []string, records []precept.Feedback) error {
+func (c *Consumer) storeAndAck(ctx context.Context, msgs []redis.XMessage, deliveries map[string]int64, records []precept.Feedback) error {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
 	for attempt := 1; ; attempt++ {
-		err := c.storeAndAckOnce(ctx, ids, records)
+		err := c.storeAndAckOnce(ctx, msgs, deliveries, records)
 		if err == nil {
 			if attempt > 1 {
 				c.log.Info("stored decisions after retrying", "entries", len(ids), "attempts", attempt)
@@ -449,7 +457,7 @@ func (c *Consumer) storeAndAck(ctx context.Context, ids []string, records []prec
 	}
 }
 
-func (c *Consumer) storeAndAckOnce(ctx context.Context, ids []string, records []precept.Feedback) error {
+func (c *Consumer) storeAndAckOnce(ctx context.Context, msgs []redis.XMessage, deliveries map[string]int64, records []precept.Feedback) error {
 	start := time.Now()
 	created, err := c.sink.Store(ctx, records)
 	c.metrics.storeSeconds.Observe(time.Since(start).Seconds())
@@ -459,6 +467,10 @@ func (c *Consumer) storeAndAckOnce(ctx context.Context, ids []string, records []
 	if err != nil {
 		return fmt.Errorf("store decisions: %w", err)
 	}
+	dead, err := c.reused(ctx, msgs, deliveries, records, created)
+	if err != nil {
+		return err
+	}
 	stored := 0
 	for _, ok := range created {
 		if ok {
@@ -466,11 +478,22 @@ func (c *Consumer) storeAndAckOnce(ctx context.Context, ids []string, records []
 		}
 	}
 	c.metrics.decisions.WithLabelValues(resultStored).Add(float64(stored))
-	c.metrics.decisions.WithLabelValues(resultDuplicate).Add(float64(len(created) - stored))
-	if err := c.rdb.XAck(ctx, c.opts.Stream, c.opts.Group, ids...).Err(); err != nil {
-		return fmt.Errorf("acknowledge stored entries: %w", err)
+	c.metrics.decisions.WithLabelValues(resultDuplicate).Add(float64(len(created) - stored - len(dead)))
+	ids := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if !slices.ContainsFunc(dead, func(d deadEntry) bool { return d.msg.ID == m.ID }) {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) > 0 {
+		if err := c.rdb.XAck(ctx, c.opts.Stream, c.opts.Group, ids...).Err(); err != nil {
+			return fmt.Errorf("acknowledge stored entries: %w", err)
+		}
 	}
 	c.forgetErrors(ids)
+	if len(dead) > 0 {
+		return c.deadLetter(ctx, dead)
+	}
 	return nil
 }
 
@@ -595,34 +618,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// parseID splits a stream entry id "ms-seq"; a malformed id reads as 0-0.
-func parseID(id string) (ms, seq uint64) {
-	msText, seqText, _ := strings.Cut(id, "-")
-	ms, _ = strconv.ParseUint(msText, 10, 64)
-	seq, _ = strconv.ParseUint(seqText, 10, 64)
-	return ms, seq
-}
-
-// compareIDs orders stream entry ids as Redis does.
-func compareIDs(a, b string) int {
-	am, as := parseID(a)
-	bm, bs := parseID(b)
-	switch {
-	case am < bm || (am == bm && as < bs):
-		return -1
-	case am == bm && as == bs:
-		return 0
-	}
-	return 1
-}
-
-// nextID is the smallest id after id, for paging with inclusive ranges.
-func nextID(id string) string {
-	ms, seq := parseID(id)
-	if seq == ^uint64(0) {
-		return strconv.FormatUint(ms+1, 10) + "-0"
-	}
-	return strconv.FormatUint(ms, 10) + "-" + strconv.FormatUint(seq+1, 10)
 }

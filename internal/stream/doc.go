@@ -4,11 +4,14 @@
 //
 // Delivery is at-least-once. An entry is acknowledged only after the sink
 // reports it stored; the sink's idempotency on decision_id makes
-// redelivery harmless. Entries that cannot become a decision — undecodable,
-// invalid, or delivered more than Options.MaxDeliveries times — are copied
-// byte for byte to a dead-letter stream and acknowledged in one MULTI/EXEC,
-// so none is dropped silently and none is dead-lettered without being
-// acknowledged (or the reverse).
+// redelivery harmless; a decision_id sent again with other content is not
+// a redelivery and is dead-lettered. Entries that cannot become a
+// decision — undecodable, invalid, or delivered more than
+// Options.MaxDeliveries times — are copied to a dead-letter stream and
+// acknowledged in one MULTI/EXEC, so none is dropped silently and none is
+// dead-lettered without being acknowledged (or the reverse). The copy is
+// byte for byte up to Options.DeadLetterMaxBytes; a larger entry keeps its
+// first bytes, its size and its SHA-256.
 //
 // One goroutine reads: first the entries a previous incarnation with the
 // same consumer name left pending, then new entries, and every
@@ -26,8 +29,11 @@
 // count toward MaxDeliveries, which is what catches a poison entry that
 // keeps killing its consumer. Other failures of a batch (the dead-letter
 // write, looking up delivery counts) make the reader back off and re-read
-// its pending entries. Dead letters keep every original field and can be
-// listed with Consumer.DeadLetters.
+// its pending entries. Dead letters can be listed (Consumer.DeadLetters,
+// in pages bounded in bytes), replayed onto the stream once their cause
+// is fixed (ReplayDeadLetters) or dropped (DropDeadLetters); each replay
+// and drop is recorded in an audit stream in the same transaction. The
+// dead-letter stream is trimmed by age and length.
 //
 // With a Redis Cluster the stream and the dead-letter stream must hash to
 // one slot (share a {hash tag}), because the dead-letter XADD and the XACK

@@ -334,3 +334,13 @@ func ids(prefix string, n int) []string {
 	}
 	return out
 }
+
+func (s *memSink) Decision(_ context.Context, id string) (precept.Decision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.records[id]
+	if !ok {
+		return precept.Decision{}, precept.Errorf(precept.NotFound, "decision %q not found", id)
+	}
+	return f.Decision, nil
+}

@@ -148,11 +148,15 @@ func (c *Consumer) Stats(ctx context.Context) (Stats, error) {
 	return s, nil
 }
 
-// refreshStats updates the gauges every interval until ctx is done.
+// refreshStats trims the dead-letter stream and updates the gauges every
+// interval until ctx is done.
 func (c *Consumer) refreshStats(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		if _, err := c.trimDeadLetters(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("trim the dead-letter stream", "err", err)
+		}
 		if err := c.updateGauges(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("read decision stream stats", "err", err)
 		}

@@ -29,6 +29,19 @@ const (
 	DefaultStopTimeout   = 10 * time.Second
 )
 
+// Defaults bounding the dead-letter stream (docs/thresholds.md).
+const (
+	// DefaultDeadLetterMaxBytes bounds the original fields a dead letter
+	// keeps, names and values summed; a larger entry is kept truncated,
+	// with its size and SHA-256.
+	DefaultDeadLetterMaxBytes = 64 << 10
+	// DefaultDeadLetterMaxLen is how many dead letters are kept, newest
+	// first.
+	DefaultDeadLetterMaxLen = 10000
+	// DefaultDeadLetterMaxAge is how long a dead letter is kept.
+	DefaultDeadLetterMaxAge = 30 * 24 * time.Hour
+)
+
 // DeadLetterSuffix names the dead-letter stream after the stream it
 // serves: Stream+DeadLetterSuffix unless one is given.
 const DeadLetterSuffix = ":dlq"
@@ -66,6 +79,16 @@ type Options struct {
 	// MaxInFlight is how many batches may be in Sink.Store at once;
 	// default 2.
 	MaxInFlight int
+	// DeadLetterMaxBytes bounds the original fields one dead letter keeps
+	// (names and values summed); a larger entry keeps its first bytes,
+	// its size and its SHA-256, and cannot be replayed. Default 64 KiB.
+	DeadLetterMaxBytes int
+	// DeadLetterMaxLen is how many dead letters the stream keeps; default
+	// 10000.
+	DeadLetterMaxLen int
+	// DeadLetterMaxAge is how long dead letters are kept, by the Redis
+	// server's clock; default 30 days.
+	DeadLetterMaxAge time.Duration
 	// StopTimeout bounds how long Run, once its context is cancelled, waits
 	// for batches already read to be stored and acknowledged; default 10s.
 	StopTimeout time.Duration
@@ -123,6 +146,8 @@ func (o Options) withDefaults() (Options, error) {
 	positive("batch size", &o.BatchSize, DefaultBatchSize)
 	positive("max deliveries", &o.MaxDeliveries, DefaultMaxDeliveries)
 	positive("max in flight", &o.MaxInFlight, DefaultMaxInFlight)
+	positive("dead-letter max bytes", &o.DeadLetterMaxBytes, DefaultDeadLetterMaxBytes)
+	positive("dead-letter max length", &o.DeadLetterMaxLen, DefaultDeadLetterMaxLen)
 	duration := func(name string, v *time.Duration, def time.Duration) {
 		switch {
 		case *v == 0:
@@ -138,6 +163,7 @@ func (o Options) withDefaults() (Options, error) {
 	duration("claim idle", &o.ClaimIdle, DefaultClaimIdle)
 	duration("claim interval", &o.ClaimInterval, DefaultClaimInterval)
 	duration("stop timeout", &o.StopTimeout, DefaultStopTimeout)
+	duration("dead-letter max age", &o.DeadLetterMaxAge, DefaultDeadLetterMaxAge)
 	if o.Limits.MaxEventBytes <= 0 {
 		o.Limits.MaxEventBytes = precept.DefaultLimits().MaxEventBytes
 	}

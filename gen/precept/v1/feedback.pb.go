@@ -131,20 +131,35 @@ func (x *Feedback) GetEvaluationError() string {
 }
 
 // DeadLetter is a stream entry precept could not accept, kept with the
-// reason and the original fields, byte for byte.
+// reason and the original fields, byte for byte up to
+// redis.dead_letter_max_bytes.
 type DeadLetter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Entry id in the dead-letter stream.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Entry id in the decision stream.
-	OriginalId    string                 `protobuf:"bytes,2,opt,name=original_id,json=originalId,proto3" json:"original_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	Consumer      string                 `protobuf:"bytes,4,opt,name=consumer,proto3" json:"consumer,omitempty"`
-	FailedAt      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=failed_at,json=failedAt,proto3" json:"failed_at,omitempty"`
-	Deliveries    int64                  `protobuf:"varint,6,opt,name=deliveries,proto3" json:"deliveries,omitempty"`
-	Fields        []*RawField            `protobuf:"bytes,7,rep,name=fields,proto3" json:"fields,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OriginalId string                 `protobuf:"bytes,2,opt,name=original_id,json=originalId,proto3" json:"original_id,omitempty"`
+	Reason     string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Consumer   string                 `protobuf:"bytes,4,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	FailedAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=failed_at,json=failedAt,proto3" json:"failed_at,omitempty"`
+	Deliveries int64                  `protobuf:"varint,6,opt,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// The original fields in their order; when truncated, their beginning.
+	Fields []*RawField `protobuf:"bytes,7,rep,name=fields,proto3" json:"fields,omitempty"`
+	// True when fields hold only the beginning of the entry, which was
+	// larger than redis.dead_letter_max_bytes.
+	Truncated bool `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// True when the dead-letter stream holds every original field byte for
+	// byte: only such entries can be replayed.
+	Whole bool `protobuf:"varint,9,opt,name=whole,proto3" json:"whole,omitempty"`
+	// Size of the original fields, names and values summed.
+	OriginalBytes int64 `protobuf:"varint,10,opt,name=original_bytes,json=originalBytes,proto3" json:"original_bytes,omitempty"`
+	// How many fields the original entry had.
+	OriginalFields int32 `protobuf:"varint,11,opt,name=original_fields,json=originalFields,proto3" json:"original_fields,omitempty"`
+	// SHA-256 (hex) of the original fields: each name, then each value, as
+	// a netstring ("<length>:<bytes>,"), in order.
+	OriginalSha256 string `protobuf:"bytes,12,opt,name=original_sha256,json=originalSha256,proto3" json:"original_sha256,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeadLetter) Reset() {
@@ -226,6 +241,115 @@ func (x *DeadLetter) GetFields() []*RawField {
 	return nil
 }
 
+func (x *DeadLetter) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *DeadLetter) GetWhole() bool {
+	if x != nil {
+		return x.Whole
+	}
+	return false
+}
+
+func (x *DeadLetter) GetOriginalBytes() int64 {
+	if x != nil {
+		return x.OriginalBytes
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetOriginalFields() int32 {
+	if x != nil {
+		return x.OriginalFields
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetOriginalSha256() string {
+	if x != nil {
+		return x.OriginalSha256
+	}
+	return ""
+}
+
+// DeadLetterOutcome says what became of one dead letter named in a replay
+// or a drop.
+type DeadLetterOutcome struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dead letter's id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// True when it was replayed or dropped.
+	Done bool `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	// The id the replayed entry got in the decision stream.
+	StreamId string `protobuf:"bytes,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// Why nothing was done, when done is false.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetterOutcome) Reset() {
+	*x = DeadLetterOutcome{}
+	mi := &file_precept_v1_feedback_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetterOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetterOutcome) ProtoMessage() {}
+
+func (x *DeadLetterOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_feedback_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetterOutcome.ProtoReflect.Descriptor instead.
+func (*DeadLetterOutcome) Descriptor() ([]byte, []int) {
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DeadLetterOutcome) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DeadLetterOutcome) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *DeadLetterOutcome) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+func (x *DeadLetterOutcome) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // RawField is one field of a Redis stream entry as it was sent.
 type RawField struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -237,7 +361,7 @@ type RawField struct {
 
 func (x *RawField) Reset() {
 	*x = RawField{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[2]
+	mi := &file_precept_v1_feedback_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -249,7 +373,7 @@ func (x *RawField) String() string {
 func (*RawField) ProtoMessage() {}
 
 func (x *RawField) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[2]
+	mi := &file_precept_v1_feedback_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -262,7 +386,7 @@ func (x *RawField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RawField.ProtoReflect.Descriptor instead.
 func (*RawField) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{2}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RawField) GetName() []byte {
@@ -295,7 +419,7 @@ type SimilarFeedback struct {
 
 func (x *SimilarFeedback) Reset() {
 	*x = SimilarFeedback{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[3]
+	mi := &file_precept_v1_feedback_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +431,7 @@ func (x *SimilarFeedback) String() string {
 func (*SimilarFeedback) ProtoMessage() {}
 
 func (x *SimilarFeedback) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[3]
+	mi := &file_precept_v1_feedback_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +444,7 @@ func (x *SimilarFeedback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilarFeedback.ProtoReflect.Descriptor instead.
 func (*SimilarFeedback) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{3}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SimilarFeedback) GetDecisionId() string {
@@ -381,7 +505,7 @@ type RecordFeedbackRequest struct {
 
 func (x *RecordFeedbackRequest) Reset() {
 	*x = RecordFeedbackRequest{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[4]
+	mi := &file_precept_v1_feedback_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +517,7 @@ func (x *RecordFeedbackRequest) String() string {
 func (*RecordFeedbackRequest) ProtoMessage() {}
 
 func (x *RecordFeedbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[4]
+	mi := &file_precept_v1_feedback_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +530,7 @@ func (x *RecordFeedbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFeedbackRequest.ProtoReflect.Descriptor instead.
 func (*RecordFeedbackRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{4}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RecordFeedbackRequest) GetDecision() *HITLDecision {
@@ -429,7 +553,7 @@ type RecordFeedbackResponse struct {
 
 func (x *RecordFeedbackResponse) Reset() {
 	*x = RecordFeedbackResponse{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[5]
+	mi := &file_precept_v1_feedback_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +565,7 @@ func (x *RecordFeedbackResponse) String() string {
 func (*RecordFeedbackResponse) ProtoMessage() {}
 
 func (x *RecordFeedbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[5]
+	mi := &file_precept_v1_feedback_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +578,7 @@ func (x *RecordFeedbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFeedbackResponse.ProtoReflect.Descriptor instead.
 func (*RecordFeedbackResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{5}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RecordFeedbackResponse) GetDecisionId() string {
@@ -487,7 +611,7 @@ type GetFeedbackRequest struct {
 
 func (x *GetFeedbackRequest) Reset() {
 	*x = GetFeedbackRequest{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[6]
+	mi := &file_precept_v1_feedback_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +623,7 @@ func (x *GetFeedbackRequest) String() string {
 func (*GetFeedbackRequest) ProtoMessage() {}
 
 func (x *GetFeedbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[6]
+	mi := &file_precept_v1_feedback_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +636,7 @@ func (x *GetFeedbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFeedbackRequest.ProtoReflect.Descriptor instead.
 func (*GetFeedbackRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{6}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetFeedbackRequest) GetDecisionId() string {
@@ -531,7 +655,7 @@ type GetFeedbackResponse struct {
 
 func (x *GetFeedbackResponse) Reset() {
 	*x = GetFeedbackResponse{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[7]
+	mi := &file_precept_v1_feedback_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +667,7 @@ func (x *GetFeedbackResponse) String() string {
 func (*GetFeedbackResponse) ProtoMessage() {}
 
 func (x *GetFeedbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[7]
+	mi := &file_precept_v1_feedback_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +680,7 @@ func (x *GetFeedbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFeedbackResponse.ProtoReflect.Descriptor instead.
 func (*GetFeedbackResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{7}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetFeedbackResponse) GetFeedback() *Feedback {
@@ -578,7 +702,7 @@ type ListFeedbackForAgentRequest struct {
 
 func (x *ListFeedbackForAgentRequest) Reset() {
 	*x = ListFeedbackForAgentRequest{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[8]
+	mi := &file_precept_v1_feedback_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +714,7 @@ func (x *ListFeedbackForAgentRequest) String() string {
 func (*ListFeedbackForAgentRequest) ProtoMessage() {}
 
 func (x *ListFeedbackForAgentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[8]
+	mi := &file_precept_v1_feedback_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +727,7 @@ func (x *ListFeedbackForAgentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFeedbackForAgentRequest.ProtoReflect.Descriptor instead.
 func (*ListFeedbackForAgentRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{8}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListFeedbackForAgentRequest) GetAgent() string {
@@ -638,7 +762,7 @@ type ListFeedbackForAgentResponse struct {
 
 func (x *ListFeedbackForAgentResponse) Reset() {
 	*x = ListFeedbackForAgentResponse{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[9]
+	mi := &file_precept_v1_feedback_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +774,7 @@ func (x *ListFeedbackForAgentResponse) String() string {
 func (*ListFeedbackForAgentResponse) ProtoMessage() {}
 
 func (x *ListFeedbackForAgentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[9]
+	mi := &file_precept_v1_feedback_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +787,7 @@ func (x *ListFeedbackForAgentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFeedbackForAgentResponse.ProtoReflect.Descriptor instead.
 func (*ListFeedbackForAgentResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{9}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListFeedbackForAgentResponse) GetFeedback() []*Feedback {
@@ -682,7 +806,8 @@ func (x *ListFeedbackForAgentResponse) GetNextPageToken() string {
 
 type ListDeadLettersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// At most 1000; 0 means 100.
+	// At most 1000; 0 means 100. A page also ends before its fields and
+	// reasons pass 4 MiB.
 	PageSize      int32  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -691,7 +816,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[10]
+	mi := &file_precept_v1_feedback_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +828,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[10]
+	mi := &file_precept_v1_feedback_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +841,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{10}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListDeadLettersRequest) GetPageSize() int32 {
@@ -745,7 +870,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[11]
+	mi := &file_precept_v1_feedback_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +882,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[11]
+	mi := &file_precept_v1_feedback_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +895,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{11}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -794,6 +919,186 @@ func (x *ListDeadLettersResponse) GetTotal() int64 {
 	return 0
 }
 
+type ReplayDeadLettersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Dead-letter ids (DeadLetter.id), at most 1000.
+	Ids           []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayDeadLettersRequest) Reset() {
+	*x = ReplayDeadLettersRequest{}
+	mi := &file_precept_v1_feedback_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayDeadLettersRequest) ProtoMessage() {}
+
+func (x *ReplayDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_feedback_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*ReplayDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReplayDeadLettersRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+type ReplayDeadLettersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per id, in the request's order.
+	Outcomes      []*DeadLetterOutcome `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayDeadLettersResponse) Reset() {
+	*x = ReplayDeadLettersResponse{}
+	mi := &file_precept_v1_feedback_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayDeadLettersResponse) ProtoMessage() {}
+
+func (x *ReplayDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_feedback_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*ReplayDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReplayDeadLettersResponse) GetOutcomes() []*DeadLetterOutcome {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+type DropDeadLettersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Dead-letter ids (DeadLetter.id), at most 1000.
+	Ids           []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropDeadLettersRequest) Reset() {
+	*x = DropDeadLettersRequest{}
+	mi := &file_precept_v1_feedback_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropDeadLettersRequest) ProtoMessage() {}
+
+func (x *DropDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_feedback_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*DropDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DropDeadLettersRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+type DropDeadLettersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per id, in the request's order.
+	Outcomes      []*DeadLetterOutcome `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropDeadLettersResponse) Reset() {
+	*x = DropDeadLettersResponse{}
+	mi := &file_precept_v1_feedback_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropDeadLettersResponse) ProtoMessage() {}
+
+func (x *DropDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_feedback_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*DropDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DropDeadLettersResponse) GetOutcomes() []*DeadLetterOutcome {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
 type FindSimilarRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Query:
@@ -813,7 +1118,7 @@ type FindSimilarRequest struct {
 
 func (x *FindSimilarRequest) Reset() {
 	*x = FindSimilarRequest{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[12]
+	mi := &file_precept_v1_feedback_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +1130,7 @@ func (x *FindSimilarRequest) String() string {
 func (*FindSimilarRequest) ProtoMessage() {}
 
 func (x *FindSimilarRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[12]
+	mi := &file_precept_v1_feedback_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +1143,7 @@ func (x *FindSimilarRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindSimilarRequest.ProtoReflect.Descriptor instead.
 func (*FindSimilarRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{12}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FindSimilarRequest) GetQuery() isFindSimilarRequest_Query {
@@ -913,7 +1218,7 @@ type FindSimilarResponse struct {
 
 func (x *FindSimilarResponse) Reset() {
 	*x = FindSimilarResponse{}
-	mi := &file_precept_v1_feedback_proto_msgTypes[13]
+	mi := &file_precept_v1_feedback_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1230,7 @@ func (x *FindSimilarResponse) String() string {
 func (*FindSimilarResponse) ProtoMessage() {}
 
 func (x *FindSimilarResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_feedback_proto_msgTypes[13]
+	mi := &file_precept_v1_feedback_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1243,7 @@ func (x *FindSimilarResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindSimilarResponse.ProtoReflect.Descriptor instead.
 func (*FindSimilarResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{13}
+	return file_precept_v1_feedback_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FindSimilarResponse) GetResults() []*SimilarFeedback {
@@ -966,7 +1271,7 @@ const file_precept_v1_feedback_proto_rawDesc = "" +
 	"evaluation\x18\a \x01(\v2\x16.precept.v1.EvaluationR\n" +
 	"evaluation\x12)\n" +
 	"\x10evaluation_error\x18\b \x01(\tR\x0fevaluationErrorB\x18\n" +
-	"\x16_edit_distance_percent\"\xf8\x01\n" +
+	"\x16_edit_distance_percent\"\xa5\x03\n" +
 	"\n" +
 	"DeadLetter\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
@@ -978,7 +1283,18 @@ const file_precept_v1_feedback_proto_rawDesc = "" +
 	"\n" +
 	"deliveries\x18\x06 \x01(\x03R\n" +
 	"deliveries\x12,\n" +
-	"\x06fields\x18\a \x03(\v2\x14.precept.v1.RawFieldR\x06fields\"4\n" +
+	"\x06fields\x18\a \x03(\v2\x14.precept.v1.RawFieldR\x06fields\x12\x1c\n" +
+	"\ttruncated\x18\b \x01(\bR\ttruncated\x12\x14\n" +
+	"\x05whole\x18\t \x01(\bR\x05whole\x12%\n" +
+	"\x0eoriginal_bytes\x18\n" +
+	" \x01(\x03R\roriginalBytes\x12'\n" +
+	"\x0foriginal_fields\x18\v \x01(\x05R\x0eoriginalFields\x12'\n" +
+	"\x0foriginal_sha256\x18\f \x01(\tR\x0eoriginalSha256\"j\n" +
+	"\x11DeadLetterOutcome\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\x12\x1b\n" +
+	"\tstream_id\x18\x03 \x01(\tR\bstreamId\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"4\n" +
 	"\bRawField\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\fR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\xd5\x01\n" +
@@ -1022,7 +1338,15 @@ const file_precept_v1_feedback_proto_rawDesc = "" +
 	"\x17ListDeadLettersResponse\x129\n" +
 	"\fdead_letters\x18\x01 \x03(\v2\x16.precept.v1.DeadLetterR\vdeadLetters\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x14\n" +
-	"\x05total\x18\x03 \x01(\x03R\x05total\"\xa0\x01\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\",\n" +
+	"\x18ReplayDeadLettersRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"V\n" +
+	"\x19ReplayDeadLettersResponse\x129\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x1d.precept.v1.DeadLetterOutcomeR\boutcomes\"*\n" +
+	"\x16DropDeadLettersRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"T\n" +
+	"\x17DropDeadLettersResponse\x129\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x1d.precept.v1.DeadLetterOutcomeR\boutcomes\"\xa0\x01\n" +
 	"\x12FindSimilarRequest\x12!\n" +
 	"\vdecision_id\x18\x01 \x01(\tH\x00R\n" +
 	"decisionId\x12\x14\n" +
@@ -1032,12 +1356,14 @@ const file_precept_v1_feedback_proto_rawDesc = "" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limitB\a\n" +
 	"\x05query\"L\n" +
 	"\x13FindSimilarResponse\x125\n" +
-	"\aresults\x18\x01 \x03(\v2\x1b.precept.v1.SimilarFeedbackR\aresults2\xe5\x03\n" +
+	"\aresults\x18\x01 \x03(\v2\x1b.precept.v1.SimilarFeedbackR\aresults2\xa3\x05\n" +
 	"\x0fFeedbackService\x12W\n" +
 	"\x0eRecordFeedback\x12!.precept.v1.RecordFeedbackRequest\x1a\".precept.v1.RecordFeedbackResponse\x12S\n" +
 	"\vGetFeedback\x12\x1e.precept.v1.GetFeedbackRequest\x1a\x1f.precept.v1.GetFeedbackResponse\"\x03\x90\x02\x01\x12n\n" +
 	"\x14ListFeedbackForAgent\x12'.precept.v1.ListFeedbackForAgentRequest\x1a(.precept.v1.ListFeedbackForAgentResponse\"\x03\x90\x02\x01\x12_\n" +
-	"\x0fListDeadLetters\x12\".precept.v1.ListDeadLettersRequest\x1a#.precept.v1.ListDeadLettersResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\x0fListDeadLetters\x12\".precept.v1.ListDeadLettersRequest\x1a#.precept.v1.ListDeadLettersResponse\"\x03\x90\x02\x01\x12`\n" +
+	"\x11ReplayDeadLetters\x12$.precept.v1.ReplayDeadLettersRequest\x1a%.precept.v1.ReplayDeadLettersResponse\x12Z\n" +
+	"\x0fDropDeadLetters\x12\".precept.v1.DropDeadLettersRequest\x1a#.precept.v1.DropDeadLettersResponse\x12S\n" +
 	"\vFindSimilar\x12\x1e.precept.v1.FindSimilarRequest\x1a\x1f.precept.v1.FindSimilarResponse\"\x03\x90\x02\x01B\xa1\x01\n" +
 	"\x0ecom.precept.v1B\rFeedbackProtoP\x01Z7github.com/precept-dev/precept/gen/precept/v1;preceptv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Precept.V1\xca\x02\n" +
@@ -1055,53 +1381,64 @@ func file_precept_v1_feedback_proto_rawDescGZIP() []byte {
 	return file_precept_v1_feedback_proto_rawDescData
 }
 
-var file_precept_v1_feedback_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_precept_v1_feedback_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_precept_v1_feedback_proto_goTypes = []any{
 	(*Feedback)(nil),                     // 0: precept.v1.Feedback
 	(*DeadLetter)(nil),                   // 1: precept.v1.DeadLetter
-	(*RawField)(nil),                     // 2: precept.v1.RawField
-	(*SimilarFeedback)(nil),              // 3: precept.v1.SimilarFeedback
-	(*RecordFeedbackRequest)(nil),        // 4: precept.v1.RecordFeedbackRequest
-	(*RecordFeedbackResponse)(nil),       // 5: precept.v1.RecordFeedbackResponse
-	(*GetFeedbackRequest)(nil),           // 6: precept.v1.GetFeedbackRequest
-	(*GetFeedbackResponse)(nil),          // 7: precept.v1.GetFeedbackResponse
-	(*ListFeedbackForAgentRequest)(nil),  // 8: precept.v1.ListFeedbackForAgentRequest
-	(*ListFeedbackForAgentResponse)(nil), // 9: precept.v1.ListFeedbackForAgentResponse
-	(*ListDeadLettersRequest)(nil),       // 10: precept.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),      // 11: precept.v1.ListDeadLettersResponse
-	(*FindSimilarRequest)(nil),           // 12: precept.v1.FindSimilarRequest
-	(*FindSimilarResponse)(nil),          // 13: precept.v1.FindSimilarResponse
-	(*HITLDecision)(nil),                 // 14: precept.v1.HITLDecision
-	(*timestamppb.Timestamp)(nil),        // 15: google.protobuf.Timestamp
-	(*Evaluation)(nil),                   // 16: precept.v1.Evaluation
+	(*DeadLetterOutcome)(nil),            // 2: precept.v1.DeadLetterOutcome
+	(*RawField)(nil),                     // 3: precept.v1.RawField
+	(*SimilarFeedback)(nil),              // 4: precept.v1.SimilarFeedback
+	(*RecordFeedbackRequest)(nil),        // 5: precept.v1.RecordFeedbackRequest
+	(*RecordFeedbackResponse)(nil),       // 6: precept.v1.RecordFeedbackResponse
+	(*GetFeedbackRequest)(nil),           // 7: precept.v1.GetFeedbackRequest
+	(*GetFeedbackResponse)(nil),          // 8: precept.v1.GetFeedbackResponse
+	(*ListFeedbackForAgentRequest)(nil),  // 9: precept.v1.ListFeedbackForAgentRequest
+	(*ListFeedbackForAgentResponse)(nil), // 10: precept.v1.ListFeedbackForAgentResponse
+	(*ListDeadLettersRequest)(nil),       // 11: precept.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),      // 12: precept.v1.ListDeadLettersResponse
+	(*ReplayDeadLettersRequest)(nil),     // 13: precept.v1.ReplayDeadLettersRequest
+	(*ReplayDeadLettersResponse)(nil),    // 14: precept.v1.ReplayDeadLettersResponse
+	(*DropDeadLettersRequest)(nil),       // 15: precept.v1.DropDeadLettersRequest
+	(*DropDeadLettersResponse)(nil),      // 16: precept.v1.DropDeadLettersResponse
+	(*FindSimilarRequest)(nil),           // 17: precept.v1.FindSimilarRequest
+	(*FindSimilarResponse)(nil),          // 18: precept.v1.FindSimilarResponse
+	(*HITLDecision)(nil),                 // 19: precept.v1.HITLDecision
+	(*timestamppb.Timestamp)(nil),        // 20: google.protobuf.Timestamp
+	(*Evaluation)(nil),                   // 21: precept.v1.Evaluation
 }
 var file_precept_v1_feedback_proto_depIdxs = []int32{
-	14, // 0: precept.v1.Feedback.decision:type_name -> precept.v1.HITLDecision
-	15, // 1: precept.v1.Feedback.received_at:type_name -> google.protobuf.Timestamp
-	16, // 2: precept.v1.Feedback.evaluation:type_name -> precept.v1.Evaluation
-	15, // 3: precept.v1.DeadLetter.failed_at:type_name -> google.protobuf.Timestamp
-	2,  // 4: precept.v1.DeadLetter.fields:type_name -> precept.v1.RawField
-	14, // 5: precept.v1.RecordFeedbackRequest.decision:type_name -> precept.v1.HITLDecision
+	19, // 0: precept.v1.Feedback.decision:type_name -> precept.v1.HITLDecision
+	20, // 1: precept.v1.Feedback.received_at:type_name -> google.protobuf.Timestamp
+	21, // 2: precept.v1.Feedback.evaluation:type_name -> precept.v1.Evaluation
+	20, // 3: precept.v1.DeadLetter.failed_at:type_name -> google.protobuf.Timestamp
+	3,  // 4: precept.v1.DeadLetter.fields:type_name -> precept.v1.RawField
+	19, // 5: precept.v1.RecordFeedbackRequest.decision:type_name -> precept.v1.HITLDecision
 	0,  // 6: precept.v1.RecordFeedbackResponse.feedback:type_name -> precept.v1.Feedback
 	0,  // 7: precept.v1.GetFeedbackResponse.feedback:type_name -> precept.v1.Feedback
 	0,  // 8: precept.v1.ListFeedbackForAgentResponse.feedback:type_name -> precept.v1.Feedback
 	1,  // 9: precept.v1.ListDeadLettersResponse.dead_letters:type_name -> precept.v1.DeadLetter
-	3,  // 10: precept.v1.FindSimilarResponse.results:type_name -> precept.v1.SimilarFeedback
-	4,  // 11: precept.v1.FeedbackService.RecordFeedback:input_type -> precept.v1.RecordFeedbackRequest
-	6,  // 12: precept.v1.FeedbackService.GetFeedback:input_type -> precept.v1.GetFeedbackRequest
-	8,  // 13: precept.v1.FeedbackService.ListFeedbackForAgent:input_type -> precept.v1.ListFeedbackForAgentRequest
-	10, // 14: precept.v1.FeedbackService.ListDeadLetters:input_type -> precept.v1.ListDeadLettersRequest
-	12, // 15: precept.v1.FeedbackService.FindSimilar:input_type -> precept.v1.FindSimilarRequest
-	5,  // 16: precept.v1.FeedbackService.RecordFeedback:output_type -> precept.v1.RecordFeedbackResponse
-	7,  // 17: precept.v1.FeedbackService.GetFeedback:output_type -> precept.v1.GetFeedbackResponse
-	9,  // 18: precept.v1.FeedbackService.ListFeedbackForAgent:output_type -> precept.v1.ListFeedbackForAgentResponse
-	11, // 19: precept.v1.FeedbackService.ListDeadLetters:output_type -> precept.v1.ListDeadLettersResponse
-	13, // 20: precept.v1.FeedbackService.FindSimilar:output_type -> precept.v1.FindSimilarResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	2,  // 10: precept.v1.ReplayDeadLettersResponse.outcomes:type_name -> precept.v1.DeadLetterOutcome
+	2,  // 11: precept.v1.DropDeadLettersResponse.outcomes:type_name -> precept.v1.DeadLetterOutcome
+	4,  // 12: precept.v1.FindSimilarResponse.results:type_name -> precept.v1.SimilarFeedback
+	5,  // 13: precept.v1.FeedbackService.RecordFeedback:input_type -> precept.v1.RecordFeedbackRequest
+	7,  // 14: precept.v1.FeedbackService.GetFeedback:input_type -> precept.v1.GetFeedbackRequest
+	9,  // 15: precept.v1.FeedbackService.ListFeedbackForAgent:input_type -> precept.v1.ListFeedbackForAgentRequest
+	11, // 16: precept.v1.FeedbackService.ListDeadLetters:input_type -> precept.v1.ListDeadLettersRequest
+	13, // 17: precept.v1.FeedbackService.ReplayDeadLetters:input_type -> precept.v1.ReplayDeadLettersRequest
+	15, // 18: precept.v1.FeedbackService.DropDeadLetters:input_type -> precept.v1.DropDeadLettersRequest
+	17, // 19: precept.v1.FeedbackService.FindSimilar:input_type -> precept.v1.FindSimilarRequest
+	6,  // 20: precept.v1.FeedbackService.RecordFeedback:output_type -> precept.v1.RecordFeedbackResponse
+	8,  // 21: precept.v1.FeedbackService.GetFeedback:output_type -> precept.v1.GetFeedbackResponse
+	10, // 22: precept.v1.FeedbackService.ListFeedbackForAgent:output_type -> precept.v1.ListFeedbackForAgentResponse
+	12, // 23: precept.v1.FeedbackService.ListDeadLetters:output_type -> precept.v1.ListDeadLettersResponse
+	14, // 24: precept.v1.FeedbackService.ReplayDeadLetters:output_type -> precept.v1.ReplayDeadLettersResponse
+	16, // 25: precept.v1.FeedbackService.DropDeadLetters:output_type -> precept.v1.DropDeadLettersResponse
+	18, // 26: precept.v1.FeedbackService.FindSimilar:output_type -> precept.v1.FindSimilarResponse
+	20, // [20:27] is the sub-list for method output_type
+	13, // [13:20] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_feedback_proto_init() }
@@ -1112,7 +1449,7 @@ func file_precept_v1_feedback_proto_init() {
 	file_precept_v1_decision_proto_init()
 	file_precept_v1_evaluator_proto_init()
 	file_precept_v1_feedback_proto_msgTypes[0].OneofWrappers = []any{}
-	file_precept_v1_feedback_proto_msgTypes[12].OneofWrappers = []any{
+	file_precept_v1_feedback_proto_msgTypes[17].OneofWrappers = []any{
 		(*FindSimilarRequest_DecisionId)(nil),
 		(*FindSimilarRequest_Text)(nil),
 	}
@@ -1122,7 +1459,7 @@ func file_precept_v1_feedback_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_feedback_proto_rawDesc), len(file_precept_v1_feedback_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

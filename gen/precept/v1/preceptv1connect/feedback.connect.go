@@ -45,6 +45,12 @@ const (
 	// FeedbackServiceListDeadLettersProcedure is the fully-qualified name of the FeedbackService's
 	// ListDeadLetters RPC.
 	FeedbackServiceListDeadLettersProcedure = "/precept.v1.FeedbackService/ListDeadLetters"
+	// FeedbackServiceReplayDeadLettersProcedure is the fully-qualified name of the FeedbackService's
+	// ReplayDeadLetters RPC.
+	FeedbackServiceReplayDeadLettersProcedure = "/precept.v1.FeedbackService/ReplayDeadLetters"
+	// FeedbackServiceDropDeadLettersProcedure is the fully-qualified name of the FeedbackService's
+	// DropDeadLetters RPC.
+	FeedbackServiceDropDeadLettersProcedure = "/precept.v1.FeedbackService/DropDeadLetters"
 	// FeedbackServiceFindSimilarProcedure is the fully-qualified name of the FeedbackService's
 	// FindSimilar RPC.
 	FeedbackServiceFindSimilarProcedure = "/precept.v1.FeedbackService/FindSimilar"
@@ -58,6 +64,14 @@ type FeedbackServiceClient interface {
 	GetFeedback(context.Context, *connect.Request[v1.GetFeedbackRequest]) (*connect.Response[v1.GetFeedbackResponse], error)
 	ListFeedbackForAgent(context.Context, *connect.Request[v1.ListFeedbackForAgentRequest]) (*connect.Response[v1.ListFeedbackForAgentResponse], error)
 	ListDeadLetters(context.Context, *connect.Request[v1.ListDeadLettersRequest]) (*connect.Response[v1.ListDeadLettersResponse], error)
+	// ReplayDeadLetters re-queues dead letters kept whole onto the decision
+	// stream, as new entries with their original fields, once their cause is
+	// fixed, and removes them from the dead-letter stream. Each replay is
+	// logged and recorded in the audit stream (<dead-letter stream>:audit).
+	ReplayDeadLetters(context.Context, *connect.Request[v1.ReplayDeadLettersRequest]) (*connect.Response[v1.ReplayDeadLettersResponse], error)
+	// DropDeadLetters removes dead letters for good; each drop is logged and
+	// recorded in the audit stream.
+	DropDeadLetters(context.Context, *connect.Request[v1.DropDeadLettersRequest]) (*connect.Response[v1.DropDeadLettersResponse], error)
 	FindSimilar(context.Context, *connect.Request[v1.FindSimilarRequest]) (*connect.Response[v1.FindSimilarResponse], error)
 }
 
@@ -99,6 +113,18 @@ func NewFeedbackServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		replayDeadLetters: connect.NewClient[v1.ReplayDeadLettersRequest, v1.ReplayDeadLettersResponse](
+			httpClient,
+			baseURL+FeedbackServiceReplayDeadLettersProcedure,
+			connect.WithSchema(feedbackServiceMethods.ByName("ReplayDeadLetters")),
+			connect.WithClientOptions(opts...),
+		),
+		dropDeadLetters: connect.NewClient[v1.DropDeadLettersRequest, v1.DropDeadLettersResponse](
+			httpClient,
+			baseURL+FeedbackServiceDropDeadLettersProcedure,
+			connect.WithSchema(feedbackServiceMethods.ByName("DropDeadLetters")),
+			connect.WithClientOptions(opts...),
+		),
 		findSimilar: connect.NewClient[v1.FindSimilarRequest, v1.FindSimilarResponse](
 			httpClient,
 			baseURL+FeedbackServiceFindSimilarProcedure,
@@ -115,6 +141,8 @@ type feedbackServiceClient struct {
 	getFeedback          *connect.Client[v1.GetFeedbackRequest, v1.GetFeedbackResponse]
 	listFeedbackForAgent *connect.Client[v1.ListFeedbackForAgentRequest, v1.ListFeedbackForAgentResponse]
 	listDeadLetters      *connect.Client[v1.ListDeadLettersRequest, v1.ListDeadLettersResponse]
+	replayDeadLetters    *connect.Client[v1.ReplayDeadLettersRequest, v1.ReplayDeadLettersResponse]
+	dropDeadLetters      *connect.Client[v1.DropDeadLettersRequest, v1.DropDeadLettersResponse]
 	findSimilar          *connect.Client[v1.FindSimilarRequest, v1.FindSimilarResponse]
 }
 
@@ -138,6 +166,16 @@ func (c *feedbackServiceClient) ListDeadLetters(ctx context.Context, req *connec
 	return c.listDeadLetters.CallUnary(ctx, req)
 }
 
+// ReplayDeadLetters calls precept.v1.FeedbackService.ReplayDeadLetters.
+func (c *feedbackServiceClient) ReplayDeadLetters(ctx context.Context, req *connect.Request[v1.ReplayDeadLettersRequest]) (*connect.Response[v1.ReplayDeadLettersResponse], error) {
+	return c.replayDeadLetters.CallUnary(ctx, req)
+}
+
+// DropDeadLetters calls precept.v1.FeedbackService.DropDeadLetters.
+func (c *feedbackServiceClient) DropDeadLetters(ctx context.Context, req *connect.Request[v1.DropDeadLettersRequest]) (*connect.Response[v1.DropDeadLettersResponse], error) {
+	return c.dropDeadLetters.CallUnary(ctx, req)
+}
+
 // FindSimilar calls precept.v1.FeedbackService.FindSimilar.
 func (c *feedbackServiceClient) FindSimilar(ctx context.Context, req *connect.Request[v1.FindSimilarRequest]) (*connect.Response[v1.FindSimilarResponse], error) {
 	return c.findSimilar.CallUnary(ctx, req)
@@ -151,6 +189,14 @@ type FeedbackServiceHandler interface {
 	GetFeedback(context.Context, *connect.Request[v1.GetFeedbackRequest]) (*connect.Response[v1.GetFeedbackResponse], error)
 	ListFeedbackForAgent(context.Context, *connect.Request[v1.ListFeedbackForAgentRequest]) (*connect.Response[v1.ListFeedbackForAgentResponse], error)
 	ListDeadLetters(context.Context, *connect.Request[v1.ListDeadLettersRequest]) (*connect.Response[v1.ListDeadLettersResponse], error)
+	// ReplayDeadLetters re-queues dead letters kept whole onto the decision
+	// stream, as new entries with their original fields, once their cause is
+	// fixed, and removes them from the dead-letter stream. Each replay is
+	// logged and recorded in the audit stream (<dead-letter stream>:audit).
+	ReplayDeadLetters(context.Context, *connect.Request[v1.ReplayDeadLettersRequest]) (*connect.Response[v1.ReplayDeadLettersResponse], error)
+	// DropDeadLetters removes dead letters for good; each drop is logged and
+	// recorded in the audit stream.
+	DropDeadLetters(context.Context, *connect.Request[v1.DropDeadLettersRequest]) (*connect.Response[v1.DropDeadLettersResponse], error)
 	FindSimilar(context.Context, *connect.Request[v1.FindSimilarRequest]) (*connect.Response[v1.FindSimilarResponse], error)
 }
 
@@ -188,6 +234,18 @@ func NewFeedbackServiceHandler(svc FeedbackServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	feedbackServiceReplayDeadLettersHandler := connect.NewUnaryHandler(
+		FeedbackServiceReplayDeadLettersProcedure,
+		svc.ReplayDeadLetters,
+		connect.WithSchema(feedbackServiceMethods.ByName("ReplayDeadLetters")),
+		connect.WithHandlerOptions(opts...),
+	)
+	feedbackServiceDropDeadLettersHandler := connect.NewUnaryHandler(
+		FeedbackServiceDropDeadLettersProcedure,
+		svc.DropDeadLetters,
+		connect.WithSchema(feedbackServiceMethods.ByName("DropDeadLetters")),
+		connect.WithHandlerOptions(opts...),
+	)
 	feedbackServiceFindSimilarHandler := connect.NewUnaryHandler(
 		FeedbackServiceFindSimilarProcedure,
 		svc.FindSimilar,
@@ -205,6 +263,10 @@ func NewFeedbackServiceHandler(svc FeedbackServiceHandler, opts ...connect.Handl
 			feedbackServiceListFeedbackForAgentHandler.ServeHTTP(w, r)
 		case FeedbackServiceListDeadLettersProcedure:
 			feedbackServiceListDeadLettersHandler.ServeHTTP(w, r)
+		case FeedbackServiceReplayDeadLettersProcedure:
+			feedbackServiceReplayDeadLettersHandler.ServeHTTP(w, r)
+		case FeedbackServiceDropDeadLettersProcedure:
+			feedbackServiceDropDeadLettersHandler.ServeHTTP(w, r)
 		case FeedbackServiceFindSimilarProcedure:
 			feedbackServiceFindSimilarHandler.ServeHTTP(w, r)
 		default:
@@ -230,6 +292,14 @@ func (UnimplementedFeedbackServiceHandler) ListFeedbackForAgent(context.Context,
 
 func (UnimplementedFeedbackServiceHandler) ListDeadLetters(context.Context, *connect.Request[v1.ListDeadLettersRequest]) (*connect.Response[v1.ListDeadLettersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.FeedbackService.ListDeadLetters is not implemented"))
+}
+
+func (UnimplementedFeedbackServiceHandler) ReplayDeadLetters(context.Context, *connect.Request[v1.ReplayDeadLettersRequest]) (*connect.Response[v1.ReplayDeadLettersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.FeedbackService.ReplayDeadLetters is not implemented"))
+}
+
+func (UnimplementedFeedbackServiceHandler) DropDeadLetters(context.Context, *connect.Request[v1.DropDeadLettersRequest]) (*connect.Response[v1.DropDeadLettersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.FeedbackService.DropDeadLetters is not implemented"))
 }
 
 func (UnimplementedFeedbackServiceHandler) FindSimilar(context.Context, *connect.Request[v1.FindSimilarRequest]) (*connect.Response[v1.FindSimilarResponse], error) {
