@@ -55,7 +55,7 @@ func (c *cli) evaluationCmd() *cobra.Command {
 				fields(w, "decision", ev.GetDecisionId())
 				printEvaluation(w, ev)
 				if st := ev.GetClusterStats(); st != nil {
-					fields(w, "support", fmt.Sprintf("%d decisions, %d distinct reviewers, %d distinct epics", st.GetSize(), st.GetDistinctReviewers(), st.GetDistinctEpics()))
+					fields(w, "support", support(st))
 				}
 				printRubric(w, ev.GetRubric())
 			})
@@ -185,7 +185,7 @@ func (c *cli) clustersCmd() *cobra.Command {
 				fields(w,
 					"cluster", cl.GetId(),
 					"class", className(cl.GetClassification()),
-					"support", fmt.Sprintf("%d decisions, %d distinct reviewers, %d distinct epics", st.GetSize(), st.GetDistinctReviewers(), st.GetDistinctEpics()),
+					"support", support(st),
 					"agents", strings.Join(st.GetAgents(), ", "),
 					"seen", ts(st.GetFirstSeen())+" … "+ts(st.GetLastSeen()),
 					"tags", strings.Join(cl.GetTags(), ", "),
@@ -234,4 +234,13 @@ func (c *cli) reviewCmd() *cobra.Command {
 	list.Flags().StringVar(&agent, "agent", "", "only this agent's decisions")
 	cmd.AddCommand(list)
 	return cmd
+}
+
+// support describes what backs a cluster, with its producers when known.
+func support(st *preceptv1.ClusterStats) string {
+	s := fmt.Sprintf("%d decisions, %d distinct reviewers, %d distinct epics", st.GetSize(), st.GetDistinctReviewers(), st.GetDistinctEpics())
+	if len(st.GetProducers()) > 0 {
+		s += fmt.Sprintf(", recorded by %s", strings.Join(st.GetProducers(), ", "))
+	}
+	return s
 }

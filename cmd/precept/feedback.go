@@ -150,6 +150,7 @@ func printFeedback(w io.Writer, f *preceptv1.Feedback) {
 		"scope", d.GetScopePath(),
 		"edit", edit,
 		"stored", fmt.Sprintf("%s from %s in commit %s", ts(f.GetReceivedAt()), f.GetSource(), short(f.GetCommit())),
+		"producer", f.GetProducer(),
 	)
 	if ev := f.GetEvaluation(); ev != nil {
 		fmt.Fprintln(w)

@@ -171,6 +171,7 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 		"cluster", p.GetClusterId(),
 		"priority", p.GetPriority(),
 		"tags", strings.Join(p.GetTags(), ", "),
+		"producers", strings.Join(p.GetProducers(), ", "),
 		"protected", protected,
 		"approvals", fmt.Sprintf("%d of %d", len(p.GetApprovals()), p.GetRequiredApprovals()),
 		"rejected", rej,

@@ -13,6 +13,7 @@ func FeedbackToProto(r feedbackstore.Record) *preceptv1.Feedback {
 	p := &preceptv1.Feedback{
 		Decision:            convert.DecisionToProto(r.Decision),
 		Source:              r.Source,
+		Producer:            r.ProducerName(),
 		EmbeddingText:       r.EmbeddingText,
 		EditDistancePercent: r.EditDistancePercent,
 		Commit:              r.Commit,

@@ -279,7 +279,8 @@ func EvaluationToProto(ev evaluator.Evaluation) *preceptv1.Evaluation {
 }
 
 func statsToProto(s evaluator.Stats) *preceptv1.ClusterStats {
-	p := &preceptv1.ClusterStats{Size: int32(s.Size), DistinctReviewers: int32(s.DistinctReviewers), DistinctEpics: int32(s.DistinctEpics), Agents: s.Agents}
+	p := &preceptv1.ClusterStats{Size: int32(s.Size), DistinctReviewers: int32(s.DistinctReviewers), DistinctEpics: int32(s.DistinctEpics), Agents: s.Agents,
+		DistinctProducers: int32(s.DistinctProducers), Producers: s.Producers}
 	if !s.FirstSeen.IsZero() {
 		p.FirstSeen, p.LastSeen = timestamppb.New(s.FirstSeen), timestamppb.New(s.LastSeen)
 	}

@@ -350,7 +350,7 @@ func proposalToProto(p rules.Proposal) *preceptv1.Proposal {
 		EvidenceSummary: p.EvidenceSummary, Status: statusToProto(p.Status), CreatedAt: tsOrNil(p.CreatedAt),
 		Kind: proposalKinds[p.Kind], ClusterId: p.ClusterID, ProposedBy: p.ProposedBy, Approvals: approvalsToProto(p.Approvals),
 		RequiredApprovals: int32(p.Required), Supersedes: p.Supersedes, Revision: int32(p.Revision), Branch: p.Branch,
-		Commits: p.Commits, Tags: p.Tags, Protected: p.Protected, RuleId: p.RuleID, Priority: p.Priority,
+		Commits: p.Commits, Tags: p.Tags, Protected: p.Protected, RuleId: p.RuleID, Priority: p.Priority, Producers: p.Producers,
 		ReviewUrl: p.ReviewURL, UpdatedAt: tsOrNil(p.UpdatedAt),
 	}
 	if r := p.Rejection; r != nil {

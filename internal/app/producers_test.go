@@ -47,6 +47,11 @@ evaluator: {thresholds: {high_min_producers: 2}}
 	if err != nil || rec.Producer != "api:pipeline" {
 		t.Fatalf("stored producer = %q, %v", rec.Producer, err)
 	}
+	got, err := client.GetFeedback(ctx, connect.NewRequest(&preceptv1.GetFeedbackRequest{DecisionId: "forged-0"}))
+	if err != nil || got.Msg.Feedback.GetProducer() != "api:pipeline" ||
+		strings.Join(got.Msg.Feedback.GetEvaluation().GetClusterStats().GetProducers(), ",") != "api:pipeline" {
+		t.Fatalf("GetFeedback: producer %q, evaluation stats %v, %v", got.Msg.Feedback.GetProducer(), got.Msg.Feedback.GetEvaluation().GetClusterStats(), err)
+	}
 
 	// The same problem from the stream: a second producer.
 	r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: decisions, Values: event("streamed-1", "reviewer_id", "dan",

@@ -534,6 +534,9 @@ type ClusterStats struct {
 	Agents            []string               `protobuf:"bytes,4,rep,name=agents,proto3" json:"agents,omitempty"`
 	FirstSeen         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=first_seen,json=firstSeen,proto3" json:"first_seen,omitempty"`
 	LastSeen          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	// Who handed the decisions to precept (API tokens, streams), distinct.
+	DistinctProducers int32    `protobuf:"varint,7,opt,name=distinct_producers,json=distinctProducers,proto3" json:"distinct_producers,omitempty"`
+	Producers         []string `protobuf:"bytes,8,rep,name=producers,proto3" json:"producers,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -606,6 +609,20 @@ func (x *ClusterStats) GetFirstSeen() *timestamppb.Timestamp {
 func (x *ClusterStats) GetLastSeen() *timestamppb.Timestamp {
 	if x != nil {
 		return x.LastSeen
+	}
+	return nil
+}
+
+func (x *ClusterStats) GetDistinctProducers() int32 {
+	if x != nil {
+		return x.DistinctProducers
+	}
+	return 0
+}
+
+func (x *ClusterStats) GetProducers() []string {
+	if x != nil {
+		return x.Producers
 	}
 	return nil
 }
@@ -1432,7 +1449,7 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\x12!\n" +
 	"\fneeds_review\x18\v \x01(\bR\vneedsReview\x12=\n" +
 	"\rcluster_stats\x18\f \x01(\v2\x18.precept.v1.ClusterStatsR\fclusterStats\x12\x1a\n" +
-	"\brevision\x18\r \x01(\x05R\brevision\"\x84\x02\n" +
+	"\brevision\x18\r \x01(\x05R\brevision\"\xd1\x02\n" +
 	"\fClusterStats\x12\x12\n" +
 	"\x04size\x18\x01 \x01(\x05R\x04size\x12-\n" +
 	"\x12distinct_reviewers\x18\x02 \x01(\x05R\x11distinctReviewers\x12%\n" +
@@ -1440,7 +1457,9 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"\x06agents\x18\x04 \x03(\tR\x06agents\x129\n" +
 	"\n" +
 	"first_seen\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
-	"\tlast_seen\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\"\x8d\x01\n" +
+	"\tlast_seen\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\x12-\n" +
+	"\x12distinct_producers\x18\a \x01(\x05R\x11distinctProducers\x12\x1c\n" +
+	"\tproducers\x18\b \x03(\tR\tproducers\"\x8d\x01\n" +
 	"\x15RepresentativeComment\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12\x1f\n" +

@@ -40,8 +40,11 @@ type Feedback struct {
 	Evaluation *Evaluation `protobuf:"bytes,7,opt,name=evaluation,proto3" json:"evaluation,omitempty"`
 	// Why the evaluator has not classified the decision yet, if it failed.
 	EvaluationError string `protobuf:"bytes,8,opt,name=evaluation_error,json=evaluationError,proto3" json:"evaluation_error,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Who handed the decision to precept, as precept saw it:
+	// "api:<token name>" or "stream:<stream name>".
+	Producer      string `protobuf:"bytes,9,opt,name=producer,proto3" json:"producer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Feedback) Reset() {
@@ -126,6 +129,13 @@ func (x *Feedback) GetEvaluation() *Evaluation {
 func (x *Feedback) GetEvaluationError() string {
 	if x != nil {
 		return x.EvaluationError
+	}
+	return ""
+}
+
+func (x *Feedback) GetProducer() string {
+	if x != nil {
+		return x.Producer
 	}
 	return ""
 }
@@ -1258,7 +1268,7 @@ var File_precept_v1_feedback_proto protoreflect.FileDescriptor
 const file_precept_v1_feedback_proto_rawDesc = "" +
 	"\n" +
 	"\x19precept/v1/feedback.proto\x12\n" +
-	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19precept/v1/decision.proto\x1a\x1aprecept/v1/evaluator.proto\"\x8a\x03\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19precept/v1/decision.proto\x1a\x1aprecept/v1/evaluator.proto\"\xa6\x03\n" +
 	"\bFeedback\x124\n" +
 	"\bdecision\x18\x01 \x01(\v2\x18.precept.v1.HITLDecisionR\bdecision\x12;\n" +
 	"\vreceived_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -1270,7 +1280,8 @@ const file_precept_v1_feedback_proto_rawDesc = "" +
 	"\n" +
 	"evaluation\x18\a \x01(\v2\x16.precept.v1.EvaluationR\n" +
 	"evaluation\x12)\n" +
-	"\x10evaluation_error\x18\b \x01(\tR\x0fevaluationErrorB\x18\n" +
+	"\x10evaluation_error\x18\b \x01(\tR\x0fevaluationError\x12\x1a\n" +
+	"\bproducer\x18\t \x01(\tR\bproducerB\x18\n" +
 	"\x16_edit_distance_percent\"\xa5\x03\n" +
 	"\n" +
 	"DeadLetter\x12\x0e\n" +

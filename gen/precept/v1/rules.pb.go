@@ -764,8 +764,11 @@ type Proposal struct {
 	// "low" or "high".
 	Priority string `protobuf:"bytes,27,opt,name=priority,proto3" json:"priority,omitempty"`
 	// A web link to open a PR or compare view, when a remote web URL is set.
-	ReviewUrl     string                 `protobuf:"bytes,28,opt,name=review_url,json=reviewUrl,proto3" json:"review_url,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	ReviewUrl string                 `protobuf:"bytes,28,opt,name=review_url,json=reviewUrl,proto3" json:"review_url,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// Who handed the evidence's decisions to precept (API tokens,
+	// streams), distinct: one producer may have invented its diversity.
+	Producers     []string `protobuf:"bytes,30,rep,name=producers,proto3" json:"producers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -999,6 +1002,13 @@ func (x *Proposal) GetReviewUrl() string {
 func (x *Proposal) GetUpdatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Proposal) GetProducers() []string {
+	if x != nil {
+		return x.Producers
 	}
 	return nil
 }
@@ -2476,7 +2486,7 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x129\n" +
 	"\n" +
 	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12'\n" +
-	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\xb2\t\n" +
+	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\xd0\t\n" +
 	"\bProposal\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\x129\n" +
@@ -2515,7 +2525,8 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\n" +
 	"review_url\x18\x1c \x01(\tR\treviewUrl\x129\n" +
 	"\n" +
-	"updated_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xfb\x01\n" +
+	"updated_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1c\n" +
+	"\tproducers\x18\x1e \x03(\tR\tproducers\"\xfb\x01\n" +
 	"\n" +
 	"RuleCommit\x12\x10\n" +
 	"\x03sha\x18\x01 \x01(\tR\x03sha\x12\x18\n" +
