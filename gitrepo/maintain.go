@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -68,7 +69,7 @@ func (r *Repo) Maintain() (bool, error) {
 	if len(inv.packs) <= r.opts.MaxPacks && len(inv.loose) <= r.opts.MaxLoose {
 		return false, nil
 	}
-	packs := inv.rollup()
+	packs := inv.rollup(r.opts.MaxPacks)
 	if len(packs)+len(inv.loose) < 2 {
 		return false, nil
 	}
@@ -89,8 +90,9 @@ type maintenance struct{ r *Repo }
 // marked .keep) and the loose objects. Neither listing needs the lock:
 // packs and loose objects are immutable once named.
 type inventory struct {
-	packs []packInfo
-	loose []Hash
+	packs      []packInfo
+	loose      []Hash
+	looseBytes int64
 }
 
 type packInfo struct {
@@ -141,6 +143,9 @@ func (m maintenance) inventory() (inventory, error) {
 				continue // a temporary file being written
 			}
 			inv.loose = append(inv.loose, plumbing.NewHash(d.Name()+n.Name()))
+			if info, err := n.Info(); err == nil {
+				inv.looseBytes += info.Size()
+			}
 		}
 	}
 	return inv, nil
@@ -152,18 +157,19 @@ func isHex(s string) bool {
 }
 
 // rollup picks the packs to merge: smallest first, taking the next pack
-// while it is smaller than twice what is taken so far (loose objects
-// count as one small pack), and at least two packs when there are no
-// loose objects.
-func (inv inventory) rollup() []packInfo {
+// while it is smaller than twice what is taken so far (the loose objects
+// count by their bytes), and at least two packs when there are more than
+// maxPacks, so a round always brings the count down.
+func (inv inventory) rollup(maxPacks int) []packInfo {
 	packs := slices.Clone(inv.packs)
 	slices.SortFunc(packs, func(a, b packInfo) int { return cmp.Compare(a.size, b.size) })
-	var taken int64
-	if len(inv.loose) > 0 {
-		taken = 1
+	taken := inv.looseBytes
+	least := 0
+	if len(packs) > maxPacks {
+		least = 2
 	}
 	n := 0
-	for n < len(packs) && (n < 2 && len(inv.loose) == 0 || packs[n].size < 2*taken) {
+	for n < len(packs) && (n < least || packs[n].size < 2*taken) {
 		taken += packs[n].size
 		n++
 	}
@@ -175,7 +181,8 @@ type packEntry struct {
 	hash       Hash
 	offset     int64
 	end        int64 // where the next entry (or the trailing checksum) starts
-	packOffset int   // which pack, in the rollup's order
+	crc        uint32
+	packOffset int // which pack, in the rollup's order
 }
 
 // plan lists, without duplicates, the objects of the given packs (in
@@ -204,7 +211,7 @@ func (m maintenance) plan(packs []packInfo, loose []Hash) ([]packEntry, []Hash, 
 				it.Close()
 				return nil, nil, fmt.Errorf("read %s.idx: %w", p.name, err)
 			}
-			inPack = append(inPack, packEntry{hash: e.Hash, offset: int64(e.Offset), packOffset: i})
+			inPack = append(inPack, packEntry{hash: e.Hash, offset: int64(e.Offset), packOffset: i, crc: e.CRC32})
 		}
 		it.Close()
 		for j := range inPack {
@@ -238,7 +245,9 @@ func (m maintenance) plan(packs []packInfo, loose []Hash) ([]packEntry, []Hash, 
 // the lock, and compressed outside it.
 func (m maintenance) copyIntoPack(packs []packInfo, entries []packEntry, loose []Hash) error {
 	r := m.r
-	b, err := newPackBuilder(r.path, len(entries)+len(loose), !r.opts.NoFsync)
+	// Always synced, whatever NoFsync says: the files it replaces are
+	// deleted once it is written.
+	b, err := newPackBuilder(r.path, len(entries)+len(loose), true)
 	if err != nil {
 		return err
 	}
@@ -264,6 +273,10 @@ func (m maintenance) copyIntoPack(packs []packInfo, entries []packEntry, loose [
 		raw = slices.Grow(raw[:0], int(e.end-e.offset))[:e.end-e.offset]
 		if _, err := f.ReadAt(raw, e.offset); err != nil {
 			return fmt.Errorf("read %s: %w", packs[e.packOffset].name, err)
+		}
+		if crc32.ChecksumIEEE(raw) != e.crc {
+			// Never let the only remaining copy be a damaged one.
+			return fmt.Errorf("%s: object %s does not match its index's checksum; run git fsck", packs[e.packOffset].name, e.hash)
 		}
 		switch plumbing.ObjectType((raw[0] >> 4) & 7) {
 		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:

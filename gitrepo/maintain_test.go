@@ -226,3 +226,74 @@ func packsGlob(t *testing.T, r *Repo) []string {
 	}
 	return m
 }
+
+func TestMaintainBringsThePackCountDownWhileSingleDecisionsArrive(t *testing.T) {
+	// Batches become packs and single decisions loose objects; a round
+	// that only packed the loose objects would add a pack every time.
+	r := openTemp(t, Options{PackThreshold: 8, MaxPacks: 4, MaxLoose: 1 << 20, NoFsync: true})
+	for i := range 20 {
+		var batch []Change
+		for j := range 10 {
+			batch = append(batch, Change{Path: fmt.Sprintf("b/%d/%d", i, j), Data: []byte(fmt.Sprint(i, j))})
+		}
+		write(t, r, "main", fmt.Sprint("batch", i), batch...)
+	}
+	if st := stats(t, r); st.Packs != 20 {
+		t.Fatalf("before: %+v", st)
+	}
+	for i := range 6 {
+		write(t, r, "main", fmt.Sprint("single", i), Change{Path: fmt.Sprintf("f/%d", i), Data: []byte(fmt.Sprint(i))})
+		if _, err := r.Maintain(); err != nil {
+			t.Fatal(err)
+		}
+		if st := stats(t, r); st.Packs > 4 {
+			t.Fatalf("after round %d: %+v: the pack count did not come down", i, st)
+		}
+	}
+	readAll(t, r, "main", 6)
+	gitCLI(t, r.Path(), "fsck", "--strict", "--no-dangling")
+}
+
+func TestAnotherProcessReadsOnAfterMaintenance(t *testing.T) {
+	// Replicas share the data directory: one's maintenance deletes packs
+	// the other has indexed.
+	r := openTemp(t, Options{PackThreshold: 1, MaxPacks: 2, NoFsync: true})
+	writeFiles(t, r, "main", 0, 10)
+	other, err := Open(r.Path(), Options{PackThreshold: 1, MaxPacks: 2, NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// other has indexed the packs at Open but opened none of them.
+	writeFiles(t, r, "main", 10, 12)
+	if done, err := r.Maintain(); err != nil || !done {
+		t.Fatalf("Maintain = %v, %v", done, err)
+	}
+	readAll(t, other, "main", 12)
+	writeFiles(t, other, "main", 12, 14)
+	readAll(t, r, "main", 14)
+	gitCLI(t, r.Path(), "fsck", "--strict", "--no-dangling")
+}
+
+func TestMaintainRefusesToCopyADamagedObject(t *testing.T) {
+	r := openTemp(t, Options{PackThreshold: 1, MaxPacks: 1, NoFsync: true})
+	writeFiles(t, r, "main", 0, 3)
+	packs, _ := filepath.Glob(filepath.Join(r.Path(), "objects", "pack", "*.pack"))
+	b, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[20] ^= 0xff // inside the first entry
+	os.Chmod(packs[0], 0o644)
+	if err := os.WriteFile(packs[0], b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Maintain(); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("Maintain over a damaged pack = %v", err)
+	}
+	for _, p := range packs {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("a pack was deleted after a failed round: %v", err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Hash is a git object id.
@@ -326,8 +328,21 @@ func (r *Repo) IsAncestor(a, b Hash) (bool, error) {
 // (another process may have written it), then asks go-git to reload.
 func (r *Repo) object(t plumbing.ObjectType, h Hash) (plumbing.EncodedObject, error) {
 	o, err := r.packs.read(h)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Another process's maintenance removed a pack this one knew of
+		// (docs/thresholds.md, "Repository maintenance"): forget it and look again.
+		if _, rerr := r.packs.refresh(); rerr != nil {
+			return nil, rerr
+		}
+		r.st.Reindex()
+		o, err = r.packs.read(h)
+	}
 	if err != nil && (errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, errDelta)) {
 		o, err = r.st.EncodedObject(plumbing.AnyObject, h)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, dotgit.ErrPackfileNotFound) {
+			// go-git's pack list is stale for the same reason.
+			err = plumbing.ErrObjectNotFound
+		}
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
 			if changed, rerr := r.packs.refresh(); rerr != nil {
 				return nil, rerr
