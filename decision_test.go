@@ -241,3 +241,21 @@ func FuzzParseDecisionJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestProducerNameOfRecordsStoredBeforeProducers(t *testing.T) {
+	for _, tt := range []struct {
+		f    Feedback
+		want string
+	}{
+		{Feedback{Producer: "stream:hitl", Source: "stream:1-0"}, "stream:hitl"},
+		{Feedback{Source: "api:pipeline"}, "api:pipeline"},
+		// The stream's name was not kept: unknown, so it cannot count as
+		// a second producer beside "stream:<name>".
+		{Feedback{Source: "stream:1-0"}, ""},
+		{Feedback{Source: "dry-run"}, ""},
+	} {
+		if got := tt.f.ProducerName(); got != tt.want {
+			t.Errorf("ProducerName(%+v) = %q, want %q", tt.f, got, tt.want)
+		}
+	}
+}

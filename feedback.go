@@ -46,17 +46,18 @@ func NewFeedback(d Decision, source string, receivedAt time.Time) Feedback {
 }
 
 // ProducerName returns Producer, or for records stored before it was
-// recorded, what Source tells: the API identity, or "stream".
+// recorded, what Source tells: the API identity ("api:<name>", as new
+// records say), or "" for a stream entry, whose stream name was not
+// kept — an unknown producer counts toward no one's diversity, so the
+// same stream is never counted twice across an upgrade.
 func (f Feedback) ProducerName() string {
 	switch {
 	case f.Producer != "":
 		return f.Producer
 	case strings.HasPrefix(f.Source, "api:"):
 		return f.Source
-	case strings.HasPrefix(f.Source, "stream:"):
-		return "stream"
 	}
-	return f.Source
+	return ""
 }
 
 // maxSummaryLines bounds how much of a correction diff goes into the
