@@ -85,16 +85,31 @@ func matches(re *regexp.Regexp, s string) [][2]int {
 		if len(m) >= 4 && m[2] >= 0 {
 			m = m[2:4]
 		}
-		if !strings.HasPrefix(s[m[0]:], "[redacted: ") {
+		if !strings.HasPrefix(s[m[0]:], "[redacted: ") && !reference.MatchString(s[m[0]:m[1]]) {
 			out = append(out, [2]int{m[0], m[1]})
 		}
 	}
 	return out
 }
 
+// reference matches a value that names where a secret comes from rather
+// than holding one: "$DB_PASSWORD", "${TOKEN}", "secrets.GITHUB_TOKEN",
+// "{{ .Values.key }}", "<your-token>".
+var reference = regexp.MustCompile(`^(?:\$\{?[A-Za-z_]|%[A-Za-z_]|\{\{|<[A-Za-z_-]+>?$|(?:secrets|env|vars|process\.env)\.[A-Za-z_])`)
+
+// digest matches what rules cite without it being a secret: a git commit
+// SHA in lower-case hex, and a UUID. 64 hex digits stay suspect: HMAC and
+// webhook secrets look just like SHA-256 digests.
+var digest = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
+
 // looksRandom reports whether a long token mixes letters and digits the
-// way keys and hashes do, rather than being a long identifier.
+// way keys and hashes do, rather than being a long identifier. Commit
+// SHAs and UUIDs are not secrets: rules cite them
+// ("pin actions to a full commit SHA").
 func looksRandom(tok string) bool {
+	if digest.MatchString(tok) {
+		return false
+	}
 	var letters, digits, upper, lower int
 	for _, r := range tok {
 		switch {

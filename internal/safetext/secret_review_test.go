@@ -1,0 +1,30 @@
+package safetext
+
+import "testing"
+
+// Review finding: an approved rule citing a commit SHA or a variable
+// reference was left out of prompts as "unsafe" after the upgrade.
+func TestDigestsAndReferencesAreNotSecrets(t *testing.T) {
+	for _, s := range []string{
+		"Pin third-party actions to a full commit SHA such as 8e5e7e5ab8b370d6c329ec480221332ada57f0ab.",
+		"Name the request id 123e4567-e89b-12d3-a456-426614174000 in every log line of the handler.",
+		"Read the password=$DB_PASSWORD from the environment, never from the repository.",
+		"Pass token: secrets.GITHUB_TOKEN to the checkout step instead of a literal value.",
+		"Use api_key=${API_KEY} in the compose file and keep the value in the vault.",
+	} {
+		if kind := Secret(s); kind != "" {
+			t.Errorf("Secret(%q) = %q, want none", s, kind)
+		}
+	}
+	for _, s := range []string{
+		"Authenticate with password=hunter2hunter2 in the CI job.",
+		"Use the key AKIAIOSFODNN7EXAMPLE for uploads.",
+		"export TOKEN=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a0Z8Q",
+		// 64 hex digits may be an HMAC key as well as a digest.
+		"Copy 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 into the fixture.",
+	} {
+		if Secret(s) == "" {
+			t.Errorf("Secret(%q) found none", s)
+		}
+	}
+}
