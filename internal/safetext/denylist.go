@@ -58,11 +58,94 @@ func Denied(s string, extra []string) string {
 			}
 		}
 	}
-	if i := denied(s, phrases, maxBase64Depth); i >= 0 {
+	switch i := denied(s, phrases, maxBase64Depth); {
+	case i == overridePattern:
+		return overrideShown
+	case i >= 0:
 		return shown[i]
 	}
 	return ""
 }
+
+// overridePattern is what denied returns when an instruction-override
+// sentence matched rather than a listed phrase: "ignore all prior
+// instructions", "disregard the earlier prompt" and the like, in any of
+// the words such sentences use.
+const overridePattern = -2
+
+const overrideShown = "ignore/disregard … instructions"
+
+var override = regexp.MustCompile(` (?:ignore|disregard|forget|override|bypass) (?:(?:all|any|of|the|your|my|these|those|every|previous|prior|earlier|above|preceding|former|original|system|initial|old|other) ){0,4}(?:instructions|instruction|prompts|prompt|directives) `)
+
+// minSqueezed is the least number of letters a phrase needs to be matched
+// squeezed (see squeeze): shorter ones would match across word
+// boundaries by chance.
+const minSqueezed = 14
+
+// squeezed is a normalized text with only its letters kept, the digits
+// that stand in for letters read as those letters ("ign0re", "1gnore"),
+// so that "Ig-nore", "ig.nore", "ig nore" and "i-g-n-o-r-e p-r-e-v" all
+// read as the phrase they split. starts and ends mark the bytes that
+// begin and end a word of the text: a phrase matches only from the start
+// of a word to the end of one, so an identifier such as
+// "newInstructionsFollowUp" does not read as "new instructions follow".
+type squeezed struct {
+	s            string
+	starts, ends []bool
+}
+
+func squeeze(norm string) squeezed {
+	var b []byte
+	var q squeezed
+	inWord := false
+	for _, r := range norm {
+		var c byte
+		switch {
+		case r >= 'a' && r <= 'z':
+			c = byte(r)
+		case r >= '0' && r <= '9':
+			c = leet[r-'0']
+		}
+		if r == ' ' {
+			if inWord && len(q.ends) > 0 {
+				q.ends[len(q.ends)-1] = true
+			}
+			inWord = false
+			continue
+		}
+		if c == 0 {
+			continue
+		}
+		b = append(b, c)
+		q.starts = append(q.starts, !inWord)
+		q.ends = append(q.ends, false)
+		inWord = true
+	}
+	if inWord && len(q.ends) > 0 {
+		q.ends[len(q.ends)-1] = true
+	}
+	q.s = string(b)
+	return q
+}
+
+// contains reports whether phrase (squeezed) occurs from the start of a
+// word to the end of one.
+func (q squeezed) contains(phrase string) bool {
+	for from := 0; ; {
+		i := strings.Index(q.s[from:], phrase)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if q.starts[i] && q.ends[i+len(phrase)-1] {
+			return true
+		}
+		from = i + 1
+	}
+}
+
+// leet maps digits to the letters they stand in for.
+var leet = [10]byte{'o', 'i', 0, 'e', 'a', 's', 0, 't', 0, 0}
 
 // phraseList is a denylist as matched (forms) and as named (shown).
 type phraseList struct{ forms, shown []string }
@@ -96,10 +179,17 @@ func denied(s string, phrases []string, depth int) int {
 		}
 		norm := normalizePhrase(Fold(form))
 		joined := joinSpelledOut(norm)
+		sq := squeeze(norm)
 		for i, p := range phrases {
 			if strings.Contains(norm, p) || joined != norm && strings.Contains(joined, p) {
 				return i
 			}
+			if sp := squeeze(p).s; len(sp) >= minSqueezed && sq.contains(sp) {
+				return i
+			}
+		}
+		if override.MatchString(norm) || override.MatchString(joined) {
+			return overridePattern
 		}
 	}
 	if depth == 0 {
