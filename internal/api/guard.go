@@ -79,6 +79,10 @@ type Guard struct {
 	opts     GuardOptions
 	errors   *connect.ErrorWriter
 	inFlight *semaphore.Weighted
+	// open bounds the bodies of requests the guard does not authenticate
+	// (health, reflection, Slack, anything else): they cannot take room
+	// from authenticated RPCs.
+	open *semaphore.Weighted
 
 	refused *prometheus.CounterVec
 	held    prometheus.Gauge
@@ -101,6 +105,7 @@ func NewGuard(auth *Authenticator, opts GuardOptions) *Guard {
 	}
 	if opts.MaxInFlightBodyBytes > 0 {
 		g.inFlight = semaphore.NewWeighted(opts.MaxInFlightBodyBytes)
+		g.open = semaphore.NewWeighted(min(opts.MaxInFlightBodyBytes, openInFlightBytes))
 	}
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(g.refused, g.held)
@@ -132,7 +137,17 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 				fmt.Sprintf("the request body of %d bytes is larger than the limit of %d (server.max_body_bytes)", r.ContentLength, limit))
 			return
 		}
-		body := &guardedBody{src: r.Body, g: g, ctx: r.Context(), declared: r.ContentLength > 0}
+		authenticated := strings.HasPrefix(r.URL.Path, rpcPrefix)
+		if !authenticated && r.ContentLength > openMaxBodyBytes {
+			g.refuse(w, r, connect.CodeResourceExhausted, "too_large",
+				fmt.Sprintf("the request body of %d bytes is larger than the limit of %d for %s", r.ContentLength, openMaxBodyBytes, text.Truncate(r.URL.Path, 64)))
+			return
+		}
+		pool := g.inFlight
+		if !authenticated {
+			pool = g.open
+		}
+		body := &guardedBody{src: r.Body, g: g, pool: pool, ctx: r.Context(), declared: r.ContentLength > 0}
 		if body.declared && !body.take(r.ContentLength) {
 			g.refuse(w, r, connect.CodeResourceExhausted, "busy", g.busyMessage())
 			return
@@ -201,30 +216,38 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, code connect.Code
 	http.Error(w, msg, status)
 }
 
-// acquire takes n bytes of the in-flight bound, waiting up to
-// InFlightWait; without a bound it always succeeds.
-func (g *Guard) acquire(ctx context.Context, n int64) bool {
-	if g.inFlight == nil || n <= 0 {
+// Bounds on the requests the guard does not authenticate (health,
+// reflection, Slack): Slack's own cap is 1 MiB, health and reflection
+// take 64 KiB, and together they hold at most 8 MiB at once.
+const (
+	openMaxBodyBytes  = 1 << 20
+	openInFlightBytes = 8 << 20
+)
+
+// acquire takes n bytes of a pool, waiting up to InFlightWait; without a
+// bound it always succeeds.
+func (g *Guard) acquire(ctx context.Context, pool *semaphore.Weighted, n int64) bool {
+	if pool == nil || n <= 0 {
 		return true
 	}
-	if g.inFlight.TryAcquire(n) {
+	if pool.TryAcquire(n) {
 		g.held.Add(float64(n))
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.opts.InFlightWait)
 	defer cancel()
-	if g.inFlight.Acquire(ctx, n) != nil {
+	if pool.Acquire(ctx, n) != nil {
 		return false
 	}
 	g.held.Add(float64(n))
 	return true
 }
 
-func (g *Guard) releaseBytes(n int64) {
-	if g.inFlight == nil || n <= 0 {
+func (g *Guard) releaseBytes(pool *semaphore.Weighted, n int64) {
+	if pool == nil || n <= 0 {
 		return
 	}
-	g.inFlight.Release(n)
+	pool.Release(n)
 	g.held.Sub(float64(n))
 }
 
@@ -234,9 +257,10 @@ func (g *Guard) releaseBytes(n int64) {
 // the rest until the handler returns. A read past the body deadline
 // fails with deadline_exceeded.
 type guardedBody struct {
-	src io.ReadCloser
-	g   *Guard
-	ctx context.Context
+	src  io.ReadCloser
+	g    *Guard
+	pool *semaphore.Weighted
+	ctx  context.Context
 
 	// declared is set when the request gave a Content-Length: the body
 	// holds all of it from the start.
@@ -249,7 +273,7 @@ type guardedBody struct {
 }
 
 func (b *guardedBody) take(n int64) bool {
-	if !b.g.acquire(b.ctx, n) {
+	if !b.g.acquire(b.ctx, b.pool, n) {
 		return false
 	}
 	b.held += n
@@ -262,7 +286,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	if b.ended || len(p) == 0 {
 		return b.src.Read(p)
 	}
-	if b.g.inFlight != nil && !b.declared {
+	if b.pool != nil && !b.declared {
 		if b.read >= b.held && !b.take(growStep) {
 			return 0, connect.NewError(connect.CodeResourceExhausted, errors.New(b.g.busyMessage()))
 		}
@@ -273,7 +297,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	switch {
 	case errors.Is(err, io.EOF):
 		b.ended = true
-		b.g.releaseBytes(b.held - b.read)
+		b.g.releaseBytes(b.pool, b.held-b.read)
 		b.held = b.read
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = connect.NewError(connect.CodeDeadlineExceeded,
@@ -288,7 +312,7 @@ func (b *guardedBody) Close() error { return b.src.Close() }
 func (b *guardedBody) release() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.g.releaseBytes(b.held)
+	b.g.releaseBytes(b.pool, b.held)
 	b.held = 0
 }
 

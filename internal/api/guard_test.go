@@ -283,3 +283,61 @@ func TestTheConnectErrorBodyIsJSON(t *testing.T) {
 		t.Fatalf("error body %s (%v)", rec.Body, err)
 	}
 }
+
+// TestUnauthenticatedBodiesCannotTakeTheRoomOfRPCs (review finding):
+// requests the guard does not authenticate could hold the whole in-flight
+// bound with stalled bodies, and authenticated uploads were then refused
+// as busy. They now have their own small pool and a 1 MiB cap.
+func TestUnauthenticatedBodiesCannotTakeTheRoomOfRPCs(t *testing.T) {
+	const wait = 100 * time.Millisecond
+	g := testGuard(t, GuardOptions{MaxBodyBytes: 8 << 20, MaxInFlightBodyBytes: 16 << 20, InFlightWait: wait})
+	h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	}))
+	post := func(path string, length int64, body io.ReadCloser, token string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, body)
+		req.ContentLength = length
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := post("/healthz", 2<<20, untouchable{t}, ""); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 2 MiB body to an unauthenticated path: %d %s", rec.Code, rec.Body)
+	}
+	// Eight stalled 1 MiB uploads without a token fill their pool…
+	var holders []blockingBody
+	var wg sync.WaitGroup
+	for range 8 {
+		b := newBlockingBody()
+		holders = append(holders, b)
+		wg.Add(1)
+		go func() { defer wg.Done(); post("/grpc.health.v1.Health/Check", 1<<20, b, "") }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for value(g.held) != 8<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("held %v bytes, want 8 MiB", value(g.held))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if rec := post("/healthz", 1<<20, untouchable{t}, ""); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a ninth unauthenticated upload: %d", rec.Code)
+	}
+	// …and an authenticated RPC still finds room.
+	body := io.NopCloser(strings.NewReader(strings.Repeat("x", 4<<20)))
+	if rec := post("/precept.v1.FeedbackService/RecordFeedback", 4<<20, body, "recorder-token-0123456789"); rec.Code != http.StatusOK {
+		t.Fatalf("an authenticated 4 MiB upload beside them: %d %s", rec.Code, rec.Body)
+	}
+	for _, b := range holders {
+		b.w.CloseWithError(io.ErrUnexpectedEOF)
+	}
+	wg.Wait()
+	if held := value(g.held); held != 0 {
+		t.Fatalf("%v bytes still held", held)
+	}
+}
