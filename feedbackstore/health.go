@@ -11,11 +11,20 @@ import (
 // failed batches far sooner, so a lasting fault keeps the failure fresh.
 const failureMemory = 30 * time.Second
 
-// health remembers the outcome of the last commit.
+// probeEvery is how long a write probe's outcome is reused: readiness
+// probes come every second or more often, unauthenticated.
+const probeEvery = time.Second
+
+// health remembers the outcome of the last commit and of the last write
+// probe.
 type health struct {
 	mu       sync.Mutex
 	failed   error
 	failedAt time.Time
+
+	probeMu  sync.Mutex
+	probed   error
+	probedAt time.Time
 }
 
 func (h *health) record(err error, now time.Time) {
@@ -33,8 +42,14 @@ func (h *health) record(err error, now time.Time) {
 // enough ago with nothing attempted since). preceptd is not ready while
 // it returns an error (docs/architecture.md, "Health").
 func (s *Store) Health() error {
-	if err := s.repo.CheckWritable(); err != nil {
-		return err
+	s.health.probeMu.Lock()
+	if time.Since(s.health.probedAt) >= probeEvery {
+		s.health.probed, s.health.probedAt = s.repo.CheckWritable(), time.Now()
+	}
+	probed := s.health.probed
+	s.health.probeMu.Unlock()
+	if probed != nil {
+		return probed
 	}
 	s.health.mu.Lock()
 	defer s.health.mu.Unlock()
