@@ -18,11 +18,11 @@ var secretPatterns = []struct {
 	re    *regexp.Regexp
 }{
 	{"private key", []string{"PRIVATE KEY"}, regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`)},
-	{"AWS access key id", []string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"GitHub token", []string{"gh", "github_pat_"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})`)},
+	{"AWS access key id", []string{"AKIA", "ASIA"}, regexp.MustCompile(`(?:\b|_)((?:AKIA|ASIA)[0-9A-Z]{16})\b`)},
+	{"GitHub token", []string{"gh", "github_pat_"}, regexp.MustCompile(`(?:\b|_)(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})`)},
 	{"Slack token", []string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
 	{"API secret key", []string{"k-", "k_"}, regexp.MustCompile(`\b(?:sk|rk|pk)[-_](?:live[-_]|test[-_]|proj[-_])?[A-Za-z0-9_-]{20,}`)},
-	{"Google API key", []string{"AIza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
+	{"Google API key", []string{"AIza"}, regexp.MustCompile(`(?:\b|_)(AIza[0-9A-Za-z_-]{35})\b`)},
 	{"JSON web token", []string{"eyJ"}, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
 	{"credential assignment", nil, regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[:=]\s*["']?([^\s"']{6,})`)},
 	{"URL with credentials", []string{"://"}, regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@`)},
@@ -57,7 +57,19 @@ func Secret(s string) string {
 		return kind
 	}
 	if c, _, _ := clean(s, false); c != s {
-		return secretIn(c)
+		if kind := secretIn(c); kind != "" {
+			return kind
+		}
+	}
+	// A key split by an HTML entity or empty markup ("AKIA&#8203;…",
+	// "AKIA<b></b>…"): Redact then keeps nothing of such a text.
+	if d := stripMarkup(decodeEntities(s), ""); d != s {
+		if kind := secretIn(d); kind != "" {
+			return kind
+		}
+		if c, _, _ := clean(d, false); c != d {
+			return secretIn(c)
+		}
 	}
 	return ""
 }

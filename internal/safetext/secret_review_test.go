@@ -1,6 +1,9 @@
 package safetext
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Review finding: an approved rule citing a commit SHA or a variable
 // reference was left out of prompts as "unsafe" after the upgrade.
@@ -58,6 +61,24 @@ func TestDenylistSeesThroughSplitWordsAndRewordings(t *testing.T) {
 	} {
 		if got := Denied(s, nil); got != "" {
 			t.Errorf("Denied(%q) = %q, want nothing", s, got)
+		}
+	}
+}
+
+// Review finding: a key glued to an identifier by "_" or split by an HTML
+// entity or empty markup was not found.
+func TestSecretsGluedOrSplitByMarkupAreFound(t *testing.T) {
+	for _, s := range []string{
+		"Set AWS_AKIAIOSFODNN7EXAMPLE in the job.",
+		"Use AKIA&#8203;IOSFODNN7EXAMPLE for uploads.",
+		"Use AKIA<b></b>IOSFODNN7EXAMPLE for uploads.",
+		"Export GH_ghp_0123456789abcdefABCDEF0123456789abcd before pushing.",
+	} {
+		if Secret(s) == "" {
+			t.Errorf("Secret(%q) found none", s)
+		}
+		if r := Redact(s); Secret(r) != "" || strings.Contains(r, "IOSFODNN7EXAMPLE") || strings.Contains(r, "0123456789abcdefABCDEF") {
+			t.Errorf("Redact(%q) = %q still holds the key", s, r)
 		}
 	}
 }
