@@ -31,6 +31,7 @@ const module = "github.com/precept-dev/precept"
 var layers = map[string]int{
 	// Foundation: standard library and third-party modules only.
 	"internal/text":               0,
+	"internal/jsonobj":            0,
 	"internal/safetext":           0,
 	"gitrepo":                     0,
 	"embedding":                   0,

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/precept-dev/precept/internal/jsonobj"
 	"github.com/precept-dev/precept/internal/text"
 )
 
@@ -73,21 +74,21 @@ func ParseDecisionJSONWithEnvelope(data []byte, envelope map[string]bool) (Decis
 	seen := make(map[string]bool, len(members))
 	for _, m := range members {
 		switch {
-		case seen[m.name]:
-			v.Add(m.name, "duplicate field")
-		case eventFields[m.name]:
-			event[m.name] = m.value
-		case envelope[m.name]:
+		case seen[m.Name]:
+			v.Add(m.Name, "duplicate field")
+		case eventFields[m.Name]:
+			event[m.Name] = m.Value
+		case envelope[m.Name]:
 			if env == nil {
 				env = map[string]json.RawMessage{}
 			}
-			env[m.name] = m.value
+			env[m.Name] = m.Value
 		default:
-			v.Add(m.name, "unknown field%s", caseHint(m.name, envelope))
+			v.Add(m.Name, "unknown field%s", caseHint(m.Name, envelope))
 		}
-		seen[m.name] = true
-		if key, ok := duplicateKey(m.value); ok {
-			v.Add(m.name, "duplicate key %q", text.Truncate(key, 64))
+		seen[m.Name] = true
+		if key, ok := duplicateKey(m.Value); ok {
+			v.Add(m.Name, "duplicate key %q", text.Truncate(key, 64))
 		}
 	}
 	if err := v.orNil(); err != nil {
@@ -109,39 +110,17 @@ func ParseDecisionJSONWithEnvelope(data []byte, envelope map[string]bool) (Decis
 	return d, env, err
 }
 
-// member is one name and raw value of a JSON object, in the order sent.
-type member struct {
-	name  string
-	value json.RawMessage
-}
-
 // objectMembers splits a JSON object into its members, duplicates kept,
 // and refuses anything after it.
-func objectMembers(obj []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil {
-		return nil, jsonProblem(err)
-	}
-	var out []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, jsonProblem(err)
-		}
-		name, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, jsonProblem(err)
-		}
-		out = append(out, member{name: name, value: value})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, jsonProblem(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+func objectMembers(obj []byte) ([]jsonobj.Member, error) {
+	members, err := jsonobj.Members(obj)
+	switch {
+	case errors.Is(err, jsonobj.ErrTrailing):
 		return nil, InvalidEvent("data", "trailing data after the JSON object")
+	case err != nil:
+		return nil, jsonProblem(err)
 	}
-	return out, nil
+	return members, nil
 }
 
 // duplicateKey returns the first key that appears twice in one object

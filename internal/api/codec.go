@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/precept-dev/precept/internal/jsonobj"
 	"github.com/precept-dev/precept/internal/text"
 )
 
@@ -93,7 +93,7 @@ func writeMessage(b *bytes.Buffer, path string, md protoreflect.MessageDescripto
 		b.Write(raw)
 		return nil
 	}
-	members, err := jsonMembers(raw)
+	members, err := jsonobj.Members(raw)
 	if err != nil {
 		return fmt.Errorf("%sinvalid JSON: %v", prefix(path), err)
 	}
@@ -101,27 +101,27 @@ func writeMessage(b *bytes.Buffer, path string, md protoreflect.MessageDescripto
 	given := map[protoreflect.FieldNumber]string{}
 	b.WriteByte('{')
 	for i, m := range members {
-		fd := fields.ByJSONName(m.name)
+		fd := fields.ByJSONName(m.Name)
 		if fd == nil {
-			fd = fields.ByName(protoreflect.Name(m.name))
+			fd = fields.ByName(protoreflect.Name(m.Name))
 		}
-		key := join(path, text.Truncate(m.name, 64))
+		key := join(path, text.Truncate(m.Name, 64))
 		if fd == nil {
-			return fmt.Errorf("%s: unknown field%s", key, fieldHint(fields, m.name))
+			return fmt.Errorf("%s: unknown field%s", key, fieldHint(fields, m.Name))
 		}
 		if earlier, ok := given[fd.Number()]; ok {
-			if earlier == m.name {
+			if earlier == m.Name {
 				return fmt.Errorf("%s: duplicate field", key)
 			}
-			return fmt.Errorf("%s: duplicate field (given as %s and %s)", join(path, string(fd.Name())), earlier, text.Truncate(m.name, 64))
+			return fmt.Errorf("%s: duplicate field (given as %s and %s)", join(path, string(fd.Name())), earlier, text.Truncate(m.Name, 64))
 		}
-		given[fd.Number()] = m.name
+		given[fd.Number()] = m.Name
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeString(b, m.name)
+		writeString(b, m.Name)
 		b.WriteByte(':')
-		if err := writeField(b, join(path, string(fd.Name())), fd, m.value); err != nil {
+		if err := writeField(b, join(path, string(fd.Name())), fd, m.Value); err != nil {
 			return err
 		}
 	}
@@ -149,23 +149,23 @@ func writeField(b *bytes.Buffer, path string, fd protoreflect.FieldDescriptor, r
 		b.WriteByte(']')
 		return nil
 	case fd.IsMap() && len(raw) > 0 && raw[0] == '{':
-		members, err := jsonMembers(raw)
+		members, err := jsonobj.Members(raw)
 		if err != nil {
 			return fmt.Errorf("%s: invalid JSON: %v", path, err)
 		}
 		seen := map[string]bool{}
 		b.WriteByte('{')
 		for i, m := range members {
-			if seen[m.name] {
-				return fmt.Errorf("%s: duplicate key %q", path, text.Truncate(m.name, 64))
+			if seen[m.Name] {
+				return fmt.Errorf("%s: duplicate key %q", path, text.Truncate(m.Name, 64))
 			}
-			seen[m.name] = true
+			seen[m.Name] = true
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeString(b, m.name)
+			writeString(b, m.Name)
 			b.WriteByte(':')
-			if err := writeValue(b, fmt.Sprintf("%s[%q]", path, text.Truncate(m.name, 64)), fd.MapValue(), m.value); err != nil {
+			if err := writeValue(b, fmt.Sprintf("%s[%q]", path, text.Truncate(m.Name, 64)), fd.MapValue(), m.Value); err != nil {
 				return err
 			}
 		}
@@ -264,41 +264,6 @@ func fieldHint(fields protoreflect.FieldDescriptors, key string) string {
 		}
 	}
 	return ""
-}
-
-// jsonMember is one key and raw value of a JSON object, in the order sent.
-type jsonMember struct {
-	name  string
-	value json.RawMessage
-}
-
-// jsonMembers splits a JSON object into its members, duplicates kept, and
-// refuses anything after it.
-func jsonMembers(obj []byte) ([]jsonMember, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	var out []jsonMember
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		name, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, err
-		}
-		out = append(out, jsonMember{name: name, value: value})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
-	}
-	return out, nil
 }
 
 func writeString(b *bytes.Buffer, s string) {
