@@ -1,9 +1,7 @@
 package prompts
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,33 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
-// corpusEntry is one line of testdata/unsafe-text/corpus.jsonl.
-type corpusEntry struct {
-	Name  string   `json:"name"`
-	Text  string   `json:"text"`
-	Flags []string `json:"flags"`
-}
-
-func readCorpus(t *testing.T) []corpusEntry {
+func readCorpus(t *testing.T) []testenv.UnsafeText {
 	t.Helper()
-	f, err := os.Open("../testdata/unsafe-text/corpus.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []corpusEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var e corpusEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("corpus line %d: %v", len(out)+1, err)
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil || len(out) < 50 {
-		t.Fatalf("corpus: %d entries, %v", len(out), err)
+	out := testenv.UnsafeTexts(t)
+	if len(out) < 50 {
+		t.Fatalf("corpus: %d entries", len(out))
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // TestQualityGateSeesThroughDisguisedInjectionsAndSecrets pins issue 10's
@@ -262,20 +264,8 @@ func TestAProposalsRationaleIsCommittedWithoutItsSecrets(t *testing.T) {
 // for what it hides, and no ordinary text is refused for a secret, a
 // denylisted phrase or a control character.
 func TestQualityGateRefusesEveryDisguiseOfTheCorpus(t *testing.T) {
-	data, err := os.ReadFile("../testdata/unsafe-text/corpus.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	reasons := map[string]string{"denylist": "denylisted phrase", "secret": "looks like a secret", "control": "control character"}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var e struct {
-			Name  string   `json:"name"`
-			Text  string   `json:"text"`
-			Flags []string `json:"flags"`
-		}
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range testenv.UnsafeTexts(t) {
 		reason := Quality{}.Check(e.Text)
 		clean := len(e.Flags) == 1 && e.Flags[0] == "clean"
 		for _, words := range reasons {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mtibben/confusables"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // fixtureTexts returns every reviewer comment and correction of the
@@ -41,7 +42,7 @@ func fixtureTexts(t *testing.T) []string {
 			}
 		}
 	}
-	for _, e := range readCorpus(t) {
+	for _, e := range testenv.UnsafeTexts(t) {
 		if slices.Equal(e.Flags, []string{"clean"}) {
 			out = append(out, e.Text)
 		}

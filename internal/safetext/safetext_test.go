@@ -1,44 +1,16 @@
 package safetext
 
 import (
-	"bufio"
 	"encoding/base64"
-	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
-type corpusEntry struct {
-	Name  string   `json:"name"`
-	Text  string   `json:"text"`
-	Flags []string `json:"flags"`
-}
-
-func readCorpus(t *testing.T) []corpusEntry {
-	t.Helper()
-	f, err := os.Open("../../testdata/unsafe-text/corpus.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []corpusEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var e corpusEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("corpus line %d: %v", len(out)+1, err)
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // flags says which checks find something in s, as the corpus writes it.
 func flags(s string) []string {
@@ -59,7 +31,7 @@ func flags(s string) []string {
 }
 
 func TestTheChecksFindEachDisguiseOfTheCorpusAndNothingInOrdinaryText(t *testing.T) {
-	corpus := readCorpus(t)
+	corpus := testenv.UnsafeTexts(t)
 	if len(corpus) < 50 {
 		t.Fatalf("the corpus has %d entries", len(corpus))
 	}
@@ -221,7 +193,7 @@ func TestDeniedReadsBase64AndMarkupAndConfiguredPhrases(t *testing.T) {
 // TestEscapeAndFoldHaveTheirPromisedProperties checks the properties the
 // fuzz target checks, on the corpus.
 func TestEscapeAndFoldHaveTheirPromisedProperties(t *testing.T) {
-	for _, e := range readCorpus(t) {
+	for _, e := range testenv.UnsafeTexts(t) {
 		checkProperties(t, e.Text)
 	}
 }
