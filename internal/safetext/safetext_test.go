@@ -11,7 +11,6 @@ import (
 	"github.com/precept-dev/precept/internal/testenv"
 )
 
-
 // flags says which checks find something in s, as the corpus writes it.
 func flags(s string) []string {
 	var out []string
