@@ -41,23 +41,7 @@ const redisReadyTimeout = 10 * time.Second
 // -short the test is skipped; a missing binary fails the test.
 func Redis(t testing.TB) (addr string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs redis-server")
-	}
-	bin, err := findRedisServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	var lastErr error
-	for range redisStartAttempts {
-		addr, lastErr = startRedis(t, bin, dir)
-		if lastErr == nil {
-			return addr
-		}
-	}
-	t.Fatalf("start redis-server: %v", lastErr)
-	return ""
+	return startServer(t, false).Addr
 }
 
 // RedisClient returns a client for the server at addr, closed when the
@@ -77,21 +61,6 @@ func findRedisServer() (string, error) {
 		return redisServerBinary, nil
 	}
 	return "", errors.New("redis-server not found: install redis-server (apt-get install redis-server) or run .ci/run")
-}
-
-// startRedis makes one attempt to start a server; on failure the process
-// is gone and the error carries the server's own output.
-func startRedis(t testing.TB, bin, dir string) (string, error) {
-	port, err := pickRedisPort()
-	if err != nil {
-		return "", err
-	}
-	s := &RedisServer{bin: bin, dir: dir, port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	if err := s.start(); err != nil {
-		return "", err
-	}
-	t.Cleanup(s.Kill)
-	return s.Addr, nil
 }
 
 // RedisServer is a redis-server a test controls: it can be frozen, killed
@@ -116,6 +85,14 @@ type RedisServer struct {
 // nothing Redis acknowledged. The server is killed when the test ends.
 func PersistentRedis(t testing.TB) *RedisServer {
 	t.Helper()
+	return startServer(t, true)
+}
+
+// startServer starts a redis-server on a free loopback port, retrying
+// when another process takes the port first, and kills it when the test
+// ends.
+func startServer(t testing.TB, persist bool) *RedisServer {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs redis-server")
 	}
@@ -130,7 +107,7 @@ func PersistentRedis(t testing.TB) *RedisServer {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &RedisServer{bin: bin, dir: dir, port: port, persist: true, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		s := &RedisServer{bin: bin, dir: dir, port: port, persist: persist, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(s.Kill)
 			return s
