@@ -122,7 +122,8 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 				text.Truncate(r.Host, 64)))
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, rpcPrefix) {
+		authenticated := strings.HasPrefix(r.URL.Path, rpcPrefix)
+		if authenticated {
 			if err := g.authorize(r); err != nil {
 				g.refuse(w, r, connect.CodeOf(err), connect.CodeOf(err).String(), err.Message())
 				return
@@ -137,7 +138,6 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 				fmt.Sprintf("the request body of %d bytes is larger than the limit of %d (server.max_body_bytes)", r.ContentLength, limit))
 			return
 		}
-		authenticated := strings.HasPrefix(r.URL.Path, rpcPrefix)
 		if !authenticated && r.ContentLength > openMaxBodyBytes {
 			g.refuse(w, r, connect.CodeResourceExhausted, "too_large",
 				fmt.Sprintf("the request body of %d bytes is larger than the limit of %d for %s", r.ContentLength, openMaxBodyBytes, text.Truncate(r.URL.Path, 64)))
