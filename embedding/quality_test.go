@@ -23,6 +23,8 @@ const (
 	labelledFile = "labelled.jsonl"
 	holdout1File = "holdout-1.jsonl"
 	holdout2File = "holdout-2.jsonl"
+	holdout3File = "holdout-3.jsonl"
+	holdout4File = "holdout-4.jsonl"
 )
 
 // defaultThreshold is precept's default clustering threshold (docs/thresholds.md).
@@ -32,6 +34,7 @@ const defaultThreshold = 0.8
 type labelled struct {
 	precept.Decision
 	Cluster       string `json:"cluster"`
+	Category      string `json:"category"`
 	ExpectedClass string `json:"expected_class"`
 }
 
@@ -58,6 +61,22 @@ func loadFixture(t testing.TB, name string) []labelled {
 		t.Fatalf("read fixture: %v", err)
 	}
 	return items
+}
+
+// categoryIDs reads the category ids the fixtures label with.
+func categoryIDs(t testing.TB) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "lesson", "categories.txt"))
+	if err != nil {
+		t.Fatalf("read categories: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if id, _, ok := strings.Cut(line, "|"); ok && !strings.HasPrefix(line, "#") {
+			ids[strings.TrimSpace(id)] = true
+		}
+	}
+	return ids
 }
 
 // Expected classes (docs/thresholds.md, "Cluster support").
@@ -89,8 +108,16 @@ func clusterClass(members []labelled) string {
 
 func TestFixturesFollowTheLabellingRules(t *testing.T) {
 	ids := map[string]string{}
-	for _, name := range []string{labelledFile, holdout1File, holdout2File} {
+	known := categoryIDs(t)
+	for _, name := range []string{labelledFile, holdout1File, holdout2File, holdout3File, holdout4File} {
 		t.Run(name, func(t *testing.T) {
+			// The later sets write vague rejections as reviewers do
+			// ("not sure this is the right approach"), so their
+			// comments may be longer; they must say nothing specific.
+			vague := 16
+			if name == holdout3File || name == holdout4File {
+				vague = 60
+			}
 			items := loadFixture(t, name)
 			clusters := map[string][]labelled{}
 			for _, it := range items {
@@ -108,11 +135,14 @@ func TestFixturesFollowTheLabellingRules(t *testing.T) {
 						t.Errorf("%s: positive feedback must be APPROVED, labelled positive and POSITIVE", it.DecisionID)
 					}
 				case it.ExpectedClass == classAmbiguous:
-					if len(it.ReviewerComment) > 16 || it.CorrectionDiff != "" {
+					if len(it.ReviewerComment) > vague || it.CorrectionDiff != "" || len(it.Tags) > 0 {
 						t.Errorf("%s: AMBIGUOUS but carries signal: %q", it.DecisionID, it.ReviewerComment)
 					}
 					clusters[it.Cluster] = append(clusters[it.Cluster], it)
 				default:
+					if !known[it.Category] {
+						t.Errorf("%s: a clear negative needs a category from lesson/categories.txt, not %q", it.DecisionID, it.Category)
+					}
 					clusters[it.Cluster] = append(clusters[it.Cluster], it)
 				}
 			}
