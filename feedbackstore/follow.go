@@ -13,12 +13,14 @@ import (
 )
 
 // Entry is one numbered change on the feedback branch: a decision
-// stored, or a clarification record as one commit wrote it. Exactly one
-// of Decision and Clarification is set.
+// stored, a clarification record as one commit wrote it, or a curator's
+// correction. Exactly one of Decision, Clarification and Correction is
+// set.
 type Entry struct {
 	Seq           uint64
 	Decision      *Record
 	Clarification *Clarification
+	Correction    *Correction
 }
 
 // CatchUp applies the commits on the branch that the index has not seen,
@@ -89,10 +91,10 @@ func (s *Store) CatchUp(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// readCommit returns what one commit changed under DecisionsDir and
-// ClarificationsDir: decisions ordered by receive time then id, and
-// clarification records by decision id, so every replica numbers them
-// alike.
+// readCommit returns what one commit changed under DecisionsDir,
+// ClarificationsDir and CorrectionsDir: decisions ordered by receive time
+// then id, clarification records by decision id and corrections by id,
+// so every replica numbers them alike.
 func (s *Store) readCommit(c gitrepo.CommitInfo) (appliedCommit, error) {
 	ac := appliedCommit{commit: c.Hash}
 	s.ownMu.Lock()
@@ -113,6 +115,7 @@ func (s *Store) readCommit(c gitrepo.CommitInfo) (appliedCommit, error) {
 		return a.DecisionID < b.DecisionID
 	})
 	sort.Slice(ac.clarified, func(i, j int) bool { return ac.clarified[i].DecisionID < ac.clarified[j].DecisionID })
+	sort.Slice(ac.corrected, func(i, j int) bool { return ac.corrected[i].ID < ac.corrected[j].ID })
 	return ac, nil
 }
 
@@ -131,7 +134,8 @@ func (s *Store) readChanges(c gitrepo.CommitInfo, ac *appliedCommit) error {
 	for _, ch := range changes {
 		decision := strings.HasPrefix(ch.Path, DecisionsDir+"/")
 		clarification := strings.HasPrefix(ch.Path, ClarificationsDir+"/")
-		if !decision && !clarification {
+		correction := strings.HasPrefix(ch.Path, CorrectionsDir+"/")
+		if !decision && !clarification && !correction {
 			continue
 		}
 		id := strings.TrimSuffix(ch.Path[strings.LastIndexByte(ch.Path, '/')+1:], ".json")
@@ -139,13 +143,29 @@ func (s *Store) readChanges(c gitrepo.CommitInfo, ac *appliedCommit) error {
 			if decision {
 				ac.deleted = append(ac.deleted, id)
 			}
-			// A deleted clarification record changes nothing that was
-			// applied: replies once given stay given.
+			// A deleted clarification or correction record changes
+			// nothing that was applied: replies once given stay given,
+			// and a correction is undone by another correction.
 			continue
 		}
 		b, err := s.repo.ReadBlob(ch.Blob)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", ch.Path, err)
+		}
+		if correction {
+			if ch.Kind != gitrepo.Added {
+				// Records are written once; an edit by hand is not a new
+				// correction.
+				s.opts.Logger.Warn("skip a changed correction record", "path", ch.Path, "commit", c.Hash.String())
+				continue
+			}
+			co, err := decodeCorrection(b)
+			if err != nil || co.ID != id {
+				s.opts.Logger.Warn("skip undecodable correction file", "path", ch.Path, "commit", c.Hash.String(), "err", err)
+				continue
+			}
+			ac.corrected = append(ac.corrected, co)
+			continue
 		}
 		if clarification {
 			cl, err := decodeClarification(b)

@@ -29,12 +29,14 @@ var (
 	bucketBySeq          = []byte("by_seq")                // seq -> decision id
 	bucketClarifications = []byte("clarifications_by_seq") // seq -> Clarification JSON as a commit wrote it
 	bucketThreads        = []byte("threads")               // clarification thread -> decision id
+	bucketCorrections    = []byte("corrections_by_seq")    // seq -> Correction JSON
 	bucketMeta           = []byte("meta")
 
-	// dataBuckets are the buckets a rebuild empties. The two clarification
-	// buckets came after version 2 without changing it: an index written
-	// before them holds no clarification records because none existed.
-	dataBuckets = [][]byte{bucketRecords, bucketByAgent, bucketBySeq, bucketClarifications, bucketThreads}
+	// dataBuckets are the buckets a rebuild empties. The clarification
+	// and correction buckets came after version 2 without changing it: an
+	// index written before them holds no such records because none
+	// existed.
+	dataBuckets = [][]byte{bucketRecords, bucketByAgent, bucketBySeq, bucketClarifications, bucketThreads, bucketCorrections}
 
 	keyApplied = []byte("applied") // the last commit applied
 	keySeq     = []byte("seq")     // the last sequence number given
@@ -146,13 +148,15 @@ type appliedCommit struct {
 	// clarified are the clarification records the commit wrote, by
 	// decision id.
 	clarified []Clarification
+	// corrected are the correction records the commit wrote, by id.
+	corrected []Correction
 }
 
 // apply records commits in one transaction and moves the applied marker
 // to the last of them, and returns how many entries it numbered.
 // A decision indexed again (a commit that rewrote its file) takes a new
 // number and gives up its old one. Within a commit the decisions come
-// first, then the clarification records.
+// first, then the clarification records, then the correction records.
 func (ix *index) apply(commits []appliedCommit) (int, error) {
 	var n int
 	err := ix.db.Update(func(tx *bolt.Tx) error {
@@ -161,6 +165,7 @@ func (ix *index) apply(commits []appliedCommit) (int, error) {
 		byAgent := tx.Bucket(bucketByAgent)
 		bySeq := tx.Bucket(bucketBySeq)
 		clarifications, threads := tx.Bucket(bucketClarifications), tx.Bucket(bucketThreads)
+		corrections := tx.Bucket(bucketCorrections)
 		meta := tx.Bucket(bucketMeta)
 		var seq, count uint64
 		if v := meta.Get(keySeq); v != nil {
@@ -218,6 +223,17 @@ func (ix *index) apply(commits []appliedCommit) (int, error) {
 					if err := threads.Put([]byte(cl.Thread), []byte(cl.DecisionID)); err != nil {
 						return err
 					}
+				}
+				n++
+			}
+			for _, co := range c.corrected {
+				b, err := json.Marshal(co)
+				if err != nil {
+					return err
+				}
+				seq++
+				if err := corrections.Put(seqKey(seq), b); err != nil {
+					return err
 				}
 				n++
 			}
@@ -341,7 +357,7 @@ func (ix *index) listAgent(agent string, limit int, token string) ([]Record, str
 func (r Record) agentKey() []byte { return agentKey(r.Agent, r.Timestamp, r.DecisionID) }
 
 // entries returns up to limit entries numbered after seq, in order;
-// with decisionsOnly it skips clarification records.
+// with decisionsOnly it skips clarification and correction records.
 func (ix *index) entries(seq uint64, limit int, decisionsOnly bool) ([]Entry, error) {
 	var out []Entry
 	err := ix.db.View(func(tx *bolt.Tx) error {
@@ -349,14 +365,17 @@ func (ix *index) entries(seq uint64, limit int, decisionsOnly bool) ([]Entry, er
 		start := seqKey(seq + 1)
 		dc := tx.Bucket(bucketBySeq).Cursor()
 		dk, id := dc.Seek(start)
-		var ck, rec []byte
+		var ck, rec, kk, corr []byte
 		cc := tx.Bucket(bucketClarifications).Cursor()
+		kc := tx.Bucket(bucketCorrections).Cursor()
 		if !decisionsOnly {
 			ck, rec = cc.Seek(start)
+			kk, corr = kc.Seek(start)
 		}
-		// Merge the two numberings, which never share a number.
-		for len(out) < limit && (dk != nil || ck != nil) {
-			if ck == nil || (dk != nil && bytes.Compare(dk, ck) < 0) {
+		// Merge the three numberings, which never share a number.
+		for len(out) < limit && (dk != nil || ck != nil || kk != nil) {
+			switch lowest(dk, ck, kk) {
+			case 0:
 				r, ok, err := lookup(records, id)
 				if err != nil {
 					return err
@@ -365,14 +384,49 @@ func (ix *index) entries(seq uint64, limit int, decisionsOnly bool) ([]Entry, er
 					out = append(out, Entry{Seq: r.Seq, Decision: &r})
 				}
 				dk, id = dc.Next()
-				continue
+			case 1:
+				var cl Clarification
+				if err := json.Unmarshal(rec, &cl); err != nil {
+					return fmt.Errorf("decode indexed clarification %d: %w", binary.BigEndian.Uint64(ck), err)
+				}
+				out = append(out, Entry{Seq: binary.BigEndian.Uint64(ck), Clarification: &cl})
+				ck, rec = cc.Next()
+			default:
+				var co Correction
+				if err := json.Unmarshal(corr, &co); err != nil {
+					return fmt.Errorf("decode indexed correction %d: %w", binary.BigEndian.Uint64(kk), err)
+				}
+				out = append(out, Entry{Seq: binary.BigEndian.Uint64(kk), Correction: &co})
+				kk, corr = kc.Next()
 			}
-			var cl Clarification
-			if err := json.Unmarshal(rec, &cl); err != nil {
-				return fmt.Errorf("decode indexed clarification %d: %w", binary.BigEndian.Uint64(ck), err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// lowest returns the position of the smallest non-nil key.
+func lowest(keys ...[]byte) int {
+	best := -1
+	for i, k := range keys {
+		if k != nil && (best < 0 || bytes.Compare(k, keys[best]) < 0) {
+			best = i
+		}
+	}
+	return best
+}
+
+// corrections returns up to limit correction records numbered after seq.
+func (ix *index) corrections(seq uint64, limit int) ([]Entry, error) {
+	var out []Entry
+	err := ix.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketCorrections).Cursor()
+		for k, v := c.Seek(seqKey(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			var co Correction
+			if err := json.Unmarshal(v, &co); err != nil {
+				return fmt.Errorf("decode indexed correction %d: %w", binary.BigEndian.Uint64(k), err)
 			}
-			out = append(out, Entry{Seq: binary.BigEndian.Uint64(ck), Clarification: &cl})
-			ck, rec = cc.Next()
+			out = append(out, Entry{Seq: binary.BigEndian.Uint64(k), Correction: &co})
 		}
 		return nil
 	})
