@@ -159,6 +159,10 @@ type Index interface {
 	Delete(ctx context.Context, ids []string) error
 	// Count returns the number of stored vectors.
 	Count(ctx context.Context) (int, error)
+	// Embeddings returns the stored embeddings of the given IDs, normalised
+	// to unit length; IDs not stored are left out. Re-clustering reads a
+	// group's vectors back with it rather than embedding texts again.
+	Embeddings(ctx context.Context, ids []string) (map[string][]float32, error)
 	// Close releases the index; later calls return ErrClosed. Closing
 	// twice is not an error.
 	Close() error
@@ -238,4 +242,22 @@ func checkMetadataKey(k string) error {
 		}
 	}
 	return nil
+}
+
+// Normalized returns v scaled to unit length (a copy); the zero vector
+// stays zero.
+func Normalized(v []float32) []float32 {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	out := make([]float32, len(v))
+	if sum == 0 {
+		return out
+	}
+	inv := 1 / math.Sqrt(sum)
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out
 }

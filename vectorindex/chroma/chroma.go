@@ -398,6 +398,41 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	return topk.Select(ctx, q.Limit, math.MaxInt32, q.MinSimilarity, search)
 }
 
+// Embeddings reads stored embeddings in batches, normalised to unit
+// length as the embedded index keeps them.
+func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read embeddings: %w", err)
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, fmt.Errorf("read embeddings: %w", vectorindex.ErrClosed)
+	}
+	out := make(map[string][]float32, len(ids))
+	for batch := range slices.Chunk(ids, x.batch) {
+		docIDs := make([]v2.DocumentID, len(batch))
+		for i, id := range batch {
+			docIDs[i] = v2.DocumentID(id)
+		}
+		var res v2.GetResult
+		err := retry(ctx, func() (err error) {
+			res, err = x.col.Get(ctx, v2.WithIDs(docIDs...), v2.WithInclude(v2.IncludeEmbeddings))
+			return err
+		})
+		if err != nil {
+			return nil, x.fail(ctx, "read embeddings", err)
+		}
+		embs := res.GetEmbeddings()
+		for i, id := range res.GetIDs() {
+			if i < len(embs) && embs[i] != nil {
+				out[string(id)] = vectorindex.Normalized(embs[i].ContentAsFloat32())
+			}
+		}
+	}
+	return out, nil
+}
+
 // Delete removes the vectors with the given IDs.
 func (x *Index) Delete(ctx context.Context, ids []string) error {
 	if err := ctx.Err(); err != nil {

@@ -323,6 +323,26 @@ func (x *Index) queryFlat(ctx context.Context, q vectorindex.Query) ([]vectorind
 	return hits, nil
 }
 
+// Embeddings returns stored embeddings from the contiguous mirror, which
+// holds them normalised.
+func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read embeddings: %w", err)
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, fmt.Errorf("read embeddings: %w", vectorindex.ErrClosed)
+	}
+	out := make(map[string][]float32, len(ids))
+	for _, id := range ids {
+		if i, ok := x.flat.pos[id]; ok {
+			out[id] = slices.Clone(x.flat.vecs[i*x.flat.dim : (i+1)*x.flat.dim])
+		}
+	}
+	return out, nil
+}
+
 // Delete removes the vectors with the given IDs durably.
 func (x *Index) Delete(ctx context.Context, ids []string) error {
 	if err := ctx.Err(); err != nil {

@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClosedIndexRefusesCalls", testClosed},
 		{"CancelledContextIsAnError", testCancelled},
 		{"ConcurrentUpsertsAndQueries", testConcurrent},
+		{"EmbeddingsReturnsStoredVectorsNormalised", testEmbeddings},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -102,6 +102,9 @@ func testClosed(t *testing.T, h *harness) {
 	if _, err := idx.Count(ctx); !errors.Is(err, vectorindex.ErrClosed) {
 		t.Errorf("count after close: %v, want ErrClosed", err)
 	}
+	if _, err := idx.Embeddings(ctx, []string{"a"}); !errors.Is(err, vectorindex.ErrClosed) {
+		t.Errorf("embeddings after close: %v, want ErrClosed", err)
+	}
 }
 
 func testCancelled(t *testing.T, h *harness) {
@@ -117,6 +120,9 @@ func testCancelled(t *testing.T, h *harness) {
 	}
 	if err := idx.Delete(ctx, []string{"a"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("delete: %v, want context.Canceled", err)
+	}
+	if _, err := idx.Embeddings(ctx, []string{"a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("embeddings: %v, want context.Canceled", err)
 	}
 	wantCount(t, idx, 0)
 }

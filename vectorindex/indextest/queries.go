@@ -242,3 +242,38 @@ func testThousand(t *testing.T, h *harness) {
 		}
 	}
 }
+
+// testEmbeddings reads vectors back: normalised, by ID, missing IDs left
+// out, in batches larger than one request.
+func testEmbeddings(t *testing.T, h *harness) {
+	idx := h.fresh(t, defaultSpec)
+	rng := rand.New(rand.NewPCG(7, 11))
+	vs := randomVectors(rng, 300, defaultSpec.Dimension, "e")
+	for i := range vs {
+		scale(vs[i].Embedding, float64(1+i%5))
+	}
+	upsert(t, idx, vs...)
+	ids := []string{"missing"}
+	for _, v := range vs {
+		ids = append(ids, v.ID)
+	}
+	got, err := idx.Embeddings(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(vs) {
+		t.Fatalf("got %d embeddings, want %d", len(got), len(vs))
+	}
+	for _, v := range vs {
+		want := vectorindex.Normalized(v.Embedding)
+		e := got[v.ID]
+		if len(e) != len(want) {
+			t.Fatalf("%s: dimension %d", v.ID, len(e))
+		}
+		for i := range want {
+			if math.Abs(float64(e[i]-want[i])) > 1e-5 {
+				t.Fatalf("%s[%d] = %v, want %v", v.ID, i, e[i], want[i])
+			}
+		}
+	}
+}
