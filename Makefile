@@ -12,7 +12,7 @@ export PATH := $(BIN):$(PATH)
 GO       ?= go
 CONFIG   ?=
 
-.PHONY: all run build test test-short deps fuzz bench generate checkgenerate lint tools clean
+.PHONY: all run build test test-short deps fuzz bench eval generate checkgenerate lint tools clean
 
 all: lint test
 
@@ -61,6 +61,13 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest' -benchtime 1x -timeout 90m ./internal/app
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
+
+## eval: precept's judgement on the labelled feedback in testdata/feedback,
+## through the real evaluator on its embedded defaults: pairwise
+## precision/recall/F1, class and category accuracy, confusion per file
+## (docs/lessons.md, "Evaluation"). EVAL_FLAGS=-v lists category errors.
+eval:
+	$(GO) run ./cmd/precept-eval $(EVAL_FLAGS)
 
 ## generate: regenerate protobuf and Connect code from proto/
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go

@@ -51,6 +51,7 @@ var layers = map[string]int{
 	"vectorindex/chroma":    2,
 	"vectorindex/indextest": 2,
 	"internal/api/convert":  2,
+	"lesson":                2,
 	// Domain logic.
 	"evaluator":     3,
 	"rules":         3,
@@ -58,21 +59,23 @@ var layers = map[string]int{
 	"clarification": 4,
 	// Adapters.
 	"internal/stream":   4,
+	"internal/evalrun":  4,
 	"internal/config":   6,
 	"internal/metrics":  5,
 	"internal/llm":      5,
 	"internal/slackapp": 5,
 	"internal/api":      7,
 	// Wiring and binaries.
-	"internal/app": 8,
-	"cmd/preceptd": 9,
-	"cmd/precept":  9,
+	"internal/app":     8,
+	"cmd/preceptd":     9,
+	"cmd/precept":      9,
+	"cmd/precept-eval": 9,
 }
 
 // domain are the packages that hold precept's logic; adapters to the
 // outside world (Redis, Slack, Connect, Prometheus) must not reach them,
 // not even through a dependency.
-var domain = []string{"", "feedbackstore", "evaluator", "rules", "prompts", "clarification"}
+var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules", "prompts", "clarification"}
 
 var adapterModules = []string{"github.com/redis/", "github.com/slack-go/", "connectrpc.com/", "github.com/prometheus/"}
 

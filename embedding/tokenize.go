@@ -115,3 +115,24 @@ func isIdeograph(r rune) bool {
 	// Nothing below U+2E80 (CJK Radicals) is Han, Hiragana or Katakana.
 	return r >= 0x2e80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
 }
+
+// Word is one word of a text as the local embedder splits it: lower-cased,
+// identifiers split into their parts (Ident).
+type Word struct {
+	Text  string
+	Ident bool
+}
+
+// Words splits s into words the way the local embedder does (see
+// tokenize), so other packages read text with the same eyes.
+func Words(s string) []Word {
+	if len(s) > MaxInputBytes {
+		s = s[:MaxInputBytes]
+	}
+	buf, spans := tokenize(s, make([]byte, 0, len(s)), nil)
+	out := make([]Word, len(spans))
+	for i, sp := range spans {
+		out[i] = Word{Text: string(buf[sp.start:sp.end]), Ident: sp.ident}
+	}
+	return out
+}

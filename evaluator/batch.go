@@ -10,12 +10,14 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/vectorindex"
 )
 
@@ -30,7 +32,7 @@ type batch struct {
 // candidate is a clear negative decision on its way into a cluster.
 type candidate struct {
 	item    Item
-	rubric  RubricResult
+	judged  judgement
 	vec     []float32
 	hits    []vectorindex.Hit
 	cluster string
@@ -48,8 +50,9 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 		evals:    make(map[string]*Evaluation, len(items)),
 		clusters: map[string]*Cluster{},
 		before:   map[string]Class{},
+		founded:  map[string][]string{},
 	}
-	r.triage(items, s.opts.Rubric.Rubric())
+	r.triage(items, s.opts.Rubric.Rubric(), func(d precept.Decision) lesson.Lesson { return s.learn(ctx, d) })
 	if err := s.embedAndQuery(ctx, r.cands); err != nil {
 		return nil, err
 	}
@@ -83,18 +86,20 @@ type batchRun struct {
 	// before is each touched cluster's class before the batch; "" for a
 	// cluster the batch founded.
 	before map[string]Class
+	// founded lists the clusters the batch founded, per group.
+	founded map[string][]string
 }
 
 // triage evaluates the decisions that need no cluster (positive,
 // ambiguous) and keeps the clear negatives as candidates. Ambiguous ones
 // start a needs-review record.
-func (r *batchRun) triage(items []Item, rubric *Rubric) {
+func (r *batchRun) triage(items []Item, rubric *Rubric, learn func(precept.Decision) lesson.Lesson) {
 	for _, it := range items {
 		d := it.Feedback.Decision
 		r.b.commit.clearErrors = append(r.b.commit.clearErrors, d.DecisionID)
-		ev, result, clear := triage(d, rubric)
+		ev, judged, clear := triage(d, rubric, learn)
 		if clear {
-			r.cands = append(r.cands, &candidate{item: it, rubric: result})
+			r.cands = append(r.cands, &candidate{item: it, judged: judged})
 			continue
 		}
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", r.now
@@ -108,8 +113,9 @@ func (r *batchRun) triage(items []Item, rubric *Rubric) {
 
 // assign puts candidate i into a cluster: the one it is already in (a
 // batch re-run after a crash, or a clarified decision: it is not counted
-// twice), else its nearest neighbour's, else a cluster it founds. It
-// queues the candidate's vector for the index.
+// twice), else the cluster of its agent and category it is most similar
+// to on average, when that reaches the linkage threshold, else a cluster
+// it founds. It queues the candidate's vector for the index.
 func (r *batchRun) assign(i int) error {
 	c := r.cands[i]
 	d := c.item.Feedback.Decision
@@ -119,7 +125,7 @@ func (r *batchRun) assign(i int) error {
 	}
 	best, sim := existing, 1.0
 	if existing == "" {
-		best, sim = r.nearest(i)
+		best, sim = r.nearestCluster(c)
 	}
 	var cl *Cluster
 	if best != "" {
@@ -129,7 +135,9 @@ func (r *batchRun) assign(i int) error {
 	}
 	if cl == nil {
 		cl = newCluster(clusterID(d.DecisionID), r.now)
+		cl.Agent, cl.Category = d.Agent, c.judged.lesson.Category
 		r.clusters[cl.ID] = cl
+		r.founded[groupOf(cl.Agent, cl.Category)] = append(r.founded[groupOf(cl.Agent, cl.Category)], cl.ID)
 		sim = 1
 	}
 	if _, seen := r.before[cl.ID]; !seen {
@@ -141,42 +149,16 @@ func (r *batchRun) assign(i int) error {
 	c.cluster, c.joinSim = cl.ID, sim
 	if existing == "" {
 		m := memberOf(c.item.Feedback, sim)
+		m.Asked = c.judged.lesson.Asked
 		cl.add(m)
+		cl.addVector(c.vec)
 		r.b.commit.members = append(r.b.commit.members, memberRecord{ClusterID: cl.ID, Seq: cl.Size, Member: m})
 	}
 	cl.UpdatedAt = r.now
-	v := vectorFor(d, cl.ID)
+	v := vectorFor(d, cl.ID, cl.Category)
 	v.Embedding, v.Document = c.vec, text.TruncateTrim(c.item.Feedback.EmbeddingText, maxDocument)
 	r.b.vectors = append(r.b.vectors, v)
 	return nil
-}
-
-// nearest returns the cluster of candidate i's most similar neighbour at
-// or above the similarity threshold, among the index's hits and the
-// batch's earlier candidates, and that similarity; ties go to the
-// smaller decision id. It returns "" and -1 when there is none.
-func (r *batchRun) nearest(i int) (cluster string, sim float64) {
-	c := r.cands[i]
-	threshold := r.s.opts.SimilarityThreshold
-	best, bestSim, bestID := "", -1.0, ""
-	for _, h := range c.hits {
-		if h.ID == c.item.Feedback.DecisionID || h.Similarity < threshold {
-			continue
-		}
-		if h.Similarity > bestSim || (h.Similarity == bestSim && h.ID < bestID) {
-			best, bestSim, bestID = h.Metadata["cluster_id"], h.Similarity, h.ID
-		}
-	}
-	for _, p := range r.cands[:i] {
-		sim := embedding.Cosine(c.vec, p.vec)
-		if sim < threshold {
-			continue
-		}
-		if sim > bestSim || (sim == bestSim && p.item.Feedback.DecisionID < bestID) {
-			best, bestSim, bestID = p.cluster, sim, p.item.Feedback.DecisionID
-		}
-	}
-	return best, bestSim
 }
 
 // load returns a cluster the batch touched, reading it from the state on
@@ -199,7 +181,8 @@ func (r *batchRun) evaluateCandidates(ctx context.Context) {
 	for _, c := range r.cands {
 		d := c.item.Feedback.Decision
 		cl := r.clusters[c.cluster]
-		ev := r.s.opts.Thresholds.clusterEvaluation(d, &c.rubric, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
+		ev := r.s.opts.Thresholds.clusterEvaluation(d, &c.judged.rubric, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
+		ev.Lesson = &c.judged.lesson
 		ev.SimilarIDs = r.s.similarIDs(c, r.cands)
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", r.now
 		r.s.refine(ctx, d, cl, similarTexts(c, r.cands), &ev)
@@ -256,7 +239,7 @@ func (s *Service) embedAndQuery(ctx context.Context, cands []*candidate) error {
 	}
 	texts := make([]string, len(cands))
 	for i, c := range cands {
-		texts[i] = c.item.Feedback.EmbeddingText
+		texts[i] = s.embeddingText(c)
 	}
 	vecs, err := s.emb.Embed(ctx, texts)
 	if err != nil {
@@ -341,7 +324,7 @@ func (s *Service) reclassMembers(cl *Cluster, evals map[string]*Evaluation, now 
 		}
 		d := precept.Decision{DecisionID: m.DecisionID, Agent: m.Agent}
 		ev := s.opts.Thresholds.clusterEvaluation(d, old.Rubric, cl.ID, stats, tags, meanSim)
-		ev.SimilarIDs, ev.Evaluator, ev.EvaluatedAt = old.SimilarIDs, "deterministic", now
+		ev.SimilarIDs, ev.Evaluator, ev.EvaluatedAt, ev.Lesson = old.SimilarIDs, "deterministic", now, old.Lesson
 		if ok {
 			ev.Revision = old.Revision + 1
 		}
@@ -395,4 +378,18 @@ func similarTexts(c *candidate, cands []*candidate) []similarText {
 		}
 	}
 	return out
+}
+
+// embeddingText is what a candidate is embedded as: its text, or — with
+// Options.EmbedLessons — its lesson: the category's problem and the
+// reviewer's own sentences (docs/lessons.md).
+func (s *Service) embeddingText(c *candidate) string {
+	if l := c.judged.lesson; s.opts.EmbedLessons && l.Known() {
+		return lessonText(l)
+	}
+	return c.item.Feedback.EmbeddingText
+}
+
+func lessonText(l lesson.Lesson) string {
+	return strings.Join(slices.DeleteFunc([]string{l.Problem, l.Said, l.Asked}, func(s string) bool { return s == "" }), "\n")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lesson"
 )
 
 // Thresholds decide when a cluster is generalizable. They count distinct
@@ -33,6 +34,8 @@ func DefaultThresholds() Thresholds {
 // negative members.
 func (t Thresholds) ClassOf(s Stats) Class {
 	switch {
+	case s.NotAPattern:
+		return EdgeCase
 	case s.Size >= t.HighMinSize && s.DistinctReviewers >= t.HighMinReviewers && s.DistinctEpics >= t.HighMinEpics &&
 		(t.HighMinProducers <= 1 || s.DistinctProducers >= t.HighMinProducers):
 		return GeneralizableHigh
@@ -65,22 +68,31 @@ func hasSignal(d precept.Decision) bool {
 		d.CorrectionDiffPath != "" || (d.AgentOutput != "" && d.ApprovedOutput != "")
 }
 
+// judgement is what triage found about a decision.
+type judgement struct {
+	rubric RubricResult
+	lesson lesson.Lesson
+}
+
 // triage decides what needs no cluster: an approval is positive, negative
 // feedback without signal or failing the rubric is ambiguous. For clear
-// negative feedback it returns clear=true and the passing rubric result,
-// and the cluster decides the rest.
-func triage(d precept.Decision, rubric *Rubric) (ev Evaluation, result RubricResult, clear bool) {
+// negative feedback it returns clear=true with its lesson and the passing
+// rubric result, and the cluster decides the rest.
+func triage(d precept.Decision, rubric *Rubric, learn func(precept.Decision) lesson.Lesson) (ev Evaluation, j judgement, clear bool) {
 	if neg, _ := polarity(d, rubric); !neg {
-		return positiveEvaluation(d), RubricResult{}, false
+		return positiveEvaluation(d), j, false
 	}
 	if !hasSignal(d) {
-		return ambiguousEvaluation(d, nil), RubricResult{}, false
+		return ambiguousEvaluation(d, nil), j, false
 	}
-	result = rubric.Score(d)
-	if !result.Passed {
-		return ambiguousEvaluation(d, &result), result, false
+	j.lesson = learn(d)
+	j.rubric = rubric.Score(d, j.lesson)
+	if !j.rubric.Passed {
+		ev = ambiguousEvaluation(d, &j.rubric)
+		ev.Lesson = &j.lesson
+		return ev, j, false
 	}
-	return Evaluation{}, result, true
+	return Evaluation{}, j, true
 }
 
 // positiveEvaluation evaluates an approval without a negative comment.
@@ -154,6 +166,9 @@ func (t Thresholds) clusterEvaluation(d precept.Decision, rubric *RubricResult, 
 		}
 		ev.Rationale = fmt.Sprintf("Edge case: the feedback is clear, but %s; generalizing needs at least %d similar decisions from %d distinct reviewers. Documented only.",
 			support, t.LowMinSize, t.LowMinReviewers)
+		if s.NotAPattern {
+			ev.Rationale = fmt.Sprintf("Edge case: %s, but a curator marked the cluster as not a pattern. Documented only.", support)
+		}
 		ev.Action = &Action{Type: DocumentOnly, TargetAgent: d.Agent}
 	}
 	ev.Confidence = round2(ev.Confidence)

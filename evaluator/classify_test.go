@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lesson"
 )
 
 func stats(size, reviewers, epics int) Stats {
@@ -121,16 +122,17 @@ func TestRubricSeparatesClearFromVagueFeedback(t *testing.T) {
 		{"nope, try again", "", false, "what_was_wrong"},
 		{"??", "", false, "what_was_wrong"},
 		{"not good", "", false, "what_was_wrong"},
-		{"missing tests again", "", true, "why"},
-		{"task granularity too coarse", "", true, "why"},
+		// A placed lesson says why its problem matters.
+		{"missing tests again", "", true, ""},
+		{"task granularity too coarse", "", true, ""},
 		{"requests.get without timeout= can block indefinitely", "", true, ""},
-		{"add a definition of done to each task", "", true, "why"},
-		{"Typo in the heading.", "-# Intro\n+# Introduction\n", true, "why"},
+		{"add a definition of done to each task", "", true, ""},
+		{"Typo in the heading.", "-# Intro\n+# Introduction\n", true, ""},
 		{"", "-x := f()\n+x, err := f()\n", true, "why"},
 	}
 	for _, tt := range tests {
 		d := precept.Decision{Agent: "coding-agent", ReviewerComment: tt.comment, CorrectionDiff: tt.diff}
-		res := r.Score(d)
+		res := r.Score(d, learn(d))
 		if res.Passed != tt.pass {
 			t.Errorf("%q: passed = %v (met %d, confidence %.2f, missing %v), want %v", tt.comment, res.Passed, res.Met, res.Confidence, res.Missing, tt.pass)
 			continue
@@ -156,21 +158,23 @@ func TestRubricFileIsReReadWhenItChangesAndABrokenFileKeepsTheLastGoodOne(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := precept.Decision{Agent: "a", ReviewerComment: "missing tests again"}
-	if src.Rubric().Score(d).Passed {
-		t.Fatal("a 4-of-4 rubric passed a comment without a why")
+	// A correction alone shows what was wrong, where and what was wanted,
+	// but not why.
+	d := precept.Decision{Agent: "a", CorrectionDiff: "-x := f()\n+x, err := f()\n"}
+	if src.Rubric().Score(d, learn(d)).Passed {
+		t.Fatal("a 4-of-4 rubric passed a decision without a why")
 	}
 	// Same size, new modification time: the file is read again.
 	lenient := strings.Replace(string(defaultRubricYAML), "min_met: 3", "min_met: 2", 1)
 	os.WriteFile(path, []byte(lenient), 0o644)
 	later := time.Now().Add(2 * time.Second)
 	os.Chtimes(path, later, later)
-	if !src.Rubric().Score(d).Passed {
+	if !src.Rubric().Score(d, learn(d)).Passed {
 		t.Fatal("the changed rubric file was not re-read")
 	}
 	os.WriteFile(path, []byte("min_met: [broken"), 0o644)
 	os.Chtimes(path, later.Add(time.Second), later.Add(time.Second))
-	if !src.Rubric().Score(d).Passed || src.LastError() == nil {
+	if !src.Rubric().Score(d, learn(d)).Passed || src.LastError() == nil {
 		t.Fatalf("a broken rubric replaced the good one (err %v)", src.LastError())
 	}
 	if _, err := NewRubricSource(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
@@ -181,17 +185,22 @@ func TestRubricFileIsReReadWhenItChangesAndABrokenFileKeepsTheLastGoodOne(t *tes
 func TestInvalidRubricsAreRefused(t *testing.T) {
 	for name, mut := range map[string]func(string) string{
 		"min_met too high": func(s string) string { return strings.Replace(s, "min_met: 3", "min_met: 9", 1) },
-		"bad regexp":       func(s string) string { return strings.Replace(s, `'\bno\s+\w+'`, `'(unclosed'`, 1) },
+		"bad regexp":       func(s string) string { return strings.Replace(s, `'\bline\s+\d+'`, `'(unclosed'`, 1) },
 		"unknown field": func(s string) string {
 			return strings.Replace(s, "fields: [scope_path", "fields: [colour, scope_path", 1)
 		},
 		"unknown key": func(s string) string { return s + "\nsurprise: true\n" },
 		"bad implied_by": func(s string) string {
-			return strings.Replace(s, "implied_by: [desired_behaviour]", "implied_by: [nothing]", 1)
+			return strings.Replace(s, "implied_by: [what_was_wrong]", "implied_by: [nothing]", 1)
 		},
+		"bad lesson":       func(s string) string { return strings.Replace(s, "lesson: why", "lesson: how", 1) },
+		"unknown required": func(s string) string { return strings.Replace(s, "required: [what_was_wrong]", "required: [who]", 1) },
 	} {
 		if _, err := ParseRubric([]byte(mut(string(defaultRubricYAML)))); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 }
+
+// learn is the lesson the embedded taxonomy draws from d.
+func learn(d precept.Decision) lesson.Lesson { return lesson.DefaultSource().Classifier().Learn(d) }

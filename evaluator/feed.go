@@ -2,6 +2,9 @@ package evaluator
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/feedbackstore"
@@ -27,6 +30,15 @@ func (f storeFeed) Since(seq uint64, limit int) ([]Item, error) {
 			out[i].Feedback = e.Decision.Feedback
 		case e.Clarification != nil:
 			out[i].Conversation = conversationOf(*e.Clarification)
+		case e.Correction != nil:
+			c, err := CorrectionOf(*e.Correction)
+			if err != nil {
+				// A record the store accepted but this version cannot
+				// read: skip it rather than stop the feed behind it.
+				out[i] = Item{Seq: e.Seq, Skip: err.Error()}
+				continue
+			}
+			out[i].Correction = &c
 		}
 	}
 	return out, nil
@@ -40,6 +52,32 @@ func (f storeFeed) Get(ctx context.Context, id string) (precept.Feedback, error)
 }
 
 func (f storeFeed) Changed() <-chan struct{} { return f.s.Changed() }
+
+// CorrectionOf reads a correction record of the feedback store: the
+// record says who and when, its body what.
+func CorrectionOf(r feedbackstore.Correction) (Correction, error) {
+	var c Correction
+	if err := json.Unmarshal(r.Body, &c); err != nil {
+		return Correction{}, fmt.Errorf("correction %s: %w", r.ID, err)
+	}
+	c.ID, c.By, c.At = r.ID, r.By, r.At
+	if err := c.Validate(); err != nil {
+		return Correction{}, fmt.Errorf("correction %s: %w", r.ID, err)
+	}
+	return c, nil
+}
+
+// RecordOf is the feedback store's record of a correction.
+func RecordOf(c Correction) (feedbackstore.Correction, error) {
+	body := c
+	body.ID, body.By, body.At = "", "", time.Time{}
+	body.Members, body.Former = nil, nil
+	b, err := json.Marshal(body)
+	if err != nil {
+		return feedbackstore.Correction{}, err
+	}
+	return feedbackstore.Correction{ID: c.ID, By: c.By, At: c.At, Body: b}, nil
+}
 
 // conversationOf is what the evaluator applies of a clarification record.
 func conversationOf(c feedbackstore.Clarification) *Conversation {

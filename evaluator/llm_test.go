@@ -24,6 +24,8 @@ type openAIServer struct {
 	status  int
 	delay   time.Duration
 	prompts []string
+	// lesson, when set, answers lesson-extraction prompts.
+	lesson string
 }
 
 func newOpenAIServer(t *testing.T) *openAIServer {
@@ -44,7 +46,11 @@ func newOpenAIServer(t *testing.T) *openAIServer {
 		s.mu.Lock()
 		answer, status, delay := s.answer, s.status, s.delay
 		if len(req.Messages) > 0 {
-			s.prompts = append(s.prompts, fmt.Sprint(req.Messages[0].Content))
+			prompt := fmt.Sprint(req.Messages[0].Content)
+			s.prompts = append(s.prompts, prompt)
+			if s.lesson != "" && strings.Contains(prompt, "Reduce it to a lesson") {
+				answer = s.lesson
+			}
 		}
 		s.mu.Unlock()
 		select {
@@ -155,5 +161,44 @@ func TestExtractJSONFindsTheObjectInProse(t *testing.T) {
 		if got := extractJSON(in); got != want {
 			t.Errorf("extractJSON(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestTheLLMExtractsLessonsWithinTheTaxonomyAndFailsOpen(t *testing.T) {
+	srv := newOpenAIServer(t)
+	model, err := llm.NewModel(llm.Provider{Provider: "openai", Model: "test-model", BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, t.TempDir(), newFeed(), Options{LLM: model, LLMTimeout: 300 * time.Millisecond, Lessons: curatorLessons(t)})
+	ctx := context.Background()
+	srv.set(`{"classification":"EDGE_CASE","confidence":0.7,"rationale":"fine"}`, 200, 0)
+	d := neg("a", "alice", "E1", "zorblax frobnicates the wibbler backwards; unfrob it").Decision
+	for _, tt := range []struct {
+		name, answer, category, by, proposed string
+		class                                Class
+	}{
+		{"moved within the taxonomy", `{"category":"quux-problem","problem":"Totals are rounded wrong.","desired":"Round totals with decimals."}`, "quux-problem", "llm:openai/test-model", "", EdgeCase},
+		{"unknown category falls back", `{"category":"made-up","problem":"p","desired":"d"}`, "zorb-problem", "deterministic", "", EdgeCase},
+		{"malformed falls back", `{"category":`, "zorb-problem", "deterministic", "", EdgeCase},
+		{"a new category is proposed", `{"category":"new:cache-freshness","problem":"Caches serve stale entries.","desired":"Refresh caches."}`, "zorb-problem", "deterministic", "cache-freshness: Caches serve stale entries.", EdgeCase},
+		{"unclear is ambiguous", `{"category":"unclear","problem":"","desired":""}`, "unclear", "llm:openai/test-model", "", Ambiguous},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.mu.Lock()
+			srv.lesson = tt.answer
+			srv.mu.Unlock()
+			ev, err := e.svc.Evaluate(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := ev.Lesson
+			if l == nil || l.Category != tt.category || l.By != tt.by || l.Proposed != tt.proposed || ev.Class != tt.class {
+				t.Fatalf("class %s, lesson %+v", ev.Class, l)
+			}
+			if tt.category == "quux-problem" && (l.Problem != "Totals are rounded wrong." || l.Desired != "Round totals with decimals.") {
+				t.Fatalf("problem/desired not taken: %+v", l)
+			}
+		})
 	}
 }

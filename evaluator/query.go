@@ -8,6 +8,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/vectorindex"
 )
 
@@ -16,34 +17,37 @@ import (
 // now.
 func (s *Service) Evaluate(ctx context.Context, d precept.Decision) (Evaluation, error) {
 	now := s.opts.Now().UTC()
-	ev, r, clear := triage(d, s.opts.Rubric.Rubric())
+	ev, j, clear := triage(d, s.opts.Rubric.Rubric(), func(d precept.Decision) lesson.Lesson { return s.learn(ctx, d) })
 	if clear {
 		f := precept.NewFeedback(d, "dry-run", now)
-		c := &candidate{item: Item{Feedback: f}, rubric: r}
+		c := &candidate{item: Item{Feedback: f}, judged: j}
 		if err := s.embedAndQuery(ctx, []*candidate{c}); err != nil {
 			return Evaluation{}, err
 		}
+		existing, err := s.state.clusterOf(d.DecisionID)
+		if err != nil {
+			return Evaluation{}, err
+		}
+		best, sim := existing, 1.0
+		if best == "" {
+			dry := &batchRun{s: s, clusters: map[string]*Cluster{}, founded: map[string][]string{}}
+			best, sim = dry.nearestCluster(c)
+		}
 		cl := newCluster(clusterID(d.DecisionID), now)
-		sim := 1.0
-		for _, h := range c.hits {
-			if h.ID == d.DecisionID || h.Similarity < s.opts.SimilarityThreshold {
-				continue
-			}
-			stored, ok, err := getJSON[Cluster](s.state, bClusters, h.Metadata["cluster_id"])
+		if best != "" {
+			stored, ok, err := getJSON[Cluster](s.state, bClusters, best)
 			if err != nil {
 				return Evaluation{}, err
 			}
 			if ok {
-				cl, sim = stored.clone(), h.Similarity
+				cl = stored.clone()
 			}
-			break
 		}
-		if existing, err := s.state.clusterOf(d.DecisionID); err != nil {
-			return Evaluation{}, err
-		} else if existing != cl.ID {
-			cl.add(memberOf(f, sim))
+		if existing != cl.ID {
+			cl.add(memberOf(f, max(sim, 0)))
 		}
-		ev = s.opts.Thresholds.clusterEvaluation(d, &r, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
+		ev = s.opts.Thresholds.clusterEvaluation(d, &j.rubric, cl.ID, cl.Stats(), cl.Tags(), cl.meanSimilarity())
+		ev.Lesson = &j.lesson
 		ev.SimilarIDs = s.similarIDs(c, nil)
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
 		s.refine(ctx, d, cl, similarTexts(c, nil), &ev)
@@ -272,4 +276,9 @@ func (s *Service) FindSimilar(ctx context.Context, q SimilarQuery) ([]SimilarHit
 		})
 	}
 	return out, nil
+}
+
+// Category returns a taxonomy category of the current classifier.
+func (s *Service) Category(id string) (lesson.Category, bool) {
+	return s.opts.Lessons.Classifier().Taxonomy().Category(id)
 }

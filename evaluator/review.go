@@ -155,9 +155,11 @@ func (s *Service) clarify(ctx context.Context, id, reply string, at time.Time) (
 	}
 
 	rubric := s.opts.Rubric.Rubric()
-	score := rubric.Score(d)
+	l := s.learn(ctx, d)
+	score := rubric.Score(d, l)
 	if !score.Passed {
 		ev := ambiguousEvaluation(d, &score)
+		ev.Lesson = &l
 		ev.Evaluator, ev.EvaluatedAt = "deterministic", now
 		ev.Revision = old.Revision + 1
 		r.Missing = score.Missing
@@ -191,6 +193,7 @@ func (s *Service) clarify(ctx context.Context, id, reply string, at time.Time) (
 	if err := s.state.apply(b.commit); err != nil {
 		return Evaluation{}, NeedsReview{}, err
 	}
+	s.committed(b.commit)
 	s.flushEdgeCases(ctx)
 	if s.opts.OnChange != nil && len(b.change.GeneralizableClusters) > 0 {
 		s.opts.OnChange(Change{GeneralizableClusters: b.change.GeneralizableClusters})
@@ -210,7 +213,7 @@ func clarifiedText(d precept.Decision, replies []string) precept.Feedback {
 // are applied exactly where the feed puts them.
 func leadingDecisions(items []Item) []Item {
 	for i, it := range items {
-		if it.Conversation != nil {
+		if it.Conversation != nil || it.Correction != nil || it.Skip != "" {
 			return items[:i]
 		}
 	}

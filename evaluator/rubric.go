@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lesson"
 )
 
 //go:embed rubric.yaml
@@ -46,10 +48,14 @@ type rubricSpec struct {
 	MinMet          int     `yaml:"min_met"`
 	MinConfidence   float64 `yaml:"min_confidence"`
 	MinContentWords int     `yaml:"min_content_words"`
-	Confidence      struct {
+	// Required attributes must be present whatever the count.
+	Required   []string `yaml:"required"`
+	Confidence struct {
 		Explicit float64 `yaml:"explicit"`
 		Fields   float64 `yaml:"fields"`
 		Inferred float64 `yaml:"inferred"`
+		// Lesson is the confidence of what a lesson's category shows.
+		Lesson float64 `yaml:"lesson"`
 	} `yaml:"confidence"`
 	Attributes []struct {
 		Name        string   `yaml:"name"`
@@ -59,6 +65,11 @@ type rubricSpec struct {
 		Inferred    []string `yaml:"inferred"`
 		ImpliedBy   []string `yaml:"implied_by"`
 		Fields      []string `yaml:"fields"`
+		// Lesson names what of the decision's lesson shows the
+		// attribute: problem (its category), why (the category says why
+		// it matters) or desired (what the reviewer asked, else the
+		// category's canonical rule).
+		Lesson string `yaml:"lesson"`
 	} `yaml:"attributes"`
 	RequestCues     []string `yaml:"request_cues"`
 	RequestPatterns []string `yaml:"request_patterns"`
@@ -69,12 +80,13 @@ type rubricSpec struct {
 // Rubric scores how clearly negative feedback says what was wrong, where,
 // why, and what was wanted (docs/thresholds.md, "Clarity rubric").
 type Rubric struct {
-	minMet, minContent         int
-	minConfidence              float64
-	explicit, fields, inferred float64
-	attrs                      []rubricAttr
-	stop, vague, request       map[string]bool
-	requestPatterns            []*regexp.Regexp
+	minMet, minContent                 int
+	minConfidence                      float64
+	explicit, fields, inferred, lesson float64
+	attrs                              []rubricAttr
+	required                           []string
+	stop, vague, request               map[string]bool
+	requestPatterns                    []*regexp.Regexp
 }
 
 type rubricAttr struct {
@@ -84,6 +96,7 @@ type rubricAttr struct {
 	inferred          []*regexp.Regexp
 	impliedBy         []string
 	fields            []string
+	lesson            string
 }
 
 var knownFields = map[string]func(precept.Decision) string{
@@ -109,14 +122,14 @@ func ParseRubric(data []byte) (*Rubric, error) {
 		return nil, fmt.Errorf("parse rubric: min_met %d is outside 1..%d", spec.MinMet, len(spec.Attributes))
 	}
 	for name, v := range map[string]float64{"min_confidence": spec.MinConfidence, "confidence.explicit": spec.Confidence.Explicit,
-		"confidence.fields": spec.Confidence.Fields, "confidence.inferred": spec.Confidence.Inferred} {
+		"confidence.fields": spec.Confidence.Fields, "confidence.inferred": spec.Confidence.Inferred, "confidence.lesson": spec.Confidence.Lesson} {
 		if v < 0 || v > 1 {
 			return nil, fmt.Errorf("parse rubric: %s %v is outside [0, 1]", name, v)
 		}
 	}
 	r := &Rubric{
 		minMet: spec.MinMet, minContent: spec.MinContentWords, minConfidence: spec.MinConfidence,
-		explicit: spec.Confidence.Explicit, fields: spec.Confidence.Fields, inferred: spec.Confidence.Inferred,
+		explicit: spec.Confidence.Explicit, fields: spec.Confidence.Fields, inferred: spec.Confidence.Inferred, lesson: spec.Confidence.Lesson,
 		stop: wordSet(spec.StopWords), vague: wordSet(spec.VagueWords), request: wordSet(spec.RequestCues),
 	}
 	for _, p := range spec.RequestPatterns {
@@ -132,7 +145,12 @@ func ParseRubric(data []byte) (*Rubric, error) {
 			return nil, fmt.Errorf("parse rubric: attributes[%d]: missing or duplicate name %q", i, a.Name)
 		}
 		seen[a.Name] = true
-		ra := rubricAttr{name: a.Name, description: a.Description, cues: wordSet(a.Cues), fields: a.Fields, impliedBy: a.ImpliedBy}
+		ra := rubricAttr{name: a.Name, description: a.Description, cues: wordSet(a.Cues), fields: a.Fields, impliedBy: a.ImpliedBy, lesson: a.Lesson}
+		switch a.Lesson {
+		case "", lessonProblem, lessonWhy, lessonDesired:
+		default:
+			return nil, fmt.Errorf("parse rubric: attribute %s: lesson %q is not problem, why or desired", a.Name, a.Lesson)
+		}
 		for _, f := range a.Fields {
 			if knownFields[f] == nil {
 				return nil, fmt.Errorf("parse rubric: attribute %s: unknown field %q", a.Name, f)
@@ -152,6 +170,12 @@ func ParseRubric(data []byte) (*Rubric, error) {
 		}
 		r.attrs = append(r.attrs, ra)
 	}
+	for _, name := range spec.Required {
+		if !seen[name] {
+			return nil, fmt.Errorf("parse rubric: required names %q, not an attribute", name)
+		}
+	}
+	r.required = spec.Required
 	for _, a := range r.attrs {
 		for _, other := range a.impliedBy {
 			if !seen[other] || other == a.name {
@@ -203,12 +227,36 @@ func (r *Rubric) AsksForChange(comment string) (bool, string) {
 	return false, ""
 }
 
-// direct scores one attribute from the comment and the event's fields.
-func (r *Rubric) direct(a rubricAttr, d precept.Decision, comment string, ws []string, useComment bool) RubricAttribute {
+// What of a lesson can show an attribute.
+const (
+	lessonProblem = "problem"
+	lessonWhy     = "why"
+	lessonDesired = "desired"
+)
+
+// direct scores one attribute from the comment, the event's fields and
+// the decision's lesson.
+func (r *Rubric) direct(a rubricAttr, d precept.Decision, l lesson.Lesson, comment string, ws []string, useComment bool) RubricAttribute {
 	attr := RubricAttribute{Name: a.name, Description: a.description}
 	consider := func(conf float64, ev string) {
 		if conf > attr.Confidence {
 			attr.Present, attr.Confidence, attr.Evidence = true, conf, ev
+		}
+	}
+	// A lesson read from a comment that names nothing ("not sure about
+	// this") shows nothing, whatever category won; one read from tags, a
+	// diff or a model does.
+	if l.Known() && (useComment || lessonBeyondComment(l)) {
+		switch a.lesson {
+		case lessonProblem:
+			consider(r.lesson, fmt.Sprintf("category %s%s", l.Category, evidenceNote(l)))
+		case lessonWhy:
+			consider(r.inferred, fmt.Sprintf("category %s: %s", l.Category, l.Problem))
+		case lessonDesired:
+			if l.Asked != "" {
+				consider(r.explicit, fmt.Sprintf("asked: %q", l.Asked))
+			}
+			consider(r.inferred, fmt.Sprintf("the canonical rule of %s", l.Category))
 		}
 	}
 	if useComment {
@@ -240,8 +288,31 @@ func (r *Rubric) direct(a rubricAttr, d precept.Decision, comment string, ws []s
 	return attr
 }
 
-// Score applies the rubric to a negative decision.
-func (r *Rubric) Score(d precept.Decision) RubricResult {
+// lessonBeyondComment reports whether a lesson rests on more than the
+// comment's words: a tag, an error category, a diff, a model or a curator.
+func lessonBeyondComment(l lesson.Lesson) bool {
+	if l.By != "" && l.By != "deterministic" {
+		return true
+	}
+	for _, e := range l.Evidence {
+		switch e.Kind {
+		case lesson.EvidenceTag, lesson.EvidenceErrorCategory, lesson.EvidenceDiff, lesson.EvidenceLLM:
+			return true
+		}
+	}
+	return false
+}
+
+// evidenceNote quotes the first piece of a lesson's evidence.
+func evidenceNote(l lesson.Lesson) string {
+	if len(l.Evidence) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s %q)", l.Evidence[0].Kind, l.Evidence[0].Text)
+}
+
+// Score applies the rubric to a negative decision and its lesson.
+func (r *Rubric) Score(d precept.Decision, l lesson.Lesson) RubricResult {
 	comment := strings.TrimSpace(d.ReviewerComment)
 	ws := words(comment)
 	content := 0
@@ -259,7 +330,7 @@ func (r *Rubric) Score(d precept.Decision) RubricResult {
 	found := make([]RubricAttribute, len(r.attrs))
 	explicitly := map[string]bool{}
 	for i, a := range r.attrs {
-		found[i] = r.direct(a, d, comment, ws, useComment)
+		found[i] = r.direct(a, d, l, comment, ws, useComment)
 		if found[i].Present && found[i].Confidence >= r.explicit {
 			explicitly[a.name] = true
 		}
@@ -289,6 +360,11 @@ func (r *Rubric) Score(d precept.Decision) RubricResult {
 		res.Confidence = round2(sum / float64(res.Met))
 	}
 	res.Passed = res.Met >= r.minMet && res.Confidence >= r.minConfidence
+	for _, name := range r.required {
+		if slices.Contains(res.Missing, name) {
+			res.Passed = false
+		}
+	}
 	return res
 }
 

@@ -10,16 +10,22 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/vectorindex"
 )
 
 // Item is one entry of the feedback store as the evaluator follows it: a
-// stored decision, or — when Conversation is set — a clarification
-// record to apply.
+// stored decision, or a clarification record or a curator correction to
+// apply.
 type Item struct {
 	Seq          uint64
 	Feedback     precept.Feedback
 	Conversation *Conversation
+	// Correction, when set, is a curator correction to apply.
+	Correction *Correction
+	// Skip, when set, says why the entry cannot be applied: the
+	// evaluator moves past it and logs the reason.
+	Skip string
 }
 
 // Feed is the feedback store as the evaluator reads it: decisions and
@@ -72,12 +78,27 @@ type Options struct {
 	// SimilarityThreshold is the clustering threshold; default
 	// DefaultSimilarityThreshold.
 	SimilarityThreshold float64
+	// LinkageThreshold is the mean similarity to a cluster's members from
+	// which a decision joins it (average linkage, within its agent and
+	// category); default DefaultLinkageThreshold.
+	LinkageThreshold float64
 	// MaxSimilar bounds the similar ids of an evaluation; default
 	// DefaultMaxSimilar.
 	MaxSimilar int
 	Rubric     *RubricSource
-	LLM        LLM
-	LLMTimeout time.Duration
+	// Lessons serves the taxonomy classifier; default the embedded one.
+	Lessons *lesson.Source
+	// EmbedLessons embeds a decision's lesson (its problem in canonical
+	// words and the reviewer's sentences) rather than its raw text: for
+	// embedding models that read meaning, not for the local embedder,
+	// whose concept table was built for raw comments.
+	EmbedLessons bool
+	LLM          LLM
+	LLMTimeout   time.Duration
+	// ReclusterEvery is how often Run re-clusters the groups that changed
+	// (docs/lessons.md, "Re-clustering"); default DefaultReclusterEvery,
+	// negative never (Recluster still runs on demand).
+	ReclusterEvery time.Duration
 	// BatchSize is how many decisions are evaluated together; default
 	// DefaultBatchSize.
 	BatchSize int
@@ -96,11 +117,17 @@ const (
 	// DefaultSimilarityThreshold is the cosine similarity from which two
 	// decisions are similar and cluster together.
 	DefaultSimilarityThreshold = 0.8
+	// DefaultLinkageThreshold is the mean similarity to a cluster's
+	// members, within one agent and category, from which a decision
+	// joins the cluster.
+	DefaultLinkageThreshold = 0.4
 	// DefaultMaxSimilar bounds the similar ids an evaluation lists.
 	DefaultMaxSimilar = 10
 	// DefaultLLMTimeout bounds one LLM refinement; past it the
 	// deterministic evaluation stands.
 	DefaultLLMTimeout = 20 * time.Second
+	// DefaultReclusterEvery is how often changed groups are re-clustered.
+	DefaultReclusterEvery = time.Minute
 	// DefaultBatchSize is how many decisions are evaluated together.
 	DefaultBatchSize = 256
 )
@@ -112,6 +139,12 @@ func (o Options) withDefaults() Options {
 	if o.SimilarityThreshold == 0 {
 		o.SimilarityThreshold = DefaultSimilarityThreshold
 	}
+	if o.LinkageThreshold == 0 {
+		o.LinkageThreshold = DefaultLinkageThreshold
+	}
+	if o.Lessons == nil {
+		o.Lessons = lesson.DefaultSource()
+	}
 	if o.MaxSimilar <= 0 {
 		o.MaxSimilar = DefaultMaxSimilar
 	}
@@ -120,6 +153,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LLMTimeout <= 0 {
 		o.LLMTimeout = DefaultLLMTimeout
+	}
+	if o.ReclusterEvery == 0 {
+		o.ReclusterEvery = DefaultReclusterEvery
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultBatchSize
@@ -142,10 +178,13 @@ type Service struct {
 	emb   embedding.Embedder
 	index vectorindex.Index
 	state *state
-	opts  Options
-	m     Metrics
-	log   *slog.Logger
-	mu    sync.Mutex // serialises batches and clarification records
+	// groups mirrors the committed clusters' centroids per agent and
+	// category.
+	groups *groups
+	opts   Options
+	m      Metrics
+	log    *slog.Logger
+	mu     sync.Mutex // serialises batches and clarification records
 }
 
 // New opens the evaluator's state at statePath over an index whose spec
@@ -160,8 +199,13 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{feed: feed, emb: emb, index: index, state: st, opts: opts, m: opts.Metrics, log: opts.Logger}
-	if err := s.syncIndex(ctx, reset); err != nil {
+	s := &Service{feed: feed, emb: emb, index: index, state: st, groups: newGroups(), opts: opts, m: opts.Metrics, log: opts.Logger}
+	err = eachJSON(st, bClusters, func(c Cluster) error { s.groups.put(&c); return nil })
+	s.groups.markAllDirty()
+	if err == nil {
+		err = s.syncIndex(ctx, reset)
+	}
+	if err != nil {
 		st.close()
 		return nil, err
 	}
@@ -238,7 +282,18 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 		if ok && len(r.Replies) > 0 {
 			text = clarifiedText(f.Decision, r.Replies).EmbeddingText
 		}
-		v := vectorFor(f.Decision, m.cluster)
+		if s.opts.EmbedLessons {
+			var ev Evaluation
+			if ev, ok, err = getJSON[Evaluation](s.state, bEvals, m.decision); err != nil {
+				err = fmt.Errorf("re-index %s: %w", m.decision, err)
+				break
+			}
+			if ok && ev.Lesson != nil && ev.Lesson.Known() {
+				text = lessonText(*ev.Lesson)
+			}
+		}
+		ce, _ := s.groups.get(m.cluster)
+		v := vectorFor(f.Decision, m.cluster, ce.category)
 		v.Document = text
 		vectors = append(vectors, v)
 		if len(vectors) == 512 {
@@ -258,21 +313,21 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 // maxDocument bounds the text kept with each vector.
 const maxDocument = 1000
 
-func vectorFor(d precept.Decision, clusterID string) vectorindex.Vector {
-	return vectorindex.Vector{
-		ID: d.DecisionID,
-		Metadata: map[string]string{
-			"cluster_id": clusterID, "agent": d.Agent, "reviewer_id": d.ReviewerID, "epic_id": d.EpicID,
-		},
-	}
-}
-
 // Run evaluates new decisions as the store indexes them, until ctx is
 // done. A failing batch is retried with backoff; its decisions show the
 // error until they are evaluated.
 func (s *Service) Run(ctx context.Context) error {
 	failures := 0
+	lastRound := time.Now()
 	for {
+		if s.opts.ReclusterEvery > 0 && time.Since(lastRound) >= s.opts.ReclusterEvery {
+			lastRound = time.Now()
+			if rep, err := s.Recluster(ctx); err != nil {
+				s.log.Error("re-cluster; will retry at the next round", "err", err)
+			} else if rep.Groups > 0 {
+				s.log.Info("re-clustered", "groups", rep.Groups, "decisions", rep.Members, "moved", rep.Moved, "reclassified", rep.Reclassified, "took", rep.Took.Round(time.Millisecond))
+			}
+		}
 		changed := s.feed.Changed()
 		n, err := s.Step(ctx)
 		switch {
@@ -295,7 +350,7 @@ func (s *Service) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return nil
 			case <-changed:
-			case <-time.After(5 * time.Second):
+			case <-time.After(min(5*time.Second, max(s.opts.ReclusterEvery, time.Second))):
 			}
 		}
 	}
@@ -315,6 +370,16 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	}
 	if items[0].Conversation != nil {
 		return s.applyConversations(ctx, items)
+	}
+	if items[0].Correction != nil {
+		return s.applyCorrections(ctx, items)
+	}
+	if items[0].Skip != "" {
+		s.log.Warn("skip a feed entry that cannot be applied", "seq", items[0].Seq, "reason", items[0].Skip)
+		if err := s.state.apply(commit{position: items[0].Seq}); err != nil {
+			return 0, err
+		}
+		return 1, nil
 	}
 	items = leadingDecisions(items)
 	start := time.Now()
@@ -344,6 +409,10 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	if err := s.state.apply(b.commit); err != nil {
 		return 0, fmt.Errorf("save evaluations: %w", err)
 	}
+	s.committed(b.commit)
+	for _, cl := range b.commit.clusters {
+		s.groups.markDirty(groupOf(cl.Agent, cl.Category))
+	}
 	s.flushEdgeCases(ctx)
 	per := time.Since(start).Seconds() / float64(len(items))
 	for _, e := range b.fresh {
@@ -353,6 +422,13 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 		s.opts.OnChange(b.change)
 	}
 	return len(items), nil
+}
+
+// committed brings the in-memory centroids up to what the state now holds.
+func (s *Service) committed(c commit) {
+	for _, cl := range c.clusters {
+		s.groups.put(cl)
+	}
 }
 
 // flushEdgeCases writes pending edge-case documents; failures are

@@ -206,6 +206,7 @@ func loadFixture(t testing.TB, name string) []labelled {
 		cluster, class := m["cluster"].(string), Class(m["expected_class"].(string))
 		delete(m, "cluster")
 		delete(m, "expected_class")
+		delete(m, "category")
 		b, _ := json.Marshal(m)
 		d, err := precept.ParseDecisionJSON(b)
 		if err != nil {

@@ -16,17 +16,19 @@ import (
 
 // stateVersion changes when the layout changes; another version is
 // rebuilt by re-evaluating the feedback store from the start.
-const stateVersion = "2"
+const stateVersion = "3"
 
 var (
-	bEvals    = []byte("evaluations")  // decision id -> Evaluation
-	bClusters = []byte("clusters")     // cluster id -> Cluster (running counts)
-	bMembers  = []byte("members")      // cluster id \x00 join order -> Member
-	bMember   = []byte("membership")   // decision id -> cluster id
-	bReview   = []byte("needs_review") // decision id -> NeedsReview
-	bErrors   = []byte("errors")       // decision id -> last evaluation error
-	bEdge     = []byte("edge_pending") // decision id -> EdgeCaseDoc not yet written
-	bMeta     = []byte("meta")
+	bEvals       = []byte("evaluations")  // decision id -> Evaluation
+	bClusters    = []byte("clusters")     // cluster id -> Cluster (running counts)
+	bMembers     = []byte("members")      // cluster id \x00 join order -> Member
+	bMember      = []byte("membership")   // decision id -> cluster id
+	bReview      = []byte("needs_review") // decision id -> NeedsReview
+	bErrors      = []byte("errors")       // decision id -> last evaluation error
+	bEdge        = []byte("edge_pending") // decision id -> EdgeCaseDoc not yet written
+	bRounds      = []byte("rounds")       // time \x00 agent \x00 category -> RoundRecord
+	bCorrections = []byte("corrections")  // feed seq -> Correction, as applied
+	bMeta        = []byte("meta")
 
 	kPosition = []byte("position") // last feed seq evaluated
 	kIndexed  = []byte("indexed")  // vectors written to the index
@@ -46,7 +48,7 @@ func openState(path string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
-	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge}
+	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge, bRounds, bCorrections}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
@@ -147,10 +149,39 @@ type commit struct {
 	edgeAdd     []EdgeCaseDoc
 	edgeDone    []string
 	clearErrors []string
+	// dropClusters are deleted with their members before anything else
+	// is written (a round rewrites its group's clusters whole).
+	dropClusters []string
+	rounds       []RoundRecord
+	// removeMembers are (cluster, decision) member records to delete.
+	removeMembers [][2]string
+	corrections   []Correction
 }
 
 func (s *state) apply(c commit) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := dropClusters(tx, c.dropClusters); err != nil {
+			return err
+		}
+		if err := removeMembers(tx, c.removeMembers); err != nil {
+			return err
+		}
+		for _, corr := range c.corrections {
+			key := binary.BigEndian.AppendUint64(nil, c.position)
+			data, err := json.Marshal(corr)
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(bCorrections).Put(key, data); err != nil {
+				return err
+			}
+		}
+		for _, r := range c.rounds {
+			key := r.At.UTC().Format(time.RFC3339Nano) + "\x00" + r.Agent + "\x00" + r.Category
+			if err := putJSON(tx.Bucket(bRounds), key, r); err != nil {
+				return err
+			}
+		}
 		evals, clusters, review := tx.Bucket(bEvals), tx.Bucket(bClusters), tx.Bucket(bReview)
 		errs, edge, meta := tx.Bucket(bErrors), tx.Bucket(bEdge), tx.Bucket(bMeta)
 		for _, e := range c.evaluations {
@@ -208,6 +239,46 @@ func (s *state) apply(c commit) error {
 		}
 		return nil
 	})
+}
+
+// dropClusters deletes clusters and their member records.
+func dropClusters(tx *bolt.Tx, ids []string) error {
+	members := tx.Bucket(bMembers)
+	for _, id := range ids {
+		if err := tx.Bucket(bClusters).Delete([]byte(id)); err != nil {
+			return err
+		}
+		prefix := append([]byte(id), 0)
+		c := members.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := members.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeMembers deletes single member records, found by decision id.
+func removeMembers(tx *bolt.Tx, pairs [][2]string) error {
+	members := tx.Bucket(bMembers)
+	for _, p := range pairs {
+		prefix := append([]byte(p[0]), 0)
+		c := members.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var m Member
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			if m.DecisionID == p[1] {
+				if err := members.Delete(k); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // memberRecord is a member to store under its cluster, in join order.

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/precept-dev/precept/lesson"
 )
 
 // Class is what the evaluator concluded about a decision
@@ -70,6 +72,8 @@ type Stats struct {
 	Agents            []string  `json:"agents"`
 	FirstSeen         time.Time `json:"first_seen"`
 	LastSeen          time.Time `json:"last_seen"`
+	// NotAPattern: a curator said the cluster is no pattern.
+	NotAPattern bool `json:"not_a_pattern,omitempty"`
 }
 
 // Evaluation is the evaluator's judgement of one HITL decision.
@@ -83,6 +87,9 @@ type Evaluation struct {
 	Action     *Action       `json:"action,omitempty"`
 	ClusterID  string        `json:"cluster_id,omitempty"`
 	Rubric     *RubricResult `json:"rubric,omitempty"`
+	// Lesson is what the decision teaches (docs/lessons.md); nil for
+	// approvals and decisions without a comment or correction.
+	Lesson *lesson.Lesson `json:"lesson,omitempty"`
 	// Evaluator is "deterministic" or "llm:<model>".
 	Evaluator   string    `json:"evaluator"`
 	EvaluatedAt time.Time `json:"evaluated_at"`
@@ -94,14 +101,16 @@ type Evaluation struct {
 
 // Member is what a cluster keeps of each decision in it.
 type Member struct {
-	DecisionID string    `json:"decision_id"`
-	Agent      string    `json:"agent"`
-	ReviewerID string    `json:"reviewer_id"`
-	EpicID     string    `json:"epic_id"`
-	Producer   string    `json:"producer,omitempty"`
-	Text       string    `json:"text"`
-	Tags       []string  `json:"tags,omitempty"`
-	At         time.Time `json:"at"`
+	DecisionID string `json:"decision_id"`
+	Agent      string `json:"agent"`
+	ReviewerID string `json:"reviewer_id"`
+	EpicID     string `json:"epic_id"`
+	Producer   string `json:"producer,omitempty"`
+	Text       string `json:"text"`
+	// Asked is what the reviewer asked for, from the lesson.
+	Asked string    `json:"asked,omitempty"`
+	Tags  []string  `json:"tags,omitempty"`
+	At    time.Time `json:"at"`
 	// Similarity to the member it joined through (1 for the first).
 	Similarity float64 `json:"similarity"`
 }
@@ -113,6 +122,16 @@ type Member struct {
 type Cluster struct {
 	ID    string `json:"id"`
 	Class Class  `json:"class"`
+	// Agent and Category say whose lessons of which kind it groups:
+	// clusters never cross them (docs/lessons.md).
+	Agent    string `json:"agent"`
+	Category string `json:"category"`
+	// NotAPattern says a curator marked the cluster (most of its members)
+	// as no pattern: it stays an edge case whatever its support.
+	NotAPattern bool `json:"not_a_pattern,omitempty"`
+	// Sum adds up the members' unit vectors: the mean similarity of a
+	// vector v to the members is v·Sum/Size (average linkage).
+	Sum []float32 `json:"sum,omitempty"`
 	// Revision increases whenever the cluster's class changes.
 	Revision  int       `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
@@ -174,7 +193,7 @@ func (c *Cluster) Stats() Stats {
 	return Stats{
 		Size: c.Size, DistinctReviewers: len(c.Reviewers), DistinctEpics: len(c.Epics),
 		DistinctProducers: len(c.Producers), Producers: slices.Sorted(maps.Keys(c.Producers)),
-		Agents: slices.Sorted(maps.Keys(c.Agents)), FirstSeen: c.FirstSeen, LastSeen: c.LastSeen,
+		Agents: slices.Sorted(maps.Keys(c.Agents)), FirstSeen: c.FirstSeen, LastSeen: c.LastSeen, NotAPattern: c.NotAPattern,
 	}
 }
 
@@ -193,6 +212,7 @@ func (c *Cluster) clone() *Cluster {
 	cp := *c
 	cp.Reviewers, cp.Epics, cp.Agents, cp.TagCounts = maps.Clone(c.Reviewers), maps.Clone(c.Epics), maps.Clone(c.Agents), maps.Clone(c.TagCounts)
 	cp.Producers = maps.Clone(c.Producers)
+	cp.Sum = slices.Clone(c.Sum)
 	return &cp
 }
 

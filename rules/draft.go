@@ -30,7 +30,8 @@ type LLM interface {
 type draft struct {
 	Type    Type
 	Content string
-	// By is "extractive" or "llm:<model>".
+	// By is "extractive", "lesson" (the category's canonical rule) or
+	// "llm:<model>".
 	By string
 }
 
@@ -85,19 +86,23 @@ func (pol policy) draft(ctx context.Context, ev Evidence) draft {
 
 // draftPromptData is what the template sees.
 type draftPromptData struct {
-	Agents               []string
-	Size, Reviewers      int
-	Epics                int
-	Class                string
-	Tags                 []string
-	Comments             []string
-	MinLength, MaxLength int
+	// Category and CategoryRule are the cluster's lesson: the canonical
+	// rule the draft should specialise.
+	Category, CategoryRule string
+	Agents                 []string
+	Size, Reviewers        int
+	Epics                  int
+	Class                  string
+	Tags                   []string
+	Comments               []string
+	MinLength, MaxLength   int
 }
 
 // renderDraftPrompt fills the template. Comments are clipped and their
 // delimiters neutralised: they are untrusted data.
 func renderDraftPrompt(t *template.Template, ev Evidence, q Quality) (string, error) {
 	data := draftPromptData{
+		Category: ev.Category, CategoryRule: text.OneLine(ev.CategoryRule),
 		Agents: ev.Agents, Size: ev.Size, Reviewers: len(distinct(ev.Reviewers)), Epics: len(distinct(ev.Epics)),
 		Class: ev.Class, Tags: ev.Tags, MinLength: q.MinLength, MaxLength: q.MaxLength,
 	}
@@ -176,6 +181,9 @@ const (
 // instruction alone: the evidence summary quotes the comments, and rule
 // texts without quotes compare well when guarding against duplicates.
 func extractiveDraft(ev Evidence) draft {
+	if ev.CategoryRule != "" {
+		return lessonDraft(ev)
+	}
 	var texts []string
 	for _, c := range ev.Comments {
 		if t := text.OneLine(safetext.StripControls(text.ClipRunes(c.Text, maxCommentRunes))); t != "" {
@@ -200,6 +208,44 @@ func extractiveDraft(ev Evidence) draft {
 		return draft{Type: NegativeExample, By: "extractive"}
 	}
 	return draft{Type: NegativeExample, Content: "Avoid this problem reviewers keep flagging: " + problem + ".", By: "extractive"}
+}
+
+// lessonDraft drafts from the cluster's lesson: the category's canonical
+// rule, specialised by the first prescription of the cluster's own that
+// says more than the rule, with the support behind it ("… — flagged 7
+// times by 5 reviewers in 4 epics").
+func lessonDraft(ev Evidence) draft {
+	rule := strings.TrimSpace(text.OneLine(ev.CategoryRule))
+	content := strings.TrimRight(rule, ". ")
+	ruleWords := map[string]bool{}
+	for _, w := range strings.Fields(strings.ToLower(rule)) {
+		ruleWords[strings.Trim(w, ".,;:!?()\"'")] = true
+	}
+	for _, asked := range ev.Asked {
+		t := text.OneLine(safetext.StripControls(text.ClipRunes(asked, maxCommentRunes)))
+		spec, _, ok := instruction(t)
+		if !ok {
+			continue
+		}
+		novel := 0
+		for _, w := range strings.Fields(strings.ToLower(spec)) {
+			if w = strings.Trim(w, ".,;:!?()\"'"); len(w) > 3 && !ruleWords[w] {
+				novel++
+			}
+		}
+		if novel >= 2 && safetext.Secret(spec) == "" {
+			content += "; here: " + lowerFirst(strings.TrimRight(spec, ". "))
+			break
+		}
+	}
+	reviewers, epics := len(distinct(ev.Reviewers)), len(distinct(ev.Epics))
+	content += fmt.Sprintf(" — flagged %d %s by %d %s in %d %s.", ev.support(), text.Plural(ev.support(), "time", "times"),
+		reviewers, text.Plural(reviewers, "reviewer", "reviewers"), epics, text.Plural(epics, "epic", "epics"))
+	typ := Guideline
+	if ev.Protected {
+		typ = Constraint
+	}
+	return draft{Type: typ, Content: content, By: "lesson"}
 }
 
 // directiveVerbs start a sentence that already reads as an instruction.

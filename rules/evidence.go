@@ -29,6 +29,13 @@ type Evidence struct {
 	Size      int
 	FirstSeen time.Time
 	LastSeen  time.Time
+	// The lesson the cluster teaches (docs/lessons.md): its taxonomy
+	// category, the category's canonical rule, whether it is protected,
+	// and what the members' reviewers asked for, most central first.
+	Category     string
+	CategoryRule string
+	Protected    bool
+	Asked        []string
 }
 
 // Comment is one reviewer comment of a cluster.

@@ -184,7 +184,8 @@ func (c *cli) clustersCmd() *cobra.Command {
 				st := cl.GetStats()
 				fields(w,
 					"cluster", cl.GetId(),
-					"class", className(cl.GetClassification()),
+					"class", className(cl.GetClassification())+notPatternNote(cl.GetNotAPattern()),
+					"category", cl.GetCategory(),
 					"support", support(st),
 					"agents", strings.Join(st.GetAgents(), ", "),
 					"seen", ts(st.GetFirstSeen())+" … "+ts(st.GetLastSeen()),
@@ -200,7 +201,15 @@ func (c *cli) clustersCmd() *cobra.Command {
 		},
 	}
 	cmd.AddCommand(list, show)
+	cmd.AddCommand(c.correctionCmds()...)
 	return cmd
+}
+
+func notPatternNote(marked bool) string {
+	if marked {
+		return " (a curator marked it not a pattern)"
+	}
+	return ""
 }
 
 func (c *cli) reviewCmd() *cobra.Command {

@@ -183,3 +183,12 @@ func exactArgs(n int, msg string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+func minArgs(n int, msg string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s", msg)
+		}
+		return nil
+	}
+}

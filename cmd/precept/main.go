@@ -122,7 +122,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(c.feedbackCmd(), c.dlqCmd(), c.pingCmd())
 	root.AddCommand(c.promptCmd())
 	root.AddCommand(c.proposalsCmd(), c.rulesCmd())
-	root.AddCommand(c.similarCmd(), c.clustersCmd(), c.evaluationCmd(), c.reviewCmd())
+	root.AddCommand(c.similarCmd(), c.clustersCmd(), c.evaluationCmd(), c.reviewCmd(), c.taxonomyCmd())
 	return root
 }
 

@@ -78,11 +78,16 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.FeedbackServiceReplayDeadLettersProcedure: precept.RoleAdmin,
 	preceptv1connect.FeedbackServiceDropDeadLettersProcedure:   precept.RoleAdmin,
 
-	preceptv1connect.EvaluatorServiceEvaluateProcedure:        precept.RoleRecorder,
-	preceptv1connect.EvaluatorServiceGetEvaluationProcedure:   precept.RoleReader,
-	preceptv1connect.EvaluatorServiceListClustersProcedure:    precept.RoleReader,
-	preceptv1connect.EvaluatorServiceGetClusterProcedure:      precept.RoleReader,
-	preceptv1connect.EvaluatorServiceListNeedsReviewProcedure: precept.RoleReader,
+	preceptv1connect.EvaluatorServiceEvaluateProcedure:           precept.RoleRecorder,
+	preceptv1connect.EvaluatorServiceGetEvaluationProcedure:      precept.RoleReader,
+	preceptv1connect.EvaluatorServiceListClustersProcedure:       precept.RoleReader,
+	preceptv1connect.EvaluatorServiceGetClusterProcedure:         precept.RoleReader,
+	preceptv1connect.EvaluatorServiceListNeedsReviewProcedure:    precept.RoleReader,
+	preceptv1connect.EvaluatorServiceSuggestMergesProcedure:      precept.RoleReader,
+	preceptv1connect.EvaluatorServiceGetLearnedTaxonomyProcedure: precept.RoleReader,
+	// Curators correct judgement as they approve rules.
+	preceptv1connect.EvaluatorServiceCorrectClustersProcedure: precept.RoleApprover,
+	preceptv1connect.EvaluatorServiceReclusterProcedure:       precept.RoleApprover,
 
 	preceptv1connect.RuleServiceListProposalsProcedure:   precept.RoleReader,
 	preceptv1connect.RuleServiceGetProposalProcedure:     precept.RoleReader,

@@ -24,9 +24,20 @@ type EvaluatorService struct {
 	// Proposals links evaluations and clusters to the rule proposal
 	// drafted from their cluster; nil leaves the link out.
 	Proposals ProposalFinder
+	// Corrections records curator corrections; nil refuses them.
+	Corrections CorrectionRecorder
+	// ApplyWait bounds how long CorrectClusters waits for the evaluator
+	// to apply a correction; default 5s.
+	ApplyWait time.Duration
 	Limits    precept.Limits
 	Log       *slog.Logger
 	Now       func() time.Time
+}
+
+// CorrectionRecorder records curator corrections where every replica
+// reads them: the feedback repository (internal/app adapts the store).
+type CorrectionRecorder interface {
+	RecordCorrection(ctx context.Context, c evaluator.Correction) (evaluator.Correction, error)
 }
 
 // ProposalFinder finds the rule proposal drafted from a cluster;
@@ -275,6 +286,14 @@ func EvaluationToProto(ev evaluator.Evaluation) *preceptv1.Evaluation {
 	if st := ev.Stats; st != nil {
 		p.ClusterStats = statsToProto(*st)
 	}
+	if l := ev.Lesson; l != nil {
+		pl := &preceptv1.Lesson{Category: l.Category, Confidence: l.Confidence, Problem: l.Problem, Desired: l.Desired,
+			Said: l.Said, Asked: l.Asked, Taxonomy: l.Taxonomy, By: l.By, Protected: l.Protected}
+		for _, e := range l.Evidence {
+			pl.Evidence = append(pl.Evidence, &preceptv1.LessonEvidence{Kind: e.Kind, Text: e.Text})
+		}
+		p.Lesson = pl
+	}
 	return p
 }
 
@@ -290,7 +309,8 @@ func statsToProto(s evaluator.Stats) *preceptv1.ClusterStats {
 // ClusterToProto converts a cluster; members only when asked, as a
 // listing would otherwise carry every member of every cluster.
 func ClusterToProto(c evaluator.ClusterView, members bool) *preceptv1.Cluster {
-	p := &preceptv1.Cluster{Id: c.ID, Stats: statsToProto(c.Stats), Classification: classToProto[c.Class], Tags: c.Tags}
+	p := &preceptv1.Cluster{Id: c.ID, Stats: statsToProto(c.Stats), Classification: classToProto[c.Class], Tags: c.Tags,
+		Agent: c.Agent, Category: c.Category, NotAPattern: c.NotAPattern}
 	for _, r := range c.Representatives {
 		p.Representatives = append(p.Representatives, &preceptv1.RepresentativeComment{DecisionId: r.DecisionID, ReviewerId: r.ReviewerID, Text: r.Text, Centrality: r.Centrality})
 	}

@@ -289,7 +289,8 @@ func (a *App) buildServer() error {
 // serveFeedback serves FeedbackService and EvaluatorService; evaluations
 // and clusters link to the proposal the rule manager drafted from them.
 func (a *App) serveFeedback() {
-	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Limits: a.Config.Ingest.Limits(), Log: a.Log}
+	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Corrections: correctionRecorder{a.Feedback},
+		Limits: a.Config.Ingest.Limits(), Log: a.Log}
 	a.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
 		Store:       a.Feedback,
 		DeadLetters: a.Consumer,

@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/metrics"
+	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/vectorindex"
 	"github.com/precept-dev/precept/vectorindex/chroma"
 	"github.com/precept-dev/precept/vectorindex/chromem"
@@ -58,6 +63,10 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	if err != nil {
 		return fmt.Errorf("evaluator.rubric_file: %w", err)
 	}
+	lessons, err := lesson.NewSource(cfg.TaxonomyFile)
+	if err != nil {
+		return fmt.Errorf("evaluator.taxonomy_file: %w", err)
+	}
 	model, err := llm.NewModel(llmProvider(cfg.LLM))
 	if err != nil {
 		return fmt.Errorf("evaluator.llm: %w", err)
@@ -80,8 +89,12 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 			HighMinProducers: t.HighMinProducers,
 		},
 		SimilarityThreshold: cfg.SimilarityThreshold,
+		LinkageThreshold:    cfg.LinkageThreshold,
+		ReclusterEvery:      reclusterEvery(cfg.ReclusterEvery),
 		MaxSimilar:          cfg.MaxSimilar,
 		Rubric:              rubric,
+		Lessons:             lessons,
+		EmbedLessons:        cfg.Embedder.Provider != "local",
 		LLM:                 refiner,
 		LLMTimeout:          cfg.LLM.Timeout,
 		EdgeCases:           edgeCaseDocs{a.Feedback},
@@ -95,6 +108,15 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	a.closers = append(a.closers, a.Evaluator.Close)
 	a.Log.Info("evaluator ready", "embedder", emb.Name(), "index", cfg.Index.Backend, "llm", cfg.LLM.Provider, "reset_index", reset, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// reclusterEvery maps the configuration's 0 (never) to the evaluator's
+// negative.
+func reclusterEvery(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // evaluatorChanged fans the evaluator's changes out to whoever listens
@@ -129,4 +151,35 @@ func (w edgeCaseDocs) WriteEdgeCases(ctx context.Context, docs []evaluator.EdgeC
 		}
 	}
 	return w.s.WriteEdgeCases(ctx, out)
+}
+
+// correctionRecorder records curators' corrections in the feedback
+// repository, where every replica's evaluator reads them in order.
+type correctionRecorder struct{ store *feedbackstore.Store }
+
+func (r correctionRecorder) RecordCorrection(ctx context.Context, c evaluator.Correction) (evaluator.Correction, error) {
+	c.ID = "corr-" + strings.ToLower(ulid.Make().String())
+	c.At = time.Now().UTC()
+	rec, err := evaluator.RecordOf(c)
+	if err != nil {
+		return evaluator.Correction{}, err
+	}
+	if err := r.store.RecordCorrection(ctx, rec, correctionSubject(c)); err != nil {
+		return evaluator.Correction{}, err
+	}
+	return c, nil
+}
+
+// correctionSubject is a correction's commit subject, e.g.
+// "Correct clusters: merge c-1, c-2".
+func correctionSubject(c evaluator.Correction) string {
+	var what []string
+	what = append(what, c.Clusters...)
+	if len(c.Decisions) > 0 {
+		what = append(what, fmt.Sprintf("%d decisions", len(c.Decisions)))
+	}
+	if c.Category != "" {
+		what = append(what, "category "+c.Category)
+	}
+	return text.Truncate(fmt.Sprintf("Correct clusters: %s %s", c.Kind, strings.Join(what, ", ")), 120)
 }

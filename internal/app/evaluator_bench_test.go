@@ -204,6 +204,16 @@ func BenchmarkIngestClassify(b *testing.B) {
 					rate := ingestClassifyRate(b, a, rdb, g, fmt.Sprintf("live%d", size), 5000)
 					stored += 5000
 					label := fmt.Sprintf("@%dk", size/1000)
+					// A full re-clustering round over everything stored,
+					// while nothing else runs.
+					round, err := a.Evaluator.ReclusterAll(context.Background())
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(round.Took.Seconds(), "round-s"+label)
+					b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB"+label)
+					b.Logf("%s, %d stored: re-clustering round over %d groups (%d clustered decisions) took %s, moved %d; process RSS %d MiB",
+						backend, stored, round.Groups, round.Members, round.Took.Round(time.Millisecond), round.Moved, rssBytes()>>20)
 					b.ReportMetric(float64(p50.Microseconds())/1000, "classify-p50-ms"+label)
 					b.ReportMetric(float64(p99.Microseconds())/1000, "classify-p99-ms"+label)
 					b.ReportMetric(rate, "ingest+classify/s"+label)
@@ -217,4 +227,21 @@ func BenchmarkIngestClassify(b *testing.B) {
 			}
 		})
 	}
+}
+
+// rssBytes is the process's resident set size (the benchmark process
+// runs preceptd's App in it), 0 when /proc is not there.
+func rssBytes() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }

@@ -45,6 +45,7 @@ func fixtureEvents(t *testing.T) (entries []map[string]any, expected map[string]
 		expected[m["decision_id"].(string)] = m["expected_class"].(string)
 		delete(m, "cluster")
 		delete(m, "expected_class")
+		delete(m, "category")
 		b, _ := json.Marshal(m)
 		entries = append(entries, map[string]any{"data": string(b)})
 	}

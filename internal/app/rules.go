@@ -123,6 +123,32 @@ func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, e
 		for _, r := range v.Representatives {
 			e.Comments = append(e.Comments, rules.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
 		}
+		if cat, ok := c.ev.Category(v.Category); ok {
+			e.Category, e.CategoryRule, e.Protected = cat.ID, cat.Rule, cat.Protected
+			// What the reviewers asked, the most central first.
+			central := map[string]int{}
+			for i, r := range v.Representatives {
+				central[r.DecisionID] = i + 1
+			}
+			members := slices.Clone(v.Members)
+			slices.SortStableFunc(members, func(a, b evaluator.Member) int {
+				ra, rb := central[a.DecisionID], central[b.DecisionID]
+				switch {
+				case ra > 0 && rb > 0:
+					return ra - rb
+				case ra > 0:
+					return -1
+				case rb > 0:
+					return 1
+				}
+				return 0
+			})
+			for _, m := range members {
+				if m.Asked != "" {
+					e.Asked = append(e.Asked, m.Asked)
+				}
+			}
+		}
 		out = append(out, e)
 	}
 	return out, nil

@@ -24,8 +24,18 @@ type Evaluator struct {
 	LLM        Provider `yaml:"llm"`
 	// RubricFile is a YAML clarity rubric, re-read when it changes; empty
 	// uses the built-in rubric.
-	RubricFile string     `yaml:"rubric_file"`
-	Thresholds Thresholds `yaml:"thresholds"`
+	RubricFile string `yaml:"rubric_file"`
+	// TaxonomyFile is a curator's taxonomy that extends the embedded one
+	// (docs/lessons.md), re-read when it changes; empty uses the embedded
+	// taxonomy alone.
+	TaxonomyFile string `yaml:"taxonomy_file"`
+	// LinkageThreshold is the mean similarity to a cluster's members, within
+	// one agent and category, from which a decision joins it.
+	LinkageThreshold float64 `yaml:"linkage_threshold"`
+	// ReclusterEvery is how often the changed groups are re-clustered;
+	// 0 never (on demand only).
+	ReclusterEvery time.Duration `yaml:"recluster_every"`
+	Thresholds     Thresholds    `yaml:"thresholds"`
 	// ArtifactsRoot is where correction_diff_path files are read from;
 	// empty ignores such paths.
 	ArtifactsRoot string `yaml:"artifacts_root"`
@@ -84,6 +94,8 @@ func defaultEvaluator() Evaluator {
 	return Evaluator{
 		Enabled:             true,
 		SimilarityThreshold: evaluator.DefaultSimilarityThreshold,
+		LinkageThreshold:    evaluator.DefaultLinkageThreshold,
+		ReclusterEvery:      evaluator.DefaultReclusterEvery,
 		MaxSimilar:          evaluator.DefaultMaxSimilar,
 		Index: Index{Backend: "embedded", Chroma: Chroma{
 			Tenant: chroma.DefaultTenant, Database: chroma.DefaultDatabase, CollectionPrefix: chroma.DefaultCollectionPrefix,
@@ -108,6 +120,12 @@ func (e Evaluator) validate() error {
 	}
 	if e.SimilarityThreshold <= 0 || e.SimilarityThreshold > 1 {
 		return bad("similarity_threshold", "%v is outside (0, 1]", e.SimilarityThreshold)
+	}
+	if e.LinkageThreshold <= 0 || e.LinkageThreshold > 1 {
+		return bad("linkage_threshold", "%v is outside (0, 1]", e.LinkageThreshold)
+	}
+	if e.ReclusterEvery < 0 || (e.ReclusterEvery > 0 && e.ReclusterEvery < time.Second) {
+		return bad("recluster_every", "%v: use 0 (on demand only) or at least 1s", e.ReclusterEvery)
 	}
 	if e.MaxSimilar < 1 || e.MaxSimilar > 100 {
 		return bad("max_similar", "%d is outside 1..100", e.MaxSimilar)

@@ -358,7 +358,7 @@ func TestSchedulerRecoversRepliesWhoseEventsWereLost(t *testing.T) {
 	// The reviewer answers while precept is down: no event arrives. So
 	// does someone who may not clarify it.
 	r.ws.Reply(ch, root, uMallory, "probably about tests")
-	r.ws.Reply(ch, root, uVic, "The CSV export in export.go drops the header row; it must always write the header because importers need it.")
+	r.ws.Reply(ch, root, uVic, "The CSV export in export.go swallows the write error from the csv writer; return it so callers know the file is incomplete.")
 	r.clock.Advance(31 * time.Minute)
 	r.svc.clarify.scanAll(ctx)
 	if items, _ := r.ev.NeedsReview(ctx, ""); len(items) != 0 {
@@ -565,7 +565,7 @@ func TestAQuestionWhoseRecordFailedIsRecordedLaterInItsThread(t *testing.T) {
 	// records the question asked in that thread instead of asking again
 	// in a new one, and finds the reply there.
 	root := questions[0].TS
-	r.ws.Reply(testChannel, root, uVic, "The CSV export in export.go drops the header row; it must always write the header because importers need it.")
+	r.ws.Reply(testChannel, root, uVic, "The CSV export in export.go swallows the write error from the csv writer; return it so callers know the file is incomplete.")
 	r.svc.clarify.clar.(*failingAsked).fails = 0
 	r.clock.Advance(11 * time.Minute)
 	r.svc.clarify.scanAll(ctx)

@@ -142,6 +142,74 @@ func (ActionType) EnumDescriptor() ([]byte, []int) {
 	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{1}
 }
 
+// CorrectionKind is what a curator corrects.
+type CorrectionKind int32
+
+const (
+	CorrectionKind_CORRECTION_KIND_UNSPECIFIED CorrectionKind = 0
+	// Put two or more clusters together.
+	CorrectionKind_CORRECTION_KIND_MERGE CorrectionKind = 1
+	// Take decisions out of a cluster into one of their own.
+	CorrectionKind_CORRECTION_KIND_SPLIT CorrectionKind = 2
+	// Move decisions into another cluster.
+	CorrectionKind_CORRECTION_KIND_MOVE CorrectionKind = 3
+	// Set the category of decisions.
+	CorrectionKind_CORRECTION_KIND_SET_CATEGORY CorrectionKind = 4
+	// Mark a cluster as not a pattern: its members stay edge cases.
+	CorrectionKind_CORRECTION_KIND_NOT_A_PATTERN CorrectionKind = 5
+	// Keep two clusters apart (decline a merge suggestion).
+	CorrectionKind_CORRECTION_KIND_KEEP_APART CorrectionKind = 6
+)
+
+// Enum value maps for CorrectionKind.
+var (
+	CorrectionKind_name = map[int32]string{
+		0: "CORRECTION_KIND_UNSPECIFIED",
+		1: "CORRECTION_KIND_MERGE",
+		2: "CORRECTION_KIND_SPLIT",
+		3: "CORRECTION_KIND_MOVE",
+		4: "CORRECTION_KIND_SET_CATEGORY",
+		5: "CORRECTION_KIND_NOT_A_PATTERN",
+		6: "CORRECTION_KIND_KEEP_APART",
+	}
+	CorrectionKind_value = map[string]int32{
+		"CORRECTION_KIND_UNSPECIFIED":   0,
+		"CORRECTION_KIND_MERGE":         1,
+		"CORRECTION_KIND_SPLIT":         2,
+		"CORRECTION_KIND_MOVE":          3,
+		"CORRECTION_KIND_SET_CATEGORY":  4,
+		"CORRECTION_KIND_NOT_A_PATTERN": 5,
+		"CORRECTION_KIND_KEEP_APART":    6,
+	}
+)
+
+func (x CorrectionKind) Enum() *CorrectionKind {
+	p := new(CorrectionKind)
+	*p = x
+	return p
+}
+
+func (x CorrectionKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CorrectionKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_precept_v1_evaluator_proto_enumTypes[2].Descriptor()
+}
+
+func (CorrectionKind) Type() protoreflect.EnumType {
+	return &file_precept_v1_evaluator_proto_enumTypes[2]
+}
+
+func (x CorrectionKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CorrectionKind.Descriptor instead.
+func (CorrectionKind) EnumDescriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{2}
+}
+
 // ProposedAction is the next step the evaluator suggests.
 type ProposedAction struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -398,7 +466,10 @@ type Evaluation struct {
 	// Cluster statistics the classification was based on.
 	ClusterStats *ClusterStats `protobuf:"bytes,12,opt,name=cluster_stats,json=clusterStats,proto3" json:"cluster_stats,omitempty"`
 	// How often the decision was re-evaluated because its cluster grew.
-	Revision      int32 `protobuf:"varint,13,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int32 `protobuf:"varint,13,opt,name=revision,proto3" json:"revision,omitempty"`
+	// What the decision teaches: its category and the evidence for it
+	// (docs/lessons.md); unset for approvals and empty negatives.
+	Lesson        *Lesson `protobuf:"bytes,14,opt,name=lesson,proto3" json:"lesson,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -524,6 +595,189 @@ func (x *Evaluation) GetRevision() int32 {
 	return 0
 }
 
+func (x *Evaluation) GetLesson() *Lesson {
+	if x != nil {
+		return x.Lesson
+	}
+	return nil
+}
+
+// LessonEvidence is one thing that decided a lesson's category.
+type LessonEvidence struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cue, phrasing, tag, error_category or diff.
+	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Text          string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LessonEvidence) Reset() {
+	*x = LessonEvidence{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LessonEvidence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LessonEvidence) ProtoMessage() {}
+
+func (x *LessonEvidence) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LessonEvidence.ProtoReflect.Descriptor instead.
+func (*LessonEvidence) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LessonEvidence) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *LessonEvidence) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// Lesson is a decision reduced to what it teaches.
+type Lesson struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A taxonomy category id, or "unclear".
+	Category   string  `protobuf:"bytes,1,opt,name=category,proto3" json:"category,omitempty"`
+	Confidence float64 `protobuf:"fixed64,2,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	// The category's description and canonical rule.
+	Problem string `protobuf:"bytes,3,opt,name=problem,proto3" json:"problem,omitempty"`
+	Desired string `protobuf:"bytes,4,opt,name=desired,proto3" json:"desired,omitempty"`
+	// The reviewer's own sentences naming the problem and asking for the fix.
+	Said     string            `protobuf:"bytes,5,opt,name=said,proto3" json:"said,omitempty"`
+	Asked    string            `protobuf:"bytes,6,opt,name=asked,proto3" json:"asked,omitempty"`
+	Evidence []*LessonEvidence `protobuf:"bytes,7,rep,name=evidence,proto3" json:"evidence,omitempty"`
+	// The taxonomy version; who classified it: "deterministic",
+	// "llm:<model>" or "curator:<id>".
+	Taxonomy      string `protobuf:"bytes,8,opt,name=taxonomy,proto3" json:"taxonomy,omitempty"`
+	By            string `protobuf:"bytes,9,opt,name=by,proto3" json:"by,omitempty"`
+	Protected     bool   `protobuf:"varint,10,opt,name=protected,proto3" json:"protected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lesson) Reset() {
+	*x = Lesson{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lesson) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lesson) ProtoMessage() {}
+
+func (x *Lesson) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lesson.ProtoReflect.Descriptor instead.
+func (*Lesson) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Lesson) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *Lesson) GetConfidence() float64 {
+	if x != nil {
+		return x.Confidence
+	}
+	return 0
+}
+
+func (x *Lesson) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
+}
+
+func (x *Lesson) GetDesired() string {
+	if x != nil {
+		return x.Desired
+	}
+	return ""
+}
+
+func (x *Lesson) GetSaid() string {
+	if x != nil {
+		return x.Said
+	}
+	return ""
+}
+
+func (x *Lesson) GetAsked() string {
+	if x != nil {
+		return x.Asked
+	}
+	return ""
+}
+
+func (x *Lesson) GetEvidence() []*LessonEvidence {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
+}
+
+func (x *Lesson) GetTaxonomy() string {
+	if x != nil {
+		return x.Taxonomy
+	}
+	return ""
+}
+
+func (x *Lesson) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *Lesson) GetProtected() bool {
+	if x != nil {
+		return x.Protected
+	}
+	return false
+}
+
 // ClusterStats counts what supports a cluster: distinct people and
 // contexts, never raw totals alone.
 type ClusterStats struct {
@@ -543,7 +797,7 @@ type ClusterStats struct {
 
 func (x *ClusterStats) Reset() {
 	*x = ClusterStats{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[4]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +809,7 @@ func (x *ClusterStats) String() string {
 func (*ClusterStats) ProtoMessage() {}
 
 func (x *ClusterStats) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[4]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +822,7 @@ func (x *ClusterStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStats.ProtoReflect.Descriptor instead.
 func (*ClusterStats) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{4}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ClusterStats) GetSize() int32 {
@@ -640,7 +894,7 @@ type RepresentativeComment struct {
 
 func (x *RepresentativeComment) Reset() {
 	*x = RepresentativeComment{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[5]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +906,7 @@ func (x *RepresentativeComment) String() string {
 func (*RepresentativeComment) ProtoMessage() {}
 
 func (x *RepresentativeComment) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[5]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +919,7 @@ func (x *RepresentativeComment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepresentativeComment.ProtoReflect.Descriptor instead.
 func (*RepresentativeComment) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{5}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RepresentativeComment) GetDecisionId() string {
@@ -707,14 +961,19 @@ type Cluster struct {
 	MemberIds       []string                 `protobuf:"bytes,5,rep,name=member_ids,json=memberIds,proto3" json:"member_ids,omitempty"`
 	Tags            []string                 `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
 	// The live rule proposal drafted from the cluster, if any.
-	ProposalId    string `protobuf:"bytes,7,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
+	ProposalId string `protobuf:"bytes,7,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
+	// Clusters group one agent's lessons of one category.
+	Agent    string `protobuf:"bytes,8,opt,name=agent,proto3" json:"agent,omitempty"`
+	Category string `protobuf:"bytes,9,opt,name=category,proto3" json:"category,omitempty"`
+	// A curator marked the cluster as not a pattern.
+	NotAPattern   bool `protobuf:"varint,10,opt,name=not_a_pattern,json=notAPattern,proto3" json:"not_a_pattern,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[6]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +985,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[6]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +998,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{6}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Cluster) GetId() string {
@@ -791,6 +1050,548 @@ func (x *Cluster) GetProposalId() string {
 	return ""
 }
 
+func (x *Cluster) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *Cluster) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *Cluster) GetNotAPattern() bool {
+	if x != nil {
+		return x.NotAPattern
+	}
+	return false
+}
+
+type CorrectClustersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  CorrectionKind         `protobuf:"varint,1,opt,name=kind,proto3,enum=precept.v1.CorrectionKind" json:"kind,omitempty"`
+	// merge: two or more; keep_apart: two; split, move (the target),
+	// not_a_pattern: one.
+	ClusterIds []string `protobuf:"bytes,2,rep,name=cluster_ids,json=clusterIds,proto3" json:"cluster_ids,omitempty"`
+	// split, move, set_category: the decisions concerned.
+	DecisionIds []string `protobuf:"bytes,3,rep,name=decision_ids,json=decisionIds,proto3" json:"decision_ids,omitempty"`
+	// set_category: a taxonomy category id.
+	Category string `protobuf:"bytes,4,opt,name=category,proto3" json:"category,omitempty"`
+	// Why, for the record.
+	Why           string `protobuf:"bytes,5,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CorrectClustersRequest) Reset() {
+	*x = CorrectClustersRequest{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CorrectClustersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CorrectClustersRequest) ProtoMessage() {}
+
+func (x *CorrectClustersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CorrectClustersRequest.ProtoReflect.Descriptor instead.
+func (*CorrectClustersRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CorrectClustersRequest) GetKind() CorrectionKind {
+	if x != nil {
+		return x.Kind
+	}
+	return CorrectionKind_CORRECTION_KIND_UNSPECIFIED
+}
+
+func (x *CorrectClustersRequest) GetClusterIds() []string {
+	if x != nil {
+		return x.ClusterIds
+	}
+	return nil
+}
+
+func (x *CorrectClustersRequest) GetDecisionIds() []string {
+	if x != nil {
+		return x.DecisionIds
+	}
+	return nil
+}
+
+func (x *CorrectClustersRequest) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *CorrectClustersRequest) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
+}
+
+type CorrectClustersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The correction's id in the feedback repository.
+	CorrectionId string `protobuf:"bytes,1,opt,name=correction_id,json=correctionId,proto3" json:"correction_id,omitempty"`
+	// True once this replica's evaluator has applied it (the call waits a
+	// few seconds for that).
+	Applied       bool `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CorrectClustersResponse) Reset() {
+	*x = CorrectClustersResponse{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CorrectClustersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CorrectClustersResponse) ProtoMessage() {}
+
+func (x *CorrectClustersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CorrectClustersResponse.ProtoReflect.Descriptor instead.
+func (*CorrectClustersResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CorrectClustersResponse) GetCorrectionId() string {
+	if x != nil {
+		return x.CorrectionId
+	}
+	return ""
+}
+
+func (x *CorrectClustersResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+type SuggestMergesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 100; 0 means 20.
+	Limit         int32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuggestMergesRequest) Reset() {
+	*x = SuggestMergesRequest{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuggestMergesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuggestMergesRequest) ProtoMessage() {}
+
+func (x *SuggestMergesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuggestMergesRequest.ProtoReflect.Descriptor instead.
+func (*SuggestMergesRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SuggestMergesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// MergeSuggestion is a pair of clusters that read like one problem.
+type MergeSuggestion struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ClusterA  string                 `protobuf:"bytes,1,opt,name=cluster_a,json=clusterA,proto3" json:"cluster_a,omitempty"`
+	ClusterB  string                 `protobuf:"bytes,2,opt,name=cluster_b,json=clusterB,proto3" json:"cluster_b,omitempty"`
+	Agent     string                 `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	CategoryA string                 `protobuf:"bytes,4,opt,name=category_a,json=categoryA,proto3" json:"category_a,omitempty"`
+	CategoryB string                 `protobuf:"bytes,5,opt,name=category_b,json=categoryB,proto3" json:"category_b,omitempty"`
+	// Mean similarity between their members.
+	Similarity    float64 `protobuf:"fixed64,6,opt,name=similarity,proto3" json:"similarity,omitempty"`
+	Why           string  `protobuf:"bytes,7,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeSuggestion) Reset() {
+	*x = MergeSuggestion{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeSuggestion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeSuggestion) ProtoMessage() {}
+
+func (x *MergeSuggestion) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeSuggestion.ProtoReflect.Descriptor instead.
+func (*MergeSuggestion) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MergeSuggestion) GetClusterA() string {
+	if x != nil {
+		return x.ClusterA
+	}
+	return ""
+}
+
+func (x *MergeSuggestion) GetClusterB() string {
+	if x != nil {
+		return x.ClusterB
+	}
+	return ""
+}
+
+func (x *MergeSuggestion) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *MergeSuggestion) GetCategoryA() string {
+	if x != nil {
+		return x.CategoryA
+	}
+	return ""
+}
+
+func (x *MergeSuggestion) GetCategoryB() string {
+	if x != nil {
+		return x.CategoryB
+	}
+	return ""
+}
+
+func (x *MergeSuggestion) GetSimilarity() float64 {
+	if x != nil {
+		return x.Similarity
+	}
+	return 0
+}
+
+func (x *MergeSuggestion) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
+}
+
+type SuggestMergesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Suggestions   []*MergeSuggestion     `protobuf:"bytes,1,rep,name=suggestions,proto3" json:"suggestions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuggestMergesResponse) Reset() {
+	*x = SuggestMergesResponse{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuggestMergesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuggestMergesResponse) ProtoMessage() {}
+
+func (x *SuggestMergesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuggestMergesResponse.ProtoReflect.Descriptor instead.
+func (*SuggestMergesResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SuggestMergesResponse) GetSuggestions() []*MergeSuggestion {
+	if x != nil {
+		return x.Suggestions
+	}
+	return nil
+}
+
+type GetLearnedTaxonomyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLearnedTaxonomyRequest) Reset() {
+	*x = GetLearnedTaxonomyRequest{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLearnedTaxonomyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLearnedTaxonomyRequest) ProtoMessage() {}
+
+func (x *GetLearnedTaxonomyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLearnedTaxonomyRequest.ProtoReflect.Descriptor instead.
+func (*GetLearnedTaxonomyRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{14}
+}
+
+type GetLearnedTaxonomyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A curator's taxonomy file (docs/lessons.md) holding the phrasings
+	// curators' corrections taught: merge it into evaluator.taxonomy_file.
+	Yaml          string `protobuf:"bytes,1,opt,name=yaml,proto3" json:"yaml,omitempty"`
+	Phrasings     int32  `protobuf:"varint,2,opt,name=phrasings,proto3" json:"phrasings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLearnedTaxonomyResponse) Reset() {
+	*x = GetLearnedTaxonomyResponse{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLearnedTaxonomyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLearnedTaxonomyResponse) ProtoMessage() {}
+
+func (x *GetLearnedTaxonomyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLearnedTaxonomyResponse.ProtoReflect.Descriptor instead.
+func (*GetLearnedTaxonomyResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetLearnedTaxonomyResponse) GetYaml() string {
+	if x != nil {
+		return x.Yaml
+	}
+	return ""
+}
+
+func (x *GetLearnedTaxonomyResponse) GetPhrasings() int32 {
+	if x != nil {
+		return x.Phrasings
+	}
+	return 0
+}
+
+type ReclusterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReclusterRequest) Reset() {
+	*x = ReclusterRequest{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReclusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReclusterRequest) ProtoMessage() {}
+
+func (x *ReclusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReclusterRequest.ProtoReflect.Descriptor instead.
+func (*ReclusterRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{16}
+}
+
+type ReclusterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        int32                  `protobuf:"varint,1,opt,name=groups,proto3" json:"groups,omitempty"`
+	Decisions     int32                  `protobuf:"varint,2,opt,name=decisions,proto3" json:"decisions,omitempty"`
+	Moved         int32                  `protobuf:"varint,3,opt,name=moved,proto3" json:"moved,omitempty"`
+	Reclassified  int32                  `protobuf:"varint,4,opt,name=reclassified,proto3" json:"reclassified,omitempty"`
+	TookMs        int64                  `protobuf:"varint,5,opt,name=took_ms,json=tookMs,proto3" json:"took_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReclusterResponse) Reset() {
+	*x = ReclusterResponse{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReclusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReclusterResponse) ProtoMessage() {}
+
+func (x *ReclusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReclusterResponse.ProtoReflect.Descriptor instead.
+func (*ReclusterResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ReclusterResponse) GetGroups() int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *ReclusterResponse) GetDecisions() int32 {
+	if x != nil {
+		return x.Decisions
+	}
+	return 0
+}
+
+func (x *ReclusterResponse) GetMoved() int32 {
+	if x != nil {
+		return x.Moved
+	}
+	return 0
+}
+
+func (x *ReclusterResponse) GetReclassified() int32 {
+	if x != nil {
+		return x.Reclassified
+	}
+	return 0
+}
+
+func (x *ReclusterResponse) GetTookMs() int64 {
+	if x != nil {
+		return x.TookMs
+	}
+	return 0
+}
+
 // NeedsReview is an AMBIGUOUS decision waiting for clarification.
 type NeedsReview struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -810,7 +1611,7 @@ type NeedsReview struct {
 
 func (x *NeedsReview) Reset() {
 	*x = NeedsReview{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[7]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +1623,7 @@ func (x *NeedsReview) String() string {
 func (*NeedsReview) ProtoMessage() {}
 
 func (x *NeedsReview) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[7]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +1636,7 @@ func (x *NeedsReview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NeedsReview.ProtoReflect.Descriptor instead.
 func (*NeedsReview) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{7}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NeedsReview) GetDecisionId() string {
@@ -910,7 +1711,7 @@ type EvaluateRequest struct {
 
 func (x *EvaluateRequest) Reset() {
 	*x = EvaluateRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[8]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1723,7 @@ func (x *EvaluateRequest) String() string {
 func (*EvaluateRequest) ProtoMessage() {}
 
 func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[8]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1736,7 @@ func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{8}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EvaluateRequest) GetDecision() *HITLDecision {
@@ -954,7 +1755,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[9]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1767,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[9]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1780,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{9}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EvaluateResponse) GetEvaluation() *Evaluation {
@@ -998,7 +1799,7 @@ type GetEvaluationRequest struct {
 
 func (x *GetEvaluationRequest) Reset() {
 	*x = GetEvaluationRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[10]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1811,7 @@ func (x *GetEvaluationRequest) String() string {
 func (*GetEvaluationRequest) ProtoMessage() {}
 
 func (x *GetEvaluationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[10]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1824,7 @@ func (x *GetEvaluationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEvaluationRequest.ProtoReflect.Descriptor instead.
 func (*GetEvaluationRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{10}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetEvaluationRequest) GetDecisionId() string {
@@ -1042,7 +1843,7 @@ type GetEvaluationResponse struct {
 
 func (x *GetEvaluationResponse) Reset() {
 	*x = GetEvaluationResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[11]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1855,7 @@ func (x *GetEvaluationResponse) String() string {
 func (*GetEvaluationResponse) ProtoMessage() {}
 
 func (x *GetEvaluationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[11]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1868,7 @@ func (x *GetEvaluationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEvaluationResponse.ProtoReflect.Descriptor instead.
 func (*GetEvaluationResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{11}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetEvaluationResponse) GetEvaluation() *Evaluation {
@@ -1092,7 +1893,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[12]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1104,7 +1905,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[12]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1117,7 +1918,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{12}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListClustersRequest) GetAgent() string {
@@ -1159,7 +1960,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[13]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1972,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[13]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1985,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{13}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListClustersResponse) GetClusters() []*Cluster {
@@ -1210,7 +2011,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[14]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +2023,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[14]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +2036,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{14}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetClusterRequest) GetId() string {
@@ -1254,7 +2055,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[15]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +2067,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[15]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +2080,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{15}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetClusterResponse) GetCluster() *Cluster {
@@ -1300,7 +2101,7 @@ type ListNeedsReviewRequest struct {
 
 func (x *ListNeedsReviewRequest) Reset() {
 	*x = ListNeedsReviewRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +2113,7 @@ func (x *ListNeedsReviewRequest) String() string {
 func (*ListNeedsReviewRequest) ProtoMessage() {}
 
 func (x *ListNeedsReviewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +2126,7 @@ func (x *ListNeedsReviewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNeedsReviewRequest.ProtoReflect.Descriptor instead.
 func (*ListNeedsReviewRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{16}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListNeedsReviewRequest) GetAgent() string {
@@ -1359,7 +2160,7 @@ type ListNeedsReviewResponse struct {
 
 func (x *ListNeedsReviewResponse) Reset() {
 	*x = ListNeedsReviewResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +2172,7 @@ func (x *ListNeedsReviewResponse) String() string {
 func (*ListNeedsReviewResponse) ProtoMessage() {}
 
 func (x *ListNeedsReviewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +2185,7 @@ func (x *ListNeedsReviewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNeedsReviewResponse.ProtoReflect.Descriptor instead.
 func (*ListNeedsReviewResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{17}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListNeedsReviewResponse) GetItems() []*NeedsReview {
@@ -1429,7 +2230,7 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"confidence\x12%\n" +
 	"\x0emin_confidence\x18\x05 \x01(\x01R\rminConfidence\x12\x16\n" +
 	"\x06passed\x18\x06 \x01(\bR\x06passed\x12\x18\n" +
-	"\amissing\x18\a \x03(\tR\amissing\"\xd2\x04\n" +
+	"\amissing\x18\a \x03(\tR\amissing\"\xfe\x04\n" +
 	"\n" +
 	"Evaluation\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
@@ -1449,7 +2250,25 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\x12!\n" +
 	"\fneeds_review\x18\v \x01(\bR\vneedsReview\x12=\n" +
 	"\rcluster_stats\x18\f \x01(\v2\x18.precept.v1.ClusterStatsR\fclusterStats\x12\x1a\n" +
-	"\brevision\x18\r \x01(\x05R\brevision\"\xd1\x02\n" +
+	"\brevision\x18\r \x01(\x05R\brevision\x12*\n" +
+	"\x06lesson\x18\x0e \x01(\v2\x12.precept.v1.LessonR\x06lesson\"8\n" +
+	"\x0eLessonEvidence\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xa4\x02\n" +
+	"\x06Lesson\x12\x1a\n" +
+	"\bcategory\x18\x01 \x01(\tR\bcategory\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\x02 \x01(\x01R\n" +
+	"confidence\x12\x18\n" +
+	"\aproblem\x18\x03 \x01(\tR\aproblem\x12\x18\n" +
+	"\adesired\x18\x04 \x01(\tR\adesired\x12\x12\n" +
+	"\x04said\x18\x05 \x01(\tR\x04said\x12\x14\n" +
+	"\x05asked\x18\x06 \x01(\tR\x05asked\x126\n" +
+	"\bevidence\x18\a \x03(\v2\x1a.precept.v1.LessonEvidenceR\bevidence\x12\x1a\n" +
+	"\btaxonomy\x18\b \x01(\tR\btaxonomy\x12\x0e\n" +
+	"\x02by\x18\t \x01(\tR\x02by\x12\x1c\n" +
+	"\tprotected\x18\n" +
+	" \x01(\bR\tprotected\"\xd1\x02\n" +
 	"\fClusterStats\x12\x12\n" +
 	"\x04size\x18\x01 \x01(\x05R\x04size\x12-\n" +
 	"\x12distinct_reviewers\x18\x02 \x01(\x05R\x11distinctReviewers\x12%\n" +
@@ -1468,7 +2287,7 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
 	"centrality\x18\x04 \x01(\x01R\n" +
-	"centrality\"\xae\x02\n" +
+	"centrality\"\x84\x03\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x05stats\x18\x02 \x01(\v2\x18.precept.v1.ClusterStatsR\x05stats\x12B\n" +
@@ -1478,7 +2297,48 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"member_ids\x18\x05 \x03(\tR\tmemberIds\x12\x12\n" +
 	"\x04tags\x18\x06 \x03(\tR\x04tags\x12\x1f\n" +
 	"\vproposal_id\x18\a \x01(\tR\n" +
-	"proposalId\"\xc8\x02\n" +
+	"proposalId\x12\x14\n" +
+	"\x05agent\x18\b \x01(\tR\x05agent\x12\x1a\n" +
+	"\bcategory\x18\t \x01(\tR\bcategory\x12\"\n" +
+	"\rnot_a_pattern\x18\n" +
+	" \x01(\bR\vnotAPattern\"\xba\x01\n" +
+	"\x16CorrectClustersRequest\x12.\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1a.precept.v1.CorrectionKindR\x04kind\x12\x1f\n" +
+	"\vcluster_ids\x18\x02 \x03(\tR\n" +
+	"clusterIds\x12!\n" +
+	"\fdecision_ids\x18\x03 \x03(\tR\vdecisionIds\x12\x1a\n" +
+	"\bcategory\x18\x04 \x01(\tR\bcategory\x12\x10\n" +
+	"\x03why\x18\x05 \x01(\tR\x03why\"X\n" +
+	"\x17CorrectClustersResponse\x12#\n" +
+	"\rcorrection_id\x18\x01 \x01(\tR\fcorrectionId\x12\x18\n" +
+	"\aapplied\x18\x02 \x01(\bR\aapplied\",\n" +
+	"\x14SuggestMergesRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\"\xd1\x01\n" +
+	"\x0fMergeSuggestion\x12\x1b\n" +
+	"\tcluster_a\x18\x01 \x01(\tR\bclusterA\x12\x1b\n" +
+	"\tcluster_b\x18\x02 \x01(\tR\bclusterB\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x1d\n" +
+	"\n" +
+	"category_a\x18\x04 \x01(\tR\tcategoryA\x12\x1d\n" +
+	"\n" +
+	"category_b\x18\x05 \x01(\tR\tcategoryB\x12\x1e\n" +
+	"\n" +
+	"similarity\x18\x06 \x01(\x01R\n" +
+	"similarity\x12\x10\n" +
+	"\x03why\x18\a \x01(\tR\x03why\"V\n" +
+	"\x15SuggestMergesResponse\x12=\n" +
+	"\vsuggestions\x18\x01 \x03(\v2\x1b.precept.v1.MergeSuggestionR\vsuggestions\"\x1b\n" +
+	"\x19GetLearnedTaxonomyRequest\"N\n" +
+	"\x1aGetLearnedTaxonomyResponse\x12\x12\n" +
+	"\x04yaml\x18\x01 \x01(\tR\x04yaml\x12\x1c\n" +
+	"\tphrasings\x18\x02 \x01(\x05R\tphrasings\"\x12\n" +
+	"\x10ReclusterRequest\"\x9c\x01\n" +
+	"\x11ReclusterResponse\x12\x16\n" +
+	"\x06groups\x18\x01 \x01(\x05R\x06groups\x12\x1c\n" +
+	"\tdecisions\x18\x02 \x01(\x05R\tdecisions\x12\x14\n" +
+	"\x05moved\x18\x03 \x01(\x05R\x05moved\x12\"\n" +
+	"\freclassified\x18\x04 \x01(\x05R\freclassified\x12\x17\n" +
+	"\atook_ms\x18\x05 \x01(\x03R\x06tookMs\"\xc8\x02\n" +
 	"\vNeedsReview\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12\x14\n" +
@@ -1539,14 +2399,26 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"\x17ACTION_TYPE_CREATE_RULE\x10\x01\x12\x1d\n" +
 	"\x19ACTION_TYPE_REFINE_PROMPT\x10\x02\x12\x1c\n" +
 	"\x18ACTION_TYPE_UPDATE_SKILL\x10\x03\x12\x1d\n" +
-	"\x19ACTION_TYPE_DOCUMENT_ONLY\x10\x042\xc4\x03\n" +
+	"\x19ACTION_TYPE_DOCUMENT_ONLY\x10\x04*\xe6\x01\n" +
+	"\x0eCorrectionKind\x12\x1f\n" +
+	"\x1bCORRECTION_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15CORRECTION_KIND_MERGE\x10\x01\x12\x19\n" +
+	"\x15CORRECTION_KIND_SPLIT\x10\x02\x12\x18\n" +
+	"\x14CORRECTION_KIND_MOVE\x10\x03\x12 \n" +
+	"\x1cCORRECTION_KIND_SET_CATEGORY\x10\x04\x12!\n" +
+	"\x1dCORRECTION_KIND_NOT_A_PATTERN\x10\x05\x12\x1e\n" +
+	"\x1aCORRECTION_KIND_KEEP_APART\x10\x062\xaf\x06\n" +
 	"\x10EvaluatorService\x12J\n" +
 	"\bEvaluate\x12\x1b.precept.v1.EvaluateRequest\x1a\x1c.precept.v1.EvaluateResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\rGetEvaluation\x12 .precept.v1.GetEvaluationRequest\x1a!.precept.v1.GetEvaluationResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\fListClusters\x12\x1f.precept.v1.ListClustersRequest\x1a .precept.v1.ListClustersResponse\"\x03\x90\x02\x01\x12P\n" +
 	"\n" +
 	"GetCluster\x12\x1d.precept.v1.GetClusterRequest\x1a\x1e.precept.v1.GetClusterResponse\"\x03\x90\x02\x01\x12_\n" +
-	"\x0fListNeedsReview\x12\".precept.v1.ListNeedsReviewRequest\x1a#.precept.v1.ListNeedsReviewResponse\"\x03\x90\x02\x01B\xa2\x01\n" +
+	"\x0fListNeedsReview\x12\".precept.v1.ListNeedsReviewRequest\x1a#.precept.v1.ListNeedsReviewResponse\"\x03\x90\x02\x01\x12Z\n" +
+	"\x0fCorrectClusters\x12\".precept.v1.CorrectClustersRequest\x1a#.precept.v1.CorrectClustersResponse\x12Y\n" +
+	"\rSuggestMerges\x12 .precept.v1.SuggestMergesRequest\x1a!.precept.v1.SuggestMergesResponse\"\x03\x90\x02\x01\x12H\n" +
+	"\tRecluster\x12\x1c.precept.v1.ReclusterRequest\x1a\x1d.precept.v1.ReclusterResponse\x12h\n" +
+	"\x12GetLearnedTaxonomy\x12%.precept.v1.GetLearnedTaxonomyRequest\x1a&.precept.v1.GetLearnedTaxonomyResponse\"\x03\x90\x02\x01B\xa2\x01\n" +
 	"\x0ecom.precept.v1B\x0eEvaluatorProtoP\x01Z7github.com/precept-dev/precept/gen/precept/v1;preceptv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Precept.V1\xca\x02\n" +
 	"Precept\\V1\xe2\x02\x16Precept\\V1\\GPBMetadata\xea\x02\vPrecept::V1b\x06proto3"
@@ -1563,67 +2435,91 @@ func file_precept_v1_evaluator_proto_rawDescGZIP() []byte {
 	return file_precept_v1_evaluator_proto_rawDescData
 }
 
-var file_precept_v1_evaluator_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_precept_v1_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_precept_v1_evaluator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_precept_v1_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_precept_v1_evaluator_proto_goTypes = []any{
-	(Classification)(0),             // 0: precept.v1.Classification
-	(ActionType)(0),                 // 1: precept.v1.ActionType
-	(*ProposedAction)(nil),          // 2: precept.v1.ProposedAction
-	(*RubricAttribute)(nil),         // 3: precept.v1.RubricAttribute
-	(*RubricResult)(nil),            // 4: precept.v1.RubricResult
-	(*Evaluation)(nil),              // 5: precept.v1.Evaluation
-	(*ClusterStats)(nil),            // 6: precept.v1.ClusterStats
-	(*RepresentativeComment)(nil),   // 7: precept.v1.RepresentativeComment
-	(*Cluster)(nil),                 // 8: precept.v1.Cluster
-	(*NeedsReview)(nil),             // 9: precept.v1.NeedsReview
-	(*EvaluateRequest)(nil),         // 10: precept.v1.EvaluateRequest
-	(*EvaluateResponse)(nil),        // 11: precept.v1.EvaluateResponse
-	(*GetEvaluationRequest)(nil),    // 12: precept.v1.GetEvaluationRequest
-	(*GetEvaluationResponse)(nil),   // 13: precept.v1.GetEvaluationResponse
-	(*ListClustersRequest)(nil),     // 14: precept.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),    // 15: precept.v1.ListClustersResponse
-	(*GetClusterRequest)(nil),       // 16: precept.v1.GetClusterRequest
-	(*GetClusterResponse)(nil),      // 17: precept.v1.GetClusterResponse
-	(*ListNeedsReviewRequest)(nil),  // 18: precept.v1.ListNeedsReviewRequest
-	(*ListNeedsReviewResponse)(nil), // 19: precept.v1.ListNeedsReviewResponse
-	(*timestamppb.Timestamp)(nil),   // 20: google.protobuf.Timestamp
-	(*HITLDecision)(nil),            // 21: precept.v1.HITLDecision
+	(Classification)(0),                // 0: precept.v1.Classification
+	(ActionType)(0),                    // 1: precept.v1.ActionType
+	(CorrectionKind)(0),                // 2: precept.v1.CorrectionKind
+	(*ProposedAction)(nil),             // 3: precept.v1.ProposedAction
+	(*RubricAttribute)(nil),            // 4: precept.v1.RubricAttribute
+	(*RubricResult)(nil),               // 5: precept.v1.RubricResult
+	(*Evaluation)(nil),                 // 6: precept.v1.Evaluation
+	(*LessonEvidence)(nil),             // 7: precept.v1.LessonEvidence
+	(*Lesson)(nil),                     // 8: precept.v1.Lesson
+	(*ClusterStats)(nil),               // 9: precept.v1.ClusterStats
+	(*RepresentativeComment)(nil),      // 10: precept.v1.RepresentativeComment
+	(*Cluster)(nil),                    // 11: precept.v1.Cluster
+	(*CorrectClustersRequest)(nil),     // 12: precept.v1.CorrectClustersRequest
+	(*CorrectClustersResponse)(nil),    // 13: precept.v1.CorrectClustersResponse
+	(*SuggestMergesRequest)(nil),       // 14: precept.v1.SuggestMergesRequest
+	(*MergeSuggestion)(nil),            // 15: precept.v1.MergeSuggestion
+	(*SuggestMergesResponse)(nil),      // 16: precept.v1.SuggestMergesResponse
+	(*GetLearnedTaxonomyRequest)(nil),  // 17: precept.v1.GetLearnedTaxonomyRequest
+	(*GetLearnedTaxonomyResponse)(nil), // 18: precept.v1.GetLearnedTaxonomyResponse
+	(*ReclusterRequest)(nil),           // 19: precept.v1.ReclusterRequest
+	(*ReclusterResponse)(nil),          // 20: precept.v1.ReclusterResponse
+	(*NeedsReview)(nil),                // 21: precept.v1.NeedsReview
+	(*EvaluateRequest)(nil),            // 22: precept.v1.EvaluateRequest
+	(*EvaluateResponse)(nil),           // 23: precept.v1.EvaluateResponse
+	(*GetEvaluationRequest)(nil),       // 24: precept.v1.GetEvaluationRequest
+	(*GetEvaluationResponse)(nil),      // 25: precept.v1.GetEvaluationResponse
+	(*ListClustersRequest)(nil),        // 26: precept.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),       // 27: precept.v1.ListClustersResponse
+	(*GetClusterRequest)(nil),          // 28: precept.v1.GetClusterRequest
+	(*GetClusterResponse)(nil),         // 29: precept.v1.GetClusterResponse
+	(*ListNeedsReviewRequest)(nil),     // 30: precept.v1.ListNeedsReviewRequest
+	(*ListNeedsReviewResponse)(nil),    // 31: precept.v1.ListNeedsReviewResponse
+	(*timestamppb.Timestamp)(nil),      // 32: google.protobuf.Timestamp
+	(*HITLDecision)(nil),               // 33: precept.v1.HITLDecision
 }
 var file_precept_v1_evaluator_proto_depIdxs = []int32{
 	1,  // 0: precept.v1.ProposedAction.type:type_name -> precept.v1.ActionType
-	3,  // 1: precept.v1.RubricResult.attributes:type_name -> precept.v1.RubricAttribute
+	4,  // 1: precept.v1.RubricResult.attributes:type_name -> precept.v1.RubricAttribute
 	0,  // 2: precept.v1.Evaluation.classification:type_name -> precept.v1.Classification
-	2,  // 3: precept.v1.Evaluation.proposed_action:type_name -> precept.v1.ProposedAction
-	4,  // 4: precept.v1.Evaluation.rubric:type_name -> precept.v1.RubricResult
-	20, // 5: precept.v1.Evaluation.evaluated_at:type_name -> google.protobuf.Timestamp
-	6,  // 6: precept.v1.Evaluation.cluster_stats:type_name -> precept.v1.ClusterStats
-	20, // 7: precept.v1.ClusterStats.first_seen:type_name -> google.protobuf.Timestamp
-	20, // 8: precept.v1.ClusterStats.last_seen:type_name -> google.protobuf.Timestamp
-	6,  // 9: precept.v1.Cluster.stats:type_name -> precept.v1.ClusterStats
-	0,  // 10: precept.v1.Cluster.classification:type_name -> precept.v1.Classification
-	7,  // 11: precept.v1.Cluster.representatives:type_name -> precept.v1.RepresentativeComment
-	20, // 12: precept.v1.NeedsReview.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 13: precept.v1.EvaluateRequest.decision:type_name -> precept.v1.HITLDecision
-	5,  // 14: precept.v1.EvaluateResponse.evaluation:type_name -> precept.v1.Evaluation
-	5,  // 15: precept.v1.GetEvaluationResponse.evaluation:type_name -> precept.v1.Evaluation
-	8,  // 16: precept.v1.ListClustersResponse.clusters:type_name -> precept.v1.Cluster
-	8,  // 17: precept.v1.GetClusterResponse.cluster:type_name -> precept.v1.Cluster
-	9,  // 18: precept.v1.ListNeedsReviewResponse.items:type_name -> precept.v1.NeedsReview
-	10, // 19: precept.v1.EvaluatorService.Evaluate:input_type -> precept.v1.EvaluateRequest
-	12, // 20: precept.v1.EvaluatorService.GetEvaluation:input_type -> precept.v1.GetEvaluationRequest
-	14, // 21: precept.v1.EvaluatorService.ListClusters:input_type -> precept.v1.ListClustersRequest
-	16, // 22: precept.v1.EvaluatorService.GetCluster:input_type -> precept.v1.GetClusterRequest
-	18, // 23: precept.v1.EvaluatorService.ListNeedsReview:input_type -> precept.v1.ListNeedsReviewRequest
-	11, // 24: precept.v1.EvaluatorService.Evaluate:output_type -> precept.v1.EvaluateResponse
-	13, // 25: precept.v1.EvaluatorService.GetEvaluation:output_type -> precept.v1.GetEvaluationResponse
-	15, // 26: precept.v1.EvaluatorService.ListClusters:output_type -> precept.v1.ListClustersResponse
-	17, // 27: precept.v1.EvaluatorService.GetCluster:output_type -> precept.v1.GetClusterResponse
-	19, // 28: precept.v1.EvaluatorService.ListNeedsReview:output_type -> precept.v1.ListNeedsReviewResponse
-	24, // [24:29] is the sub-list for method output_type
-	19, // [19:24] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	3,  // 3: precept.v1.Evaluation.proposed_action:type_name -> precept.v1.ProposedAction
+	5,  // 4: precept.v1.Evaluation.rubric:type_name -> precept.v1.RubricResult
+	32, // 5: precept.v1.Evaluation.evaluated_at:type_name -> google.protobuf.Timestamp
+	9,  // 6: precept.v1.Evaluation.cluster_stats:type_name -> precept.v1.ClusterStats
+	8,  // 7: precept.v1.Evaluation.lesson:type_name -> precept.v1.Lesson
+	7,  // 8: precept.v1.Lesson.evidence:type_name -> precept.v1.LessonEvidence
+	32, // 9: precept.v1.ClusterStats.first_seen:type_name -> google.protobuf.Timestamp
+	32, // 10: precept.v1.ClusterStats.last_seen:type_name -> google.protobuf.Timestamp
+	9,  // 11: precept.v1.Cluster.stats:type_name -> precept.v1.ClusterStats
+	0,  // 12: precept.v1.Cluster.classification:type_name -> precept.v1.Classification
+	10, // 13: precept.v1.Cluster.representatives:type_name -> precept.v1.RepresentativeComment
+	2,  // 14: precept.v1.CorrectClustersRequest.kind:type_name -> precept.v1.CorrectionKind
+	15, // 15: precept.v1.SuggestMergesResponse.suggestions:type_name -> precept.v1.MergeSuggestion
+	32, // 16: precept.v1.NeedsReview.updated_at:type_name -> google.protobuf.Timestamp
+	33, // 17: precept.v1.EvaluateRequest.decision:type_name -> precept.v1.HITLDecision
+	6,  // 18: precept.v1.EvaluateResponse.evaluation:type_name -> precept.v1.Evaluation
+	6,  // 19: precept.v1.GetEvaluationResponse.evaluation:type_name -> precept.v1.Evaluation
+	11, // 20: precept.v1.ListClustersResponse.clusters:type_name -> precept.v1.Cluster
+	11, // 21: precept.v1.GetClusterResponse.cluster:type_name -> precept.v1.Cluster
+	21, // 22: precept.v1.ListNeedsReviewResponse.items:type_name -> precept.v1.NeedsReview
+	22, // 23: precept.v1.EvaluatorService.Evaluate:input_type -> precept.v1.EvaluateRequest
+	24, // 24: precept.v1.EvaluatorService.GetEvaluation:input_type -> precept.v1.GetEvaluationRequest
+	26, // 25: precept.v1.EvaluatorService.ListClusters:input_type -> precept.v1.ListClustersRequest
+	28, // 26: precept.v1.EvaluatorService.GetCluster:input_type -> precept.v1.GetClusterRequest
+	30, // 27: precept.v1.EvaluatorService.ListNeedsReview:input_type -> precept.v1.ListNeedsReviewRequest
+	12, // 28: precept.v1.EvaluatorService.CorrectClusters:input_type -> precept.v1.CorrectClustersRequest
+	14, // 29: precept.v1.EvaluatorService.SuggestMerges:input_type -> precept.v1.SuggestMergesRequest
+	19, // 30: precept.v1.EvaluatorService.Recluster:input_type -> precept.v1.ReclusterRequest
+	17, // 31: precept.v1.EvaluatorService.GetLearnedTaxonomy:input_type -> precept.v1.GetLearnedTaxonomyRequest
+	23, // 32: precept.v1.EvaluatorService.Evaluate:output_type -> precept.v1.EvaluateResponse
+	25, // 33: precept.v1.EvaluatorService.GetEvaluation:output_type -> precept.v1.GetEvaluationResponse
+	27, // 34: precept.v1.EvaluatorService.ListClusters:output_type -> precept.v1.ListClustersResponse
+	29, // 35: precept.v1.EvaluatorService.GetCluster:output_type -> precept.v1.GetClusterResponse
+	31, // 36: precept.v1.EvaluatorService.ListNeedsReview:output_type -> precept.v1.ListNeedsReviewResponse
+	13, // 37: precept.v1.EvaluatorService.CorrectClusters:output_type -> precept.v1.CorrectClustersResponse
+	16, // 38: precept.v1.EvaluatorService.SuggestMerges:output_type -> precept.v1.SuggestMergesResponse
+	20, // 39: precept.v1.EvaluatorService.Recluster:output_type -> precept.v1.ReclusterResponse
+	18, // 40: precept.v1.EvaluatorService.GetLearnedTaxonomy:output_type -> precept.v1.GetLearnedTaxonomyResponse
+	32, // [32:41] is the sub-list for method output_type
+	23, // [23:32] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_evaluator_proto_init() }
@@ -1637,8 +2533,8 @@ func file_precept_v1_evaluator_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_evaluator_proto_rawDesc), len(file_precept_v1_evaluator_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   18,
+			NumEnums:      3,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

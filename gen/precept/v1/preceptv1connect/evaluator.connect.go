@@ -48,6 +48,18 @@ const (
 	// EvaluatorServiceListNeedsReviewProcedure is the fully-qualified name of the EvaluatorService's
 	// ListNeedsReview RPC.
 	EvaluatorServiceListNeedsReviewProcedure = "/precept.v1.EvaluatorService/ListNeedsReview"
+	// EvaluatorServiceCorrectClustersProcedure is the fully-qualified name of the EvaluatorService's
+	// CorrectClusters RPC.
+	EvaluatorServiceCorrectClustersProcedure = "/precept.v1.EvaluatorService/CorrectClusters"
+	// EvaluatorServiceSuggestMergesProcedure is the fully-qualified name of the EvaluatorService's
+	// SuggestMerges RPC.
+	EvaluatorServiceSuggestMergesProcedure = "/precept.v1.EvaluatorService/SuggestMerges"
+	// EvaluatorServiceReclusterProcedure is the fully-qualified name of the EvaluatorService's
+	// Recluster RPC.
+	EvaluatorServiceReclusterProcedure = "/precept.v1.EvaluatorService/Recluster"
+	// EvaluatorServiceGetLearnedTaxonomyProcedure is the fully-qualified name of the EvaluatorService's
+	// GetLearnedTaxonomy RPC.
+	EvaluatorServiceGetLearnedTaxonomyProcedure = "/precept.v1.EvaluatorService/GetLearnedTaxonomy"
 )
 
 // EvaluatorServiceClient is a client for the precept.v1.EvaluatorService service.
@@ -61,6 +73,18 @@ type EvaluatorServiceClient interface {
 	// ListNeedsReview lists AMBIGUOUS decisions with their missing rubric
 	// attributes.
 	ListNeedsReview(context.Context, *connect.Request[v1.ListNeedsReviewRequest]) (*connect.Response[v1.ListNeedsReviewResponse], error)
+	// CorrectClusters records a curator's correction in the feedback
+	// repository; every replica applies it and keeps it through later
+	// re-clustering (docs/lessons.md, "Curator corrections").
+	CorrectClusters(context.Context, *connect.Request[v1.CorrectClustersRequest]) (*connect.Response[v1.CorrectClustersResponse], error)
+	// SuggestMerges lists pairs of clusters that read like one problem.
+	SuggestMerges(context.Context, *connect.Request[v1.SuggestMergesRequest]) (*connect.Response[v1.SuggestMergesResponse], error)
+	// Recluster runs a re-clustering round now over the groups that
+	// changed since their last one.
+	Recluster(context.Context, *connect.Request[v1.ReclusterRequest]) (*connect.Response[v1.ReclusterResponse], error)
+	// GetLearnedTaxonomy returns the phrasings curators' corrections
+	// taught, as a taxonomy file to review and merge.
+	GetLearnedTaxonomy(context.Context, *connect.Request[v1.GetLearnedTaxonomyRequest]) (*connect.Response[v1.GetLearnedTaxonomyResponse], error)
 }
 
 // NewEvaluatorServiceClient constructs a client for the precept.v1.EvaluatorService service. By
@@ -109,16 +133,46 @@ func NewEvaluatorServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		correctClusters: connect.NewClient[v1.CorrectClustersRequest, v1.CorrectClustersResponse](
+			httpClient,
+			baseURL+EvaluatorServiceCorrectClustersProcedure,
+			connect.WithSchema(evaluatorServiceMethods.ByName("CorrectClusters")),
+			connect.WithClientOptions(opts...),
+		),
+		suggestMerges: connect.NewClient[v1.SuggestMergesRequest, v1.SuggestMergesResponse](
+			httpClient,
+			baseURL+EvaluatorServiceSuggestMergesProcedure,
+			connect.WithSchema(evaluatorServiceMethods.ByName("SuggestMerges")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		recluster: connect.NewClient[v1.ReclusterRequest, v1.ReclusterResponse](
+			httpClient,
+			baseURL+EvaluatorServiceReclusterProcedure,
+			connect.WithSchema(evaluatorServiceMethods.ByName("Recluster")),
+			connect.WithClientOptions(opts...),
+		),
+		getLearnedTaxonomy: connect.NewClient[v1.GetLearnedTaxonomyRequest, v1.GetLearnedTaxonomyResponse](
+			httpClient,
+			baseURL+EvaluatorServiceGetLearnedTaxonomyProcedure,
+			connect.WithSchema(evaluatorServiceMethods.ByName("GetLearnedTaxonomy")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // evaluatorServiceClient implements EvaluatorServiceClient.
 type evaluatorServiceClient struct {
-	evaluate        *connect.Client[v1.EvaluateRequest, v1.EvaluateResponse]
-	getEvaluation   *connect.Client[v1.GetEvaluationRequest, v1.GetEvaluationResponse]
-	listClusters    *connect.Client[v1.ListClustersRequest, v1.ListClustersResponse]
-	getCluster      *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
-	listNeedsReview *connect.Client[v1.ListNeedsReviewRequest, v1.ListNeedsReviewResponse]
+	evaluate           *connect.Client[v1.EvaluateRequest, v1.EvaluateResponse]
+	getEvaluation      *connect.Client[v1.GetEvaluationRequest, v1.GetEvaluationResponse]
+	listClusters       *connect.Client[v1.ListClustersRequest, v1.ListClustersResponse]
+	getCluster         *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
+	listNeedsReview    *connect.Client[v1.ListNeedsReviewRequest, v1.ListNeedsReviewResponse]
+	correctClusters    *connect.Client[v1.CorrectClustersRequest, v1.CorrectClustersResponse]
+	suggestMerges      *connect.Client[v1.SuggestMergesRequest, v1.SuggestMergesResponse]
+	recluster          *connect.Client[v1.ReclusterRequest, v1.ReclusterResponse]
+	getLearnedTaxonomy *connect.Client[v1.GetLearnedTaxonomyRequest, v1.GetLearnedTaxonomyResponse]
 }
 
 // Evaluate calls precept.v1.EvaluatorService.Evaluate.
@@ -146,6 +200,26 @@ func (c *evaluatorServiceClient) ListNeedsReview(ctx context.Context, req *conne
 	return c.listNeedsReview.CallUnary(ctx, req)
 }
 
+// CorrectClusters calls precept.v1.EvaluatorService.CorrectClusters.
+func (c *evaluatorServiceClient) CorrectClusters(ctx context.Context, req *connect.Request[v1.CorrectClustersRequest]) (*connect.Response[v1.CorrectClustersResponse], error) {
+	return c.correctClusters.CallUnary(ctx, req)
+}
+
+// SuggestMerges calls precept.v1.EvaluatorService.SuggestMerges.
+func (c *evaluatorServiceClient) SuggestMerges(ctx context.Context, req *connect.Request[v1.SuggestMergesRequest]) (*connect.Response[v1.SuggestMergesResponse], error) {
+	return c.suggestMerges.CallUnary(ctx, req)
+}
+
+// Recluster calls precept.v1.EvaluatorService.Recluster.
+func (c *evaluatorServiceClient) Recluster(ctx context.Context, req *connect.Request[v1.ReclusterRequest]) (*connect.Response[v1.ReclusterResponse], error) {
+	return c.recluster.CallUnary(ctx, req)
+}
+
+// GetLearnedTaxonomy calls precept.v1.EvaluatorService.GetLearnedTaxonomy.
+func (c *evaluatorServiceClient) GetLearnedTaxonomy(ctx context.Context, req *connect.Request[v1.GetLearnedTaxonomyRequest]) (*connect.Response[v1.GetLearnedTaxonomyResponse], error) {
+	return c.getLearnedTaxonomy.CallUnary(ctx, req)
+}
+
 // EvaluatorServiceHandler is an implementation of the precept.v1.EvaluatorService service.
 type EvaluatorServiceHandler interface {
 	// Evaluate classifies a decision against the stored feedback without
@@ -157,6 +231,18 @@ type EvaluatorServiceHandler interface {
 	// ListNeedsReview lists AMBIGUOUS decisions with their missing rubric
 	// attributes.
 	ListNeedsReview(context.Context, *connect.Request[v1.ListNeedsReviewRequest]) (*connect.Response[v1.ListNeedsReviewResponse], error)
+	// CorrectClusters records a curator's correction in the feedback
+	// repository; every replica applies it and keeps it through later
+	// re-clustering (docs/lessons.md, "Curator corrections").
+	CorrectClusters(context.Context, *connect.Request[v1.CorrectClustersRequest]) (*connect.Response[v1.CorrectClustersResponse], error)
+	// SuggestMerges lists pairs of clusters that read like one problem.
+	SuggestMerges(context.Context, *connect.Request[v1.SuggestMergesRequest]) (*connect.Response[v1.SuggestMergesResponse], error)
+	// Recluster runs a re-clustering round now over the groups that
+	// changed since their last one.
+	Recluster(context.Context, *connect.Request[v1.ReclusterRequest]) (*connect.Response[v1.ReclusterResponse], error)
+	// GetLearnedTaxonomy returns the phrasings curators' corrections
+	// taught, as a taxonomy file to review and merge.
+	GetLearnedTaxonomy(context.Context, *connect.Request[v1.GetLearnedTaxonomyRequest]) (*connect.Response[v1.GetLearnedTaxonomyResponse], error)
 }
 
 // NewEvaluatorServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -201,6 +287,32 @@ func NewEvaluatorServiceHandler(svc EvaluatorServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	evaluatorServiceCorrectClustersHandler := connect.NewUnaryHandler(
+		EvaluatorServiceCorrectClustersProcedure,
+		svc.CorrectClusters,
+		connect.WithSchema(evaluatorServiceMethods.ByName("CorrectClusters")),
+		connect.WithHandlerOptions(opts...),
+	)
+	evaluatorServiceSuggestMergesHandler := connect.NewUnaryHandler(
+		EvaluatorServiceSuggestMergesProcedure,
+		svc.SuggestMerges,
+		connect.WithSchema(evaluatorServiceMethods.ByName("SuggestMerges")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	evaluatorServiceReclusterHandler := connect.NewUnaryHandler(
+		EvaluatorServiceReclusterProcedure,
+		svc.Recluster,
+		connect.WithSchema(evaluatorServiceMethods.ByName("Recluster")),
+		connect.WithHandlerOptions(opts...),
+	)
+	evaluatorServiceGetLearnedTaxonomyHandler := connect.NewUnaryHandler(
+		EvaluatorServiceGetLearnedTaxonomyProcedure,
+		svc.GetLearnedTaxonomy,
+		connect.WithSchema(evaluatorServiceMethods.ByName("GetLearnedTaxonomy")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/precept.v1.EvaluatorService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EvaluatorServiceEvaluateProcedure:
@@ -213,6 +325,14 @@ func NewEvaluatorServiceHandler(svc EvaluatorServiceHandler, opts ...connect.Han
 			evaluatorServiceGetClusterHandler.ServeHTTP(w, r)
 		case EvaluatorServiceListNeedsReviewProcedure:
 			evaluatorServiceListNeedsReviewHandler.ServeHTTP(w, r)
+		case EvaluatorServiceCorrectClustersProcedure:
+			evaluatorServiceCorrectClustersHandler.ServeHTTP(w, r)
+		case EvaluatorServiceSuggestMergesProcedure:
+			evaluatorServiceSuggestMergesHandler.ServeHTTP(w, r)
+		case EvaluatorServiceReclusterProcedure:
+			evaluatorServiceReclusterHandler.ServeHTTP(w, r)
+		case EvaluatorServiceGetLearnedTaxonomyProcedure:
+			evaluatorServiceGetLearnedTaxonomyHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -240,4 +360,20 @@ func (UnimplementedEvaluatorServiceHandler) GetCluster(context.Context, *connect
 
 func (UnimplementedEvaluatorServiceHandler) ListNeedsReview(context.Context, *connect.Request[v1.ListNeedsReviewRequest]) (*connect.Response[v1.ListNeedsReviewResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.EvaluatorService.ListNeedsReview is not implemented"))
+}
+
+func (UnimplementedEvaluatorServiceHandler) CorrectClusters(context.Context, *connect.Request[v1.CorrectClustersRequest]) (*connect.Response[v1.CorrectClustersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.EvaluatorService.CorrectClusters is not implemented"))
+}
+
+func (UnimplementedEvaluatorServiceHandler) SuggestMerges(context.Context, *connect.Request[v1.SuggestMergesRequest]) (*connect.Response[v1.SuggestMergesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.EvaluatorService.SuggestMerges is not implemented"))
+}
+
+func (UnimplementedEvaluatorServiceHandler) Recluster(context.Context, *connect.Request[v1.ReclusterRequest]) (*connect.Response[v1.ReclusterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.EvaluatorService.Recluster is not implemented"))
+}
+
+func (UnimplementedEvaluatorServiceHandler) GetLearnedTaxonomy(context.Context, *connect.Request[v1.GetLearnedTaxonomyRequest]) (*connect.Response[v1.GetLearnedTaxonomyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.EvaluatorService.GetLearnedTaxonomy is not implemented"))
 }

@@ -1,0 +1,468 @@
+package evaluator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lesson"
+)
+
+// Curator corrections reach the evaluator through the feed, in the order
+// the feedback repository recorded them, so every replica applies them
+// alike. A correction is turned into constraints on decisions — these
+// belong together, these stay apart, this one has that category, these
+// are not a pattern — that every later round respects; then the groups
+// it touches are re-clustered at once (docs/lessons.md, "Curator
+// corrections").
+
+// CheckCorrection says whether a correction can be applied now: its shape,
+// its clusters and decisions exist, its category is in the taxonomy. The
+// API checks before recording, so what is recorded applies.
+func (s *Service) CheckCorrection(ctx context.Context, c Correction) error {
+	if err := c.Validate(); err != nil {
+		return precept.Errorf(precept.Invalid, "correction: %v", err)
+	}
+	for _, id := range c.Clusters {
+		if _, ok := s.groups.get(id); !ok {
+			return precept.Errorf(precept.NotFound, "cluster %s", id)
+		}
+	}
+	for _, id := range c.Decisions {
+		cl, err := s.state.clusterOf(id)
+		if err != nil {
+			return err
+		}
+		if cl == "" {
+			return precept.Errorf(precept.Invalid, "decision %s is in no cluster (only clear negative decisions are clustered)", id)
+		}
+		if c.Kind == CorrectSplit && cl != c.Clusters[0] {
+			return precept.Errorf(precept.Invalid, "decision %s is not in cluster %s", id, c.Clusters[0])
+		}
+	}
+	if c.Kind == CorrectCategory {
+		if _, ok := s.opts.Lessons.Classifier().Taxonomy().Category(c.Category); !ok {
+			return precept.Errorf(precept.Invalid, "category %q is not in the taxonomy", c.Category)
+		}
+	}
+	if c.Kind == CorrectMerge || c.Kind == CorrectKeepApart {
+		agents := map[string]bool{}
+		for _, id := range c.Clusters {
+			ce, _ := s.groups.get(id)
+			agents[strings.SplitN(ce.group, "\x00", 2)[0]] = true
+		}
+		if len(agents) > 1 {
+			return precept.Errorf(precept.Invalid, "the clusters belong to different agents; clusters never cross agents")
+		}
+	}
+	return nil
+}
+
+// applyCorrections applies the corrections at the head of items in order,
+// moving the position past each. The caller holds s.mu.
+func (s *Service) applyCorrections(ctx context.Context, items []Item) (int, error) {
+	n := 0
+	for _, it := range items {
+		if it.Correction == nil {
+			break
+		}
+		if err := (corrector{s}).applyCorrection(ctx, *it.Correction, it.Seq); err != nil {
+			return n, fmt.Errorf("apply correction %s: %w", it.Correction.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// corrector applies curators' corrections to the service's state; the
+// caller holds s.mu.
+type corrector struct{ *Service }
+
+// applyCorrection records a correction with the members its clusters had
+// and re-clusters the groups it touches. A correction that no longer
+// applies (its cluster is gone) is kept with what it could resolve and
+// logged: it is already in git and cannot be refused here.
+func (s corrector) applyCorrection(ctx context.Context, c Correction, seq uint64) error {
+	touched := map[string]bool{}
+	c.Members = make([][]string, len(c.Clusters))
+	for i, id := range c.Clusters {
+		ms, err := s.state.members(id, 1)
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			s.log.Warn("correction names a cluster that no longer exists", "correction", c.ID, "cluster", id)
+		}
+		for _, m := range ms {
+			c.Members[i] = append(c.Members[i], m.DecisionID)
+		}
+		if ce, ok := s.groups.get(id); ok {
+			touched[ce.group] = true
+		}
+	}
+	// The clusters the corrected decisions leave: they are kept apart
+	// from the rest of them.
+	formerIDs := map[string]bool{}
+	for _, id := range c.Decisions {
+		cl, err := s.state.clusterOf(id)
+		if err != nil {
+			return err
+		}
+		if ce, ok := s.groups.get(cl); ok {
+			touched[ce.group] = true
+		}
+		if cl != "" && !formerIDs[cl] && (c.Kind == CorrectMove || c.Kind == CorrectSplit) {
+			formerIDs[cl] = true
+			ms, err := s.state.members(cl, 1)
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				if !slices.Contains(c.Decisions, m.DecisionID) {
+					c.Former = append(c.Former, m.DecisionID)
+				}
+			}
+		}
+	}
+	// Where the corrected decisions now belong: a category set by the
+	// curator, or the target cluster's group, moves them there.
+	var moveTo string
+	switch c.Kind {
+	case CorrectCategory:
+		moveTo = c.Category
+	case CorrectMove, CorrectMerge:
+		if ce, ok := s.groups.get(c.Clusters[0]); ok {
+			moveTo = ce.category
+		}
+	}
+	if err := s.state.apply(commit{position: seq, corrections: []Correction{c}}); err != nil {
+		return err
+	}
+	if moveTo != "" {
+		moved := c.Decisions
+		if c.Kind == CorrectMerge {
+			for _, ms := range c.Members[1:] {
+				moved = append(moved, ms...)
+			}
+		}
+		groups, err := s.recategorise(ctx, moved, moveTo, c.By)
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			touched[g] = true
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(touched)) {
+		if _, _, err := round(s).reclusterGroupLocked(ctx, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// constraints are what the recorded corrections say about a set of
+// decisions, in the order they were made: a later correction overrides
+// an earlier one about the same decisions.
+type constraints struct {
+	// together maps a decision to its link set; decisions of one set are
+	// clustered as one unit.
+	together map[string]int
+	// apart are pairs of decision lists never to share a cluster.
+	apart [][2][]string
+	// notPattern marks decisions of clusters a curator said are no pattern.
+	notPattern map[string]bool
+}
+
+// loadConstraints reads every correction and returns the constraints.
+func (s corrector) loadConstraints() (constraints, error) {
+	k := constraints{together: map[string]int{}, notPattern: map[string]bool{}}
+	next := 0
+	link := func(ids ...[]string) {
+		next++
+		for _, list := range ids {
+			for _, id := range list {
+				k.together[id] = next
+			}
+		}
+	}
+	err := eachJSON(s.state, bCorrections, func(c Correction) error {
+		switch c.Kind {
+		case CorrectMerge:
+			link(c.Members...)
+		case CorrectMove:
+			if len(c.Members) > 0 {
+				link(c.Members[0], c.Decisions)
+			}
+			k.apart = append(k.apart, [2][]string{c.Decisions, c.Former})
+		case CorrectSplit:
+			link(c.Decisions)
+			k.apart = append(k.apart, [2][]string{c.Decisions, c.Former})
+		case CorrectKeepApart:
+			if len(c.Members) == 2 {
+				k.apart = append(k.apart, [2][]string{c.Members[0], c.Members[1]})
+			}
+		case CorrectNotAPattern:
+			if len(c.Members) > 0 {
+				for _, id := range c.Members[0] {
+					k.notPattern[id] = true
+				}
+			}
+		}
+		return nil
+	})
+	return k, err
+}
+
+// recategorise gives decisions the category a curator set: their lessons
+// say so (by the curator), and each leaves its cluster for a cluster of
+// its own in its new group, where the round that follows places it. It
+// returns the groups it took decisions from and put them in.
+func (s corrector) recategorise(ctx context.Context, ids []string, category, by string) ([]string, error) {
+	classifier := s.opts.Lessons.Classifier()
+	now := s.opts.Now().UTC()
+	var c commit
+	var groups []string
+	for _, id := range ids {
+		from, err := s.state.clusterOf(id)
+		if err != nil {
+			return nil, err
+		}
+		ce, ok := s.groups.get(from)
+		if !ok {
+			continue
+		}
+		ev, found, err := getJSON[Evaluation](s.state, bEvals, id)
+		if err != nil {
+			return nil, err
+		}
+		if found && ev.Lesson != nil {
+			l, ok := classifier.WithCategory(*ev.Lesson, category, "curator:"+by)
+			if ok {
+				ev.Lesson = &l
+				c.evaluations = append(c.evaluations, ev)
+			}
+		}
+		if ce.category == category {
+			continue
+		}
+		ms, err := s.state.members(from, 1)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(ms, func(m Member) bool { return m.DecisionID == id })
+		if i < 0 {
+			continue
+		}
+		vecs, err := s.index.Embeddings(ctx, []string{id})
+		if err != nil {
+			return nil, err
+		}
+		agent := strings.SplitN(ce.group, "\x00", 2)[0]
+		cl := newCluster(clusterID(id+"@"+category), now)
+		for n := 2; ; n++ {
+			if _, taken := s.groups.get(cl.ID); !taken {
+				break
+			}
+			cl.ID = clusterID(fmt.Sprintf("%s@%s#%d", id, category, n))
+		}
+		cl.Agent, cl.Category = agent, category
+		m := ms[i]
+		m.Similarity = 1
+		cl.add(m)
+		cl.addVector(vecs[id])
+		cl.Class = s.opts.Thresholds.ClassOf(cl.Stats())
+		c.clusters = append(c.clusters, cl)
+		c.removeMembers = append(c.removeMembers, [2]string{from, id})
+		c.members = append(c.members, memberRecord{ClusterID: cl.ID, Seq: 1, Member: m})
+		groups = append(groups, ce.group, groupOf(agent, category))
+	}
+	if err := s.state.apply(c); err != nil {
+		return nil, err
+	}
+	s.committed(c)
+	return groups, nil
+}
+
+// Suggestion is a pair of clusters that read like one problem: a curator
+// may merge them or keep them apart.
+type Suggestion struct {
+	A, B       string
+	Agent      string
+	Categories [2]string
+	// Similarity is the mean similarity between their members.
+	Similarity float64
+	Why        string
+}
+
+// Suggestions for merges: within a group, clusters whose members are
+// close to the linkage threshold but under it; across categories of one
+// agent, clusters whose members are as similar as a cluster's own.
+const (
+	suggestMargin = 0.1
+	// maxSuggestClusters bounds the clusters compared per agent (the
+	// largest first), so the comparison stays quadratic in a constant.
+	maxSuggestClusters = 2000
+)
+
+// SuggestMerges returns up to limit pairs of clusters of one agent that
+// read like one problem, most similar first, leaving out pairs a curator
+// kept apart.
+func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, error) {
+	k, err := corrector{s}.loadConstraints()
+	if err != nil {
+		return nil, err
+	}
+	members := func(id string) ([]string, error) {
+		ms, err := s.state.members(id, 1)
+		ids := make([]string, len(ms))
+		for i, m := range ms {
+			ids[i] = m.DecisionID
+		}
+		return ids, err
+	}
+	type unit struct {
+		id string
+		centroid
+	}
+	byAgent := map[string][]unit{}
+	s.groups.mu.RLock()
+	for id, ce := range s.groups.byID {
+		agent := strings.SplitN(ce.group, "\x00", 2)[0]
+		byAgent[agent] = append(byAgent[agent], unit{id, ce})
+	}
+	s.groups.mu.RUnlock()
+	var out []Suggestion
+	for _, agent := range slices.Sorted(maps.Keys(byAgent)) {
+		us := byAgent[agent]
+		slices.SortFunc(us, func(a, b unit) int {
+			if a.size != b.size {
+				return b.size - a.size
+			}
+			return strings.Compare(a.id, b.id)
+		})
+		us = us[:min(len(us), maxSuggestClusters)]
+		for i := range us {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			for j := i + 1; j < len(us); j++ {
+				a, b := us[i], us[j]
+				sim := dot(a.sum, b.sum) / float64(a.size*b.size)
+				same := a.group == b.group
+				if (same && sim < s.opts.LinkageThreshold-suggestMargin) || (!same && sim < s.opts.LinkageThreshold) {
+					continue
+				}
+				first, second := a, b
+				if b.id < a.id {
+					first, second = b, a
+				}
+				why := fmt.Sprintf("their members are %.2f similar on average, just under the %.2f a round merges at", sim, s.opts.LinkageThreshold)
+				if !same {
+					why = fmt.Sprintf("their members are %.2f similar on average, as close as one cluster's, but their lessons have different categories (%s, %s)", sim, first.category, second.category)
+				}
+				out = append(out, Suggestion{A: first.id, B: second.id, Agent: agent, Categories: [2]string{first.category, second.category}, Similarity: round2(sim), Why: why})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Suggestion) int {
+		if a.Similarity != b.Similarity {
+			if a.Similarity > b.Similarity {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.A+a.B, b.A+b.B)
+	})
+	var kept []Suggestion
+	for _, sg := range out {
+		if limit > 0 && len(kept) == limit {
+			break
+		}
+		ma, err := members(sg.A)
+		if err != nil {
+			return nil, err
+		}
+		mb, err := members(sg.B)
+		if err != nil {
+			return nil, err
+		}
+		if !k.keptApart(ma, mb) {
+			kept = append(kept, sg)
+		}
+	}
+	return kept, nil
+}
+
+// keptApart reports whether a curator kept any of a apart from any of b.
+func (k constraints) keptApart(a, b []string) bool {
+	for _, pair := range k.apart {
+		for _, side := range [][2][]string{{pair[0], pair[1]}, {pair[1], pair[0]}} {
+			if slices.ContainsFunc(a, func(id string) bool { return slices.Contains(side[0], id) }) &&
+				slices.ContainsFunc(b, func(id string) bool { return slices.Contains(side[1], id) }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CorrectionApplied reports whether this replica has applied the
+// correction with id.
+func (s *Service) CorrectionApplied(id string) (bool, error) {
+	found := false
+	err := eachJSON(s.state, bCorrections, func(c Correction) error {
+		if c.ID == id {
+			found = true
+		}
+		return nil
+	})
+	return found, err
+}
+
+// Learned returns the phrasings curators' corrections teach: for every
+// decision a curator put in a category (set_category, or a move or merge
+// into a cluster of another category), what its reviewer said, by
+// category. Secrets are redacted by the caller's rendering.
+func (s *Service) Learned(ctx context.Context) (lesson.Learned, error) {
+	var ids []string
+	err := eachJSON(s.state, bCorrections, func(c Correction) error {
+		switch c.Kind {
+		case CorrectCategory, CorrectMove:
+			ids = append(ids, c.Decisions...)
+		case CorrectMerge:
+			for _, ms := range c.Members[min(1, len(c.Members)):] {
+				ids = append(ids, ms...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := lesson.Learned{}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ev, ok, err := getJSON[Evaluation](s.state, bEvals, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || ev.Lesson == nil || !strings.HasPrefix(ev.Lesson.By, "curator:") || ev.Lesson.Said == "" {
+			continue
+		}
+		if !slices.Contains(out[ev.Lesson.Category], ev.Lesson.Said) {
+			out[ev.Lesson.Category] = append(out[ev.Lesson.Category], ev.Lesson.Said)
+		}
+	}
+	return out, nil
+}

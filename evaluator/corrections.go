@@ -1,0 +1,99 @@
+package evaluator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CorrectionKind is what a curator corrected (docs/lessons.md,
+// "Curator corrections").
+type CorrectionKind string
+
+// The corrections a curator can make.
+const (
+	// CorrectMerge puts the members of Clusters (two or more) together.
+	CorrectMerge CorrectionKind = "merge"
+	// CorrectSplit takes Decisions out of Clusters[0] into a cluster of
+	// their own, and keeps them apart from the rest.
+	CorrectSplit CorrectionKind = "split"
+	// CorrectMove moves Decisions into Clusters[0], and keeps them apart
+	// from the cluster they were in.
+	CorrectMove CorrectionKind = "move"
+	// CorrectCategory sets the category of Decisions to Category.
+	CorrectCategory CorrectionKind = "set_category"
+	// CorrectNotAPattern marks Clusters[0] as not a pattern: its members
+	// stay edge cases however much support it gathers.
+	CorrectNotAPattern CorrectionKind = "not_a_pattern"
+	// CorrectKeepApart keeps the members of Clusters (two) apart: the
+	// answer to a merge suggestion a curator declined.
+	CorrectKeepApart CorrectionKind = "keep_apart"
+)
+
+// Correction is one curator correction, as recorded in the feedback
+// repository (who, when, why) and applied by every replica in feed order.
+// Cluster ids name clusters as they were when the curator looked; the
+// correction is applied to their members then, so it survives the ids
+// changing later.
+type Correction struct {
+	ID        string         `json:"id"`
+	Kind      CorrectionKind `json:"kind"`
+	Clusters  []string       `json:"clusters,omitempty"`
+	Decisions []string       `json:"decisions,omitempty"`
+	Category  string         `json:"category,omitempty"`
+	By        string         `json:"by"`
+	At        time.Time      `json:"at"`
+	Why       string         `json:"why,omitempty"`
+	// Members are the decisions of Clusters when the correction was
+	// applied, and Former the rest of the clusters the moved or split-off
+	// Decisions were in; the evaluator fills them in, so later rounds know
+	// whom the correction was about whatever the ids became.
+	Members [][]string `json:"members,omitempty"`
+	Former  []string   `json:"former,omitempty"`
+}
+
+// Limits on a correction.
+const (
+	maxCorrectionDecisions = 1000
+	maxCorrectionWhy       = 2000
+)
+
+// Validate checks a correction's shape; whether its clusters and
+// decisions exist is checked when it is applied.
+func (c Correction) Validate() error {
+	var errs []error
+	need := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	switch c.Kind {
+	case CorrectMerge:
+		need(len(c.Clusters) >= 2, "merge needs at least two clusters")
+	case CorrectKeepApart:
+		need(len(c.Clusters) == 2, "keep_apart needs exactly two clusters")
+	case CorrectSplit:
+		need(len(c.Clusters) == 1 && len(c.Decisions) > 0, "split needs one cluster and the decisions to take out of it")
+	case CorrectMove:
+		need(len(c.Clusters) == 1 && len(c.Decisions) > 0, "move needs the target cluster and the decisions to move")
+	case CorrectCategory:
+		need(len(c.Decisions) > 0 && c.Category != "", "set_category needs decisions and a category")
+	case CorrectNotAPattern:
+		need(len(c.Clusters) == 1, "not_a_pattern needs one cluster")
+	default:
+		errs = append(errs, fmt.Errorf("unknown correction kind %q", c.Kind))
+	}
+	need(len(c.Decisions) <= maxCorrectionDecisions, "at most %d decisions", maxCorrectionDecisions)
+	need(len(c.Why) <= maxCorrectionWhy, "why: at most %d bytes", maxCorrectionWhy)
+	need(strings.TrimSpace(c.By) != "", "who made the correction is missing")
+	seen := map[string]bool{}
+	for _, id := range c.Clusters {
+		need(id != "" && !seen[id], "cluster ids must be non-empty and distinct")
+		seen[id] = true
+	}
+	for _, id := range c.Decisions {
+		need(id != "", "decision ids must be non-empty")
+	}
+	return errors.Join(errs...)
+}

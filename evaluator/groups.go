@@ -1,0 +1,168 @@
+package evaluator
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/vectorindex"
+)
+
+// A group is one agent's lessons of one category: clusters never cross
+// groups (docs/lessons.md).
+func groupOf(agent, category string) string { return agent + "\x00" + category }
+
+// groups keeps every cluster's agent, category, size and vector sum in
+// memory, so a decision finds the cluster it is most similar to on
+// average without reading the state. It holds what the state holds:
+// batches update it only after they commit.
+type groups struct {
+	mu      sync.RWMutex
+	byGroup map[string][]string
+	byID    map[string]centroid
+	// dirty are the groups that changed since their last round.
+	dirty map[string]bool
+}
+
+// centroid is what average linkage needs of a cluster.
+type centroid struct {
+	group    string
+	category string
+	size     int
+	sum      []float32
+}
+
+func newGroups() *groups {
+	return &groups{byGroup: map[string][]string{}, byID: map[string]centroid{}, dirty: map[string]bool{}}
+}
+
+// markDirty queues a group for the next round.
+func (g *groups) markDirty(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.dirty[key] = true
+}
+
+// markAllDirty queues every group, as after a start.
+func (g *groups) markAllDirty() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for key := range g.byGroup {
+		g.dirty[key] = true
+	}
+}
+
+// takeDirty returns the queued groups, sorted, and empties the queue.
+func (g *groups) takeDirty() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := slices.Sorted(maps.Keys(g.dirty))
+	clear(g.dirty)
+	return out
+}
+
+// put records a cluster as committed.
+func (g *groups) put(cl *Cluster) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := groupOf(cl.Agent, cl.Category)
+	old, ok := g.byID[cl.ID]
+	if ok && old.group != key {
+		g.byGroup[old.group] = slices.DeleteFunc(g.byGroup[old.group], func(id string) bool { return id == cl.ID })
+	}
+	if !ok || old.group != key {
+		g.byGroup[key] = append(g.byGroup[key], cl.ID)
+	}
+	g.byID[cl.ID] = centroid{group: key, category: cl.Category, size: cl.Size, sum: slices.Clone(cl.Sum)}
+}
+
+// remove forgets a cluster (merged away or emptied).
+func (g *groups) remove(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old, ok := g.byID[id]
+	if !ok {
+		return
+	}
+	delete(g.byID, id)
+	g.byGroup[old.group] = slices.DeleteFunc(g.byGroup[old.group], func(x string) bool { return x == id })
+}
+
+// members lists a group's clusters.
+func (g *groups) clusters(group string) []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return slices.Clone(g.byGroup[group])
+}
+
+func (g *groups) get(id string) (centroid, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	c, ok := g.byID[id]
+	return c, ok
+}
+
+// meanSimilarity is the mean cosine of a unit vector v to a cluster's
+// members, from their sum: v·sum/size.
+func meanSimilarity(v, sum []float32, size int) float64 {
+	if size == 0 || len(v) != len(sum) {
+		return -1
+	}
+	var dot float64
+	for i := range v {
+		dot += float64(v[i]) * float64(sum[i])
+	}
+	return dot / float64(size)
+}
+
+// addVector adds a member's unit vector to the cluster's sum.
+func (c *Cluster) addVector(v []float32) {
+	if len(c.Sum) == 0 {
+		c.Sum = make([]float32, len(v))
+	}
+	if len(c.Sum) != len(v) {
+		return
+	}
+	for i := range v {
+		c.Sum[i] += v[i]
+	}
+}
+
+// nearestCluster returns the cluster of the candidate's agent and category
+// it is most similar to on average — among committed clusters and those
+// the batch touched, as the batch left them — when that similarity
+// reaches the linkage threshold; ties go to the smaller cluster id. It
+// returns "" and -1 when there is none.
+func (r *batchRun) nearestCluster(c *candidate) (string, float64) {
+	d := c.item.Feedback.Decision
+	key := groupOf(d.Agent, c.judged.lesson.Category)
+	ids := append(r.s.groups.clusters(key), r.founded[key]...)
+	best, bestSim := "", -1.0
+	for _, id := range ids {
+		var sim float64
+		if cl, ok := r.clusters[id]; ok {
+			sim = meanSimilarity(c.vec, cl.Sum, cl.Size)
+		} else if ce, ok := r.s.groups.get(id); ok {
+			sim = meanSimilarity(c.vec, ce.sum, ce.size)
+		} else {
+			continue
+		}
+		if sim < r.s.opts.LinkageThreshold {
+			continue
+		}
+		if sim > bestSim || (sim == bestSim && id < best) {
+			best, bestSim = id, sim
+		}
+	}
+	return best, bestSim
+}
+
+func vectorFor(d precept.Decision, clusterID, category string) vectorindex.Vector {
+	return vectorindex.Vector{
+		ID: d.DecisionID,
+		Metadata: map[string]string{
+			"cluster_id": clusterID, "agent": d.Agent, "reviewer_id": d.ReviewerID, "epic_id": d.EpicID, "category": category,
+		},
+	}
+}

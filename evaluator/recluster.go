@@ -1,0 +1,408 @@
+package evaluator
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/precept-dev/precept"
+)
+
+// Between rounds a decision joins the cluster it is most similar to on
+// average, in arrival order. A round re-clusters each changed group
+// (one agent's lessons of one category) from scratch with UPGMA, which
+// does not depend on arrival order, and keeps cluster ids stable by
+// matching the new clusters to the old ones by overlap
+// (docs/lessons.md, "Re-clustering").
+
+// Merge and Split are what a round changed about clusters.
+type Merge struct {
+	Into string   `json:"into"`
+	From []string `json:"from"`
+}
+
+// Split is a cluster whose members went to several clusters.
+type Split struct {
+	From string   `json:"from"`
+	Into []string `json:"into"`
+}
+
+// RoundRecord is what one round did to one group.
+type RoundRecord struct {
+	At       time.Time `json:"at"`
+	Agent    string    `json:"agent"`
+	Category string    `json:"category"`
+	Members  int       `json:"members"`
+	Before   int       `json:"clusters_before"`
+	After    int       `json:"clusters_after"`
+	Merges   []Merge   `json:"merges,omitempty"`
+	Splits   []Split   `json:"splits,omitempty"`
+	// Moved counts decisions whose cluster changed; Reclassified those
+	// whose class changed.
+	Moved        int `json:"moved"`
+	Reclassified int `json:"reclassified"`
+}
+
+// RoundReport sums up a round over several groups.
+type RoundReport struct {
+	Groups       int           `json:"groups"`
+	Members      int           `json:"members"`
+	Moved        int           `json:"moved"`
+	Reclassified int           `json:"reclassified"`
+	Records      []RoundRecord `json:"records,omitempty"`
+	Took         time.Duration `json:"took"`
+}
+
+// maxExactGroup is the largest group a round clusters decision by
+// decision; a larger one is clustered with its current clusters as
+// units, which bounds a round's memory and time (docs/lessons.md).
+const maxExactGroup = 4000
+
+// Recluster runs a round over the groups that changed since their last
+// round (all groups after a start). Each group is done under the
+// evaluator's lock on its own, so new decisions are evaluated between
+// groups.
+func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
+	start := time.Now()
+	var rep RoundReport
+	for _, key := range s.groups.takeDirty() {
+		if err := ctx.Err(); err != nil {
+			s.groups.markDirty(key)
+			return rep, err
+		}
+		rec, change, err := s.reclusterGroup(ctx, key)
+		if err != nil {
+			s.groups.markDirty(key)
+			return rep, fmt.Errorf("re-cluster: %w", err)
+		}
+		rep.Groups++
+		rep.Members += rec.Members
+		rep.Moved += rec.Moved
+		rep.Reclassified += rec.Reclassified
+		if rec.Moved > 0 || rec.Reclassified > 0 || len(rec.Merges)+len(rec.Splits) > 0 {
+			rep.Records = append(rep.Records, rec)
+		}
+		if s.opts.OnChange != nil && len(change.GeneralizableClusters) > 0 {
+			s.opts.OnChange(change)
+		}
+	}
+	rep.Took = time.Since(start)
+	return rep, nil
+}
+
+// ReclusterAll runs a round over every group, changed or not.
+func (s *Service) ReclusterAll(ctx context.Context) (RoundReport, error) {
+	s.groups.markAllDirty()
+	return s.Recluster(ctx)
+}
+
+// reclusterGroup re-clusters one group and saves the result.
+func (s *Service) reclusterGroup(ctx context.Context, key string) (RoundRecord, Change, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return round{s}.reclusterGroupLocked(ctx, key)
+}
+
+// round does one group's re-clustering on the service's state; the
+// caller holds s.mu.
+type round struct{ *Service }
+
+// reclusterGroupLocked is reclusterGroup for a caller holding s.mu.
+func (s round) reclusterGroupLocked(ctx context.Context, key string) (RoundRecord, Change, error) {
+	now := s.opts.Now().UTC()
+	oldIDs := s.groups.clusters(key)
+	slices.Sort(oldIDs)
+	old := map[string]*Cluster{}
+	var members []Member
+	oldOf := map[string]string{}
+	for _, id := range oldIDs {
+		cl, ok, err := getJSON[Cluster](s.state, bClusters, id)
+		if err != nil {
+			return RoundRecord{}, Change{}, err
+		}
+		if !ok {
+			continue
+		}
+		old[id] = &cl
+		ms, err := s.state.members(id, 1)
+		if err != nil {
+			return RoundRecord{}, Change{}, err
+		}
+		for _, m := range ms {
+			oldOf[m.DecisionID] = id
+		}
+		members = append(members, ms...)
+	}
+	rec := RoundRecord{At: now, Members: len(members), Before: len(old)}
+	if len(old) > 0 {
+		first := old[oldIDs[0]]
+		rec.Agent, rec.Category = first.Agent, first.Category
+	}
+	k, err := corrector(s).loadConstraints()
+	if err != nil {
+		return RoundRecord{}, Change{}, err
+	}
+	if len(members) == 0 {
+		return rec, Change{}, nil
+	}
+	// A canonical order: by time, then id.
+	slices.SortFunc(members, func(a, b Member) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.DecisionID, b.DecisionID))
+	})
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = m.DecisionID
+	}
+	vecs, err := s.index.Embeddings(ctx, ids)
+	if err != nil {
+		return RoundRecord{}, Change{}, err
+	}
+	parts, err := s.roundPartition(members, vecs, oldOf, oldIDs, k)
+	if err != nil {
+		return RoundRecord{}, Change{}, err
+	}
+	names := matchByOverlap(parts, members, oldOf, old)
+	c, change := s.rebuild(parts, names, members, vecs, oldOf, old, k, now, &rec)
+	c.dropClusters = oldIDs
+	for _, id := range oldIDs {
+		if !slices.Contains(names, id) {
+			s.log.Info("cluster merged away in re-clustering", "cluster", id)
+		}
+	}
+	c.rounds = []RoundRecord{rec}
+	if err := s.state.apply(c); err != nil {
+		return RoundRecord{}, Change{}, err
+	}
+	for _, id := range oldIDs {
+		s.groups.remove(id)
+	}
+	s.committed(c)
+	return rec, change, nil
+}
+
+// roundPartition clusters a group's members: decision by decision up to
+// maxExactGroup, else with the current clusters as units that stay whole;
+// decisions a curator linked are one unit, and units a curator kept
+// apart never merge.
+func (s round) roundPartition(members []Member, vecs map[string][]float32, oldOf map[string]string, oldIDs []string, k constraints) ([][]int, error) {
+	for _, m := range members {
+		if vecs[m.DecisionID] == nil {
+			return nil, fmt.Errorf("decision %s has no vector in the index", m.DecisionID)
+		}
+	}
+	// unitKey names the unit of a member.
+	unitKey := func(m Member) string {
+		if set, ok := k.together[m.DecisionID]; ok {
+			return fmt.Sprintf("link:%d", set)
+		}
+		if len(members) > maxExactGroup {
+			return "cluster:" + oldOf[m.DecisionID]
+		}
+		return "decision:" + m.DecisionID
+	}
+	unitOf := map[string]int{}
+	memberUnit := make([]int, len(members))
+	var sums [][]float32
+	var weights []int
+	for i, m := range members {
+		key := unitKey(m)
+		u, ok := unitOf[key]
+		if !ok {
+			u = len(sums)
+			unitOf[key] = u
+			sums = append(sums, make([]float32, len(vecs[m.DecisionID])))
+			weights = append(weights, 0)
+		}
+		memberUnit[i] = u
+		for d, x := range vecs[m.DecisionID] {
+			sums[u][d] += x
+		}
+		weights[u]++
+	}
+	var apart [][2]int
+	if len(k.apart) > 0 {
+		unitByDecision := make(map[string]int, len(members))
+		for i, m := range members {
+			unitByDecision[m.DecisionID] = memberUnit[i]
+		}
+		for _, pair := range k.apart {
+			for _, a := range pair[0] {
+				ua, ok := unitByDecision[a]
+				if !ok {
+					continue
+				}
+				for _, b := range pair[1] {
+					if ub, ok := unitByDecision[b]; ok && ua != ub {
+						apart = append(apart, [2]int{ua, ub})
+					}
+				}
+			}
+		}
+	}
+	units := upgma(sums, weights, apart, s.opts.LinkageThreshold)
+	assign := make([]int, len(members))
+	for i := range members {
+		assign[i] = units[memberUnit[i]]
+	}
+	return partition(assign), nil
+}
+
+// matchByOverlap names the new clusters: the pairs of a new and an old
+// cluster sharing the most members get the old id first (ties: the
+// smaller old id, then the earlier new cluster); a new cluster left
+// without one is named after its earliest member.
+func matchByOverlap(parts [][]int, members []Member, oldOf map[string]string, old map[string]*Cluster) []string {
+	type pair struct {
+		part    int
+		old     string
+		overlap int
+	}
+	count := map[[2]string]int{}
+	var pairs []pair
+	for p, items := range parts {
+		for _, i := range items {
+			o := oldOf[members[i].DecisionID]
+			k := [2]string{fmt.Sprint(p), o}
+			if count[k] == 0 {
+				pairs = append(pairs, pair{part: p, old: o})
+			}
+			count[k]++
+		}
+	}
+	for i := range pairs {
+		pairs[i].overlap = count[[2]string{fmt.Sprint(pairs[i].part), pairs[i].old}]
+	}
+	slices.SortFunc(pairs, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(b.overlap, a.overlap), cmp.Compare(a.old, b.old), cmp.Compare(a.part, b.part))
+	})
+	names := make([]string, len(parts))
+	used := map[string]bool{}
+	for _, pr := range pairs {
+		if names[pr.part] == "" && !used[pr.old] {
+			names[pr.part], used[pr.old] = pr.old, true
+		}
+	}
+	for p, items := range parts {
+		if names[p] != "" {
+			continue
+		}
+		id := clusterID(members[items[0]].DecisionID)
+		for n := 2; used[id] || old[id] != nil; n++ {
+			id = clusterID(fmt.Sprintf("%s#%d", members[items[0]].DecisionID, n))
+		}
+		names[p], used[id] = id, true
+	}
+	return names
+}
+
+// rebuild makes the new clusters, their members and the evaluations that
+// changed, and fills in the round's record.
+func (s round) rebuild(parts [][]int, names []string, members []Member, vecs map[string][]float32, oldOf map[string]string,
+	old map[string]*Cluster, k constraints, now time.Time, rec *RoundRecord) (commit, Change) {
+	var c commit
+	var change Change
+	rec.After = len(parts)
+	into := map[string][]string{} // old id -> new ids its members went to
+	from := map[string][]string{} // new id -> old ids its members came from
+	for p, items := range parts {
+		id := names[p]
+		cl := newCluster(id, now)
+		if o := old[id]; o != nil {
+			cl.CreatedAt, cl.Class, cl.Revision = o.CreatedAt, o.Class, o.Revision
+		}
+		cl.Agent, cl.Category = rec.Agent, rec.Category
+		sum := make([]float32, len(vecs[members[items[0]].DecisionID]))
+		for _, i := range items {
+			for d, x := range vecs[members[i].DecisionID] {
+				sum[d] += x
+			}
+		}
+		for seq, i := range items {
+			m := members[i]
+			v := vecs[m.DecisionID]
+			m.Similarity = 1
+			if len(items) > 1 {
+				m.Similarity = round2((dot(v, sum) - dot(v, v)) / float64(len(items)-1))
+			}
+			cl.add(m)
+			cl.addVector(v)
+			c.members = append(c.members, memberRecord{ClusterID: id, Seq: seq + 1, Member: m})
+			o := oldOf[m.DecisionID]
+			if !slices.Contains(into[o], id) {
+				into[o] = append(into[o], id)
+			}
+			if !slices.Contains(from[id], o) {
+				from[id] = append(from[id], o)
+			}
+		}
+		cl.UpdatedAt = now
+		marked := 0
+		for _, i := range items {
+			if k.notPattern[members[i].DecisionID] {
+				marked++
+			}
+		}
+		cl.NotAPattern = marked > 0 && 2*marked >= len(items)
+		class := s.opts.Thresholds.ClassOf(cl.Stats())
+		if class != cl.Class {
+			cl.Class = class
+			cl.Revision++
+		}
+		if class.Generalizable() {
+			change.GeneralizableClusters = append(change.GeneralizableClusters, id)
+		}
+		c.clusters = append(c.clusters, cl)
+		c.evaluations = append(c.evaluations, s.reevaluate(cl, items, members, oldOf, old, now, rec, &c)...)
+	}
+	for _, id := range slices.Sorted(maps.Keys(from)) {
+		if len(from[id]) > 1 {
+			rec.Merges = append(rec.Merges, Merge{Into: id, From: slices.Sorted(slices.Values(from[id]))})
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(into)) {
+		if len(into[id]) > 1 {
+			rec.Splits = append(rec.Splits, Split{From: id, Into: slices.Sorted(slices.Values(into[id]))})
+		}
+	}
+	return c, change
+}
+
+// reevaluate gives the members of a rebuilt cluster whose cluster or
+// class changed a new evaluation.
+func (s round) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[string]string, old map[string]*Cluster,
+	now time.Time, rec *RoundRecord, c *commit) []Evaluation {
+	var out []Evaluation
+	stats, tags, meanSim := cl.Stats(), cl.Tags(), cl.meanSimilarity()
+	for _, i := range items {
+		m := members[i]
+		prev, ok, err := getJSON[Evaluation](s.state, bEvals, m.DecisionID)
+		if err != nil || !ok {
+			continue
+		}
+		// Moved: its evaluation names another cluster (a round moved it, or
+		// a correction did before this round).
+		moved := oldOf[m.DecisionID] != cl.ID || prev.ClusterID != cl.ID
+		sameStats := old[cl.ID] != nil && old[cl.ID].Size == cl.Size && prev.Class == cl.Class
+		if !moved && sameStats {
+			continue
+		}
+		d := precept.Decision{DecisionID: m.DecisionID, Agent: m.Agent}
+		ev := s.opts.Thresholds.clusterEvaluation(d, prev.Rubric, cl.ID, stats, tags, meanSim)
+		ev.SimilarIDs, ev.Evaluator, ev.EvaluatedAt, ev.Lesson = prev.SimilarIDs, "deterministic", now, prev.Lesson
+		ev.Revision = prev.Revision + 1
+		if moved {
+			rec.Moved++
+		}
+		if ev.Class != prev.Class {
+			rec.Reclassified++
+			if prev.Class == EdgeCase {
+				c.edgeAdd = append(c.edgeAdd, EdgeCaseDoc{DecisionID: m.DecisionID, Remove: true})
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}

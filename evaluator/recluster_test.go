@@ -1,0 +1,263 @@
+package evaluator
+
+import (
+	"context"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lesson"
+)
+
+func (f *memFeed) addCorrection(c Correction) {
+	f.mu.Lock()
+	f.items = append(f.items, Item{Seq: uint64(len(f.items) + 1), Correction: &c})
+	close(f.ch)
+	f.ch = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// partitionOf returns the clusters of the evaluated decisions as sorted
+// id lists, sorted.
+func partitionOf(t *testing.T, svc *Service, ids []string) [][]string {
+	t.Helper()
+	by := map[string][]string{}
+	for _, id := range ids {
+		ev, _, err := svc.Evaluation(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.ClusterID != "" {
+			by[ev.ClusterID] = append(by[ev.ClusterID], id)
+		}
+	}
+	var out [][]string
+	for _, k := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, slices.Sorted(slices.Values(by[k])))
+	}
+	slices.SortFunc(out, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	return out
+}
+
+func clusterIDs(t *testing.T, svc *Service, ids []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, id := range ids {
+		ev, _, err := svc.Evaluation(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[id] = ev.ClusterID
+	}
+	return out
+}
+
+// Arrival order decides the clusters between rounds; a round makes them
+// the same for every order, keeps them on a second round, and keeps ids.
+func TestRoundsMakeClustersIndependentOfArrivalOrder(t *testing.T) {
+	items := loadFixture(t, "labelled.jsonl")
+	var ids []string
+	for _, it := range items {
+		ids = append(ids, it.Feedback.DecisionID)
+	}
+	var parts [][][]string
+	orders := 0
+	for seed := range uint64(3) {
+		shuffled := slices.Clone(items)
+		rng := rand.New(rand.NewPCG(seed, 99))
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		feed := newFeed()
+		for _, it := range shuffled {
+			feed.add(it.Feedback)
+		}
+		e := newEnv(t, t.TempDir(), feed, Options{})
+		e.drain(t)
+		before := partitionOf(t, e.svc, ids)
+		rep, err := e.svc.Recluster(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := partitionOf(t, e.svc, ids)
+		if len(parts) > 0 && !slices.EqualFunc(before, parts[0], slices.Equal) {
+			orders++
+		}
+		parts = append(parts, after)
+		idsAfter := clusterIDs(t, e.svc, ids)
+		again, err := e.svc.Recluster(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Moved != 0 || again.Reclassified != 0 {
+			t.Fatalf("a second round changed things: %+v", again)
+		}
+		if got := clusterIDs(t, e.svc, ids); !maps.Equal(got, idsAfter) {
+			t.Fatal("a second round renamed clusters")
+		}
+		t.Logf("order %d: first round over %d groups moved %d, reclassified %d", seed, rep.Groups, rep.Moved, rep.Reclassified)
+	}
+	for i := 1; i < len(parts); i++ {
+		if !slices.EqualFunc(parts[i], parts[0], slices.Equal) {
+			t.Fatalf("order %d clustered differently after a round", i)
+		}
+	}
+	if orders == 0 {
+		t.Log("note: arrival order did not change the clusters before a round either")
+	}
+}
+
+// curatorTaxonomy adds categories whose cues are made-up words, so the
+// tests below do not depend on the embedded taxonomy's wording; the
+// comments about them are made-up words too, which no embedded category
+// speaks for.
+const curatorTaxonomy = `
+categories:
+  - id: zorb-problem
+    group: test
+    name: Zorb problem
+    description: The zorb is wrong.
+    rule: Keep the zorb right.
+    cues: [zorblax]
+  - id: quux-problem
+    group: test
+    name: Quux problem
+    description: The quux is wrong.
+    rule: Keep the quux right.
+    cues: [quuxly]
+`
+
+func curatorLessons(t *testing.T) *lesson.Source {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "taxonomy.yaml")
+	if err := os.WriteFile(path, []byte(curatorTaxonomy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := lesson.NewSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{Lessons: curatorLessons(t)})
+	ctx := context.Background()
+	// Two zorb complaints that share few words, two quux ones.
+	feed.add(
+		neg("z1", "ann", "E1", "zorblax frobnicates the wibbler backwards; unfrob it"),
+		neg("z2", "bob", "E2", "zorblax: the gizmo spins after the third twirl, keep it"),
+		neg("q1", "cat", "E1", "quuxly sprockets wobble sideways; use the blorp"),
+		neg("q2", "dan", "E3", "quuxly wobbles the sprocket again"),
+	)
+	e.drain(t)
+	ev := func(id string) Evaluation {
+		t.Helper()
+		x, _, err := e.svc.Evaluation(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	if ev("z1").Lesson.Category != "zorb-problem" || ev("q1").Lesson.Category != "quux-problem" {
+		t.Fatalf("lessons: %+v %+v", ev("z1").Lesson, ev("q1").Lesson)
+	}
+	if ev("z1").ClusterID == ev("q1").ClusterID {
+		t.Fatal("clusters crossed categories")
+	}
+	apply := func(c Correction) {
+		t.Helper()
+		c.By, c.ID = "curator-1", "corr-"+string(c.Kind)
+		if err := e.svc.CheckCorrection(ctx, c); err != nil {
+			t.Fatalf("check %s: %v", c.Kind, err)
+		}
+		feed.addCorrection(c)
+		e.drain(t)
+		if ok, err := e.svc.CorrectionApplied(c.ID); err != nil || !ok {
+			t.Fatalf("%s not applied (%v)", c.Kind, err)
+		}
+	}
+	round := func() {
+		t.Helper()
+		if _, err := e.svc.Recluster(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Merge: the zorb decisions belong together, round or not.
+	if ev("z1").ClusterID != ev("z2").ClusterID {
+		apply(Correction{Kind: CorrectMerge, Clusters: []string{ev("z1").ClusterID, ev("z2").ClusterID}})
+	}
+	round()
+	if ev("z1").ClusterID != ev("z2").ClusterID {
+		t.Fatal("merged decisions came apart in a round")
+	}
+	if ev("z2").Class != GeneralizableLow {
+		t.Fatalf("merged cluster: class %s", ev("z2").Class)
+	}
+
+	// Not a pattern: the cluster stays an edge case.
+	apply(Correction{Kind: CorrectNotAPattern, Clusters: []string{ev("z1").ClusterID}})
+	round()
+	if ev("z1").Class != EdgeCase || !strings.Contains(ev("z1").Rationale, "not a pattern") {
+		t.Fatalf("not a pattern: %s %q", ev("z1").Class, ev("z1").Rationale)
+	}
+
+	// Split q2 off: it stays apart after rounds.
+	if ev("q1").ClusterID != ev("q2").ClusterID {
+		apply(Correction{Kind: CorrectMerge, Clusters: []string{ev("q1").ClusterID, ev("q2").ClusterID}})
+	}
+	apply(Correction{Kind: CorrectSplit, Clusters: []string{ev("q1").ClusterID}, Decisions: []string{"q2"}})
+	round()
+	if ev("q1").ClusterID == ev("q2").ClusterID {
+		t.Fatal("a split decision came back in a round")
+	}
+
+	// Set category: q2 becomes a zorb problem, by the curator, and joins
+	// that group.
+	apply(Correction{Kind: CorrectCategory, Decisions: []string{"q2"}, Category: "zorb-problem"})
+	round()
+	got := ev("q2")
+	if got.Lesson.Category != "zorb-problem" || got.Lesson.By != "curator:curator-1" {
+		t.Fatalf("recategorised lesson: %+v", got.Lesson)
+	}
+	cl, err := e.svc.Cluster(ctx, got.ClusterID)
+	if err != nil || cl.Category != "zorb-problem" {
+		t.Fatalf("q2's cluster %s: category %q (%v)", got.ClusterID, cl.Category, err)
+	}
+
+	// Keep apart: suggestions leave the pair out.
+	a, b := ev("z1").ClusterID, ev("q2").ClusterID
+	if a != b {
+		apply(Correction{Kind: CorrectKeepApart, Clusters: []string{a, b}})
+		sgs, err := e.svc.SuggestMerges(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sgs {
+			if (s.A == a && s.B == b) || (s.A == b && s.B == a) {
+				t.Fatal("a pair kept apart is still suggested")
+			}
+		}
+	}
+
+	// Bad corrections are refused before they are recorded.
+	for _, c := range []Correction{
+		{Kind: CorrectMerge, Clusters: []string{a}, By: "x"},
+		{Kind: CorrectMerge, Clusters: []string{a, "c-missing"}, By: "x"},
+		{Kind: CorrectCategory, Decisions: []string{"z1"}, Category: "no-such-category", By: "x"},
+		{Kind: CorrectSplit, Clusters: []string{a}, Decisions: []string{"q1"}, By: "x"},
+		{Kind: "explode", By: "x"},
+		{Kind: CorrectNotAPattern, Clusters: []string{a}},
+	} {
+		if err := e.svc.CheckCorrection(ctx, c); err == nil {
+			t.Errorf("%+v accepted", c)
+		} else if code := precept.ErrorCode(err); code != precept.Invalid && code != precept.NotFound {
+			t.Errorf("%+v: %v (code %s), want invalid or not found", c, err, code)
+		}
+	}
+}

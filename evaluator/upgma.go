@@ -1,0 +1,176 @@
+package evaluator
+
+import (
+	"math"
+	"slices"
+)
+
+// upgma clusters unit vectors by average linkage (UPGMA) and returns a
+// cluster number per vector: two clusters merge while the mean similarity
+// between their members is at least threshold, the most similar pair
+// first. The result does not depend on the order of the vectors beyond
+// exact ties, which go to the pair with the smaller indexes — so callers
+// pass vectors in a canonical order (docs/lessons.md, "Re-clustering").
+//
+// weights lets a unit stand for several vectors that stay together (a
+// cluster kept whole, decisions a curator linked): its vector is then the
+// sum of theirs, and similarities are still exact means over the vectors
+// behind the units. nil means one unit vector each. apart lists pairs of
+// units that must never share a cluster (a curator kept them apart).
+//
+// It runs the nearest-neighbour chain over a similarity matrix updated by
+// the Lance–Williams formula, O(n²) time and memory for n vectors.
+func upgma(vecs [][]float32, weights []int, apart [][2]int, threshold float64) []int {
+	n := len(vecs)
+	assign := make([]int, n)
+	if n == 0 {
+		return assign
+	}
+	size := make([]float64, n)
+	for i := range size {
+		size[i] = 1
+		if weights != nil {
+			size[i] = float64(max(weights[i], 1))
+		}
+	}
+	// sim is the lower triangle, row i holding sim(i, j) for j < i.
+	sim := make([][]float32, n)
+	for i := range sim {
+		sim[i] = make([]float32, i)
+		for j := range i {
+			sim[i][j] = float32(dot(vecs[i], vecs[j]) / (size[i] * size[j]))
+		}
+	}
+	// -Inf survives every Lance–Williams update: a cluster holding one
+	// side of a pair is never merged with one holding the other.
+	for _, p := range apart {
+		if p[0] != p[1] && p[0] >= 0 && p[1] >= 0 && p[0] < n && p[1] < n {
+			i, j := max(p[0], p[1]), min(p[0], p[1])
+			sim[i][j] = float32(math.Inf(-1))
+		}
+	}
+	at := func(i, j int) float32 {
+		if i < j {
+			i, j = j, i
+		}
+		return sim[i][j]
+	}
+	set := func(i, j int, v float32) {
+		if i < j {
+			i, j = j, i
+		}
+		sim[i][j] = v
+	}
+	active := make([]bool, n)
+	for i := range active {
+		active[i] = true
+	}
+	parent := make([]int, n) // union-find over merged units
+	for i := range parent {
+		parent[i] = i
+	}
+	// done marks units that can merge with nothing at the threshold.
+	done := make([]bool, n)
+	var chain []int
+	t := float32(threshold)
+	for {
+		if len(chain) == 0 {
+			start := -1
+			for i := range n {
+				if active[i] && !done[i] {
+					start = i
+					break
+				}
+			}
+			if start < 0 {
+				break
+			}
+			chain = append(chain, start)
+		}
+		top := chain[len(chain)-1]
+		best, bestSim := -1, float32(math.Inf(-1))
+		for j := range n {
+			if j == top || !active[j] || done[j] {
+				continue
+			}
+			if s := at(top, j); s > bestSim || (s == bestSim && j < best) {
+				best, bestSim = j, s
+			}
+		}
+		// The previous chain element wins ties, so the chain ends in a
+		// reciprocal pair.
+		if len(chain) > 1 {
+			prev := chain[len(chain)-2]
+			if s := at(top, prev); s >= bestSim {
+				best, bestSim = prev, s
+			}
+		}
+		if best < 0 || bestSim < t {
+			// Nothing merges with top at the threshold, and merges never
+			// raise similarities (average linkage is reducible): it is final.
+			done[top] = true
+			chain = chain[:0]
+			continue
+		}
+		if len(chain) > 1 && best == chain[len(chain)-2] {
+			// A reciprocal pair: merge top into best.
+			chain = chain[:len(chain)-2]
+			a, b := best, top
+			for k := range n {
+				if k == a || k == b || !active[k] {
+					continue
+				}
+				set(a, k, float32((size[a]*float64(at(a, k))+size[b]*float64(at(b, k)))/(size[a]+size[b])))
+			}
+			size[a] += size[b]
+			active[b] = false
+			parent[b] = a
+			continue
+		}
+		chain = append(chain, best)
+	}
+	// Number the clusters by their smallest member.
+	root := func(i int) int {
+		for parent[i] != i {
+			i = parent[i]
+		}
+		return i
+	}
+	number := map[int]int{}
+	for i := range n {
+		r := root(i)
+		if _, ok := number[r]; !ok {
+			number[r] = len(number)
+		}
+		assign[i] = number[r]
+	}
+	return assign
+}
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range min(len(a), len(b)) {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+// partition turns a cluster number per item into the items of each
+// cluster, clusters ordered by their first item.
+func partition(assign []int) [][]int {
+	var out [][]int
+	index := map[int]int{}
+	for i, c := range assign {
+		k, ok := index[c]
+		if !ok {
+			k = len(out)
+			index[c] = k
+			out = append(out, nil)
+		}
+		out[k] = append(out[k], i)
+	}
+	for _, p := range out {
+		slices.Sort(p)
+	}
+	return out
+}

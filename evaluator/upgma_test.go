@@ -1,0 +1,115 @@
+package evaluator
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/precept-dev/precept/vectorindex"
+)
+
+// naiveUPGMA merges the most similar pair of clusters (mean pairwise
+// similarity of their members) while it reaches threshold: the definition,
+// O(n³), to check upgma against.
+func naiveUPGMA(vecs [][]float32, threshold float64) [][]int {
+	var cl [][]int
+	for i := range vecs {
+		cl = append(cl, []int{i})
+	}
+	mean := func(a, b []int) float64 {
+		var s float64
+		for _, i := range a {
+			for _, j := range b {
+				s += dot(vecs[i], vecs[j])
+			}
+		}
+		return s / float64(len(a)*len(b))
+	}
+	for {
+		bi, bj, best := -1, -1, threshold
+		for i := range cl {
+			for j := i + 1; j < len(cl); j++ {
+				if s := mean(cl[i], cl[j]); s >= best {
+					bi, bj, best = i, j, s
+				}
+			}
+		}
+		if bi < 0 {
+			break
+		}
+		cl[bi] = append(cl[bi], cl[bj]...)
+		cl = slices.Delete(cl, bj, bj+1)
+	}
+	for _, c := range cl {
+		slices.Sort(c)
+	}
+	slices.SortFunc(cl, func(a, b []int) int { return a[0] - b[0] })
+	return cl
+}
+
+// clusteredVectors makes n unit vectors around k centres.
+func clusteredVectors(rng *rand.Rand, n, k, dim int, spread float64) [][]float32 {
+	centres := make([][]float32, k)
+	for i := range centres {
+		centres[i] = make([]float32, dim)
+		for d := range dim {
+			centres[i][d] = float32(rng.NormFloat64())
+		}
+	}
+	out := make([][]float32, n)
+	for i := range out {
+		c := centres[rng.IntN(k)]
+		v := make([]float32, dim)
+		for d := range dim {
+			v[d] = c[d] + float32(spread*rng.NormFloat64())
+		}
+		out[i] = vectorindex.Normalized(v)
+	}
+	return out
+}
+
+func TestUPGMAMatchesTheDefinitionAndIgnoresOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for trial := range 20 {
+		vecs := clusteredVectors(rng, 40+trial, 6, 16, 0.6)
+		for _, threshold := range []float64{0.3, 0.5, 0.7} {
+			want := naiveUPGMA(vecs, threshold)
+			got := partition(upgma(vecs, nil, nil, threshold))
+			if !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("trial %d threshold %v:\n got %v\nwant %v", trial, threshold, got, want)
+			}
+			// The same vectors in another order give the same clusters.
+			perm := rng.Perm(len(vecs))
+			shuffled := make([][]float32, len(vecs))
+			for i, p := range perm {
+				shuffled[i] = vecs[p]
+			}
+			back := upgma(shuffled, nil, nil, threshold)
+			orig := make([]int, len(vecs))
+			for i, p := range perm {
+				orig[p] = back[i]
+			}
+			if !slices.EqualFunc(partition(orig), want, slices.Equal) {
+				t.Fatalf("trial %d threshold %v: order changed the clusters", trial, threshold)
+			}
+		}
+	}
+}
+
+func TestUPGMAKeepsApartAndTogether(t *testing.T) {
+	// Three near-identical vectors and one opposite: apart keeps 0 and 1
+	// apart; a weighted unit (2 vectors summed) counts as their mean.
+	a := []float32{1, 0}
+	b := []float32{0.99, 0.141}
+	got := partition(upgma([][]float32{a, b, a, {-1, 0}}, nil, [][2]int{{0, 1}}, 0.5))
+	for _, p := range got {
+		if slices.Contains(p, 0) && slices.Contains(p, 1) {
+			t.Fatalf("apart units share a cluster: %v", got)
+		}
+	}
+	// A unit of two vectors summed to (2, 0) is as similar to a as a is.
+	got = partition(upgma([][]float32{{2, 0}, a}, []int{2, 1}, nil, 0.99))
+	if len(got) != 1 {
+		t.Fatalf("a weighted unit did not merge with its twin: %v", got)
+	}
+}

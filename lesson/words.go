@@ -1,0 +1,223 @@
+package lesson
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/kljensen/snowball/english"
+
+	"github.com/precept-dev/precept/embedding"
+)
+
+// A term is a word as the classifier compares it: stemmed, with
+// negations folded into one term ("no", "not", "never", "without" and
+// the contractions are all "not") and function words dropped. "none"
+// is not a negation (Python's None), and "off", "one", "once" and "too"
+// are kept: "off by one", "once per row", "too long" are what reviewers
+// say.
+const negation = "not"
+
+var functionWords = setOf(
+	"a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at",
+	"be", "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do",
+	"does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has",
+	"have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into",
+	"is", "it", "its", "itself", "just", "me", "more", "most", "my", "of", "on",
+	"only", "or", "other", "our", "out", "over", "own", "s", "same", "she", "so", "some", "such",
+	"t", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+	"those", "through", "to", "under", "until", "up", "was", "we", "were", "what", "when",
+	"where", "which", "while", "who", "whom", "why", "will", "with", "you", "your", "yours",
+	"im", "ive", "id", "ill", "youre", "youve", "weve", "theyre", "thats", "theres", "whats",
+	"lets", "would", "could", "may", "might", "shall", "also", "yet", "via", "us", "eg", "ie",
+	"etc", "per", "every", "many", "much", "even", "whether", "either", "its", "it's",
+	"hi", "hey", "thanks", "thank", "pls", "please", "plz", "kindly", "maybe", "perhaps", "really",
+	"actually", "basically", "just", "again", "still", "quite", "bit", "little", "lol", "imo",
+	"imho", "fyi", "btw", "ok", "okay", "yeah", "hmm", "um", "oh", "ah", "well", "so", "then",
+	"here", "there", "agent", "code", "pr",
+	"should", "must", "need", "needs", "want", "think", "like", "get", "got", "see", "look",
+	"make", "made", "let", "go", "thing", "things", "way", "lot", "stuff", "now", "very",
+)
+
+var negations = setOf(
+	"no", "not", "never", "without", "nor", "nothing", "nobody", "dont", "doesnt",
+	"didnt", "isnt", "arent", "wasnt", "werent", "cant", "cannot", "wont", "wouldnt", "shouldnt",
+	"couldnt", "hasnt", "havent", "hadnt", "aint", "neither", "n't", "nt",
+)
+
+func setOf(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// maxStemLen skips stemming (and typo repair) of longer tokens: hashes,
+// base64 and minified code are noise.
+const maxStemLen = 32
+
+// vocabulary holds every word the taxonomy uses, for typo repair: a
+// word of the input that is not in it, but is one edit (a deletion,
+// insertion, substitution or swap of neighbours) from a word that is,
+// is read as that word.
+type vocabulary struct {
+	words map[string]bool
+	// deletes maps each word with one letter deleted to the words it
+	// came from (sorted).
+	deletes map[string][]string
+	// pairs maps two neighbouring words written together ("hardcoded")
+	// to the pair as the taxonomy writes it ("hard", "coded"), so
+	// "hard-coded", "hard coded" and "hardcoded" read alike.
+	pairs map[string][2]string
+}
+
+// minRepair is the shortest word repaired: shorter words have too many
+// neighbours at one edit ("test" / "text" / "rest").
+const minRepair = 5
+
+func newVocabulary() *vocabulary {
+	return &vocabulary{words: map[string]bool{}, deletes: map[string][]string{}, pairs: map[string][2]string{}}
+}
+
+// minCompoundPart is the shortest part of a compound: "hard"+"coded",
+// "time"+"out", not "a"+"way".
+const minCompoundPart = 3
+
+// addPair records two neighbouring words of the taxonomy.
+func (v *vocabulary) addPair(a, b string) {
+	if len(a) < minCompoundPart || len(b) < minCompoundPart || negations[a] || negations[b] || functionWords[a] || functionWords[b] {
+		return
+	}
+	if j := a + b; len(j) <= maxStemLen {
+		if _, ok := v.pairs[j]; !ok {
+			v.pairs[j] = [2]string{a, b}
+		}
+	}
+}
+
+func (v *vocabulary) add(w string) {
+	if v.words[w] || len(w) > maxStemLen {
+		return
+	}
+	v.words[w] = true
+	if len(w) < minRepair-1 {
+		return
+	}
+	for i := range len(w) {
+		d := w[:i] + w[i+1:]
+		if !slices.Contains(v.deletes[d], w) {
+			v.deletes[d] = append(v.deletes[d], w)
+		}
+	}
+}
+
+func (v *vocabulary) finish() {
+	for _, ws := range v.deletes {
+		slices.Sort(ws)
+	}
+}
+
+// repair returns the vocabulary word w is a typo of, or w.
+func (v *vocabulary) repair(w string) string {
+	if len(w) < minRepair || len(w) > maxStemLen || v.words[w] || !isASCIIWord(w) {
+		return w
+	}
+	// A letter missing from w: w is a deletion of a vocabulary word.
+	if c := v.deletes[w]; len(c) > 0 {
+		return c[0]
+	}
+	best := ""
+	for i := range len(w) {
+		d := w[:i] + w[i+1:]
+		// A letter too many in w.
+		if v.words[d] && (best == "" || d < best) {
+			best = d
+		}
+		// A letter wrong in w, or two neighbours swapped: both w and the
+		// word lose one letter to the same string.
+		for _, c := range v.deletes[d] {
+			if len(c) == len(w) && c != w && (best == "" || c < best) && sameExceptOne(c, w) {
+				best = c
+			}
+		}
+	}
+	if best != "" {
+		return best
+	}
+	return w
+}
+
+// sameExceptOne reports whether a and b (of one length) differ in one
+// position, or in two neighbouring positions swapped.
+func sameExceptOne(a, b string) bool {
+	diff := -1
+	for i := range len(a) {
+		if a[i] == b[i] {
+			continue
+		}
+		if diff >= 0 {
+			return diff == i-1 && a[diff] == b[i] && a[i] == b[diff] && a[i+1:] == b[i+1:]
+		}
+		diff = i
+	}
+	return true
+}
+
+func isASCIIWord(w string) bool {
+	for i := range len(w) {
+		if c := w[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// terms reads text as the classifier compares it: words split as the
+// local embedder splits them (identifiers into their parts), function
+// words dropped, negations folded, typos of vocabulary words repaired
+// (when v is not nil), and every word stemmed.
+func terms(text string, v *vocabulary) []string {
+	words := embedding.Words(text)
+	out := make([]string, 0, len(words))
+	for i := 0; i < len(words); i++ {
+		t := words[i].Text
+		if v != nil {
+			// A compound the taxonomy writes as one word, written here as
+			// two ("hard coded" for "hardcoded"), or the other way round.
+			if i+1 < len(words) && !v.words[t] && v.words[t+words[i+1].Text] && len(t) >= minCompoundPart && len(words[i+1].Text) >= minCompoundPart {
+				out = append(out, stem(t+words[i+1].Text))
+				i++
+				continue
+			}
+			if p, ok := v.pairs[t]; ok && !v.words[t] {
+				out = append(out, stem(p[0]), stem(p[1]))
+				continue
+			}
+		}
+		switch {
+		case negations[t]:
+			out = append(out, negation)
+			continue
+		case functionWords[t] || len(t) > maxStemLen:
+			continue
+		}
+		if v != nil {
+			t = v.repair(t)
+		}
+		out = append(out, stem(t))
+	}
+	return out
+}
+
+func stem(w string) string {
+	if !isASCIIWord(w) {
+		return w
+	}
+	return english.Stem(w, true)
+}
+
+// normTag compares tags and error categories: lower case, '_' and ' '
+// as '-'.
+func normTag(s string) string {
+	return strings.NewReplacer("_", "-", " ", "-").Replace(strings.ToLower(strings.TrimSpace(s)))
+}
