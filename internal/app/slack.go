@@ -13,6 +13,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/clarification"
+	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/slackapp"
 )
@@ -62,6 +63,8 @@ func (a *App) openSlack() error {
 		Reviewers:     cfg.Reviewers,
 		MaxSkew:       cfg.MaxSkew,
 		PostRetry:     cfg.PostRetry,
+		SuggestEvery:  cfg.SuggestEvery,
+		SuggestMax:    cfg.SuggestMax,
 		ScanInterval:  cfg.Clarification.ScanInterval,
 		Features:      &slackapp.Features{Posting: features.Posting, Clarification: features.Clarification},
 		Logger:        a.Log.With("component", "slack"),
@@ -71,6 +74,11 @@ func (a *App) openSlack() error {
 		return err
 	}
 	a.Slack = svc
+	// Merge suggestions come from the evaluator's clusters, so they are
+	// posted only where the evaluator runs.
+	if a.Evaluator != nil && a.Config.Evaluator.Enabled && cfg.SuggestEvery > 0 {
+		svc.SetCuration(curation{ev: a.Evaluator, rec: correctionRecorder{a.Feedback}})
+	}
 	a.Handle("/slack/interactions", svc.Interactions())
 	a.Handle("/slack/events", svc.Events())
 	a.Rules.OnChange(svc.RuleChanged)
@@ -133,4 +141,27 @@ func (a *App) runSlack(ctx context.Context) error {
 		return nil
 	}
 	return a.Slack.Run(ctx)
+}
+
+// curation is what the Slack app needs of the evaluator to suggest
+// merges and record the answers: a correction is checked and recorded
+// exactly as CorrectClusters does over the API.
+type curation struct {
+	ev  *evaluator.Service
+	rec correctionRecorder
+}
+
+func (c curation) SuggestMerges(ctx context.Context, limit int) ([]evaluator.Suggestion, error) {
+	return c.ev.SuggestMerges(ctx, limit)
+}
+
+func (c curation) Cluster(ctx context.Context, id string) (evaluator.ClusterView, error) {
+	return c.ev.Cluster(ctx, id)
+}
+
+func (c curation) Correct(ctx context.Context, corr evaluator.Correction) (evaluator.Correction, error) {
+	if err := c.ev.CheckCorrection(ctx, corr); err != nil {
+		return evaluator.Correction{}, err
+	}
+	return c.rec.RecordCorrection(ctx, corr)
 }

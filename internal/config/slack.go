@@ -34,7 +34,11 @@ type Slack struct {
 	// MaxSkew is the largest accepted age of a signed request.
 	MaxSkew time.Duration `yaml:"max_skew"`
 	// PostRetry bounds the backoff between post attempts.
-	PostRetry     time.Duration `yaml:"post_retry"`
+	PostRetry time.Duration `yaml:"post_retry"`
+	// SuggestEvery is how often merge suggestions are looked for and
+	// posted (at most SuggestMax new ones each time); 0 turns them off.
+	SuggestEvery  time.Duration `yaml:"suggest_every"`
+	SuggestMax    int           `yaml:"suggest_max"`
 	Clarification Clarification `yaml:"clarification"`
 }
 
@@ -62,8 +66,10 @@ func (s Slack) Enabled() bool { return s.BotToken != "" }
 
 func defaultSlack() Slack {
 	return Slack{
-		MaxSkew:   slackapp.DefaultMaxSkew,
-		PostRetry: slackapp.DefaultPostRetry,
+		MaxSkew:      slackapp.DefaultMaxSkew,
+		PostRetry:    slackapp.DefaultPostRetry,
+		SuggestEvery: slackapp.DefaultSuggestEvery,
+		SuggestMax:   slackapp.DefaultSuggestMax,
 		Clarification: Clarification{
 			MaxAttempts:  clarification.DefaultMaxAttempts,
 			StaleAfter:   clarification.DefaultStaleAfter,
@@ -88,6 +94,9 @@ func (s Slack) validate() error {
 	}
 	if s.MaxSkew <= 0 || s.PostRetry <= 0 {
 		return bad("max_skew", "max_skew and post_retry must be positive durations")
+	}
+	if s.SuggestEvery < 0 || (s.SuggestEvery > 0 && s.SuggestEvery < time.Minute) || s.SuggestMax < 1 || s.SuggestMax > 50 {
+		return bad("suggest_every", "suggest_every must be 0 (off) or at least 1m, and suggest_max 1 to 50")
 	}
 	c := s.Clarification
 	if c.MaxAttempts < 1 || c.StaleAfter <= 0 || c.RepostGuard <= 0 || c.ScanInterval <= 0 {

@@ -73,6 +73,8 @@ type envConfig struct {
 	feedbackRepo *gitrepo.Repo
 	// clarify configures the clarification domain.
 	clarify clarification.Options
+	// curation turns merge suggestions on.
+	curation Curation
 }
 
 func newEnv(t *testing.T, cfg envConfig) *env {
@@ -133,6 +135,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		t.Fatal(err)
 	}
 	e.svc = svc
+	if cfg.curation != nil {
+		svc.SetCuration(cfg.curation)
+	}
 	m.OnChange(svc.RuleChanged)
 	mux := http.NewServeMux()
 	mux.Handle("/slack/interactions", svc.Interactions())

@@ -107,6 +107,10 @@ func (s *Service) serveClick(w http.ResponseWriter, cb slack.InteractionCallback
 	const endpoint = "interactions"
 	var act *slack.BlockAction
 	for _, a := range cb.ActionCallback.BlockActions {
+		if a != nil && a.BlockID == blockSuggestion && (a.ActionID == ActionMerge || a.ActionID == ActionKeepApart) {
+			s.serveSuggestionClick(w, cb, a)
+			return
+		}
 		if a != nil && a.BlockID == blockDecision {
 			act = a
 			break

@@ -105,6 +105,12 @@ type Options struct {
 	// ScanInterval is how often the clarification scheduler looks at the
 	// waiting decisions; default clarification.DefaultScanInterval.
 	ScanInterval time.Duration
+	// SuggestEvery is how often merge suggestions are looked for, and
+	// SuggestMax how many new ones are posted each time (with curation
+	// set, see SetCuration); defaults DefaultSuggestEvery and
+	// DefaultSuggestMax.
+	SuggestEvery time.Duration
+	SuggestMax   int
 	// Features; nil means posting on and clarification off.
 	Features *Features
 	// AckTimeout bounds views.open, whose trigger expires 3 s after the
@@ -134,6 +140,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = clarification.DefaultScanInterval
+	}
+	if o.SuggestEvery <= 0 {
+		o.SuggestEvery = DefaultSuggestEvery
+	}
+	if o.SuggestMax <= 0 {
+		o.SuggestMax = DefaultSuggestMax
 	}
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = 2500 * time.Millisecond
@@ -175,6 +187,8 @@ type Service struct {
 	post poster
 	// clarify is nil without a clarification loop.
 	clarify *clarifier
+	// curation is nil without merge suggestions.
+	curation Curation
 	// locks serialise work on one proposal or decision in this process.
 	locks [64]sync.Mutex
 
@@ -244,8 +258,9 @@ func (s *Service) Features() Features {
 // scheduler until ctx is done, then waits for the work requests started.
 func (s *Service) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); s.runPoster(ctx) }()
+	go func() { defer wg.Done(); s.runSuggester(ctx) }()
 	go func() {
 		defer wg.Done()
 		if s.clarify != nil {
