@@ -79,9 +79,9 @@ const (
 	weightAgent    = 0.5
 	weightCue      = 0.8
 	weightTag      = 0.45
-	weightDiff     = 0.6
+	weightDiff     = 0.8
 	// minScore places a comment in its best category.
-	minScore = 0.4
+	minScore = 0.45
 	// maxCueScore caps what cues alone add, so a comment that repeats a
 	// key word does not outweigh everything else.
 	maxCueScore = 1.5
