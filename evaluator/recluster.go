@@ -165,6 +165,13 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string) (RoundRecor
 		return RoundRecord{}, Change{}, err
 	}
 	names := matchByOverlap(parts, members, oldOf, old)
+	if unchanged(parts, names, members, oldOf, old, k, s.opts.Thresholds.ClassOf) {
+		// The round found the clusters as they are: nothing to write, and
+		// nothing to record (rounds are recorded when they change
+		// something).
+		rec.After = len(parts)
+		return rec, Change{}, nil
+	}
 	c, change := s.rebuild(parts, names, members, vecs, oldOf, old, k, now, &rec)
 	c.dropClusters = oldIDs
 	for _, id := range oldIDs {
@@ -181,6 +188,36 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string) (RoundRecor
 	}
 	s.committed(c)
 	return rec, change, nil
+}
+
+// unchanged reports whether a round's partition is the group's clusters
+// as they stand: the same clusters under the same ids with the same
+// members, none of them newly marked or unmarked as not a pattern, each
+// of the class the thresholds give it now.
+func unchanged(parts [][]int, names []string, members []Member, oldOf map[string]string, old map[string]*Cluster, k constraints,
+	classOf func(Stats) Class) bool {
+	if len(parts) != len(old) {
+		return false
+	}
+	for p, items := range parts {
+		o := old[names[p]]
+		if o == nil || o.Size != len(items) {
+			return false
+		}
+		marked := 0
+		for _, i := range items {
+			if oldOf[members[i].DecisionID] != names[p] {
+				return false
+			}
+			if k.notPattern[members[i].DecisionID] {
+				marked++
+			}
+		}
+		if o.NotAPattern != (marked > 0 && 2*marked >= len(items)) || classOf(o.Stats()) != o.Class {
+			return false
+		}
+	}
+	return true
 }
 
 // roundPartition clusters a group's members: decision by decision up to

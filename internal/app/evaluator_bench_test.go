@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -212,8 +213,11 @@ func BenchmarkIngestClassify(b *testing.B) {
 					}
 					b.ReportMetric(round.Took.Seconds(), "round-s"+label)
 					b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB"+label)
-					b.Logf("%s, %d stored: re-clustering round over %d groups (%d clustered decisions) took %s, moved %d; process RSS %d MiB",
-						backend, stored, round.Groups, round.Members, round.Took.Round(time.Millisecond), round.Moved, rssBytes()>>20)
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					b.Logf("%s, %d stored: re-clustering round over %d groups (%d clustered decisions) took %s, moved %d; process RSS %d MiB (anonymous %d MiB, file-backed %d MiB), Go heap in use %d MiB",
+						backend, stored, round.Groups, round.Members, round.Took.Round(time.Millisecond), round.Moved, rssBytes()>>20,
+						procStatus("RssAnon:")>>20, procStatus("RssFile:")>>20, ms.HeapInuse>>20)
 					b.ReportMetric(float64(p50.Microseconds())/1000, "classify-p50-ms"+label)
 					b.ReportMetric(float64(p99.Microseconds())/1000, "classify-p99-ms"+label)
 					b.ReportMetric(rate, "ingest+classify/s"+label)
@@ -231,13 +235,16 @@ func BenchmarkIngestClassify(b *testing.B) {
 
 // rssBytes is the process's resident set size (the benchmark process
 // runs preceptd's App in it), 0 when /proc is not there.
-func rssBytes() int64 {
+func rssBytes() int64 { return procStatus("VmRSS:") }
+
+// procStatus reads a size in kB from /proc/self/status, in bytes.
+func procStatus(key string) int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			var kb int64
 			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb)
 			return kb << 10
