@@ -2,10 +2,14 @@ package evaluator
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lesson"
@@ -19,46 +23,98 @@ import (
 // it touches are re-clustered at once (docs/lessons.md, "Curator
 // corrections").
 
-// CheckCorrection says whether a correction can be applied now: its shape,
-// its clusters and decisions exist, its category is in the taxonomy. The
-// API checks before recording, so what is recorded applies.
-func (s *Service) CheckCorrection(ctx context.Context, c Correction) error {
+// CheckCorrection says whether a correction can be applied now — its
+// shape, its clusters and decisions exist, its category is in the
+// taxonomy, it stays within one agent — and returns it resolved: the
+// members of its clusters, the rest of the clusters its decisions leave,
+// and the category they go to, as this replica sees them. The API checks
+// before recording and records the resolved correction, so what is
+// recorded applies, and applies alike on every replica.
+func (s *Service) CheckCorrection(ctx context.Context, c Correction) (Correction, error) {
+	c.Members, c.Former, c.Into = nil, nil, ""
 	if err := c.Validate(); err != nil {
-		return precept.Errorf(precept.Invalid, "correction: %v", err)
+		return Correction{}, precept.Errorf(precept.Invalid, "correction: %v", err)
 	}
+	agents := map[string]bool{}
 	for _, id := range c.Clusters {
-		if _, ok := s.groups.get(id); !ok {
-			return precept.Errorf(precept.NotFound, "cluster %s", id)
+		ce, ok := s.groups.get(id)
+		if !ok {
+			return Correction{}, precept.Errorf(precept.NotFound, "cluster %s", id)
 		}
+		agents[agentOf(ce.group)] = true
 	}
 	for _, id := range c.Decisions {
 		cl, err := s.state.clusterOf(id)
 		if err != nil {
-			return err
+			return Correction{}, err
 		}
 		if cl == "" {
-			return precept.Errorf(precept.Invalid, "decision %s is in no cluster (only clear negative decisions are clustered)", id)
+			return Correction{}, precept.Errorf(precept.Invalid, "decision %s is in no cluster (only clear negative decisions are clustered)", id)
 		}
 		if c.Kind == CorrectSplit && cl != c.Clusters[0] {
-			return precept.Errorf(precept.Invalid, "decision %s is not in cluster %s", id, c.Clusters[0])
+			return Correction{}, precept.Errorf(precept.Invalid, "decision %s is not in cluster %s", id, c.Clusters[0])
+		}
+		if ce, ok := s.groups.get(cl); ok && c.Kind == CorrectMove {
+			agents[agentOf(ce.group)] = true
 		}
 	}
 	if c.Kind == CorrectCategory {
 		if _, ok := s.opts.Lessons.Classifier().Taxonomy().Category(c.Category); !ok {
-			return precept.Errorf(precept.Invalid, "category %q is not in the taxonomy", c.Category)
+			return Correction{}, precept.Errorf(precept.Invalid, "category %q is not in the taxonomy", c.Category)
 		}
 	}
-	if c.Kind == CorrectMerge || c.Kind == CorrectKeepApart {
-		agents := map[string]bool{}
-		for _, id := range c.Clusters {
-			ce, _ := s.groups.get(id)
-			agents[strings.SplitN(ce.group, "\x00", 2)[0]] = true
+	if len(agents) > 1 {
+		return Correction{}, precept.Errorf(precept.Invalid, "the clusters and decisions belong to different agents; clusters never cross agents")
+	}
+	return s.resolve(ctx, c)
+}
+
+func agentOf(group string) string { return strings.SplitN(group, "\x00", 2)[0] }
+
+// resolve fills in the members, former neighbours and destination of a
+// correction from this replica's clusters.
+func (s *Service) resolve(_ context.Context, c Correction) (Correction, error) {
+	c.Members = make([][]string, len(c.Clusters))
+	for i, id := range c.Clusters {
+		ms, err := s.state.members(id, 1)
+		if err != nil {
+			return Correction{}, err
 		}
-		if len(agents) > 1 {
-			return precept.Errorf(precept.Invalid, "the clusters belong to different agents; clusters never cross agents")
+		for _, m := range ms {
+			c.Members[i] = append(c.Members[i], m.DecisionID)
 		}
 	}
-	return nil
+	if c.Kind == CorrectMove || c.Kind == CorrectSplit {
+		seen := map[string]bool{}
+		for _, id := range c.Decisions {
+			cl, err := s.state.clusterOf(id)
+			if err != nil {
+				return Correction{}, err
+			}
+			if cl == "" || seen[cl] {
+				continue
+			}
+			seen[cl] = true
+			ms, err := s.state.members(cl, 1)
+			if err != nil {
+				return Correction{}, err
+			}
+			for _, m := range ms {
+				if !slices.Contains(c.Decisions, m.DecisionID) {
+					c.Former = append(c.Former, m.DecisionID)
+				}
+			}
+		}
+	}
+	switch c.Kind {
+	case CorrectCategory:
+		c.Into = c.Category
+	case CorrectMove, CorrectMerge:
+		if ce, ok := s.groups.get(c.Clusters[0]); ok {
+			c.Into = ce.category
+		}
+	}
+	return c, nil
 }
 
 // applyCorrections applies the corrections at the head of items in order,
@@ -86,27 +142,28 @@ type corrector struct{ *Service }
 // applies (its cluster is gone) is kept with what it could resolve and
 // logged: it is already in git and cannot be refused here.
 func (s corrector) applyCorrection(ctx context.Context, c Correction, seq uint64) error {
-	touched := map[string]bool{}
-	c.Members = make([][]string, len(c.Clusters))
-	for i, id := range c.Clusters {
-		ms, err := s.state.members(id, 1)
+	if c.Members == nil {
+		// A record made before corrections were resolved when recorded:
+		// resolve it from this replica's clusters.
+		r, err := s.resolve(ctx, c)
 		if err != nil {
 			return err
 		}
-		if len(ms) == 0 {
-			s.log.Warn("correction names a cluster that no longer exists", "correction", c.ID, "cluster", id)
-		}
-		for _, m := range ms {
-			c.Members[i] = append(c.Members[i], m.DecisionID)
-		}
-		if ce, ok := s.groups.get(id); ok {
-			touched[ce.group] = true
+		c = r
+	}
+	touched := map[string]bool{}
+	for i, id := range c.Clusters {
+		if i < len(c.Members) && len(c.Members[i]) == 0 {
+			s.log.Warn("correction names a cluster that had no members", "correction", c.ID, "cluster", id)
 		}
 	}
-	// The clusters the corrected decisions leave: they are kept apart
-	// from the rest of them.
-	formerIDs := map[string]bool{}
-	for _, id := range c.Decisions {
+	// The groups the correction touches: those its decisions are in now.
+	var involved []string
+	for _, ms := range c.Members {
+		involved = append(involved, ms...)
+	}
+	involved = append(append(involved, c.Decisions...), c.Former...)
+	for _, id := range involved {
 		cl, err := s.state.clusterOf(id)
 		if err != nil {
 			return err
@@ -114,41 +171,21 @@ func (s corrector) applyCorrection(ctx context.Context, c Correction, seq uint64
 		if ce, ok := s.groups.get(cl); ok {
 			touched[ce.group] = true
 		}
-		if cl != "" && !formerIDs[cl] && (c.Kind == CorrectMove || c.Kind == CorrectSplit) {
-			formerIDs[cl] = true
-			ms, err := s.state.members(cl, 1)
-			if err != nil {
-				return err
-			}
-			for _, m := range ms {
-				if !slices.Contains(c.Decisions, m.DecisionID) {
-					c.Former = append(c.Former, m.DecisionID)
-				}
-			}
-		}
 	}
-	// Where the corrected decisions now belong: a category set by the
-	// curator, or the target cluster's group, moves them there.
-	var moveTo string
-	switch c.Kind {
-	case CorrectCategory:
-		moveTo = c.Category
-	case CorrectMove, CorrectMerge:
-		if ce, ok := s.groups.get(c.Clusters[0]); ok {
-			moveTo = ce.category
-		}
-	}
-	if err := s.state.apply(commit{position: seq, corrections: []Correction{c}}); err != nil {
+	// Recorded first, without moving the feed position: should anything
+	// below fail, the correction is applied again from the feed, and
+	// every step is idempotent.
+	if err := s.state.apply(commit{correctionAt: seq, corrections: []Correction{c}}); err != nil {
 		return err
 	}
-	if moveTo != "" {
+	if c.Into != "" {
 		moved := c.Decisions
 		if c.Kind == CorrectMerge {
 			for _, ms := range c.Members[1:] {
 				moved = append(moved, ms...)
 			}
 		}
-		groups, err := s.recategorise(ctx, moved, moveTo, c.By)
+		groups, err := s.recategorise(ctx, moved, c.Into, c.By)
 		if err != nil {
 			return err
 		}
@@ -157,11 +194,11 @@ func (s corrector) applyCorrection(ctx context.Context, c Correction, seq uint64
 		}
 	}
 	for _, g := range slices.Sorted(maps.Keys(touched)) {
-		if _, _, err := round(s).reclusterGroupLocked(ctx, g); err != nil {
+		if _, _, err := round(s).reclusterGroupLocked(ctx, g, true); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.state.apply(commit{position: seq})
 }
 
 // constraints are what the recorded corrections say about a set of
@@ -303,9 +340,15 @@ type Suggestion struct {
 // agent, clusters whose members are as similar as a cluster's own.
 const (
 	suggestMargin = 0.1
+	// suggestAcross is the least mean similarity at which clusters of
+	// different categories are suggested: their lessons disagree, so
+	// their words must agree clearly.
+	suggestAcross = 0.7
 	// maxSuggestClusters bounds the clusters compared per agent (the
 	// largest first), so the comparison stays quadratic in a constant.
-	maxSuggestClusters = 2000
+	maxSuggestClusters = 500
+	// maxSuggestions bounds the candidates kept while comparing.
+	maxSuggestions = 1000
 )
 
 // SuggestMerges returns up to limit pairs of clusters of one agent that
@@ -353,7 +396,7 @@ func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, e
 				a, b := us[i], us[j]
 				sim := dot(a.sum, b.sum) / float64(a.size*b.size)
 				same := a.group == b.group
-				if (same && sim < s.opts.LinkageThreshold-suggestMargin) || (!same && sim < s.opts.LinkageThreshold) {
+				if (same && sim < s.opts.LinkageThreshold-suggestMargin) || (!same && sim < max(s.opts.LinkageThreshold, suggestAcross)) {
 					continue
 				}
 				first, second := a, b
@@ -367,16 +410,12 @@ func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, e
 				out = append(out, Suggestion{A: first.id, B: second.id, Agent: agent, Categories: [2]string{first.category, second.category}, Similarity: round2(sim), Why: why})
 			}
 		}
+		// Keep the most similar candidates only, so memory stays bounded
+		// whatever the clusters look like.
+		sortSuggestions(out)
+		out = out[:min(len(out), maxSuggestions)]
 	}
-	slices.SortFunc(out, func(a, b Suggestion) int {
-		if a.Similarity != b.Similarity {
-			if a.Similarity > b.Similarity {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.A+a.B, b.A+b.B)
-	})
+	sortSuggestions(out)
 	var kept []Suggestion
 	for _, sg := range out {
 		if limit > 0 && len(kept) == limit {
@@ -397,14 +436,34 @@ func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, e
 	return kept, nil
 }
 
+func sortSuggestions(out []Suggestion) {
+	slices.SortFunc(out, func(a, b Suggestion) int {
+		if a.Similarity != b.Similarity {
+			if a.Similarity > b.Similarity {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.A+a.B, b.A+b.B)
+	})
+}
+
 // keptApart reports whether a curator kept any of a apart from any of b.
 func (k constraints) keptApart(a, b []string) bool {
+	inB := make(map[string]bool, len(b))
+	for _, id := range b {
+		inB[id] = true
+	}
+	inA := make(map[string]bool, len(a))
+	for _, id := range a {
+		inA[id] = true
+	}
+	any := func(ids []string, in map[string]bool) bool {
+		return slices.ContainsFunc(ids, func(id string) bool { return in[id] })
+	}
 	for _, pair := range k.apart {
-		for _, side := range [][2][]string{{pair[0], pair[1]}, {pair[1], pair[0]}} {
-			if slices.ContainsFunc(a, func(id string) bool { return slices.Contains(side[0], id) }) &&
-				slices.ContainsFunc(b, func(id string) bool { return slices.Contains(side[1], id) }) {
-				return true
-			}
+		if (any(pair[0], inA) && any(pair[1], inB)) || (any(pair[1], inA) && any(pair[0], inB)) {
+			return true
 		}
 	}
 	return false
@@ -413,14 +472,26 @@ func (k constraints) keptApart(a, b []string) bool {
 // CorrectionApplied reports whether this replica has applied the
 // correction with id.
 func (s *Service) CorrectionApplied(id string) (bool, error) {
-	found := false
-	err := eachJSON(s.state, bCorrections, func(c Correction) error {
-		if c.ID == id {
-			found = true
-		}
-		return nil
+	var at uint64
+	err := s.state.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bCorrections).ForEach(func(k, v []byte) error {
+			var c Correction
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			if c.ID == id {
+				at = binary.BigEndian.Uint64(k)
+			}
+			return nil
+		})
 	})
-	return found, err
+	if err != nil || at == 0 {
+		return false, err
+	}
+	// Recorded is not yet applied: the feed moves past a correction once
+	// its rounds are done.
+	pos, _, err := s.state.position()
+	return pos >= at, err
 }
 
 // Learned returns the phrasings curators' corrections teach: for every

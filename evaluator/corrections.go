@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // CorrectionKind is what a curator corrected (docs/lessons.md,
@@ -45,18 +47,24 @@ type Correction struct {
 	By        string         `json:"by"`
 	At        time.Time      `json:"at"`
 	Why       string         `json:"why,omitempty"`
-	// Members are the decisions of Clusters when the correction was
-	// applied, and Former the rest of the clusters the moved or split-off
-	// Decisions were in; the evaluator fills them in, so later rounds know
-	// whom the correction was about whatever the ids became.
+	// Members are the decisions of Clusters when the curator made the
+	// correction, Former the rest of the clusters the moved or split-off
+	// Decisions were in, and Into the category moved decisions go to.
+	// The replica that records the correction fills them in
+	// (CheckCorrection), so every replica applies the same correction
+	// whatever its clusters look like, and later rounds know whom it was
+	// about whatever the ids became.
 	Members [][]string `json:"members,omitempty"`
 	Former  []string   `json:"former,omitempty"`
+	Into    string     `json:"into,omitempty"`
 }
 
 // Limits on a correction.
 const (
 	maxCorrectionDecisions = 1000
+	maxCorrectionClusters  = 100
 	maxCorrectionWhy       = 2000
+	maxCorrectionID        = 256
 )
 
 // Validate checks a correction's shape; whether its clusters and
@@ -84,16 +92,37 @@ func (c Correction) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("unknown correction kind %q", c.Kind))
 	}
+	// What a kind does not use is refused rather than ignored.
+	need(c.Kind == CorrectCategory || c.Category == "", "category is only for set_category")
+	need(c.Kind != CorrectCategory || len(c.Clusters) == 0, "set_category takes decisions, not clusters")
+	need(c.Kind == CorrectSplit || c.Kind == CorrectMove || c.Kind == CorrectCategory || len(c.Decisions) == 0,
+		"%s takes clusters, not decisions", c.Kind)
 	need(len(c.Decisions) <= maxCorrectionDecisions, "at most %d decisions", maxCorrectionDecisions)
+	need(len(c.Clusters) <= maxCorrectionClusters, "at most %d clusters", maxCorrectionClusters)
 	need(len(c.Why) <= maxCorrectionWhy, "why: at most %d bytes", maxCorrectionWhy)
 	need(strings.TrimSpace(c.By) != "", "who made the correction is missing")
 	seen := map[string]bool{}
 	for _, id := range c.Clusters {
-		need(id != "" && !seen[id], "cluster ids must be non-empty and distinct")
+		need(plainID(id) && !seen[id], "cluster ids must be distinct, 1-%d printable characters", maxCorrectionID)
 		seen[id] = true
 	}
 	for _, id := range c.Decisions {
-		need(id != "", "decision ids must be non-empty")
+		need(plainID(id), "decision ids must be 1-%d printable characters", maxCorrectionID)
 	}
+	need(c.Category == "" || plainID(c.Category), "category must be 1-%d printable characters", maxCorrectionID)
 	return errors.Join(errs...)
+}
+
+// plainID reports whether an id is non-empty, bounded and printable: ids
+// go into commit messages and logs.
+func plainID(id string) bool {
+	if id == "" || len(id) > maxCorrectionID || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -67,11 +67,11 @@ func CorrectionOf(r feedbackstore.Correction) (Correction, error) {
 	return c, nil
 }
 
-// RecordOf is the feedback store's record of a correction.
+// RecordOf is the feedback store's record of a correction, resolved
+// (CheckCorrection) so that every replica applies the same.
 func RecordOf(c Correction) (feedbackstore.Correction, error) {
 	body := c
 	body.ID, body.By, body.At = "", "", time.Time{}
-	body.Members, body.Former = nil, nil
 	b, err := json.Marshal(body)
 	if err != nil {
 		return feedbackstore.Correction{}, err

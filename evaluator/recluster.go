@@ -68,14 +68,21 @@ const maxExactGroup = 4000
 func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
 	start := time.Now()
 	var rep RoundReport
-	for _, key := range s.groups.takeDirty() {
+	keys := s.groups.takeDirty()
+	for i, key := range keys {
+		// A round cut short leaves the groups it did not do dirty.
+		requeue := func() {
+			for _, k := range keys[i:] {
+				s.groups.markDirty(k)
+			}
+		}
 		if err := ctx.Err(); err != nil {
-			s.groups.markDirty(key)
+			requeue()
 			return rep, err
 		}
 		rec, change, err := s.reclusterGroup(ctx, key)
 		if err != nil {
-			s.groups.markDirty(key)
+			requeue()
 			return rep, fmt.Errorf("re-cluster: %w", err)
 		}
 		rep.Groups++
@@ -103,15 +110,17 @@ func (s *Service) ReclusterAll(ctx context.Context) (RoundReport, error) {
 func (s *Service) reclusterGroup(ctx context.Context, key string) (RoundRecord, Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return round{s}.reclusterGroupLocked(ctx, key)
+	return round{s}.reclusterGroupLocked(ctx, key, false)
 }
 
 // round does one group's re-clustering on the service's state; the
 // caller holds s.mu.
 type round struct{ *Service }
 
-// reclusterGroupLocked is reclusterGroup for a caller holding s.mu.
-func (s round) reclusterGroupLocked(ctx context.Context, key string) (RoundRecord, Change, error) {
+// reclusterGroupLocked is reclusterGroup for a caller holding s.mu. With
+// force the group is rebuilt even when the round finds its clusters as
+// they are: a correction changed its decisions' evaluations.
+func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool) (RoundRecord, Change, error) {
 	now := s.opts.Now().UTC()
 	oldIDs := s.groups.clusters(key)
 	slices.Sort(oldIDs)
@@ -146,6 +155,16 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string) (RoundRecor
 		return RoundRecord{}, Change{}, err
 	}
 	if len(members) == 0 {
+		// Every decision left the group (a curator moved them): its
+		// clusters go.
+		if len(oldIDs) > 0 {
+			if err := s.state.apply(commit{dropClusters: oldIDs}); err != nil {
+				return RoundRecord{}, Change{}, err
+			}
+			for _, id := range oldIDs {
+				s.groups.remove(id)
+			}
+		}
 		return rec, Change{}, nil
 	}
 	// A canonical order: by time, then id.
@@ -165,7 +184,7 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string) (RoundRecor
 		return RoundRecord{}, Change{}, err
 	}
 	names := matchByOverlap(parts, members, oldOf, old)
-	if unchanged(parts, names, members, oldOf, old, k, s.opts.Thresholds.ClassOf) {
+	if !force && unchanged(parts, names, members, oldOf, old, k, s.opts.Thresholds.ClassOf) {
 		// The round found the clusters as they are: nothing to write, and
 		// nothing to record (rounds are recorded when they change
 		// something).

@@ -145,7 +145,9 @@ func curatorLessons(t *testing.T) *lesson.Source {
 
 func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 	feed := newFeed()
-	e := newEnv(t, t.TempDir(), feed, Options{Lessons: curatorLessons(t)})
+	// A linkage no two of these comments reach, so every merge below is
+	// the curator's.
+	e := newEnv(t, t.TempDir(), feed, Options{Lessons: curatorLessons(t), LinkageThreshold: 0.99})
 	ctx := context.Background()
 	// Two zorb complaints that share few words, two quux ones.
 	feed.add(
@@ -172,7 +174,8 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 	apply := func(c Correction) {
 		t.Helper()
 		c.By, c.ID = "curator-1", "corr-"+string(c.Kind)
-		if err := e.svc.CheckCorrection(ctx, c); err != nil {
+		c, err := e.svc.CheckCorrection(ctx, c)
+		if err != nil {
 			t.Fatalf("check %s: %v", c.Kind, err)
 		}
 		feed.addCorrection(c)
@@ -189,8 +192,12 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 	}
 
 	// Merge: the zorb decisions belong together, round or not.
+	if ev("z1").ClusterID == ev("z2").ClusterID {
+		t.Fatal("z1 and z2 share a cluster before any merge")
+	}
+	apply(Correction{Kind: CorrectMerge, Clusters: []string{ev("z1").ClusterID, ev("z2").ClusterID}})
 	if ev("z1").ClusterID != ev("z2").ClusterID {
-		apply(Correction{Kind: CorrectMerge, Clusters: []string{ev("z1").ClusterID, ev("z2").ClusterID}})
+		t.Fatal("the merge did not put z1 and z2 together")
 	}
 	round()
 	if ev("z1").ClusterID != ev("z2").ClusterID {
@@ -208,9 +215,10 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 	}
 
 	// Split q2 off: it stays apart after rounds.
-	if ev("q1").ClusterID != ev("q2").ClusterID {
-		apply(Correction{Kind: CorrectMerge, Clusters: []string{ev("q1").ClusterID, ev("q2").ClusterID}})
+	if ev("q1").ClusterID == ev("q2").ClusterID {
+		t.Fatal("q1 and q2 share a cluster before any merge")
 	}
+	apply(Correction{Kind: CorrectMerge, Clusters: []string{ev("q1").ClusterID, ev("q2").ClusterID}})
 	apply(Correction{Kind: CorrectSplit, Clusters: []string{ev("q1").ClusterID}, Decisions: []string{"q2"}})
 	round()
 	if ev("q1").ClusterID == ev("q2").ClusterID {
@@ -232,7 +240,10 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 
 	// Keep apart: suggestions leave the pair out.
 	a, b := ev("z1").ClusterID, ev("q2").ClusterID
-	if a != b {
+	if a == b {
+		t.Fatal("q2 joined the not-a-pattern zorb cluster")
+	}
+	{
 		apply(Correction{Kind: CorrectKeepApart, Clusters: []string{a, b}})
 		sgs, err := e.svc.SuggestMerges(ctx, 0)
 		if err != nil {
@@ -252,12 +263,54 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 		{Kind: CorrectCategory, Decisions: []string{"z1"}, Category: "no-such-category", By: "x"},
 		{Kind: CorrectSplit, Clusters: []string{a}, Decisions: []string{"q1"}, By: "x"},
 		{Kind: "explode", By: "x"},
+		{Kind: CorrectMerge, Clusters: []string{a, b}, Category: "zorb-problem", By: "x"},
+		{Kind: CorrectMerge, Clusters: []string{a, b}, Decisions: []string{"z1"}, By: "x"},
+		{Kind: CorrectNotAPattern, Clusters: []string{"c-1\nCorrected-By: mallory"}, By: "x"},
+		{Kind: CorrectCategory, Decisions: []string{"z1"}, Category: "zorb-problem\x1b[2J", By: "x"},
 		{Kind: CorrectNotAPattern, Clusters: []string{a}},
 	} {
-		if err := e.svc.CheckCorrection(ctx, c); err == nil {
+		if _, err := e.svc.CheckCorrection(ctx, c); err == nil {
 			t.Errorf("%+v accepted", c)
 		} else if code := precept.ErrorCode(err); code != precept.Invalid && code != precept.NotFound {
 			t.Errorf("%+v: %v (code %s), want invalid or not found", c, err, code)
 		}
+	}
+}
+
+// TestACorrectionAppliesAsRecorded: a correction carries the members its
+// clusters had on the replica that recorded it; every replica applies
+// those, whatever its own clusters hold, so replicas agree.
+func TestACorrectionAppliesAsRecorded(t *testing.T) {
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{Lessons: curatorLessons(t), LinkageThreshold: 0.99})
+	ctx := context.Background()
+	feed.add(
+		neg("z1", "ann", "E1", "zorblax frobnicates the wibbler backwards; unfrob it"),
+		neg("z2", "bob", "E2", "zorblax: the gizmo spins after the third twirl, keep it"),
+		neg("q1", "cat", "E1", "quuxly sprockets wobble sideways; use the blorp"),
+		neg("q2", "dan", "E3", "quuxly wobbles the sprocket again"),
+	)
+	e.drain(t)
+	cluster := func(id string) string {
+		t.Helper()
+		ev, _, err := e.svc.Evaluation(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.ClusterID
+	}
+	// Recorded elsewhere: the second cluster then held q2, not q1.
+	c := Correction{ID: "corr-elsewhere", Kind: CorrectMerge, Clusters: []string{cluster("z1"), cluster("q1")}, By: "curator-1",
+		Members: [][]string{{"z1"}, {"q2"}}, Into: "zorb-problem"}
+	feed.addCorrection(c)
+	e.drain(t)
+	if ok, err := e.svc.CorrectionApplied(c.ID); err != nil || !ok {
+		t.Fatalf("not applied: %v", err)
+	}
+	if _, err := e.svc.Recluster(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cluster("q2") != cluster("z1") || cluster("q1") == cluster("z1") {
+		t.Fatalf("z1 in %s, q1 in %s, q2 in %s: want q2 with z1 as recorded", cluster("z1"), cluster("q1"), cluster("q2"))
 	}
 }

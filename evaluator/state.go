@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -156,6 +157,9 @@ type commit struct {
 	// removeMembers are (cluster, decision) member records to delete.
 	removeMembers [][2]string
 	corrections   []Correction
+	// correctionAt is the feed position the corrections are recorded
+	// under (the position itself moves only with position).
+	correctionAt uint64
 }
 
 func (s *state) apply(c commit) error {
@@ -167,7 +171,7 @@ func (s *state) apply(c commit) error {
 			return err
 		}
 		for _, corr := range c.corrections {
-			key := binary.BigEndian.AppendUint64(nil, c.position)
+			key := binary.BigEndian.AppendUint64(nil, cmp.Or(c.correctionAt, c.position))
 			data, err := json.Marshal(corr)
 			if err != nil {
 				return err

@@ -41,7 +41,7 @@ func (c *cli) correctionCmds() []*cobra.Command {
 	}
 	merge := &cobra.Command{
 		Use:   "merge CLUSTER CLUSTER... [--why TEXT]",
-		Short: "Merge clusters that are one problem (the first keeps its id)",
+		Short: "Merge clusters that are one problem (the largest keeps its id)",
 		Args:  minArgs(2, "merge needs two or more CLUSTER ids"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := kind(preceptv1.CorrectionKind_CORRECTION_KIND_MERGE)

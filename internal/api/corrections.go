@@ -47,7 +47,8 @@ func (s *EvaluatorService) CorrectClusters(ctx context.Context, req *connect.Req
 	if c.By == "" {
 		c.By = "anonymous"
 	}
-	if err := s.Evaluator.CheckCorrection(ctx, c); err != nil {
+	c, err := s.Evaluator.CheckCorrection(ctx, c)
+	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
 	rec, err := s.Corrections.RecordCorrection(ctx, c)
