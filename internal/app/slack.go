@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -63,7 +64,7 @@ func (a *App) openSlack() error {
 		Reviewers:     cfg.Reviewers,
 		MaxSkew:       cfg.MaxSkew,
 		PostRetry:     cfg.PostRetry,
-		SuggestEvery:  cfg.SuggestEvery,
+		SuggestEvery:  cmp.Or(cfg.SuggestEvery, -1), // 0 in the config: post none
 		SuggestMax:    cfg.SuggestMax,
 		ScanInterval:  cfg.Clarification.ScanInterval,
 		Features:      &slackapp.Features{Posting: features.Posting, Clarification: features.Clarification},
@@ -75,8 +76,8 @@ func (a *App) openSlack() error {
 	}
 	a.Slack = svc
 	// Merge suggestions come from the evaluator's clusters, so they are
-	// posted only where the evaluator runs.
-	if a.Evaluator != nil && a.Config.Evaluator.Enabled && cfg.SuggestEvery > 0 {
+	// posted and answered only where the evaluator runs.
+	if a.Evaluator != nil && a.Config.Evaluator.Enabled {
 		svc.SetCuration(curation{ev: a.Evaluator, rec: correctionRecorder{a.Feedback}})
 	}
 	a.Handle("/slack/interactions", svc.Interactions())
@@ -160,8 +161,9 @@ func (c curation) Cluster(ctx context.Context, id string) (evaluator.ClusterView
 }
 
 func (c curation) Correct(ctx context.Context, corr evaluator.Correction) (evaluator.Correction, error) {
-	if err := c.ev.CheckCorrection(ctx, corr); err != nil {
+	resolved, err := c.ev.CheckCorrection(ctx, corr)
+	if err != nil {
 		return evaluator.Correction{}, err
 	}
-	return c.rec.RecordCorrection(ctx, corr)
+	return c.rec.RecordCorrection(ctx, resolved)
 }

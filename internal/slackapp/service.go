@@ -108,7 +108,8 @@ type Options struct {
 	// SuggestEvery is how often merge suggestions are looked for, and
 	// SuggestMax how many new ones are posted each time (with curation
 	// set, see SetCuration); defaults DefaultSuggestEvery and
-	// DefaultSuggestMax.
+	// DefaultSuggestMax. A negative SuggestEvery posts none, but clicks
+	// on suggestions already posted are still answered.
 	SuggestEvery time.Duration
 	SuggestMax   int
 	// Features; nil means posting on and clarification off.
@@ -141,7 +142,7 @@ func (o Options) withDefaults() Options {
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = clarification.DefaultScanInterval
 	}
-	if o.SuggestEvery <= 0 {
+	if o.SuggestEvery == 0 {
 		o.SuggestEvery = DefaultSuggestEvery
 	}
 	if o.SuggestMax <= 0 {

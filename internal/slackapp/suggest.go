@@ -93,13 +93,14 @@ func DecodeSuggestionValue(s string) (SuggestionValue, error) {
 	return v, v.validate()
 }
 
-// SetCuration turns merge suggestions on: before Run, with the
-// evaluator's curation. Suggestions are posted while Posting is on.
+// SetCuration lets the app answer merge suggestions, and post them while
+// Posting is on and SuggestEvery is not negative: before Run, with the
+// evaluator's curation.
 func (s *Service) SetCuration(c Curation) { s.curation = c }
 
 // runSuggester posts new merge suggestions every SuggestEvery.
 func (s *Service) runSuggester(ctx context.Context) {
-	if s.curation == nil {
+	if s.curation == nil || s.opts.SuggestEvery < 0 {
 		return
 	}
 	// The first scan waits a little, so a starting service does not post
@@ -222,7 +223,11 @@ func (s *Service) serveSuggestionClick(w http.ResponseWriter, cb slack.Interacti
 		return
 	}
 	if s.curation == nil {
-		s.ack(w, endpoint, "ignored")
+		// Answers need the evaluator, which this replica does not run.
+		s.ack(w, endpoint, "unavailable")
+		s.async("refusal notice", func(ctx context.Context) {
+			s.ephemeral(ctx, channel, cb.User.ID, "", "precept did not record your answer: this precept instance does not run the evaluator. Ask an operator to route Slack's interactions to one that does, or use `precept clusters merge` / `keep-apart`.")
+		})
 		return
 	}
 	identity, why := s.authorised(cb.User.ID, "answer", "answering merge suggestions")

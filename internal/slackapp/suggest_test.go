@@ -89,7 +89,9 @@ func (e *env) suggestionClick(user, msgTS, action, value string) (int, string) {
 
 func TestMergeSuggestionsArePostedOnceAndAnsweredAsCorrections(t *testing.T) {
 	cur := newCurationFake()
-	e := newEnv(t, envConfig{noRun: true, curation: cur, opts: Options{SuggestMax: 5}})
+	users := map[string]string{uAlice: "alice", uBob: "bob", uCarol: "carol", uVic: "vic"}
+	roles := map[string]precept.Role{"alice": precept.RoleApprover, "bob": precept.RoleApprover, "carol": precept.RoleApprover, "vic": precept.RoleReader}
+	e := newEnv(t, envConfig{noRun: true, curation: cur, opts: Options{SuggestMax: 5, Users: users, Roles: roles}})
 	ctx := context.Background()
 	if n := e.svc.suggest(ctx); n != 2 {
 		t.Fatalf("posted %d suggestions, want 2", n)
@@ -117,6 +119,12 @@ func TestMergeSuggestionsArePostedOnceAndAnsweredAsCorrections(t *testing.T) {
 		t.Fatalf("mallory's click: %d", code)
 	}
 	e.sawEphemeral(uMallory, "not mapped")
+	// Nor can a mapped reader: answering needs the approver role, as
+	// CorrectClusters does over the API.
+	if code, _ := e.suggestionClick(uVic, first.TS, ActionMerge, buttons[ActionMerge]); code != http.StatusOK {
+		t.Fatalf("vic's click: %d", code)
+	}
+	e.sawEphemeral(uVic, "approver role")
 	// A button whose value does not match its action is refused.
 	if code, _ := e.suggestionClick(uAlice, first.TS, ActionKeepApart, buttons[ActionMerge]); code != http.StatusBadRequest {
 		t.Fatalf("mismatched click: %d", code)
@@ -191,4 +199,17 @@ func TestMergeSuggestionsArePostedOnScheduleWhilePostingIsOn(t *testing.T) {
 	if n := len(on.ws.TopLevel(testChannel)); n != 2 {
 		t.Fatalf("%d messages after more scans, want the 2 suggestions once", n)
 	}
+}
+
+func TestASuggestionClickWhereNoEvaluatorRunsIsToldNotDropped(t *testing.T) {
+	e := newEnv(t, envConfig{noRun: true})
+	v, err := SuggestionValue{A: "c-1", B: "c-2", Action: ActionMerge}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := e.suggestionClick(uAlice, "1800000000.000001", ActionMerge, v); code != http.StatusOK {
+		t.Fatalf("click: %d", code)
+	}
+	e.svc.wait()
+	e.sawEphemeral(uAlice, "does not run the evaluator")
 }
