@@ -71,8 +71,8 @@ type Result struct {
 }
 
 // Weights of the signals in a category's score, and the score from which
-// a comment is placed (docs/lessons.md, "Measured" gives how they were
-// chosen).
+// a comment is placed (docs/thresholds.md, "Lessons", gives how they
+// were chosen).
 const (
 	weightPhrasing = 0.5
 	weightNB       = 1.0

@@ -39,8 +39,10 @@ func sortedKeys(l Learned) []string {
 // MergeLearned adds learned phrasings to a curator's taxonomy file,
 // keeping its layout and comments: a phrasing the file (or the embedded
 // taxonomy) already has is skipped, a category the file lacks gets an
-// entry of its own. It returns the new file and how many phrasings it
-// added; the result is checked against the embedded taxonomy.
+// entry of its own. Phrasings longer than a taxonomy entry may be, and
+// those past a category's limit, are left out (the curator's file is a
+// sample, not an archive). It returns the new file and how many phrasings
+// it added; the result is checked against the embedded taxonomy.
 func MergeLearned(file []byte, learned Learned) ([]byte, int, error) {
 	var doc yaml.Node
 	if len(bytes.TrimSpace(file)) == 0 {
@@ -87,15 +89,18 @@ func MergeLearned(file []byte, learned Learned) ([]byte, int, error) {
 		for _, n := range phr.Content {
 			known[n.Value] = true
 		}
+		room := maxEntries - len(phr.Content)
 		if c, ok := base.Category(id); ok {
 			for _, p := range c.Phrasings {
 				known[p] = true
 			}
+			room -= len(c.Phrasings)
 		}
 		for _, p := range learned[id] {
-			if known[p] {
+			if known[p] || len(p) > maxEntryBytes || room <= 0 {
 				continue
 			}
+			room--
 			known[p] = true
 			phr.Content = append(phr.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: p, Style: yaml.DoubleQuotedStyle})
 			added++

@@ -1,6 +1,7 @@
 package lesson
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,7 +140,7 @@ func TestDefaultTaxonomyCoversWhatReviewersFlag(t *testing.T) {
 // TestPhrasingsArePlacedWhenLeftOut classifies every phrasing of the
 // embedded taxonomy as if it were not there: an estimate of how the
 // classifier does on wording it has not seen, on text it was not tuned
-// against (docs/lessons.md, "Measured"). The floor is under the figure
+// against (docs/thresholds.md, "Lessons"). The floor is under the figure
 // measured when the weights were chosen, so a change that makes the
 // classifier lean on exact phrasings fails here.
 func TestPhrasingsArePlacedWhenLeftOut(t *testing.T) {
@@ -322,5 +323,24 @@ func TestMergeLearnedKeepsTheFileAndAddsOnlyNewPhrasings(t *testing.T) {
 	}
 	if _, _, err := MergeLearned([]byte("categories: {a: 1}"), learned); err == nil {
 		t.Fatal("a file whose categories is not a list was merged")
+	}
+}
+
+func TestMergeLearnedLeavesOutWhatATaxonomyCannotHold(t *testing.T) {
+	base, _ := DefaultTaxonomy().Category("errors-ignored")
+	many := make([]string, 0, 300)
+	for i := range 300 {
+		many = append(many, fmt.Sprintf("learned phrasing number %d about a dropped error", i))
+	}
+	learned := Learned{"errors-ignored": append(many, strings.Repeat("long ", 200))}
+	out, added, err := MergeLearned(nil, learned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := maxEntries - len(base.Phrasings); added != want {
+		t.Fatalf("added %d, want the %d the category has room for", added, want)
+	}
+	if strings.Contains(string(out), "long long") {
+		t.Fatal("a phrasing longer than an entry may be was merged")
 	}
 }

@@ -183,7 +183,9 @@ func Score(name string, items []Item, evals []evaluator.Evaluation) Report {
 		case "positive":
 		case lesson.Unclear:
 			r.UnclearItems++
-			if got == "" || got == lesson.Unclear {
+			// No lesson at all: a rejection with nothing to read, which
+			// counts only when it ended ambiguous.
+			if got == lesson.Unclear || (got == "" && ev.Class == evaluator.Ambiguous) {
 				r.UnclearCorrect++
 			}
 		default:
