@@ -150,3 +150,33 @@ func TestDraftPromptQuotesCommentsAsDelimitedData(t *testing.T) {
 		t.Fatalf("delimiters inside a comment were not neutralised:\n%s", prompt)
 	}
 }
+
+func TestLessonDraftsStartFromTheCategoryRuleAndSayWhatBacksThem(t *testing.T) {
+	ev := Evidence{
+		CategoryRule: "Check every returned error and caught exception: return it or handle it; never discard it.",
+		Protected:    true,
+		FeedbackIDs:  []string{"d1", "d2", "d3", "d4", "d5", "d6", "d7"},
+		Size:         7,
+		Reviewers:    []string{"ann", "bob", "cat", "dan", "eve"},
+		Epics:        []string{"E1", "E2", "E3", "E4"},
+		Asked: []string{
+			"return it", // says nothing the rule does not
+			"use the token ghp_abcdefghijklmnopqrstuvwxyz0123456789ab here", // a secret never reaches a rule
+			"return the error from Close to the caller so failed cleanups surface in the job log",
+		},
+	}
+	d := extractiveDraft(ev)
+	want := "Check every returned error and caught exception: return it or handle it; never discard it; " +
+		"here: return the error from Close to the caller so failed cleanups surface in the job log — flagged 7 times by 5 reviewers in 4 epics."
+	if d.Content != want || d.Type != Constraint || d.By != "lesson" {
+		t.Fatalf("draft = %+v\nwant %q", d, want)
+	}
+	// Without a prescription of its own, the rule and its support; an
+	// unprotected category gives a guideline.
+	ev.Asked, ev.Protected = nil, false
+	ev.Reviewers, ev.Epics, ev.FeedbackIDs, ev.Size = []string{"ann", "bob"}, []string{"E1"}, []string{"d1", "d2"}, 2
+	d = extractiveDraft(ev)
+	if d.Content != "Check every returned error and caught exception: return it or handle it; never discard it — flagged 2 times by 2 reviewers in 1 epic." || d.Type != Guideline {
+		t.Fatalf("draft = %+v", d)
+	}
+}
