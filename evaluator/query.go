@@ -3,8 +3,11 @@ package evaluator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
@@ -168,18 +171,18 @@ func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
 
 // view adds statistics and the n most central comments to a cluster.
 // Centrality is a member's mean similarity to the others among the most
-// recent centralitySample members, from fresh embeddings of their texts.
+// recent centralitySample members, from their vectors in the index.
 func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, error) {
 	v := ClusterView{Cluster: c, Stats: c.Stats(), Tags: c.Tags()}
+	if reps, conf, ok := s.views.get(c); ok {
+		v.Representatives, v.Confidence = reps[:min(n, len(reps))], conf
+		return v, nil
+	}
 	sample, err := s.state.members(c.ID, c.Size-centralitySample+1)
 	if err != nil {
 		return ClusterView{}, err
 	}
-	texts := make([]string, len(sample))
-	for i, m := range sample {
-		texts[i] = m.Text
-	}
-	vecs, err := s.emb.Embed(ctx, texts)
+	vecs, err := s.sampleVectors(ctx, sample)
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("embed cluster %s: %w", c.ID, err)
 	}
@@ -209,7 +212,79 @@ func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, erro
 			v.Confidence = central.Confidence
 		}
 	}
+	s.views.put(c, reps, v.Confidence)
 	return v, nil
+}
+
+// sampleVectors returns the members' vectors as the index holds them,
+// embedding the texts of any it lacks.
+func (s *Service) sampleVectors(ctx context.Context, sample []Member) ([][]float32, error) {
+	ids := make([]string, len(sample))
+	for i, m := range sample {
+		ids[i] = m.DecisionID
+	}
+	stored, err := s.index.Embeddings(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	vecs := make([][]float32, len(sample))
+	var missing []int
+	var texts []string
+	for i, m := range sample {
+		if v, ok := stored[m.DecisionID]; ok {
+			vecs[i] = v
+			continue
+		}
+		missing = append(missing, i)
+		texts = append(texts, m.Text)
+	}
+	if len(texts) > 0 {
+		fresh, err := s.emb.Embed(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range missing {
+			vecs[i] = fresh[k]
+		}
+	}
+	return vecs, nil
+}
+
+// viewCache keeps each cluster's ranked comments and confidence while the
+// cluster is unchanged: the rule proposer asks for every generalizable
+// cluster on every round, and ranking re-embeds up to 64 comments.
+type viewCache struct {
+	mu sync.Mutex
+	m  map[string]cachedView
+}
+
+type cachedView struct {
+	size, revision int
+	updated        time.Time
+	reps           []Representative
+	confidence     float64
+}
+
+// maxCachedViews bounds the cache; past it the cache starts again.
+const maxCachedViews = 20000
+
+func (vc *viewCache) get(c Cluster) ([]Representative, float64, bool) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	e, ok := vc.m[c.ID]
+	if !ok || e.size != c.Size || e.revision != c.Revision || !e.updated.Equal(c.UpdatedAt) {
+		return nil, 0, false
+	}
+	return slices.Clone(e.reps), e.confidence, true
+}
+
+func (vc *viewCache) put(c Cluster, reps []Representative, confidence float64) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.m == nil || len(vc.m) >= maxCachedViews {
+		vc.m = map[string]cachedView{}
+	}
+	vc.m[c.ID] = cachedView{size: c.Size, revision: c.Revision, updated: c.UpdatedAt, reps: slices.Clone(reps), confidence: confidence}
 }
 
 // SimilarQuery asks for feedback similar to a stored decision or a text.

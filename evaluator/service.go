@@ -185,6 +185,8 @@ type Service struct {
 	m      Metrics
 	log    *slog.Logger
 	mu     sync.Mutex // serialises batches and clarification records
+	// views caches each cluster's central comments until it changes.
+	views viewCache
 }
 
 // New opens the evaluator's state at statePath over an index whose spec
