@@ -216,9 +216,22 @@ func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, erro
 	return v, nil
 }
 
-// sampleVectors returns the members' vectors as the index holds them,
-// embedding the texts of any it lacks.
+// sampleVectors returns the members' vectors: from an index in this
+// process, or when embedding costs a round trip anyway; else (a Chroma
+// server and the local embedder) the texts are embedded again, which is
+// cheaper than fetching the vectors. Texts the index lacks are embedded.
 func (s *Service) sampleVectors(ctx context.Context, sample []Member) ([][]float32, error) {
+	inProcess := false
+	if ip, ok := s.index.(interface{ InProcess() bool }); ok {
+		inProcess = ip.InProcess()
+	}
+	if _, local := s.emb.(*embedding.Local); local && !inProcess {
+		texts := make([]string, len(sample))
+		for i, m := range sample {
+			texts[i] = m.Text
+		}
+		return s.emb.Embed(ctx, texts)
+	}
 	ids := make([]string, len(sample))
 	for i, m := range sample {
 		ids[i] = m.DecisionID

@@ -452,11 +452,15 @@ type nbModel struct {
 	// out.
 	pool      map[string]float64
 	poolTotal float64
+	// poolLog is each feature's log probability in the pool.
+	poolLog map[string]float64
 }
 
 type nbCount struct {
 	category int
 	n        float64
+	// logN is log(n + nbAlpha).
+	logN float64
 }
 
 // nbAlpha is the additive smoothing of the model.
@@ -482,12 +486,16 @@ func newNB(t *Taxonomy, v *vocabulary) nbModel {
 	m.pool = map[string]float64{}
 	for ci, fs := range byCat {
 		for f, k := range fs {
-			m.counts[f] = append(m.counts[f], nbCount{ci, k})
+			m.counts[f] = append(m.counts[f], nbCount{ci, k, math.Log(k + nbAlpha)})
 			m.pool[f] += k
 			m.poolTotal += k
 		}
 	}
 	m.vocab = float64(len(m.counts))
+	m.poolLog = make(map[string]float64, len(m.pool))
+	for f, p := range m.pool {
+		m.poolLog[f] = math.Log((p + nbAlpha) / (m.poolTotal + nbAlpha*m.vocab))
+	}
 	return m
 }
 
@@ -500,52 +508,49 @@ func newNB(t *Taxonomy, v *vocabulary) nbModel {
 func (m nbModel) posterior(fs map[string]int, dropCat int, drop map[string]int) []float64 {
 	n := len(m.totals)
 	logp := make([]float64, n)
-	totals := m.totals
-	if drop != nil {
-		totals = slices.Clone(m.totals)
-		for _, k := range drop {
-			totals[dropCat] -= float64(k)
-		}
-	}
-	for f, k := range fs {
-		cs, ok := m.counts[f]
-		if !ok {
-			continue
-		}
-		kf := float64(k)
-		for ci := range n {
-			logp[ci] -= kf * math.Log(totals[ci]+nbAlpha*m.vocab)
-		}
-		for _, c := range cs {
-			cnt := c.n
-			if c.category == dropCat {
-				cnt -= float64(drop[f])
+	logDen := make([]float64, n)
+	for ci, t := range m.totals {
+		if drop != nil && ci == dropCat {
+			for _, k := range drop {
+				t -= float64(k)
 			}
-			logp[c.category] += kf * (math.Log(cnt+nbAlpha) - math.Log(nbAlpha))
 		}
-		for ci := range n {
-			logp[ci] += kf * math.Log(nbAlpha)
+		logDen[ci] = math.Log(t + nbAlpha*m.vocab)
+	}
+	logAlpha := math.Log(nbAlpha)
+	// Features in a fixed order, so every replica adds the same floats in
+	// the same order.
+	keys := make([]string, 0, len(fs))
+	for f := range fs {
+		if _, ok := m.counts[f]; ok {
+			keys = append(keys, f)
 		}
 	}
-	// What speaks for each category: the features it uses more than
-	// reviews in general do, in nats.
+	slices.Sort(keys)
+	// standOut is what speaks for each category: the features it uses
+	// more than reviews in general do, in nats.
 	standOut := make([]float64, n)
-	for f, k := range fs {
-		p, ok := m.pool[f]
-		if !ok || f == negation {
-			// A negation alone names no problem.
-			continue
-		}
-		pool := math.Log((p + nbAlpha) / (m.poolTotal + nbAlpha*m.vocab))
+	var total float64
+	for _, f := range keys {
+		kf := float64(fs[f])
+		total += kf
 		for _, c := range m.counts[f] {
-			cnt := c.n
-			if c.category == dropCat {
-				cnt -= float64(drop[f])
+			logN := c.logN
+			if drop != nil && c.category == dropCat {
+				logN = math.Log(c.n - float64(drop[f]) + nbAlpha)
 			}
-			if lr := math.Log((cnt+nbAlpha)/(totals[c.category]+nbAlpha*m.vocab)) - pool; lr > 0 {
-				standOut[c.category] += float64(k) * lr
+			logp[c.category] += kf * (logN - logAlpha)
+			if f == negation {
+				// A negation alone names no problem.
+				continue
+			}
+			if lr := logN - logDen[c.category] - m.poolLog[f]; lr > 0 {
+				standOut[c.category] += kf * lr
 			}
 		}
+	}
+	for ci := range n {
+		logp[ci] += total * (logAlpha - logDen[ci])
 	}
 	mx := slices.Max(logp)
 	var z float64

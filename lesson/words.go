@@ -3,6 +3,8 @@ package lesson
 import (
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/kljensen/snowball/english"
 
@@ -213,8 +215,25 @@ func stem(w string) string {
 	if !isASCIIWord(w) {
 		return w
 	}
-	return english.Stem(w, true)
+	if s, ok := stems.Load(w); ok {
+		return s.(string)
+	}
+	s := english.Stem(w, true)
+	// Reviews reuse a small vocabulary; the cache stops growing at its
+	// bound, so odd input cannot fill memory.
+	if stemsCached.Add(1) <= maxCachedStems {
+		stems.Store(w, s)
+	}
+	return s
 }
+
+// stems caches the stemmer's answers.
+var (
+	stems       sync.Map
+	stemsCached atomic.Int64
+)
+
+const maxCachedStems = 200_000
 
 // normTag compares tags and error categories: lower case, '_' and ' '
 // as '-'.

@@ -216,6 +216,10 @@ func (x *Index) resetFiles() error {
 // Spec returns the spec the index was opened with.
 func (x *Index) Spec() vectorindex.Spec { return x.spec }
 
+// InProcess reports that the index lives in this process: reading its
+// vectors costs no round trip.
+func (x *Index) InProcess() bool { return true }
+
 // Upsert stores vectors durably, replacing vectors with the same IDs.
 func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error {
 	if err := ctx.Err(); err != nil {
