@@ -117,15 +117,23 @@ func (m *Manager) Run(ctx context.Context) error {
 		fetch = t.C
 		m.remote.syncAndLog(ctx)
 	}
-	m.round(ctx)
+	took := m.timedRound(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-propose.C:
-			m.round(ctx)
+			took = m.timedRound(ctx)
 		case <-m.wake:
-			m.round(ctx)
+			// While decisions keep arriving every round wakes the next: a
+			// pause as long as the last round keeps drafting to half the
+			// time, leaving the rest to ingestion and evaluation.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(max(took, minWakeGap)):
+			}
+			took = m.timedRound(ctx)
 		case <-fetch:
 			m.remote.syncAndLog(ctx)
 		case <-m.kick:
@@ -142,6 +150,16 @@ func (m *Manager) Wake() {
 	case m.wake <- struct{}{}:
 	default:
 	}
+}
+
+// minWakeGap is the least pause before a round a wake asked for.
+const minWakeGap = 100 * time.Millisecond
+
+// timedRound runs a round and returns how long it took.
+func (m *Manager) timedRound(ctx context.Context) time.Duration {
+	start := time.Now()
+	m.round(ctx)
+	return time.Since(start)
 }
 
 func (m *Manager) round(ctx context.Context) {
