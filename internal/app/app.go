@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -107,6 +108,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		}
 	}()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// A soft limit keeps the heap near what is live instead of twice it;
+	// GOMEMLIMIT, when the operator sets it, wins.
+	if mib := cfg.Server.MemoryLimitMiB; mib > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(mib) << 20)
+	}
 
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {

@@ -25,6 +25,11 @@ type Server struct {
 	// InFlightWait is how long a request waits for room under
 	// MaxInFlightBodyBytes before it is refused.
 	InFlightWait time.Duration `yaml:"in_flight_wait"`
+	// MemoryLimitMiB is the Go runtime's soft memory limit: past it the
+	// garbage collector works harder rather than let the heap grow to
+	// twice what is live. 0 leaves the runtime's default (or GOMEMLIMIT,
+	// which wins when set).
+	MemoryLimitMiB int `yaml:"memory_limit_mib"`
 }
 
 func defaultServer() Server {
@@ -34,6 +39,7 @@ func defaultServer() Server {
 		MaxBodyBytes:         8 << 20,
 		MaxInFlightBodyBytes: 64 << 20,
 		InFlightWait:         2 * time.Second,
+		MemoryLimitMiB:       512,
 	}
 }
 
@@ -52,6 +58,9 @@ func (s Server) validate() error {
 	}
 	if s.MaxBodyBytes < 64<<10 || s.MaxBodyBytes > 1<<30 {
 		return invalid("server.max_body_bytes", "%d is outside %d..%d", s.MaxBodyBytes, 64<<10, 1<<30)
+	}
+	if s.MemoryLimitMiB < 0 || (s.MemoryLimitMiB > 0 && s.MemoryLimitMiB < 64) {
+		return invalid("server.memory_limit_mib", "%d: use 0 (no limit) or at least 64", s.MemoryLimitMiB)
 	}
 	if s.MaxInFlightBodyBytes < s.MaxBodyBytes {
 		return invalid("server.max_in_flight_body_bytes", "%d is less than server.max_body_bytes (%d): the largest request could never be received", s.MaxInFlightBodyBytes, s.MaxBodyBytes)
