@@ -66,14 +66,14 @@ func (s *Service) CheckCorrection(ctx context.Context, c Correction) (Correction
 	if len(agents) > 1 {
 		return Correction{}, precept.Errorf(precept.Invalid, "the clusters and decisions belong to different agents; clusters never cross agents")
 	}
-	return s.resolve(ctx, c)
+	return corrector{s}.resolve(ctx, c)
 }
 
 func agentOf(group string) string { return strings.SplitN(group, "\x00", 2)[0] }
 
 // resolve fills in the members, former neighbours and destination of a
 // correction from this replica's clusters.
-func (s *Service) resolve(_ context.Context, c Correction) (Correction, error) {
+func (s corrector) resolve(_ context.Context, c Correction) (Correction, error) {
 	c.Members = make([][]string, len(c.Clusters))
 	for i, id := range c.Clusters {
 		ms, err := s.state.members(id, 1)

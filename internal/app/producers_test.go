@@ -53,6 +53,15 @@ evaluator: {thresholds: {high_min_producers: 2}}
 		t.Fatalf("GetFeedback: producer %q, evaluation stats %v, %v", got.Msg.Feedback.GetProducer(), got.Msg.Feedback.GetEvaluation().GetClusterStats(), err)
 	}
 
+	// The proposal drafted from the low cluster shows approvers that one
+	// producer recorded all of it.
+	eventually(t, "a proposal whose evidence names its producer", 30*time.Second, func() bool {
+		r.app.Rules.Wake()
+		ps, err := r.app.Rules.List(ctx, rules.ListFilter{})
+		return err == nil && len(ps) == 1 && strings.Join(ps[0].Producers, ",") == "api:pipeline" &&
+			strings.Contains(ps[0].EvidenceSummary, "Recorded by 1 producer: api:pipeline.")
+	})
+
 	// The same problem from the stream: a second producer.
 	r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: decisions, Values: event("streamed-1", "reviewer_id", "dan",
 		"reviewer_comment", "the retry loop swallows the context error; return it wrapped so callers see the timeout")})
@@ -63,12 +72,4 @@ evaluator: {thresholds: {high_min_producers: 2}}
 	if strings.Join(ev.Stats.Producers, ",") != "api:pipeline,stream:asdlc:events:hitl_decisions" {
 		t.Fatalf("producers = %v", ev.Stats.Producers)
 	}
-	// The proposal drafted from the low cluster shows approvers that one
-	// producer recorded all of it.
-	eventually(t, "a proposal whose evidence names its producer", 30*time.Second, func() bool {
-		r.app.Rules.Wake()
-		ps, err := r.app.Rules.List(ctx, rules.ListFilter{})
-		return err == nil && len(ps) == 1 && strings.Join(ps[0].Producers, ",") == "api:pipeline" &&
-			strings.Contains(ps[0].EvidenceSummary, "Recorded by 1 producer: api:pipeline.")
-	})
 }
