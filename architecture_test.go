@@ -33,6 +33,7 @@ var layers = map[string]int{
 	"internal/text":               0,
 	"internal/jsonobj":            0,
 	"internal/safetext":           0,
+	"internal/reload":             0,
 	"gitrepo":                     0,
 	"embedding":                   0,
 	"vectorindex":                 0,

@@ -5,17 +5,15 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/reload"
 	"github.com/precept-dev/precept/lesson"
 )
 
@@ -371,15 +369,7 @@ func (r *Rubric) Score(d precept.Decision, l lesson.Lesson) RubricResult {
 func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
 
 // RubricSource serves the rubric, re-reading its file when it changes.
-type RubricSource struct {
-	path string
-	mu   sync.Mutex
-	cur  *Rubric
-	mod  time.Time
-	size int64
-	// err is the last reload failure; the previous rubric stays in use.
-	err error
-}
+type RubricSource struct{ f *reload.File[*Rubric] }
 
 // NewRubricSource returns the built-in rubric when path is empty, else
 // the rubric in the file, which must be valid now.
@@ -387,59 +377,20 @@ func NewRubricSource(path string) (*RubricSource, error) {
 	if path == "" {
 		return builtinRubric(), nil
 	}
-	s := &RubricSource{path: path, cur: DefaultRubric()}
-	if err := s.reload(); err != nil {
+	f, err := reload.New("rubric file", path, DefaultRubric(), ParseRubric)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &RubricSource{f}, nil
 }
 
 // builtinRubric is the source of the built-in rubric; it reads no file.
-func builtinRubric() *RubricSource { return &RubricSource{cur: DefaultRubric()} }
+func builtinRubric() *RubricSource { return &RubricSource{reload.Fixed(DefaultRubric())} }
 
 // Rubric returns the current rubric, first re-reading the file if it
 // changed. A file that stops parsing keeps the last good rubric in use;
 // LastError says why.
-func (s *RubricSource) Rubric() *Rubric {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.path != "" {
-		if fi, err := os.Stat(s.path); err == nil && (!fi.ModTime().Equal(s.mod) || fi.Size() != s.size) {
-			s.err = s.reloadLocked()
-		}
-	}
-	return s.cur
-}
+func (s *RubricSource) Rubric() *Rubric { return s.f.Get() }
 
 // LastError returns why the last reload failed, or nil.
-func (s *RubricSource) LastError() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
-func (s *RubricSource) reload() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reloadLocked()
-}
-
-func (s *RubricSource) reloadLocked() error {
-	fi, err := os.Stat(s.path)
-	if err != nil {
-		return fmt.Errorf("rubric file: %w", err)
-	}
-	data, err := os.ReadFile(s.path)
-	if err != nil {
-		return fmt.Errorf("rubric file: %w", err)
-	}
-	r, err := ParseRubric(data)
-	// Remember the file's state either way, so a broken file is not
-	// re-parsed on every decision.
-	s.mod, s.size = fi.ModTime(), fi.Size()
-	if err != nil {
-		return fmt.Errorf("rubric file %s: %w", s.path, err)
-	}
-	s.cur = r
-	return nil
-}
+func (s *RubricSource) LastError() error { return s.f.Err() }

@@ -7,14 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/precept-dev/precept/internal/reload"
 )
 
 //go:embed taxonomy.yaml
@@ -205,14 +205,7 @@ func DefaultTaxonomy() *Taxonomy { return defaultTaxonomy() }
 // Source serves the classifier: the embedded taxonomy extended by a
 // curator's file, re-read when the file changes. A broken file leaves the
 // last good classifier in use and is reported by LastError.
-type Source struct {
-	path string
-	mu   sync.Mutex
-	cur  *Classifier
-	mod  time.Time
-	size int64
-	err  error
-}
+type Source struct{ f *reload.File[*Classifier] }
 
 var defaultClassifier = sync.OnceValue(func() *Classifier { return NewClassifier(DefaultTaxonomy()) })
 
@@ -220,60 +213,28 @@ var defaultClassifier = sync.OnceValue(func() *Classifier { return NewClassifier
 // file at path when path is not empty. The file must exist and be valid
 // at start.
 func NewSource(path string) (*Source, error) {
-	s := &Source{path: path, cur: defaultClassifier()}
-	if path == "" {
-		return s, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.reloadLocked(); err != nil {
+	f, err := reload.New("taxonomy file", path, defaultClassifier(), func(data []byte) (*Classifier, error) {
+		t, err := DefaultTaxonomy().Extend(data)
+		if err != nil {
+			return nil, err
+		}
+		return NewClassifier(t), nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &Source{f}, nil
 }
 
 // DefaultSource serves the embedded taxonomy alone.
-func DefaultSource() *Source { return &Source{cur: defaultClassifier()} }
+func DefaultSource() *Source { return &Source{reload.Fixed(defaultClassifier())} }
 
 // Path is the curator's file, "" when there is none.
-func (s *Source) Path() string { return s.path }
+func (s *Source) Path() string { return s.f.Path() }
 
 // Classifier returns the current classifier, reloading the curator's file
 // first when it changed.
-func (s *Source) Classifier() *Classifier {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.path != "" {
-		if fi, err := os.Stat(s.path); err == nil && (!fi.ModTime().Equal(s.mod) || fi.Size() != s.size) {
-			s.err = s.reloadLocked()
-		}
-	}
-	return s.cur
-}
+func (s *Source) Classifier() *Classifier { return s.f.Get() }
 
 // LastError is the last reload failure, nil after a good reload.
-func (s *Source) LastError() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
-func (s *Source) reloadLocked() error {
-	fi, err := os.Stat(s.path)
-	if err != nil {
-		return fmt.Errorf("taxonomy file: %w", err)
-	}
-	data, err := os.ReadFile(s.path)
-	// Remember the file's state either way, so a broken file is not
-	// re-parsed on every decision.
-	s.mod, s.size = fi.ModTime(), fi.Size()
-	if err != nil {
-		return fmt.Errorf("taxonomy file: %w", err)
-	}
-	t, err := DefaultTaxonomy().Extend(data)
-	if err != nil {
-		return fmt.Errorf("taxonomy file %s: %w", s.path, err)
-	}
-	s.cur = NewClassifier(t)
-	return nil
-}
+func (s *Source) LastError() error { return s.f.Err() }
