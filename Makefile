@@ -51,6 +51,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDraftingAndGuardsNeverPanic$$' -fuzztime 20000x ./rules
 	$(GO) test -run '^$$' -fuzz '^FuzzStrictJSON$$' -fuzztime 30000x ./internal/api
 	$(GO) test -run '^$$' -fuzz '^FuzzInteractionPayload$$' -fuzztime 200000x ./internal/slackapp
+	$(GO) test -run '^$$' -fuzz '^FuzzClassifyNeverPanics$$' -fuzztime 20000x ./lesson
 
 ## bench: the issues' benchmark figures. The system benchmarks in
 ## internal/app measure themselves once (ingest vs raw Redis; classify and

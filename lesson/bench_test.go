@@ -13,3 +13,13 @@ func BenchmarkClassify(b *testing.B) {
 		c.Classify(in)
 	}
 }
+
+// BenchmarkNewClassifier is the cost of building the classifier of the
+// embedded taxonomy, paid once per process and on every curator-file
+// change.
+func BenchmarkNewClassifier(b *testing.B) {
+	t := DefaultTaxonomy()
+	for b.Loop() {
+		NewClassifier(t)
+	}
+}

@@ -141,6 +141,8 @@ func NewClassifier(t *Taxonomy) *Classifier {
 		}
 	}
 	c.vocab.finish()
+	// Each phrasing and cue is read as terms once.
+	memo := memoTerms(c.vocab)
 	// Document frequencies over phrasings and cues alike.
 	df := map[string]int{}
 	docs := 0
@@ -150,7 +152,7 @@ func NewClassifier(t *Taxonomy) *Classifier {
 		}
 		for _, s := range slices.Concat(cat.Phrasings, cat.Cues) {
 			docs++
-			for f := range features(terms(s, c.vocab)) {
+			for f := range features(memo(s)) {
 				df[f]++
 			}
 		}
@@ -160,16 +162,16 @@ func NewClassifier(t *Taxonomy) *Classifier {
 		c.idf[f] = math.Log(1 + float64(docs)/float64(n))
 	}
 	for pi, p := range c.phrasings {
-		for f, w := range c.vector(terms(p.text, c.vocab)) {
+		for f, w := range c.vector(memo(p.text)) {
 			c.postings[f] = append(c.postings[f], posting{pi, w})
 		}
 	}
-	c.nb = newNB(t, c.vocab)
+	c.nb = newNB(t, memo)
 	// A cue shared by several categories says less about each.
 	owners := map[string]map[int]bool{}
 	for ci, cat := range t.Categories {
 		for _, s := range cat.Cues {
-			ts := terms(s, c.vocab)
+			ts := memo(s)
 			if len(ts) == 0 {
 				continue
 			}
@@ -212,6 +214,19 @@ func (c *Classifier) Taxonomy() *Taxonomy { return c.tax }
 
 func wordsOf(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !('a' <= r && r <= 'z') })
+}
+
+// memoTerms returns terms with v, remembering each text's.
+func memoTerms(v *vocabulary) func(string) []string {
+	seen := map[string][]string{}
+	return func(s string) []string {
+		ts, ok := seen[s]
+		if !ok {
+			ts = terms(s, v)
+			seen[s] = ts
+		}
+		return ts
+	}
 }
 
 // features are a text's terms and its neighbouring pairs of terms.
@@ -471,13 +486,13 @@ const nbAlpha = 0.3
 // counts in full.
 const nbStandOut = 2.0
 
-func newNB(t *Taxonomy, v *vocabulary) nbModel {
+func newNB(t *Taxonomy, memo func(string) []string) nbModel {
 	m := nbModel{counts: map[string][]nbCount{}, totals: make([]float64, len(t.Categories))}
 	byCat := make([]map[string]float64, len(t.Categories))
 	for ci, cat := range t.Categories {
 		byCat[ci] = map[string]float64{}
 		for _, s := range slices.Concat(cat.Phrasings, cat.Cues) {
-			for f, k := range features(terms(s, v)) {
+			for f, k := range features(memo(s)) {
 				byCat[ci][f] += float64(k)
 				m.totals[ci] += float64(k)
 			}

@@ -280,11 +280,11 @@ func TestVocabularyRepairsOneEdit(t *testing.T) {
 }
 
 func FuzzClassifyNeverPanics(f *testing.F) {
-	f.Add("nit: magic number", "--- a\n+++ b\n+x", "testing")
-	f.Add("\xff\xfe", "", "")
+	f.Add("nit: magic number", "--- a\n+++ b\n+x", "testing", "a/b_test.go", "review-agent")
+	f.Add("\xff\xfe", "", "", "", "")
 	c := NewClassifier(DefaultTaxonomy())
-	f.Fuzz(func(t *testing.T, comment, diff, tag string) {
-		r := c.Classify(Input{Comment: comment, Diff: diff, Tags: []string{tag}})
+	f.Fuzz(func(t *testing.T, comment, diff, tag, scope, agent string) {
+		r := c.Classify(Input{Comment: comment, Diff: diff, Tags: []string{tag}, ScopePath: scope, Agent: agent})
 		if r.Category == "" || r.Confidence < 0 || r.Confidence > 1 {
 			t.Fatalf("result %+v", r)
 		}
