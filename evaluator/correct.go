@@ -294,7 +294,7 @@ func (s corrector) recategorise(ctx context.Context, ids []string, category, by 
 		if i < 0 {
 			continue
 		}
-		vecs, err := s.index.Embeddings(ctx, []string{id})
+		vecs, err := vectorsFor(ctx, s.state, s.index, []string{id})
 		if err != nil {
 			return nil, err
 		}

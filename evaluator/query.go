@@ -3,6 +3,7 @@ package evaluator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -216,16 +217,48 @@ func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, erro
 	return v, nil
 }
 
+// inProcess reports whether an index lives in this process.
+func inProcess(idx vectorindex.Index) bool {
+	ip, ok := idx.(interface{ InProcess() bool })
+	return ok && ip.InProcess()
+}
+
+// vectorsFor returns the stored vectors of ids, unit length: from the
+// state's copy when the index is remote, else (and for what the copy
+// lacks) from the index.
+func vectorsFor(ctx context.Context, st *state, idx vectorindex.Index, ids []string) (map[string][]float32, error) {
+	out := map[string][]float32{}
+	missing := ids
+	if !inProcess(idx) {
+		kept, err := st.vectors(ids)
+		if err != nil {
+			return nil, err
+		}
+		missing = nil
+		for _, id := range ids {
+			if v, ok := kept[id]; ok {
+				out[id] = vectorindex.Normalized(v)
+			} else {
+				missing = append(missing, id)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		got, err := idx.Embeddings(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, got)
+	}
+	return out, nil
+}
+
 // sampleVectors returns the members' vectors: from an index in this
 // process, or when embedding costs a round trip anyway; else (a Chroma
 // server and the local embedder) the texts are embedded again, which is
 // cheaper than fetching the vectors. Texts the index lacks are embedded.
 func (s *Service) sampleVectors(ctx context.Context, sample []Member) ([][]float32, error) {
-	inProcess := false
-	if ip, ok := s.index.(interface{ InProcess() bool }); ok {
-		inProcess = ip.InProcess()
-	}
-	if _, local := s.emb.(*embedding.Local); local && !inProcess {
+	if _, local := s.emb.(*embedding.Local); local && !inProcess(s.index) {
 		texts := make([]string, len(sample))
 		for i, m := range sample {
 			texts[i] = m.Text

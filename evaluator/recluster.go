@@ -175,7 +175,7 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 	for i, m := range members {
 		ids[i] = m.DecisionID
 	}
-	vecs, err := s.index.Embeddings(ctx, ids)
+	vecs, err := vectorsFor(ctx, s.state, s.index, ids)
 	if err != nil {
 		return RoundRecord{}, Change{}, err
 	}

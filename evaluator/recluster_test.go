@@ -2,16 +2,21 @@ package evaluator
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/vectorindex/chromem"
 )
 
 func (f *memFeed) addCorrection(c Correction) {
@@ -312,5 +317,89 @@ func TestACorrectionAppliesAsRecorded(t *testing.T) {
 	}
 	if cluster("q2") != cluster("z1") || cluster("q1") == cluster("z1") {
 		t.Fatalf("z1 in %s, q1 in %s, q2 in %s: want q2 with z1 as recorded", cluster("z1"), cluster("q1"), cluster("q2"))
+	}
+}
+
+// remoteIndex is an index that is not in this process, as a Chroma
+// server is: it counts the vectors read back from it.
+type remoteIndex struct {
+	vectorindex.Index
+	mu   sync.Mutex
+	read int
+}
+
+func (r *remoteIndex) Embeddings(ctx context.Context, ids []string) (map[string][]float32, error) {
+	r.mu.Lock()
+	r.read += len(ids)
+	r.mu.Unlock()
+	return r.Index.Embeddings(ctx, ids)
+}
+
+// TestRoundsOverARemoteIndexReadTheStatesCopyOfTheVectors: with a
+// remote index the evaluator keeps each clustered decision's vector, so a
+// round costs no round trip per vector, and clusters the same.
+func TestRoundsOverARemoteIndexReadTheStatesCopyOfTheVectors(t *testing.T) {
+	comments := []string{
+		"Hardcoded API key in config.go; load secrets from the environment.",
+		"API key is hardcoded in the config file, read it from an env var instead.",
+		"The error from db.Close() is silently dropped; return it.",
+		"err is swallowed in saveUser, handle it",
+		"Wrap the error with context so we know which file failed",
+	}
+	run := func(remote bool) (map[string]string, int) {
+		dir := t.TempDir()
+		emb := embedding.NewLocal(embedding.LocalOptions{})
+		local, reset, err := chromem.Open(filepath.Join(dir, "vectors"), vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer local.Close()
+		var idx vectorindex.Index = local
+		r := &remoteIndex{Index: local}
+		if remote {
+			idx = r
+		}
+		feed := newFeed()
+		for i, c := range comments {
+			feed.add(neg(fmt.Sprintf("d%d", i), fmt.Sprintf("r%d", i), fmt.Sprintf("E%d", i%2), c))
+		}
+		svc, err := New(context.Background(), feed, emb, idx, reset, filepath.Join(dir, "evaluator.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		for {
+			n, err := svc.Step(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		before := r.read
+		if _, err := svc.ReclusterAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		clusters := map[string]string{}
+		for i := range comments {
+			ev, _, err := svc.Evaluation(context.Background(), fmt.Sprintf("d%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clusters[ev.DecisionID] = ev.ClusterID
+		}
+		return clusters, r.read - before
+	}
+	inProcess, _ := run(false)
+	remote, read := run(true)
+	if read != 0 {
+		t.Fatalf("a round read %d vectors from the remote index, want none", read)
+	}
+	same := func(m map[string]string, a, b string) bool { return m[a] == m[b] }
+	for _, pair := range [][2]string{{"d0", "d1"}, {"d2", "d3"}, {"d0", "d2"}, {"d3", "d4"}} {
+		if same(inProcess, pair[0], pair[1]) != same(remote, pair[0], pair[1]) {
+			t.Fatalf("%v: clustered differently over a remote index (%v vs %v)", pair, inProcess, remote)
+		}
 	}
 }

@@ -406,6 +406,10 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("index clustered feedback: %w", err)
 		}
 	}
+	if !inProcess(s.index) {
+		// Rounds read these back without a round trip per vector.
+		b.commit.vectors = b.vectors
+	}
 	b.commit.position = items[len(items)-1].Seq
 	b.commit.indexed = indexed + uint64(len(b.vectors))
 	if err := s.state.apply(b.commit); err != nil {

@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/precept-dev/precept/vectorindex"
 )
 
 // stateVersion changes when the layout changes; another version is
@@ -29,7 +32,12 @@ var (
 	bEdge        = []byte("edge_pending") // decision id -> EdgeCaseDoc not yet written
 	bRounds      = []byte("rounds")       // time \x00 agent \x00 category -> RoundRecord
 	bCorrections = []byte("corrections")  // feed seq -> Correction, as applied
-	bMeta        = []byte("meta")
+	// bVectors keeps, with a remote index only, each clustered
+	// decision's vector (little-endian float32s), so rounds need no
+	// round trip per vector; it came after version 3 without changing
+	// it: a decision missing here is read from the index.
+	bVectors = []byte("vectors") // decision id -> vector
+	bMeta    = []byte("meta")
 
 	kPosition = []byte("position") // last feed seq evaluated
 	kIndexed  = []byte("indexed")  // vectors written to the index
@@ -49,7 +57,7 @@ func openState(path string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
-	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge, bRounds, bCorrections}
+	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge, bRounds, bCorrections, bVectors}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
@@ -160,6 +168,8 @@ type commit struct {
 	// correctionAt is the feed position the corrections are recorded
 	// under (the position itself moves only with position).
 	correctionAt uint64
+	// vectors are kept in the state when the index is remote.
+	vectors []vectorindex.Vector
 }
 
 func (s *state) apply(c commit) error {
@@ -169,6 +179,18 @@ func (s *state) apply(c commit) error {
 		}
 		if err := removeMembers(tx, c.removeMembers); err != nil {
 			return err
+		}
+		if len(c.vectors) > 0 {
+			vb := tx.Bucket(bVectors)
+			for _, v := range c.vectors {
+				buf := make([]byte, 4*len(v.Embedding))
+				for i, x := range v.Embedding {
+					binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+				}
+				if err := vb.Put([]byte(v.ID), buf); err != nil {
+					return err
+				}
+			}
 		}
 		for _, corr := range c.corrections {
 			key := binary.BigEndian.AppendUint64(nil, cmp.Or(c.correctionAt, c.position))
@@ -360,4 +382,25 @@ func (s *state) evaluationError(id string) (string, error) {
 		return nil
 	})
 	return msg, err
+}
+
+// vectors returns the stored vectors of ids (those it has).
+func (s *state) vectors(ids []string) (map[string][]float32, error) {
+	out := make(map[string][]float32, len(ids))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bVectors)
+		for _, id := range ids {
+			raw := b.Get([]byte(id))
+			if raw == nil || len(raw)%4 != 0 {
+				continue
+			}
+			v := make([]float32, len(raw)/4)
+			for i := range v {
+				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+			out[id] = v
+		}
+		return nil
+	})
+	return out, err
 }
