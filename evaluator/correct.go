@@ -69,8 +69,6 @@ func (s *Service) CheckCorrection(ctx context.Context, c Correction) (Correction
 	return corrector{s}.resolve(ctx, c)
 }
 
-func agentOf(group string) string { return strings.SplitN(group, "\x00", 2)[0] }
-
 // resolve fills in the members, former neighbours and destination of a
 // correction from this replica's clusters.
 func (s corrector) resolve(_ context.Context, c Correction) (Correction, error) {
@@ -298,7 +296,7 @@ func (s corrector) recategorise(ctx context.Context, ids []string, category, by 
 		if err != nil {
 			return nil, err
 		}
-		agent := strings.SplitN(ce.group, "\x00", 2)[0]
+		agent := agentOf(ce.group)
 		cl := newCluster(clusterID(id+"@"+category), now)
 		for n := 2; ; n++ {
 			if _, taken := s.groups.get(cl.ID); !taken {
@@ -374,7 +372,7 @@ func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, e
 	byAgent := map[string][]unit{}
 	s.groups.mu.RLock()
 	for id, ce := range s.groups.byID {
-		agent := strings.SplitN(ce.group, "\x00", 2)[0]
+		agent := agentOf(ce.group)
 		byAgent[agent] = append(byAgent[agent], unit{id, ce})
 	}
 	s.groups.mu.RUnlock()

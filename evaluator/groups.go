@@ -3,6 +3,7 @@ package evaluator
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/precept-dev/precept"
@@ -12,6 +13,9 @@ import (
 // A group is one agent's lessons of one category: clusters never cross
 // groups (docs/lessons.md).
 func groupOf(agent, category string) string { return agent + "\x00" + category }
+
+// agentOf is the agent of a group key.
+func agentOf(group string) string { return strings.SplitN(group, "\x00", 2)[0] }
 
 // groups keeps every cluster's agent, category, size and vector sum in
 // memory, so a decision finds the cluster it is most similar to on

@@ -148,19 +148,24 @@ func curatorLessons(t *testing.T) *lesson.Source {
 	return src
 }
 
+// zorbsAndQuuxes are two zorb complaints that share few words and two
+// quux ones, for the curator taxonomy.
+func zorbsAndQuuxes() []precept.Feedback {
+	return []precept.Feedback{
+		neg("z1", "ann", "E1", "zorblax frobnicates the wibbler backwards; unfrob it"),
+		neg("z2", "bob", "E2", "zorblax: the gizmo spins after the third twirl, keep it"),
+		neg("q1", "cat", "E1", "quuxly sprockets wobble sideways; use the blorp"),
+		neg("q2", "dan", "E3", "quuxly wobbles the sprocket again"),
+	}
+}
+
 func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 	feed := newFeed()
 	// A linkage no two of these comments reach, so every merge below is
 	// the curator's.
 	e := newEnv(t, t.TempDir(), feed, Options{Lessons: curatorLessons(t), LinkageThreshold: 0.99})
 	ctx := context.Background()
-	// Two zorb complaints that share few words, two quux ones.
-	feed.add(
-		neg("z1", "ann", "E1", "zorblax frobnicates the wibbler backwards; unfrob it"),
-		neg("z2", "bob", "E2", "zorblax: the gizmo spins after the third twirl, keep it"),
-		neg("q1", "cat", "E1", "quuxly sprockets wobble sideways; use the blorp"),
-		neg("q2", "dan", "E3", "quuxly wobbles the sprocket again"),
-	)
+	feed.add(zorbsAndQuuxes()...)
 	e.drain(t)
 	ev := func(id string) Evaluation {
 		t.Helper()
@@ -289,12 +294,7 @@ func TestACorrectionAppliesAsRecorded(t *testing.T) {
 	feed := newFeed()
 	e := newEnv(t, t.TempDir(), feed, Options{Lessons: curatorLessons(t), LinkageThreshold: 0.99})
 	ctx := context.Background()
-	feed.add(
-		neg("z1", "ann", "E1", "zorblax frobnicates the wibbler backwards; unfrob it"),
-		neg("z2", "bob", "E2", "zorblax: the gizmo spins after the third twirl, keep it"),
-		neg("q1", "cat", "E1", "quuxly sprockets wobble sideways; use the blorp"),
-		neg("q2", "dan", "E3", "quuxly wobbles the sprocket again"),
-	)
+	feed.add(zorbsAndQuuxes()...)
 	e.drain(t)
 	cluster := func(id string) string {
 		t.Helper()

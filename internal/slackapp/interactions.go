@@ -125,13 +125,7 @@ func (s *Service) serveClick(w http.ResponseWriter, cb slack.InteractionCallback
 		s.refuse(w, endpoint, "bad_request", http.StatusBadRequest, "malformed button value")
 		return
 	}
-	channel, msgTS := cb.Container.ChannelID, cb.Container.MessageTs
-	if channel == "" {
-		channel = cb.Channel.ID
-	}
-	if msgTS == "" {
-		msgTS = cb.Message.Timestamp
-	}
+	channel, msgTS := clickedMessage(cb)
 	if !validSlackID(channel) || !validSlackID(cb.User.ID) || cb.TriggerID == "" {
 		s.refuse(w, endpoint, "bad_request", http.StatusBadRequest, "payload lacks the user, channel or trigger")
 		return
@@ -244,6 +238,19 @@ func (s *Service) serveSubmission(w http.ResponseWriter, cb slack.InteractionCal
 	s.async("decide", func(ctx context.Context) { s.decide(ctx, meta, note, cb.User.ID, identity.Name) })
 }
 
+// clickedMessage returns the channel and message a button was clicked
+// in: the container's, else the payload's channel and message.
+func clickedMessage(cb slack.InteractionCallback) (channel, ts string) {
+	channel, ts = cb.Container.ChannelID, cb.Container.MessageTs
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	if ts == "" {
+		ts = cb.Message.Timestamp
+	}
+	return channel, ts
+}
+
 // DecisionRole is the role a Slack user's mapped identity needs to
 // approve or reject a proposal: the role the API asks of ApproveRule and
 // RejectRule, so Slack grants nobody more than their token would.
@@ -254,20 +261,30 @@ const DecisionRole = precept.RoleApprover
 // an identity whose role (Options.Roles) includes DecisionRole. what
 // names what was not recorded ("click", "decision").
 func (s *Service) decider(user, what string) (precept.Identity, string) {
-	name, mapped := s.opts.Users[user]
+	id, mapped := s.identityOf(user)
 	if !mapped {
 		return precept.Identity{}, fmt.Sprintf("You are not mapped to a precept approver, so precept did not record your %s. Ask an operator to add your Slack user to `slack.users`.", what)
 	}
-	id := precept.Identity{Name: name, Role: s.opts.Roles[name]}
 	if id.Allows(DecisionRole) {
 		return id, ""
 	}
+	name := id.Name
 	has := "has no precept role"
 	if id.Role != precept.RoleNone {
 		has = "has the " + id.Role.String() + " role"
 	}
 	return id, fmt.Sprintf("Your Slack user is mapped to the precept identity %s, which %s; approving and rejecting need the %s role, in Slack as over the API. precept did not record your %s. Ask an operator to make %s an approver.",
 		escape(name), has, DecisionRole, what, escape(name))
+}
+
+// identityOf is the precept identity a Slack user acts as, with the role
+// the API would give it; false when the user is not mapped.
+func (s *Service) identityOf(user string) (precept.Identity, bool) {
+	name, mapped := s.opts.Users[user]
+	if !mapped {
+		return precept.Identity{}, false
+	}
+	return precept.Identity{Name: name, Role: s.opts.Roles[name]}, true
 }
 
 // decide records a decision made in Slack through the rule manager, so

@@ -211,13 +211,7 @@ func (s *Service) serveSuggestionClick(w http.ResponseWriter, cb slack.Interacti
 		s.refuse(w, endpoint, "bad_request", http.StatusBadRequest, "malformed button value")
 		return
 	}
-	channel, msgTS := cb.Container.ChannelID, cb.Container.MessageTs
-	if channel == "" {
-		channel = cb.Channel.ID
-	}
-	if msgTS == "" {
-		msgTS = cb.Message.Timestamp
-	}
+	channel, msgTS := clickedMessage(cb)
 	if !validSlackID(channel) || !validSlackID(cb.User.ID) || msgTS == "" {
 		s.refuse(w, endpoint, "bad_request", http.StatusBadRequest, "payload lacks the user, channel or message")
 		return
@@ -285,14 +279,13 @@ func (s *Service) answerSuggestion(ctx context.Context, v SuggestionValue, chann
 // not ("" when they may): like decider, for curator work, which needs
 // the role CorrectClusters needs over the API.
 func (s *Service) authorised(user, what, doing string) (precept.Identity, string) {
-	name, mapped := s.opts.Users[user]
+	id, mapped := s.identityOf(user)
 	if !mapped {
 		return precept.Identity{}, fmt.Sprintf("You are not mapped to a precept identity, so precept did not record your %s. Ask an operator to add your Slack user to `slack.users`.", what)
 	}
-	id := precept.Identity{Name: name, Role: s.opts.Roles[name]}
 	if id.Allows(DecisionRole) {
 		return id, ""
 	}
 	return id, fmt.Sprintf("Your Slack user is mapped to the precept identity %s, whose role does not allow %s (it needs the %s role, as over the API). precept did not record your %s.",
-		escape(name), doing, DecisionRole, what)
+		escape(id.Name), doing, DecisionRole, what)
 }
