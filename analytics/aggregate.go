@@ -62,6 +62,10 @@ const (
 	DefaultMaxRangeDays = 731
 	// DefaultMaxSeries bounds the series a split query returns.
 	DefaultMaxSeries = 100
+	// DefaultMetricsMaxAgents and DefaultMetricsMaxGates bound the agent
+	// and gate label values of the Prometheus series (internal/metrics).
+	DefaultMetricsMaxAgents = 20
+	DefaultMetricsMaxGates  = 20
 )
 
 // Options tune an Aggregate; zero values mean the defaults.

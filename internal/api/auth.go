@@ -103,6 +103,8 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.PromptServiceBuildPromptProcedure:   precept.RoleReader,
 	preceptv1connect.PromptServiceWatchPromptProcedure:   precept.RoleReader,
 	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,
+
+	preceptv1connect.AnalyticsServiceGetAnalyticsProcedure: precept.RoleReader,
 }
 
 // RequiredRole returns the role a procedure needs.

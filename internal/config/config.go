@@ -44,6 +44,7 @@ type Config struct {
 	Rules     Rules     `yaml:"rules"`
 	Features  Features  `yaml:"features"`
 	Prompts   Prompts   `yaml:"prompts"`
+	Analytics Analytics `yaml:"analytics"`
 	Slack     Slack     `yaml:"slack"`
 	// Maintenance keeps the git repositories' object stores small in files.
 	Maintenance Maintenance `yaml:"maintenance"`
@@ -203,6 +204,7 @@ func Default() Config {
 		Rules:     defaultRules(),
 		Features:  defaultFeatures(),
 		Prompts:   defaultPrompts(),
+		Analytics: defaultAnalytics(),
 		Slack:     defaultSlack(),
 
 		Maintenance: defaultMaintenance(),
@@ -356,7 +358,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
-		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate,
+		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate,
 		c.Maintenance.validate,
 	} {
 		if err := check(); err != nil {
