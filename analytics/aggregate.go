@@ -127,7 +127,14 @@ type Aggregate struct {
 	mu    sync.RWMutex
 	cells map[cellKey]*entry
 	byDay map[int32][]*entry
-	pos   uint64
+	// rolled holds, per day and agent, the sum of its gates' cells
+	// (keys with an empty gate), for queries that neither filter nor
+	// split by gate; install keeps it up to date in place.
+	rolled  map[cellKey]*entry
+	rollDay map[int32][]*entry
+	pos     uint64
+	// names numbers label names; adding one takes mu.
+	names *interner
 
 	queueMu sync.Mutex
 	queue   []Evaluated
@@ -153,16 +160,22 @@ func Open(feed Feed, path string, opts Options) (*Aggregate, error) {
 func (a *Aggregate) load() error {
 	cells := map[cellKey]*entry{}
 	byDay := map[int32][]*entry{}
-	pos, err := a.db.load(func(k cellKey, c *Cell) {
+	rolled := map[cellKey]*entry{}
+	rollDay := map[int32][]*entry{}
+	// A lock of its own while loading: nothing reads the new names yet.
+	names := newInterner(&sync.Mutex{})
+	pos, err := a.db.load(names, func(k cellKey, c *Cell) {
 		e := &entry{key: k, cell: c}
 		cells[k] = e
 		byDay[k.Day] = append(byDay[k.Day], e)
+		roll(rolled, rollDay, k).cell.addCell(c, 1)
 	})
 	if err != nil {
 		return err
 	}
+	names.mu = &a.mu
 	a.mu.Lock()
-	a.cells, a.byDay, a.pos = cells, byDay, pos
+	a.cells, a.byDay, a.rolled, a.rollDay, a.pos, a.names = cells, byDay, rolled, rollDay, pos, names
 	a.mu.Unlock()
 	return nil
 }
@@ -340,7 +353,10 @@ func (a *Aggregate) install(dirty map[cellKey]*Cell, pos uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, c := range dirty {
+		r := roll(a.rolled, a.rollDay, k).cell
+		r.addCell(c, 1)
 		if e, ok := a.cells[k]; ok {
+			r.addCell(e.cell, -1)
 			e.cell = c
 			continue
 		}
@@ -349,6 +365,18 @@ func (a *Aggregate) install(dirty map[cellKey]*Cell, pos uint64) {
 		a.byDay[k.Day] = append(a.byDay[k.Day], e)
 	}
 	a.pos = pos
+}
+
+// roll returns the rolled-up cell of k's day and agent, creating it.
+func roll(rolled map[cellKey]*entry, rollDay map[int32][]*entry, k cellKey) *entry {
+	rk := cellKey{Day: k.Day, Agent: k.Agent}
+	e, ok := rolled[rk]
+	if !ok {
+		e = &entry{key: rk, cell: &Cell{}}
+		rolled[rk] = e
+		rollDay[k.Day] = append(rollDay[k.Day], e)
+	}
+	return e
 }
 
 // counted is a decision a step added, for metrics after the commit.
@@ -389,10 +417,10 @@ func (b *batch) apply(tx *storeTx, recs []feedbackstore.Record, queued []Evaluat
 			return err
 		}
 		c := b.cell(k)
-		c.addDecision(r.Feedback, first)
+		c.addDecision(r.Feedback, first, b.a.names)
 		b.counted = append(b.counted, counted{rec: r, first: first})
 		if cat, ok := b.lessons[r.DecisionID]; ok {
-			c.addLesson(cat, 1)
+			c.addLesson(cat, 1, b.a.names)
 			if err := tx.putLesson(r.DecisionID, k, cat); err != nil {
 				return err
 			}
@@ -408,7 +436,7 @@ func (b *batch) apply(tx *storeTx, recs []feedbackstore.Record, queued []Evaluat
 		}
 	}
 	for k, c := range b.dirty {
-		if err := tx.putCell(k, c); err != nil {
+		if err := tx.putCell(k, c, b.a.names.names); err != nil {
 			return err
 		}
 	}
@@ -427,15 +455,15 @@ func (b *batch) evaluated(tx *storeTx, ev Evaluated) error {
 			return err
 		}
 		c := b.cell(k)
-		c.addLesson(cat, -1)
-		c.addLesson(ev.Category, 1)
+		c.addLesson(cat, -1, b.a.names)
+		c.addLesson(ev.Category, 1, b.a.names)
 		return tx.putLesson(ev.DecisionID, k, ev.Category)
 	}
 	k, ok, err := tx.pending(ev.DecisionID)
 	if err != nil || !ok {
 		return err
 	}
-	b.cell(k).addLesson(ev.Category, 1)
+	b.cell(k).addLesson(ev.Category, 1, b.a.names)
 	if err := tx.putLesson(ev.DecisionID, k, ev.Category); err != nil {
 		return err
 	}

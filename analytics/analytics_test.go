@@ -316,6 +316,31 @@ func TestRebuildAfterLosingTheFileGivesTheSameFigures(t *testing.T) {
 	}
 }
 
+// TestRolledUpCellsAnswerAsTheCellsDo: queries without a gate filter
+// read the cells rolled up per day and agent; naming every gate reads the
+// cells themselves. Both must agree, as kept by steps and as loaded.
+func TestRolledUpCellsAnswerAsTheCellsDo(t *testing.T) {
+	h := loaded(t)
+	h.lessons.set("a6", "requirements")
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Category: "requirements"}})
+	h.drain(t)
+	check := func(when string) {
+		t.Helper()
+		for _, q := range []Query{{}, {Split: SplitAgent}, {Granularity: Week}} {
+			rolled := h.query(t, q)
+			q.Gates = []string{"code-review", "plan-review"}
+			raw := h.query(t, q)
+			if !reflect.DeepEqual(rolled, raw) {
+				t.Errorf("%s, %+v: rolled up\n%+v\ncells\n%+v", when, q, rolled, raw)
+			}
+		}
+	}
+	check("kept by steps")
+	h.agg.Close()
+	h.open(t)
+	check("loaded")
+}
+
 func TestReopenKeepsFiguresAndResolvesPendingLessons(t *testing.T) {
 	h := newHarness(t)
 	for _, d := range fixture() {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -47,39 +46,72 @@ func parseCellKey(b []byte) (cellKey, error) {
 
 // Sum is a count and a total, for means.
 type Sum struct {
-	N     int64 `json:"n"`
-	Total int64 `json:"t"`
+	N     int64
+	Total int64
+}
+
+// Label counts one label (a tag, an error category or a lesson category)
+// by its interned id.
+type Label struct {
+	ID uint32
+	N  int64
+}
+
+// Labels is a distribution, ids in order.
+type Labels []Label
+
+func (ls Labels) add(id uint32, n int64) Labels {
+	i, found := slices.BinarySearchFunc(ls, id, func(l Label, t uint32) int { return cmp.Compare(l.ID, t) })
+	if found {
+		ls[i].N += n
+		if ls[i].N <= 0 {
+			ls = slices.Delete(ls, i, i+1)
+		}
+		return ls
+	}
+	if n <= 0 {
+		return ls
+	}
+	return slices.Insert(ls, i, Label{ID: id, N: n})
+}
+
+// Score sums one quality score by its interned name.
+type Score struct {
+	ID uint32
+	Sum
 }
 
 // Cell holds the figures of one agent at one gate on one day, as counts
-// and sums that add up across cells (docs/analytics.md).
+// and sums that add up across cells (docs/analytics.md). Label and score
+// names are interned per process (interner); the file stores them by
+// name (encode.go).
 type Cell struct {
-	Approved            int64 `json:"approved,omitempty"`
-	Rejected            int64 `json:"rejected,omitempty"`
-	ApprovedWithChanges int64 `json:"approved_with_changes,omitempty"`
+	Approved            int64
+	Rejected            int64
+	ApprovedWithChanges int64
 	// FirstAttempts counts decisions that were the first on their work
 	// item; FirstPassAccepted those of them that were APPROVED.
-	FirstAttempts     int64 `json:"first_attempts,omitempty"`
-	FirstPassAccepted int64 `json:"first_pass_accepted,omitempty"`
+	FirstAttempts     int64
+	FirstPassAccepted int64
 	// EditPercent sums the character edit distance (0-100) of decisions
 	// that sent both outputs; LinesChanged the lines added and removed in
 	// correction diffs.
-	EditPercent  Sum              `json:"edit_percent,omitzero"`
-	LinesChanged Sum              `json:"lines_changed,omitzero"`
-	Durations    Histogram        `json:"durations,omitempty"`
-	Tags         map[string]int64 `json:"tags,omitempty"`
-	ErrorCats    map[string]int64 `json:"error_categories,omitempty"`
-	Lessons      map[string]int64 `json:"lessons,omitempty"`
-	Quality      map[string]Sum   `json:"quality,omitempty"`
+	EditPercent  Sum
+	LinesChanged Sum
+	Durations    Histogram
+	Tags         Labels
+	ErrorCats    Labels
+	Lessons      Labels
+	Quality      []Score
 }
 
 func (c *Cell) clone() *Cell {
 	n := *c
 	n.Durations = slices.Clone(c.Durations)
-	n.Tags = maps.Clone(c.Tags)
-	n.ErrorCats = maps.Clone(c.ErrorCats)
-	n.Lessons = maps.Clone(c.Lessons)
-	n.Quality = maps.Clone(c.Quality)
+	n.Tags = slices.Clone(c.Tags)
+	n.ErrorCats = slices.Clone(c.ErrorCats)
+	n.Lessons = slices.Clone(c.Lessons)
+	n.Quality = slices.Clone(c.Quality)
 	return &n
 }
 
@@ -88,7 +120,7 @@ func (c *Cell) decisions() int64 { return c.Approved + c.Rejected + c.ApprovedWi
 
 // addDecision counts a stored decision; first says whether it was the
 // first decision on its work item.
-func (c *Cell) addDecision(f precept.Feedback, first bool) {
+func (c *Cell) addDecision(f precept.Feedback, first bool, in *interner) {
 	switch f.Decision.Decision {
 	case precept.Approved:
 		c.Approved++
@@ -114,41 +146,64 @@ func (c *Cell) addDecision(f precept.Feedback, first bool) {
 	if d := f.ReviewDurationSeconds; d != nil {
 		c.Durations = c.Durations.add(durationBin(*d), 1)
 	}
-	c.Tags = count(c.Tags, f.Tags)
-	c.ErrorCats = count(c.ErrorCats, f.ErrorCategories)
+	for _, t := range f.Tags {
+		c.Tags = c.Tags.add(in.id(t), 1)
+	}
+	for _, t := range f.ErrorCategories {
+		c.ErrorCats = c.ErrorCats.add(in.id(t), 1)
+	}
 	for k, v := range f.QualityScores {
-		if c.Quality == nil {
-			c.Quality = map[string]Sum{}
+		c.addScore(in.id(k), Sum{N: 1, Total: int64(v)})
+	}
+}
+
+func (c *Cell) addScore(id uint32, s Sum) {
+	i, found := slices.BinarySearchFunc(c.Quality, id, func(q Score, t uint32) int { return cmp.Compare(q.ID, t) })
+	if !found {
+		if s.N <= 0 {
+			return
 		}
-		s := c.Quality[k]
-		s.N++
-		s.Total += int64(v)
-		c.Quality[k] = s
+		c.Quality = slices.Insert(c.Quality, i, Score{ID: id})
+	}
+	c.Quality[i].N += s.N
+	c.Quality[i].Total += s.Total
+	if c.Quality[i].N <= 0 {
+		c.Quality = slices.Delete(c.Quality, i, i+1)
+	}
+}
+
+// addCell adds another cell's counts (sign 1) or takes them away (-1):
+// rolled-up cells follow the cells they sum.
+func (c *Cell) addCell(o *Cell, sign int64) {
+	c.Approved += sign * o.Approved
+	c.Rejected += sign * o.Rejected
+	c.ApprovedWithChanges += sign * o.ApprovedWithChanges
+	c.FirstAttempts += sign * o.FirstAttempts
+	c.FirstPassAccepted += sign * o.FirstPassAccepted
+	c.EditPercent.N += sign * o.EditPercent.N
+	c.EditPercent.Total += sign * o.EditPercent.Total
+	c.LinesChanged.N += sign * o.LinesChanged.N
+	c.LinesChanged.Total += sign * o.LinesChanged.Total
+	for _, b := range o.Durations {
+		c.Durations = c.Durations.add(int(b.B), sign*b.N)
+	}
+	for _, l := range o.Tags {
+		c.Tags = c.Tags.add(l.ID, sign*l.N)
+	}
+	for _, l := range o.ErrorCats {
+		c.ErrorCats = c.ErrorCats.add(l.ID, sign*l.N)
+	}
+	for _, l := range o.Lessons {
+		c.Lessons = c.Lessons.add(l.ID, sign*l.N)
+	}
+	for _, q := range o.Quality {
+		c.addScore(q.ID, Sum{N: sign * q.N, Total: sign * q.Total})
 	}
 }
 
 // addLesson moves the count of a lesson category by n (1 or -1).
-func (c *Cell) addLesson(category string, n int64) {
-	if c.Lessons == nil {
-		c.Lessons = map[string]int64{}
-	}
-	c.Lessons[category] += n
-	if c.Lessons[category] <= 0 {
-		delete(c.Lessons, category)
-	}
-}
-
-func count(m map[string]int64, labels []string) map[string]int64 {
-	if len(labels) == 0 {
-		return m
-	}
-	if m == nil {
-		m = make(map[string]int64, len(labels))
-	}
-	for _, l := range labels {
-		m[l]++
-	}
-	return m
+func (c *Cell) addLesson(category string, n int64, in *interner) {
+	c.Lessons = c.Lessons.add(in.id(category), n)
 }
 
 // editPercent is the decision's character edit distance: the one the
@@ -186,14 +241,27 @@ func LinesChanged(diff string) int {
 	return n
 }
 
-// acc adds cells up for a query.
+// acc adds cells up for a query: dense counts indexed by interned id.
 type acc struct {
 	c    Cell
 	dur  dense
-	tags map[string]int64
-	errs map[string]int64
-	less map[string]int64
-	qual map[string]Sum
+	tags []int64
+	errs []int64
+	less []int64
+	qual []Sum
+}
+
+func newAcc(names int) *acc {
+	return &acc{tags: make([]int64, names), errs: make([]int64, names), less: make([]int64, names), qual: make([]Sum, names)}
+}
+
+func (a *acc) reset() {
+	a.c = Cell{}
+	clear(a.dur[:])
+	clear(a.tags)
+	clear(a.errs)
+	clear(a.less)
+	clear(a.qual)
 }
 
 func (a *acc) merge(c *Cell) {
@@ -207,41 +275,36 @@ func (a *acc) merge(c *Cell) {
 	a.c.LinesChanged.N += c.LinesChanged.N
 	a.c.LinesChanged.Total += c.LinesChanged.Total
 	a.dur.merge(c.Durations)
-	a.tags = mergeCounts(a.tags, c.Tags)
-	a.errs = mergeCounts(a.errs, c.ErrorCats)
-	a.less = mergeCounts(a.less, c.Lessons)
-	for k, s := range c.Quality {
-		if a.qual == nil {
-			a.qual = map[string]Sum{}
-		}
-		t := a.qual[k]
-		t.N += s.N
-		t.Total += s.Total
-		a.qual[k] = t
+	for _, l := range c.Tags {
+		a.tags[l.ID] += l.N
+	}
+	for _, l := range c.ErrorCats {
+		a.errs[l.ID] += l.N
+	}
+	for _, l := range c.Lessons {
+		a.less[l.ID] += l.N
+	}
+	for _, q := range c.Quality {
+		a.qual[q.ID].N += q.N
+		a.qual[q.ID].Total += q.Total
 	}
 }
 
-// mergeAcc adds another accumulator (a bucket into the totals).
+// mergeAcc adds another accumulator (a bucket into its series' totals).
 func (a *acc) mergeAcc(b *acc) {
 	c := b.c
-	c.Tags, c.ErrorCats, c.Lessons, c.Quality = b.tags, b.errs, b.less, b.qual
+	c.Durations, c.Tags, c.ErrorCats, c.Lessons, c.Quality = nil, nil, nil, nil, nil
 	a.merge(&c)
 	for i, n := range b.dur {
 		a.dur[i] += n
 	}
-}
-
-func mergeCounts(into, from map[string]int64) map[string]int64 {
-	if len(from) == 0 {
-		return into
+	for i := range b.tags {
+		a.tags[i] += b.tags[i]
+		a.errs[i] += b.errs[i]
+		a.less[i] += b.less[i]
+		a.qual[i].N += b.qual[i].N
+		a.qual[i].Total += b.qual[i].Total
 	}
-	if into == nil {
-		into = make(map[string]int64, len(from))
-	}
-	for k, n := range from {
-		into[k] += n
-	}
-	return into
 }
 
 // Count is how often a label was seen.
@@ -287,13 +350,13 @@ type Figures struct {
 	QualityScores    []Mean
 }
 
-func (a *acc) figures() Figures {
+func (a *acc) figures(names []string) Figures {
 	c := a.c
 	f := Figures{
 		Decisions: c.decisions(), Approved: c.Approved, Rejected: c.Rejected, ApprovedWithChanges: c.ApprovedWithChanges,
 		FirstAttempts: c.FirstAttempts, FirstPassAccepted: c.FirstPassAccepted,
 		EditDistanceCount: c.EditPercent.N, CorrectionDiffs: c.LinesChanged.N, LinesChanged: c.LinesChanged.Total,
-		Tags: counts(a.tags), ErrorCategories: counts(a.errs), LessonCategories: counts(a.less),
+		Tags: counts(a.tags, names), ErrorCategories: counts(a.errs, names), LessonCategories: counts(a.less, names),
 	}
 	if c.FirstAttempts > 0 {
 		f.FirstPassAcceptance = float64(c.FirstPassAccepted) / float64(c.FirstAttempts)
@@ -307,27 +370,44 @@ func (a *acc) figures() Figures {
 	f.ReviewDurations = a.dur.count()
 	f.ReviewP50Seconds = a.dur.quantile(0.5, f.ReviewDurations)
 	f.ReviewP90Seconds = a.dur.quantile(0.9, f.ReviewDurations)
-	for _, k := range slices.Sorted(maps.Keys(a.qual)) {
-		s := a.qual[k]
-		f.QualityScores = append(f.QualityScores, Mean{Name: k, Count: s.N, Mean: float64(s.Total) / float64(s.N)})
+	for id, s := range a.qual {
+		if s.N > 0 {
+			f.QualityScores = append(f.QualityScores, Mean{Name: names[id], Count: s.N, Mean: float64(s.Total) / float64(s.N)})
+		}
 	}
+	slices.SortFunc(f.QualityScores, func(a, b Mean) int { return strings.Compare(a.Name, b.Name) })
 	return f
 }
 
 // counts lists a distribution most frequent first, then by name.
-func counts(m map[string]int64) []Count {
-	out := make([]Count, 0, len(m))
-	for k, n := range m {
-		out = append(out, Count{Name: k, Count: n})
-	}
-	slices.SortFunc(out, func(a, b Count) int {
-		if c := cmp.Compare(b.Count, a.Count); c != 0 {
-			return c
+func counts(dense []int64, names []string) []Count {
+	n := 0
+	for _, c := range dense {
+		if c > 0 {
+			n++
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	if len(out) == 0 {
+	}
+	if n == 0 {
 		return nil
 	}
+	out := make([]Count, 0, n)
+	for id, c := range dense {
+		if c > 0 {
+			out = append(out, Count{Name: names[id], Count: c})
+		}
+	}
+	// Few labels: an insertion sort, most frequent first, then by name.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && before(out[j], out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
 	return out
+}
+
+func before(a, b Count) bool {
+	if a.Count != b.Count {
+		return a.Count > b.Count
+	}
+	return a.Name < b.Name
 }

@@ -64,9 +64,12 @@ func (h Histogram) add(b int, n int64) Histogram {
 	i, found := slices.BinarySearchFunc(h, uint16(b), func(x Bin, t uint16) int { return int(x.B) - int(t) })
 	if found {
 		h[i].N += n
-		if h[i].N == 0 {
+		if h[i].N <= 0 {
 			h = slices.Delete(h, i, i+1)
 		}
+		return h
+	}
+	if n <= 0 {
 		return h
 	}
 	return slices.Insert(h, i, Bin{B: uint16(b), N: n})

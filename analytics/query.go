@@ -130,16 +130,7 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 	if q.Granularity == 0 {
 		q.Granularity = Day
 	}
-	var starts []int32
-	for d := q.Granularity.start(from); d < to; d = q.Granularity.next(d) {
-		starts = append(starts, d)
-	}
 	agents, gates := set(q.Agents), set(q.Gates)
-	type group struct {
-		agent, gate string
-		buckets     []acc
-	}
-	groups := map[string]*group{}
 	keyOf := func(k cellKey) string {
 		switch q.Split {
 		case SplitAgent:
@@ -149,56 +140,79 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 		}
 		return ""
 	}
-	a.mu.RLock()
-	pos := a.pos
-	bi := 0
-	for d := from; d < to; d++ {
-		for bi+1 < len(starts) && starts[bi+1] <= d {
-			bi++
-		}
-		for _, e := range a.byDay[d] {
-			if (agents != nil && !agents[e.key.Agent]) || (gates != nil && !gates[e.key.Gate]) {
-				continue
-			}
-			gk := keyOf(e.key)
-			g := groups[gk]
-			if g == nil {
-				if len(groups) == a.opts.MaxSeries {
-					a.mu.RUnlock()
-					return Report{}, precept.Errorf(precept.Invalid, "split: more than %d series match; name agents or gates, or split less", a.opts.MaxSeries)
-				}
-				g = &group{buckets: make([]acc, len(starts))}
-				switch q.Split {
-				case SplitAgent:
-					g.agent = gk
-				case SplitGate:
-					g.gate = gk
-				}
-				groups[gk] = g
-			}
-			g.buckets[bi].merge(e.cell)
-		}
+	// One accumulator per series for the bucket being added up, one for
+	// the series' totals; buckets are finished one at a time.
+	type group struct {
+		key     string
+		bucket  *acc
+		total   *acc
+		buckets []Bucket
 	}
-	a.mu.RUnlock()
+	var starts []int32
+	for d := q.Granularity.start(from); d < to; d = q.Granularity.next(d) {
+		starts = append(starts, d)
+	}
+	groups := map[string]*group{}
 
-	if len(groups) == 0 && q.Split == SplitNone {
-		groups[""] = &group{buckets: make([]acc, len(starts))}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	names := a.names.names
+	// Without a gate filter or split, the cells rolled up per day and
+	// agent answer the same with a fraction of the work.
+	byDay := a.byDay
+	if gates == nil && q.Split != SplitGate {
+		byDay = a.rollDay
 	}
-	rep := Report{From: dayStart(from), To: dayStart(to), Granularity: q.Granularity, Position: pos}
-	var total acc
+	for bi, start := range starts {
+		end := q.Granularity.next(start)
+		for d := max(start, from); d < min(end, to); d++ {
+			for _, e := range byDay[d] {
+				if (agents != nil && !agents[e.key.Agent]) || (gates != nil && !gates[e.key.Gate]) {
+					continue
+				}
+				gk := keyOf(e.key)
+				g := groups[gk]
+				if g == nil {
+					if len(groups) == a.opts.MaxSeries {
+						return Report{}, precept.Errorf(precept.Invalid, "split: more than %d series match; name agents or gates, or split less", a.opts.MaxSeries)
+					}
+					g = &group{key: gk, bucket: newAcc(len(names)), total: newAcc(len(names)), buckets: make([]Bucket, bi, len(starts))}
+					for i := range bi {
+						g.buckets[i] = Bucket{Start: dayStart(starts[i]), End: dayStart(q.Granularity.next(starts[i]))}
+					}
+					groups[gk] = g
+				}
+				g.bucket.merge(e.cell)
+			}
+		}
+		for _, g := range groups {
+			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(end), Figures: g.bucket.figures(names)})
+			g.total.mergeAcc(g.bucket)
+			g.bucket.reset()
+		}
+	}
+	if len(groups) == 0 && q.Split == SplitNone {
+		g := &group{total: newAcc(len(names))}
+		for _, start := range starts {
+			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(q.Granularity.next(start))})
+		}
+		groups[""] = g
+	}
+	rep := Report{From: dayStart(from), To: dayStart(to), Granularity: q.Granularity, Position: a.pos}
+	total := newAcc(len(names))
 	for _, gk := range sortedKeys(groups) {
 		g := groups[gk]
-		s := Series{Agent: g.agent, Gate: g.gate, Buckets: make([]Bucket, len(starts))}
-		var st acc
-		for i := range g.buckets {
-			s.Buckets[i] = Bucket{Start: dayStart(starts[i]), End: dayStart(q.Granularity.next(starts[i])), Figures: g.buckets[i].figures()}
-			st.mergeAcc(&g.buckets[i])
+		s := Series{Buckets: g.buckets, Totals: g.total.figures(names)}
+		switch q.Split {
+		case SplitAgent:
+			s.Agent = gk
+		case SplitGate:
+			s.Gate = gk
 		}
-		s.Totals = st.figures()
-		total.mergeAcc(&st)
+		total.mergeAcc(g.total)
 		rep.Series = append(rep.Series, s)
 	}
-	rep.Totals = total.figures()
+	rep.Totals = total.figures(names)
 	return rep, nil
 }
 

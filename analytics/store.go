@@ -2,7 +2,6 @@ package analytics
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +15,7 @@ import (
 // The buckets of the analytics file (docs/analytics.md, "State").
 var (
 	bMeta = []byte("meta")
-	// bCells: cell key → the cell as JSON.
+	// bCells: cell key → the cell (encodeCell).
 	bCells = []byte("cells")
 	// bItems: work item → the seq of its first decision.
 	bItems = []byte("items")
@@ -34,7 +33,7 @@ var (
 
 // storeVersion changes whenever the layout or what is counted changes;
 // a file of another version is rebuilt from the feed.
-const storeVersion = "1"
+const storeVersion = "2"
 
 type store struct {
 	db *bolt.DB
@@ -56,7 +55,7 @@ func openStore(path string, noSync bool) (*store, error) {
 			return err
 		}
 		if v := meta.Get(keyVersion); v != nil && string(v) != storeVersion {
-			if err := clear(tx); err != nil {
+			if err := clearAll(tx); err != nil {
 				return err
 			}
 		}
@@ -74,9 +73,9 @@ func openStore(path string, noSync bool) (*store, error) {
 	return s, nil
 }
 
-// clear drops every figure and the position, so the feed is followed
+// clearAll drops every figure and the position, so the feed is followed
 // again from its start.
-func clear(tx *bolt.Tx) error {
+func clearAll(tx *bolt.Tx) error {
 	for _, b := range dataBuckets {
 		if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
@@ -87,7 +86,7 @@ func clear(tx *bolt.Tx) error {
 
 func (s *store) reset() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if err := clear(tx); err != nil {
+		if err := clearAll(tx); err != nil {
 			return err
 		}
 		for _, b := range dataBuckets {
@@ -102,7 +101,7 @@ func (s *store) reset() error {
 func (s *store) close() error { return s.db.Close() }
 
 // load calls fn with every cell and returns the position.
-func (s *store) load(fn func(cellKey, *Cell)) (uint64, error) {
+func (s *store) load(in *interner, fn func(cellKey, *Cell)) (uint64, error) {
 	var pos uint64
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bMeta).Get(keyPosition); len(v) == 8 {
@@ -113,9 +112,9 @@ func (s *store) load(fn func(cellKey, *Cell)) (uint64, error) {
 			if err != nil {
 				return fmt.Errorf("%w: %v", errCorrupt, err)
 			}
-			c := &Cell{}
-			if err := json.Unmarshal(v, c); err != nil {
-				return fmt.Errorf("%w: cell: %v", errCorrupt, err)
+			c, err := decodeCell(v, in)
+			if err != nil {
+				return err
 			}
 			fn(key, c)
 			return nil
@@ -161,12 +160,8 @@ func (t *storeTx) firstAttempt(item []byte, seq uint64) (bool, error) {
 	return true, t.items.Put(item, seqBytes(seq))
 }
 
-func (t *storeTx) putCell(k cellKey, c *Cell) error {
-	v, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	return t.cells.Put(k.bytes(), v)
+func (t *storeTx) putCell(k cellKey, c *Cell, names []string) error {
+	return t.cells.Put(k.bytes(), encodeCell(c, names))
 }
 
 func (t *storeTx) setPosition(pos uint64) error { return t.meta.Put(keyPosition, seqBytes(pos)) }
