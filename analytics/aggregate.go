@@ -58,6 +58,9 @@ const (
 	// DefaultPollInterval is how often the aggregate looks for decisions
 	// when no change was signalled.
 	DefaultPollInterval = 5 * time.Second
+	// DefaultStepInterval is how long a signalled change waits, so that
+	// one step takes in what arrives meanwhile.
+	DefaultStepInterval = time.Second
 	// DefaultMaxRangeDays bounds a query's range.
 	DefaultMaxRangeDays = 731
 	// DefaultMaxSeries bounds the series a split query returns.
@@ -72,6 +75,7 @@ const (
 type Options struct {
 	BatchSize    int
 	PollInterval time.Duration
+	StepInterval time.Duration
 	MaxRangeDays int
 	MaxSeries    int
 	// Lessons looks up lesson categories of decisions the evaluator
@@ -90,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.StepInterval <= 0 {
+		o.StepInterval = DefaultStepInterval
 	}
 	if o.MaxRangeDays <= 0 {
 		o.MaxRangeDays = DefaultMaxRangeDays
@@ -233,8 +240,8 @@ func (a *Aggregate) Run(ctx context.Context) error {
 				return nil
 			}
 			a.opts.Logger.Warn("analytics step failed; will retry", "err", err)
-		} else if n > 0 {
-			continue
+		} else if n >= a.opts.BatchSize {
+			continue // catching up
 		}
 		select {
 		case <-ctx.Done():
@@ -242,6 +249,14 @@ func (a *Aggregate) Run(ctx context.Context) error {
 		case <-changed:
 		case <-a.wake:
 		case <-time.After(a.opts.PollInterval):
+		}
+		// Gather what arrives meanwhile into the next step: one
+		// transaction (and one fsync) per interval while decisions flow,
+		// instead of one per feedback commit and evaluator batch.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(a.opts.StepInterval):
 		}
 	}
 }

@@ -30,7 +30,7 @@ func (a *App) openAnalytics(nodeDir string) error {
 		lessons = a.lessonOf
 	}
 	a.Analytics, err = analytics.Open(a.Feedback, filepath.Join(nodeDir, "analytics.db"), analytics.Options{
-		BatchSize: cfg.BatchSize, MaxRangeDays: cfg.MaxRangeDays, MaxSeries: cfg.MaxSeries,
+		BatchSize: cfg.BatchSize, StepInterval: cfg.StepInterval, MaxRangeDays: cfg.MaxRangeDays, MaxSeries: cfg.MaxSeries,
 		Lessons: lessons, Metrics: measured, Logger: a.Log.With("component", "analytics"),
 	})
 	if err != nil {

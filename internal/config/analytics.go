@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/precept-dev/precept/analytics"
 )
@@ -13,6 +14,9 @@ type Analytics struct {
 	Enabled bool `yaml:"enabled"`
 	// BatchSize is how many decisions one step adds and saves together.
 	BatchSize int `yaml:"batch_size"`
+	// StepInterval is how long a change waits before the step that
+	// counts it, so that one transaction takes in what arrives meanwhile.
+	StepInterval time.Duration `yaml:"step_interval"`
 	// MaxRangeDays bounds a query's range.
 	MaxRangeDays int `yaml:"max_range_days"`
 	// MaxSeries bounds the series of a split query.
@@ -25,13 +29,16 @@ type Analytics struct {
 
 func defaultAnalytics() Analytics {
 	return Analytics{
-		Enabled: true, BatchSize: analytics.DefaultBatchSize, MaxRangeDays: analytics.DefaultMaxRangeDays,
+		Enabled: true, BatchSize: analytics.DefaultBatchSize, StepInterval: analytics.DefaultStepInterval, MaxRangeDays: analytics.DefaultMaxRangeDays,
 		MaxSeries: analytics.DefaultMaxSeries, MetricsMaxAgents: analytics.DefaultMetricsMaxAgents,
 		MetricsMaxGates: analytics.DefaultMetricsMaxGates,
 	}
 }
 
 func (a Analytics) validate() error {
+	if a.StepInterval <= 0 || a.StepInterval > time.Minute {
+		return fmt.Errorf("config: analytics.step_interval: %s is outside (0, 1m]", a.StepInterval)
+	}
 	for _, v := range []struct {
 		key      string
 		val, max int
