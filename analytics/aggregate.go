@@ -152,7 +152,7 @@ type Aggregate struct {
 // cells. A missing file starts from the beginning of the feed.
 func Open(feed Feed, path string, opts Options) (*Aggregate, error) {
 	opts = opts.withDefaults()
-	db, err := openStore(path, opts.NoSync)
+	db, err := openStore(path, opts.NoSync, opts.Lessons != nil)
 	if err != nil {
 		return nil, err
 	}

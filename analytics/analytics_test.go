@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -362,6 +363,31 @@ func TestReopenKeepsFiguresAndResolvesPendingLessons(t *testing.T) {
 	wantCounts(t, "lessons", h.query(t, Query{}).Totals.LessonCategories, []Count{{"naming", 1}, {"scope", 1}})
 }
 
+// TestTurningLessonsOnRebuilds: decisions counted while the evaluator
+// was off carry no lesson; once it is on, the file is rebuilt so that
+// they do.
+func TestTurningLessonsOnRebuilds(t *testing.T) {
+	h := newHarness(t)
+	h.agg.Close()
+	agg, err := Open(h.feed, h.path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agg = agg
+	for _, d := range fixture() {
+		h.feed.add(d)
+	}
+	h.drain(t)
+	h.agg.Close()
+	h.lessons.set("a2", "naming")
+	h.open(t)
+	if h.agg.Position() != 0 {
+		t.Fatalf("position %d after turning lessons on, want a rebuild from 0", h.agg.Position())
+	}
+	h.drain(t)
+	wantCounts(t, "lessons", h.query(t, Query{}).Totals.LessonCategories, []Count{{"naming", 1}})
+}
+
 func TestBadQueriesGetClearErrors(t *testing.T) {
 	h := loaded(t)
 	for name, q := range map[string]Query{
@@ -407,6 +433,50 @@ func TestLinesChangedSkipsHeaders(t *testing.T) {
 	} {
 		if got := LinesChanged(diff); got != want {
 			t.Errorf("LinesChanged(%q) = %d, want %d", diff, got, want)
+		}
+	}
+}
+
+// TestQueriesRunWhileStepsCommit: queries, steps and the evaluator's
+// hook run at once (go test -race checks the locking); every query sees
+// whole steps, never a half-applied one.
+func TestQueriesRunWhileStepsCommit(t *testing.T) {
+	h := newHarness(t)
+	for i := range 300 {
+		for _, d := range fixture() {
+			d.DecisionID = fmt.Sprintf("%s-%d", d.DecisionID, i)
+			d.Tags = append(d.Tags, fmt.Sprintf("t%d", i%17))
+			h.feed.add(d)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 300 {
+			h.agg.Evaluated([]Evaluated{{DecisionID: fmt.Sprintf("a2-%d", i), Category: "naming"}})
+			if _, err := h.agg.Step(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		h.drain(t)
+	}()
+	for {
+		r, err := h.agg.Query(Query{From: day1.Truncate(24 * time.Hour), To: day2.Truncate(24 * time.Hour).Add(24 * time.Hour), Split: SplitAgent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A step adds 4 decisions (BatchSize 4): totals move in whole steps.
+		if r.Totals.Decisions%4 != 0 && r.Totals.Decisions != 1800 {
+			t.Fatalf("a query saw %d decisions: half a step", r.Totals.Decisions)
+		}
+		select {
+		case <-done:
+			if got := h.query(t, Query{}).Totals.Decisions; got != 1800 {
+				t.Fatalf("decisions = %d, want 1800", got)
+			}
+			return
+		default:
 		}
 	}
 }

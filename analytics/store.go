@@ -39,7 +39,14 @@ type store struct {
 	db *bolt.DB
 }
 
-func openStore(path string, noSync bool) (*store, error) {
+// openStore opens the file; lessons says whether lesson categories are
+// counted, and a file kept the other way is rebuilt (turning the
+// evaluator on later must not leave the earlier decisions uncounted).
+func openStore(path string, noSync, lessons bool) (*store, error) {
+	version := storeVersion
+	if !lessons {
+		version += "-nolessons"
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open analytics: %w", err)
 	}
@@ -54,7 +61,7 @@ func openStore(path string, noSync bool) (*store, error) {
 		if err != nil {
 			return err
 		}
-		if v := meta.Get(keyVersion); v != nil && string(v) != storeVersion {
+		if v := meta.Get(keyVersion); v != nil && string(v) != version {
 			if err := clearAll(tx); err != nil {
 				return err
 			}
@@ -64,7 +71,7 @@ func openStore(path string, noSync bool) (*store, error) {
 				return err
 			}
 		}
-		return tx.Bucket(bMeta).Put(keyVersion, []byte(storeVersion))
+		return tx.Bucket(bMeta).Put(keyVersion, []byte(version))
 	})
 	if err != nil {
 		db.Close()

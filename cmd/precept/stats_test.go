@@ -195,7 +195,7 @@ func TestStatsThroughPreceptdMatchHandComputedFiguresAndSurviveLosingTheFile(t *
 	var after result
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		after = run("", append(append(auth, "stats", "--json", "--split", "agent"), rng...)...)
+		after = run("", append(append(auth, "--protocol", "grpc", "stats", "--json", "--split", "agent"), rng...)...)
 		if after.stdout == before.stdout {
 			break
 		}
