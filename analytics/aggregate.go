@@ -207,17 +207,26 @@ func (a *Aggregate) Evaluated(evs []Evaluated) {
 	a.queueMu.Lock()
 	a.queue = append(a.queue, evs...)
 	a.queueMu.Unlock()
+	a.signal()
+}
+
+func (a *Aggregate) signal() {
 	select {
 	case a.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (a *Aggregate) takeQueue() []Evaluated {
+// takeQueue takes up to max queued lessons, the oldest first.
+func (a *Aggregate) takeQueue(max int) []Evaluated {
 	a.queueMu.Lock()
 	defer a.queueMu.Unlock()
-	q := a.queue
-	a.queue = nil
+	n := min(max, len(a.queue))
+	q := a.queue[:n:n]
+	a.queue = a.queue[n:]
+	if len(a.queue) == 0 {
+		a.queue = nil
+	}
 	return q
 }
 
@@ -234,14 +243,20 @@ func (a *Aggregate) Run(ctx context.Context) error {
 	}
 	for {
 		changed := a.feed.Changed()
-		n, err := a.Step(ctx)
+		recs, queued, err := a.step(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			a.opts.Logger.Warn("analytics step failed; will retry", "err", err)
-		} else if n >= a.opts.BatchSize {
-			continue // catching up
+		} else if recs == a.opts.BatchSize {
+			continue // catching up with the store
+		}
+		if queued == a.opts.BatchSize {
+			// More lessons wait: take them at the next interval, so a
+			// burst (the evaluator finishing a backlog) is spread out
+			// rather than one long transaction.
+			a.signal()
 		}
 		select {
 		case <-ctx.Done():
@@ -286,30 +301,36 @@ func (a *Aggregate) resolvePending(ctx context.Context) error {
 	return nil
 }
 
-// Step adds the next batch of decisions, and the lesson categories
-// queued since the last step, in one transaction; it returns how many
-// of both it handled.
+// Step adds the next batch of decisions, and up to a batch of the lesson
+// categories queued since, in one transaction; it returns how many of
+// both it handled.
 func (a *Aggregate) Step(ctx context.Context) (int, error) {
+	recs, queued, err := a.step(ctx)
+	return recs + queued, err
+}
+
+// step returns how many decisions and how many queued lessons it took.
+func (a *Aggregate) step(ctx context.Context) (int, int, error) {
 	a.stepMu.Lock()
 	defer a.stepMu.Unlock()
 	pos := a.Position()
 	recs, err := a.feed.Since(pos, a.opts.BatchSize)
 	if err != nil {
-		return 0, fmt.Errorf("read decisions: %w", err)
+		return 0, 0, fmt.Errorf("read decisions: %w", err)
 	}
 	if len(recs) == 0 {
 		if err := a.checkRenumbered(pos); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	queued := a.takeQueue()
+	queued := a.takeQueue(a.opts.BatchSize)
 	if len(recs) == 0 && len(queued) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	lessons, err := a.lookupLessons(ctx, recs)
 	if err != nil {
 		a.requeue(queued)
-		return 0, err
+		return 0, 0, err
 	}
 	b := &batch{a: a, dirty: map[cellKey]*Cell{}, lessons: lessons, track: a.opts.Lessons != nil}
 	if len(recs) > 0 {
@@ -317,14 +338,14 @@ func (a *Aggregate) Step(ctx context.Context) (int, error) {
 	}
 	if err := a.db.update(func(tx *storeTx) error { return b.apply(tx, recs, queued, pos) }); err != nil {
 		a.requeue(queued)
-		return 0, fmt.Errorf("save analytics: %w", err)
+		return 0, 0, fmt.Errorf("save analytics: %w", err)
 	}
 	a.install(b.dirty, pos)
 	for _, r := range b.counted {
 		a.opts.Metrics.Counted(r.rec.Agent, r.rec.GateID, r.rec.Decision.Decision, r.first, r.rec.ReviewDurationSeconds)
 	}
 	a.opts.Metrics.Followed(pos)
-	return len(recs) + len(queued), nil
+	return len(recs), len(queued), nil
 }
 
 // checkRenumbered starts again when the feed's numbering no longer
