@@ -27,6 +27,9 @@ type RoundReport struct {
 // does not stop the others.
 func (t *Tracker) Round(ctx context.Context) (RoundReport, error) {
 	var rep RoundReport
+	t.placeMu.Lock()
+	clear(t.placements)
+	t.placeMu.Unlock()
 	effects, err := t.Effects(ctx, "")
 	if err != nil {
 		return rep, err

@@ -82,6 +82,12 @@ type Tracker struct {
 	sorted  map[string]bool
 	// strs interns versions and gates: few distinct values, many facts.
 	strs map[string]string
+
+	// placements caches each evaluated negative decision's cluster and
+	// category between rounds; Round clears it, so a round sees every
+	// re-clustering and correction, and reports between rounds reuse it.
+	placeMu    sync.Mutex
+	placements map[string][2]string
 }
 
 // New returns a tracker; Run follows the feed.
@@ -90,6 +96,7 @@ func New(feed Feed, evals Evaluations, versions Versions, rs Rules, opts Options
 	return &Tracker{
 		feed: feed, evals: evals, versions: versions, rules: rs, opts: opts, log: opts.Logger,
 		byAgent: map[string][]fact{}, sorted: map[string]bool{}, strs: map[string]string{},
+		placements: map[string][2]string{},
 	}
 }
 
@@ -193,38 +200,45 @@ type pattern struct {
 
 func (p pattern) empty() bool { return len(p.clusters) == 0 && p.category == "" }
 
-// computation shares lookups between the rules of one round.
+// computation shares lookups between the rules of one report.
 type computation struct {
 	t *Tracker
-	// evals caches each negative decision's cluster and category.
-	evals map[string][2]string
 	// categories caches each cluster's category.
 	categories map[string]string
 	now        time.Time
 }
 
 func (t *Tracker) newComputation() *computation {
-	return &computation{t: t, evals: map[string][2]string{}, categories: map[string]string{}, now: t.opts.Now().UTC()}
+	return &computation{t: t, categories: map[string]string{}, now: t.opts.Now().UTC()}
 }
 
 // placement returns a decision's cluster and lesson category, "" for
 // what the evaluator has not (yet) given it.
 func (c *computation) placement(ctx context.Context, id string) ([2]string, error) {
-	if p, ok := c.evals[id]; ok || c.t.evals == nil {
+	if c.t.evals == nil {
+		return [2]string{}, nil
+	}
+	c.t.placeMu.Lock()
+	p, ok := c.t.placements[id]
+	c.t.placeMu.Unlock()
+	if ok {
 		return p, nil
 	}
 	ev, _, err := c.t.evals.Evaluation(ctx, id)
 	if precept.ErrorCode(err) == precept.NotFound {
-		err = nil
+		// Not evaluated yet: no pattern now, asked again next time.
+		return [2]string{}, nil
 	}
 	if err != nil {
 		return [2]string{}, err
 	}
-	p := [2]string{ev.ClusterID, ""}
+	p = [2]string{ev.ClusterID, ""}
 	if ev.Lesson != nil {
 		p[1] = ev.Lesson.Category
 	}
-	c.evals[id] = p
+	c.t.placeMu.Lock()
+	c.t.placements[id] = p
+	c.t.placeMu.Unlock()
 	return p, nil
 }
 

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -182,6 +184,21 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 	}
 	if b := gitIn(t, r.app.RulesRepo.Path(), "branch", "--list", "proposal/"+sunset.GetProposalId()); !strings.Contains(b, sunset.GetProposalId()) {
 		t.Fatalf("no branch for the sunset proposal: %q", b)
+	}
+	// The round's figures are gauges per rule.
+	resp, err := http.Get(r.app.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`precept_rule_exposures{rule_id="` + ruleID + `"} 10`, `precept_rule_recurrences{rule_id="` + ruleID + `"} 4`,
+		`precept_rule_recurrence_rate{rule_id="` + ruleID + `",window="after"} 0.4`, `precept_rule_validations{rule_id="r-checked"} 6`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 	// A second round asks nothing new.
 	if rep, err := r.app.Effects.Round(ctx); err != nil || len(rep.Proposed) != 0 {
