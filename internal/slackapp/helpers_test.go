@@ -75,6 +75,8 @@ type envConfig struct {
 	clarify clarification.Options
 	// curation turns merge suggestions on.
 	curation Curation
+	// impact shows impact previews.
+	impact ImpactSummaries
 }
 
 func newEnv(t *testing.T, cfg envConfig) *env {
@@ -137,6 +139,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	e.svc = svc
 	if cfg.curation != nil {
 		svc.SetCuration(cfg.curation)
+	}
+	if cfg.impact != nil {
+		svc.SetImpact(cfg.impact)
 	}
 	m.OnChange(svc.RuleChanged)
 	mux := http.NewServeMux()

@@ -190,6 +190,8 @@ type Service struct {
 	clarify *clarifier
 	// curation is nil without merge suggestions.
 	curation Curation
+	// impact is nil without impact previews.
+	impact ImpactSummaries
 	// locks serialise work on one proposal or decision in this process.
 	locks [64]sync.Mutex
 
