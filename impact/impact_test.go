@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -280,5 +283,42 @@ func TestParseJudgementRefusesWhatIsNotAVerdict(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseJudgement(%q) = %v, %v; want %v, ok %v", tc.answer, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// New decisions are counted once the preview is older than Refresh, not
+// at every round: each count reads the whole feedback store.
+func TestNewDecisionsAreCountedOnceThePreviewIsOlderThanRefresh(t *testing.T) {
+	e := newEnv(t)
+	now := t0
+	s, err := New(e.sources, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Compute(ctx, e.proposal); err != nil {
+		t.Fatal(err)
+	}
+	d := precept.Decision{DecisionID: "n8", GateID: "HITL-2", EpicID: "EPIC-6", Agent: "coder", Decision: precept.Rejected,
+		ReviewerID: "rev-n8", Timestamp: t0, ReviewerComment: "No timeout on this call."}
+	if _, err := e.feedback.Store(ctx, []precept.Feedback{precept.NewFeedback(d, "api:test", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.feedback.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.sources.Evaluations.(*evaluations).evals["n8"] = evaluator.Evaluation{DecisionID: "n8", ClusterID: "C1", Lesson: &lesson.Lesson{Category: "retry-timeout"}}
+
+	now = now.Add(DefaultRefresh / 2)
+	if pv, _ := s.Compute(ctx, e.proposal); pv.CategoryNegatives.Total != 4 {
+		t.Errorf("a fresh preview was counted again: %d negatives", pv.CategoryNegatives.Total)
+	}
+	now = now.Add(DefaultRefresh)
+	pv, err := s.Compute(ctx, e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.CategoryNegatives.Total != 5 || pv.Cluster.Total != 4 || pv.Cluster.ByEpic["EPIC-6"] != 1 {
+		t.Errorf("after Refresh: %d negatives in the category, cluster %+v; want 5 and 4 with EPIC-6", pv.CategoryNegatives.Total, pv.Cluster)
 	}
 }

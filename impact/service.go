@@ -36,9 +36,16 @@ type Sources struct {
 	Embedder embedding.Embedder
 }
 
-// DefaultInterval is how often pending proposals' previews are brought
-// up to date.
-const DefaultInterval = time.Minute
+// The rhythm of previews (docs/thresholds.md, "Impact preview").
+const (
+	// DefaultInterval is how often pending proposals' previews are
+	// looked at.
+	DefaultInterval = time.Minute
+	// DefaultRefresh is how old a preview of the same text gets before
+	// it is counted again because decisions arrived or main moved: each
+	// count reads the whole feedback store.
+	DefaultRefresh = 10 * time.Minute
+)
 
 // Options configure a Service; zero values mean the defaults.
 type Options struct {
@@ -55,6 +62,9 @@ type Options struct {
 	Thresholds rules.Thresholds
 	// Interval between rounds; default DefaultInterval.
 	Interval time.Duration
+	// Refresh is how old a preview of the same text gets before new
+	// decisions or a new main are counted; default DefaultRefresh.
+	Refresh time.Duration
 	// Dir keeps one file per proposal with its latest preview, replay
 	// included, so a restart does not pay for a replay again
 	// (docs/formats.md, "Impact previews"); "" keeps them in memory only.
@@ -78,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
 	}
 	if o.Thresholds == (rules.Thresholds{}) {
 		o.Thresholds = rules.DefaultThresholds()
@@ -213,10 +226,20 @@ func (s *Service) Round(ctx context.Context) error {
 }
 
 // Compute brings p's preview up to date and returns it: the counts and
-// the comparison with main when the proposal's text, the feedback store
-// or main moved, then the replay when this text has none yet. It may
-// call the LLM: callers that answer requests use Preview instead.
+// the comparison with main when the proposal's text changed, or when the
+// feedback store or main moved and the preview is older than Refresh;
+// then the replay when this text has none yet. It may call the LLM:
+// callers that answer requests use Preview instead.
 func (s *Service) Compute(ctx context.Context, p rules.Proposal) (Preview, error) {
+	return s.compute(ctx, p, false)
+}
+
+// Refresh is Compute counting again whatever the preview's age.
+func (s *Service) Refresh(ctx context.Context, p rules.Proposal) (Preview, error) {
+	return s.compute(ctx, p, true)
+}
+
+func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Preview, error) {
 	s.computeMu.Lock()
 	defer s.computeMu.Unlock()
 	if len(p.Agents) == 0 {
@@ -231,7 +254,9 @@ func (s *Service) Compute(ctx context.Context, p rules.Proposal) (Preview, error
 	prev, had := s.previews[p.ID]
 	s.mu.Unlock()
 	sameText := had && prev.ContentRevision == p.ContentRevision
-	if sameText && prev.FeedbackSeq == seq && prev.MainCommit == commit && prev.Replay.State != ReplayPending {
+	current := prev.FeedbackSeq == seq && prev.MainCommit == commit
+	fresh := !force && s.opts.Now().Sub(prev.ComputedAt) < s.opts.Refresh
+	if sameText && (current || fresh) && prev.Replay.State != ReplayPending {
 		return prev.clone(), nil
 	}
 	pv, tl, err := s.count(ctx, p, seq)
