@@ -5,6 +5,7 @@ import (
 
 	"github.com/precept-dev/precept/impact"
 	"github.com/precept-dev/precept/internal/api"
+	"github.com/precept-dev/precept/internal/slackapp"
 )
 
 // openImpact previews what each pending proposal would do
@@ -34,4 +35,13 @@ func (a *App) openImpact(svc *api.RuleService) error {
 	a.Rules.OnChange(s.ProposalChanged)
 	svc.Impact = s
 	return nil
+}
+
+// impactSummaries is the impact service for the Slack app: a nil
+// interface, not a nil pointer, when there is none.
+func impactSummaries(s *impact.Service) slackapp.ImpactSummaries {
+	if s == nil {
+		return nil
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
 )
 
 // A drafted proposal gets its impact preview in the background: pending
@@ -33,4 +34,15 @@ func TestADraftedProposalGetsItsImpactPreview(t *testing.T) {
 	if im.GetReplay().GetState() != preceptv1.ImpactReplayState_IMPACT_REPLAY_STATE_OFF {
 		t.Errorf("replay = %v without an LLM, want off", im.GetReplay())
 	}
+}
+
+// With Slack, the proposal's message shows the preview once computed.
+func TestTheSlackMessageShowsTheImpactPreview(t *testing.T) {
+	ws := fakeslack.New(t)
+	r := start(t, ruleTokensYAML+"rules: {propose_interval: 200ms}\n"+slackYAML(ws, ""))
+	xaddAll(t, r.rdb, clusterEvents())
+	p := pendingProposal(t, ruleClient(r.app.URL(), "connect", viewerToken))
+	slackMessage(t, r, ws, p.GetProposalId(), func(m fakeslack.Message) bool {
+		return m.Shows("*Impact* Addresses 3 past negatives (1 agent, 2 epics)") && m.Shows("could over-correct 0 of 0 approvals in scope")
+	})
 }

@@ -110,6 +110,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	o := cfg.opts
 	o.Channel, o.SigningSecret = testChannel, testSecret
+	if cfg.impact != nil {
+		o.Impact = cfg.impact
+	}
 	if o.Users == nil {
 		o.Users = map[string]string{uAlice: "alice", uBob: "bob", uCarol: "carol", uDave: "dave"}
 	}
@@ -139,9 +142,6 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	e.svc = svc
 	if cfg.curation != nil {
 		svc.SetCuration(cfg.curation)
-	}
-	if cfg.impact != nil {
-		svc.SetImpact(cfg.impact)
 	}
 	m.OnChange(svc.RuleChanged)
 	mux := http.NewServeMux()

@@ -10,9 +10,12 @@ import (
 // summaries hands out one line per proposal, as the impact service
 // does: pending until its background computation is done.
 type summaries struct {
-	mu    sync.Mutex
-	lines map[string]string
+	mu     sync.Mutex
+	lines  map[string]string
+	update func(string)
 }
+
+func (s *summaries) OnUpdate(fn func(string)) { s.update = fn }
 
 func (s *summaries) Summary(p rules.Proposal) string {
 	s.mu.Lock()
@@ -39,7 +42,10 @@ func TestTheMessageShowsTheImpactPreviewAndIsUpdatedWhenItIsComputed(t *testing.
 	}
 	const line = "Addresses 14 past negatives (3 agents, 5 epics) · could over-correct 6 of 40 approvals in scope · similar: r-1a2b · LLM replay: precision 0.83 (n=12) recall 0.75 (n=8)"
 	im.set(p.ID, line+" <!channel>")
-	e.svc.ImpactChanged(p.ID)
+	if im.update == nil {
+		t.Fatal("the Slack app does not follow preview updates")
+	}
+	im.update(p.ID)
 	eventually(t, "the message to show the computed preview", func() bool {
 		return e.message(p.ID).Shows("*Impact* " + line)
 	})
