@@ -216,12 +216,14 @@ func scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifi
 				continue
 			}
 			out.preview.ApprovalsInScope++
-			if t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" &&
-				cls.Classify(lesson.InputOf(d)).Category == t.category {
+			inCategory := t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" &&
+				cls.Classify(lesson.InputOf(d)).Category == t.category
+			if inCategory {
 				out.preview.OverCorrect.add(d.Agent, d.EpicID)
 			}
 			if d.AgentOutput != "" {
-				sampled = keepSample(sampled, sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID), output: output{d.DecisionID, d.AgentOutput}}, t.sample)
+				o := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{d.DecisionID, d.AgentOutput}}
+				sampled = keepSample(sampled, o, t.sample)
 			}
 		}
 	}
@@ -259,15 +261,21 @@ type sampledOutput struct {
 	output
 }
 
-// sampleRank orders approved outputs for sampling: a hash of the
-// proposal and decision ids, so the same proposal always samples the
-// same decisions and different proposals sample different ones.
-func sampleRank(proposalID, decisionID string) uint64 {
+// sampleRank orders approved outputs for sampling: those the rule could
+// over-correct (their comment is in its category) first, then the other
+// approvals in scope, each by a hash of the proposal and decision ids, so
+// the same proposal always samples the same decisions and different
+// proposals sample different ones.
+func sampleRank(proposalID, decisionID string, inCategory bool) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(proposalID))
 	h.Write([]byte{0})
 	h.Write([]byte(decisionID))
-	return h.Sum64()
+	r := h.Sum64() >> 1
+	if !inCategory {
+		r |= 1 << 63
+	}
+	return r
 }
 
 // keepSample keeps the n lowest-ranked outputs, sorted by rank.
