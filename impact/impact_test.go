@@ -2,7 +2,10 @@ package impact
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -321,5 +324,36 @@ func TestNewDecisionsAreCountedOnceThePreviewIsOlderThanRefresh(t *testing.T) {
 	}
 	if pv.CategoryNegatives.Total != 5 || pv.Cluster.Total != 4 || pv.Cluster.ByEpic["EPIC-6"] != 1 {
 		t.Errorf("after Refresh: %d negatives in the category, cluster %+v; want 5 and 4 with EPIC-6", pv.CategoryNegatives.Total, pv.Cluster)
+	}
+}
+
+// A preview file that does not parse is left out and computed again; a
+// file not named after a proposal is ignored.
+func TestABrokenPreviewFileIsComputedAgain(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, e.proposal.ID+".json"), []byte(`{"proposal_id": "p-c1impact", "cluster": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(e.sources, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv, _ := s.Preview(e.proposal); !pv.Pending {
+		t.Errorf("a broken file gave a preview: %+v", pv)
+	}
+	if _, err := s.Compute(context.Background(), e.proposal); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, e.proposal.ID+".json"))
+	var kept Preview
+	if err == nil {
+		err = json.Unmarshal(b, &kept)
+	}
+	if err != nil || kept.CategoryNegatives.Total != 4 || kept.ContentRevision != e.proposal.ContentRevision {
+		t.Errorf("the file after computing = %s, %v", b, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Preview is what a proposal would do (docs/lifecycle.md, "Impact
@@ -145,12 +147,12 @@ func (p Preview) Summary() string {
 	if p.Cluster.Total > addressed.Total {
 		addressed = p.Cluster
 	}
-	parts := []string{fmt.Sprintf("Addresses %d past %s (%d %s, %d %s)", addressed.Total, plural(addressed.Total, "negative"),
-		len(addressed.ByAgent), plural(len(addressed.ByAgent), "agent"), len(addressed.ByEpic), plural(len(addressed.ByEpic), "epic"))}
+	parts := []string{fmt.Sprintf("Addresses %d past %s (%d %s, %d %s)", addressed.Total, text.Plural(addressed.Total, "negative", "negatives"),
+		len(addressed.ByAgent), text.Plural(len(addressed.ByAgent), "agent", "agents"), len(addressed.ByEpic), text.Plural(len(addressed.ByEpic), "epic", "epics"))}
 	if p.Category != "" {
 		parts[0] += " in " + p.Category
 	}
-	parts = append(parts, fmt.Sprintf("could over-correct %d of %d %s in scope", p.OverCorrect.Total, p.ApprovalsInScope, plural(p.ApprovalsInScope, "approval")))
+	parts = append(parts, fmt.Sprintf("could over-correct %d of %d %s in scope", p.OverCorrect.Total, p.ApprovalsInScope, text.Plural(p.ApprovalsInScope, "approval", "approvals")))
 	var similar, opposing []string
 	for _, s := range p.Similar {
 		name := s.Path
@@ -187,7 +189,7 @@ func (r Replay) figures() string {
 	rec, rn := r.Recall()
 	s := "precision " + figure(prec, pn) + " recall " + figure(rec, rn)
 	if lost := r.Malformed + r.Timeouts + r.Errors; lost > 0 {
-		s += fmt.Sprintf(" (%d %s without a verdict)", lost, plural(lost, "call"))
+		s += fmt.Sprintf(" (%d %s without a verdict)", lost, text.Plural(lost, "call", "calls"))
 	}
 	return s
 }
@@ -197,13 +199,6 @@ func figure(v float64, n int) string {
 		return "– (n=0)"
 	}
 	return fmt.Sprintf("%.2f (n=%d)", v, n)
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 // clone copies a preview so callers never share its maps.

@@ -396,10 +396,6 @@ func (s *Service) load() error {
 			s.log.Warn("impact preview on disk left out; it is computed again", "file", name, "err", err)
 			continue
 		}
-		if pv.Replay.State == ReplayPending {
-			// A replay cut short by a restart is owed, not done.
-			pv.FeedbackSeq = 0
-		}
 		s.previews[id] = pv
 	}
 	return nil
