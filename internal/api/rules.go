@@ -296,6 +296,8 @@ var proposalKinds = map[rules.Kind]preceptv1.ProposalKind{
 	rules.KindNewRule:       preceptv1.ProposalKind_PROPOSAL_KIND_NEW_RULE,
 	rules.KindConsolidation: preceptv1.ProposalKind_PROPOSAL_KIND_CONSOLIDATION,
 	rules.KindSunset:        preceptv1.ProposalKind_PROPOSAL_KIND_SUNSET,
+	rules.KindReapprove:     preceptv1.ProposalKind_PROPOSAL_KIND_REAPPROVE,
+	rules.KindActivate:      preceptv1.ProposalKind_PROPOSAL_KIND_ACTIVATE,
 }
 
 var ruleStatuses = map[rules.Status]preceptv1.RuleStatus{
@@ -382,10 +384,13 @@ func ruleToProto(r rules.Rule, hist []rules.HistoryEntry) *preceptv1.Rule {
 		ProposalId: r.ProposalID, Commits: rules.Commits(hist), ActivatedAt: tsOrNil(r.ActivatedAt), Tags: r.Tags,
 		Protected: r.Protected, ClusterId: r.ClusterID, RollbackReason: r.RollbackReason,
 		PositiveValidations: int32(r.PositiveValidations), NegativeValidations: int32(r.NegativeValidations),
-		EvidenceSummary: r.EvidenceSummary,
+		EvidenceSummary: r.EvidenceSummary, ShadowReason: r.ShadowReason, SunsetReason: r.SunsetReason,
 	}
 	if r.ShadowUntil != nil {
 		out.ShadowUntil = timestamppb.New(*r.ShadowUntil)
+	}
+	if r.ReapprovedAt != nil {
+		out.ReapprovedAt = timestamppb.New(*r.ReapprovedAt)
 	}
 	return out
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/precept-dev/precept/effect"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
@@ -90,6 +91,11 @@ type App struct {
 	Posts *slackapp.Posts
 	// Slack is the Slack app (docs/lifecycle.md), nil unless slack is configured.
 	Slack *slackapp.Service
+	// Versions records the prompt versions served and Effects measures
+	// each rule's effect (docs/effects.md); both nil with effects.enabled
+	// off.
+	Versions *prompts.Versions
+	Effects  *effect.Tracker
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -199,10 +205,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err := a.buildServer(); err != nil {
 		return nil, err
 	}
+	a.openVersions()
 	if err := a.openPrompts(); err != nil {
 		return nil, err
 	}
 	if err := a.openRules(); err != nil {
+		return nil, err
+	}
+	if err := a.openEffects(); err != nil {
 		return nil, err
 	}
 	a.serveFeedback()
@@ -381,6 +391,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.runSlack(gctx) })
 	g.Go(func() error { return a.maintainRepos(gctx) })
+	g.Go(func() error { return a.runEffects(gctx) })
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err

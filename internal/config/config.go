@@ -45,6 +45,8 @@ type Config struct {
 	Features  Features  `yaml:"features"`
 	Prompts   Prompts   `yaml:"prompts"`
 	Slack     Slack     `yaml:"slack"`
+	// Effects configures the learning loop (docs/effects.md).
+	Effects Effects `yaml:"effects"`
 	// Maintenance keeps the git repositories' object stores small in files.
 	Maintenance Maintenance `yaml:"maintenance"`
 }
@@ -204,6 +206,7 @@ func Default() Config {
 		Features:  defaultFeatures(),
 		Prompts:   defaultPrompts(),
 		Slack:     defaultSlack(),
+		Effects:   defaultEffects(),
 
 		Maintenance: defaultMaintenance(),
 	}
@@ -356,7 +359,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
-		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate,
+		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate, c.Effects.validate,
 		c.Maintenance.validate,
 	} {
 		if err := check(); err != nil {

@@ -51,6 +51,15 @@ func proposalMessage(p rules.Proposal, impact string) ([]slack.Block, string, er
 		kind = "Consolidation proposal"
 	case rules.KindSunset:
 		kind = "Sunset proposal"
+	case rules.KindReapprove:
+		kind = "Re-approval request"
+	case rules.KindActivate:
+		kind = "Activation proposal"
+	}
+	ruleLine := "*Rule* `" + p.ID + "`\n"
+	if p.Kind.Lifecycle() {
+		// The question is about an approved rule; name it.
+		ruleLine = "*Rule* `" + p.RuleID + "` · proposal `" + p.ID + "`\n"
 	}
 	agents := strings.Join(p.Agents, ", ")
 	if agents == "" {
@@ -62,7 +71,7 @@ func proposalMessage(p rules.Proposal, impact string) ([]slack.Block, string, er
 	}
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain(text.Fit(fmt.Sprintf("%s for %s · %s", kind, agents, typ), maxHeaderText))),
-		slack.NewSectionBlock(mrkdwn(text.Fit("*Rule* `"+p.ID+"`\n"+quote(p.Content), maxSectionText)), nil, nil),
+		slack.NewSectionBlock(mrkdwn(text.Fit(ruleLine+quote(p.Content), maxSectionText)), nil, nil),
 	}
 
 	fields := []*slack.TextBlockObject{
