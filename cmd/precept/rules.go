@@ -204,6 +204,7 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 		}
 	}
 	printConflicts(w, p.GetConflicts())
+	printImpact(w, p.GetImpact())
 	if len(p.GetCommits()) > 0 {
 		fmt.Fprintln(w, "\nCommits")
 		for _, sha := range p.GetCommits() {

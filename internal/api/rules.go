@@ -41,7 +41,9 @@ type RuleService struct {
 	// Posts says where proposals were posted to Slack; nil leaves that
 	// out of the proposals.
 	Posts SlackPosts
-	Log   *slog.Logger
+	// Impact gives each proposal's impact preview; nil leaves it out.
+	Impact ImpactPreviews
+	Log    *slog.Logger
 }
 
 // SlackPosts says where proposals were posted to Slack; slackapp.Posts
@@ -52,10 +54,16 @@ type SlackPosts interface {
 
 var _ SlackPosts = (*slackapp.Posts)(nil)
 
-// proposal converts a proposal with where it was posted to Slack. The
-// post is shown, not acted on, so a failed read leaves it out.
+// proposal converts a proposal with its impact preview and where it was
+// posted to Slack. The post is shown, not acted on, so a failed read
+// leaves it out.
 func (s *RuleService) proposal(ctx context.Context, p rules.Proposal) *preceptv1.Proposal {
 	out := proposalToProto(p)
+	if s.Impact != nil {
+		if pv, ok := s.Impact.Preview(p); ok {
+			out.Impact = impactToProto(pv)
+		}
+	}
 	if s.Posts == nil {
 		return out
 	}

@@ -33,12 +33,14 @@ import (
 	"github.com/precept-dev/precept/gen/grpc/health/v1/healthv1connect"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/impact"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/vectorindex"
@@ -72,6 +74,11 @@ type App struct {
 	Evaluator *evaluator.Service
 	// LLM is the configured language model, nil without one.
 	LLM *llm.Model
+	// Lessons is the lesson taxonomy the evaluator classifies with.
+	Lessons *lesson.Source
+	// Impact previews pending proposals (docs/lifecycle.md), nil where
+	// the evaluator does not run.
+	Impact *impact.Service
 
 	listenersMu        sync.Mutex
 	evaluatorListeners []func(evaluator.Change)
@@ -379,6 +386,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.Prompts.Run(gctx) })
 	g.Go(func() error { return a.Rules.Run(gctx) })
+	if a.Impact != nil {
+		g.Go(func() error { return a.Impact.Run(gctx) })
+	}
 	g.Go(func() error { return a.runSlack(gctx) })
 	g.Go(func() error { return a.maintainRepos(gctx) })
 	g.Go(func() error { return a.runEffects(gctx) })

@@ -41,9 +41,10 @@ const (
 // supersedes, the branch and review link, the approvals so far and —
 // while the proposal waits for decisions — Approve and Reject buttons
 // carrying its revision. Once decided, the buttons give way to the
-// outcome: who, when, and the notes or reason. It also returns the
-// plain-text fallback Slack shows in notifications.
-func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
+// outcome: who, when, and the notes or reason. impact is the proposal's
+// impact preview in one line, shown under the conflicts when not empty.
+// It also returns the plain-text fallback Slack shows in notifications.
+func proposalMessage(p rules.Proposal, impact string) ([]slack.Block, string, error) {
 	kind := "Rule proposal"
 	switch p.Kind {
 	case rules.KindConsolidation:
@@ -92,6 +93,9 @@ func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
 	}
 	if c := conflictText(p); c != "" {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit(c, maxSectionText)), nil, nil))
+	}
+	if impact != "" {
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit("*Impact* "+escape(impact), maxSectionText)), nil, nil))
 	}
 	if ctx := reviewContext(p); len(ctx) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("", ctx...))

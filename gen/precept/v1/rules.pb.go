@@ -776,7 +776,10 @@ type Proposal struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Who handed the evidence's decisions to precept (API tokens,
 	// streams), distinct: one producer may have invented its diversity.
-	Producers     []string `protobuf:"bytes,30,rep,name=producers,proto3" json:"producers,omitempty"`
+	Producers []string `protobuf:"bytes,30,rep,name=producers,proto3" json:"producers,omitempty"`
+	// What the rule would do, computed in the background
+	// (docs/lifecycle.md, "Impact preview").
+	Impact        *ImpactPreview `protobuf:"bytes,40,opt,name=impact,proto3" json:"impact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1017,6 +1020,13 @@ func (x *Proposal) GetUpdatedAt() *timestamppb.Timestamp {
 func (x *Proposal) GetProducers() []string {
 	if x != nil {
 		return x.Producers
+	}
+	return nil
+}
+
+func (x *Proposal) GetImpact() *ImpactPreview {
+	if x != nil {
+		return x.Impact
 	}
 	return nil
 }
@@ -2484,7 +2494,7 @@ var File_precept_v1_rules_proto protoreflect.FileDescriptor
 const file_precept_v1_rules_proto_rawDesc = "" +
 	"\n" +
 	"\x16precept/v1/rules.proto\x12\n" +
-	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x01\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17precept/v1/impact.proto\"\x90\x01\n" +
 	"\bApproval\x12\x1a\n" +
 	"\bapprover\x18\x01 \x01(\tR\bapprover\x12\x12\n" +
 	"\x04note\x18\x02 \x01(\tR\x04note\x12*\n" +
@@ -2521,7 +2531,8 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x129\n" +
 	"\n" +
 	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12'\n" +
-	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\xd0\t\n" +
+	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\x83\n" +
+	"\n" +
 	"\bProposal\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\x129\n" +
@@ -2561,7 +2572,8 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"review_url\x18\x1c \x01(\tR\treviewUrl\x129\n" +
 	"\n" +
 	"updated_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1c\n" +
-	"\tproducers\x18\x1e \x03(\tR\tproducers\"\xfb\x01\n" +
+	"\tproducers\x18\x1e \x03(\tR\tproducers\x121\n" +
+	"\x06impact\x18( \x01(\v2\x19.precept.v1.ImpactPreviewR\x06impact\"\xfb\x01\n" +
 	"\n" +
 	"RuleCommit\x12\x10\n" +
 	"\x03sha\x18\x01 \x01(\tR\x03sha\x12\x18\n" +
@@ -2777,6 +2789,7 @@ var file_precept_v1_rules_proto_goTypes = []any{
 	(*GetRuleHistoryResponse)(nil),  // 33: precept.v1.GetRuleHistoryResponse
 	nil,                             // 34: precept.v1.RuleCommit.TrailersEntry
 	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
+	(*ImpactPreview)(nil),           // 36: precept.v1.ImpactPreview
 }
 var file_precept_v1_rules_proto_depIdxs = []int32{
 	35, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
@@ -2792,55 +2805,56 @@ var file_precept_v1_rules_proto_depIdxs = []int32{
 	8,  // 10: precept.v1.Proposal.guards:type_name -> precept.v1.GuardResult
 	9,  // 11: precept.v1.Proposal.slack:type_name -> precept.v1.SlackPost
 	35, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 13: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
-	34, // 14: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
-	0,  // 15: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
-	3,  // 16: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
-	4,  // 17: precept.v1.Rule.importance:type_name -> precept.v1.Importance
-	5,  // 18: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
-	35, // 19: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
-	35, // 20: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
-	35, // 21: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
-	1,  // 22: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
-	10, // 23: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
-	10, // 24: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
-	0,  // 25: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
-	10, // 26: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
-	10, // 27: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
-	12, // 28: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
-	10, // 29: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
-	12, // 30: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
-	12, // 31: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
-	11, // 32: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
-	12, // 33: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
-	30, // 34: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
-	7,  // 35: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
-	11, // 36: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
-	13, // 37: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
-	15, // 38: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
-	17, // 39: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
-	19, // 40: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
-	21, // 41: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
-	23, // 42: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
-	25, // 43: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
-	27, // 44: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
-	29, // 45: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
-	32, // 46: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
-	14, // 47: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
-	16, // 48: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
-	18, // 49: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
-	20, // 50: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
-	22, // 51: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
-	24, // 52: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
-	26, // 53: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
-	28, // 54: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
-	31, // 55: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
-	33, // 56: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
-	47, // [47:57] is the sub-list for method output_type
-	37, // [37:47] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	36, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
+	35, // 14: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
+	34, // 15: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
+	0,  // 16: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
+	3,  // 17: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
+	4,  // 18: precept.v1.Rule.importance:type_name -> precept.v1.Importance
+	5,  // 19: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
+	35, // 20: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
+	35, // 21: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
+	35, // 22: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
+	1,  // 23: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
+	10, // 24: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
+	10, // 25: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
+	0,  // 26: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
+	10, // 27: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
+	10, // 28: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
+	12, // 29: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
+	10, // 30: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
+	12, // 31: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
+	12, // 32: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
+	11, // 33: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
+	12, // 34: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
+	30, // 35: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
+	7,  // 36: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
+	11, // 37: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
+	13, // 38: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
+	15, // 39: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
+	17, // 40: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
+	19, // 41: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
+	21, // 42: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
+	23, // 43: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
+	25, // 44: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
+	27, // 45: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
+	29, // 46: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
+	32, // 47: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
+	14, // 48: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
+	16, // 49: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
+	18, // 50: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
+	20, // 51: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
+	22, // 52: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
+	24, // 53: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
+	26, // 54: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
+	28, // 55: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
+	31, // 56: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
+	33, // 57: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
+	48, // [48:58] is the sub-list for method output_type
+	38, // [38:48] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_rules_proto_init() }
@@ -2848,6 +2862,7 @@ func file_precept_v1_rules_proto_init() {
 	if File_precept_v1_rules_proto != nil {
 		return
 	}
+	file_precept_v1_impact_proto_init()
 	file_precept_v1_rules_proto_msgTypes[24].OneofWrappers = []any{
 		(*CheckConflictsRequest_ProposalId)(nil),
 		(*CheckConflictsRequest_Candidate)(nil),
