@@ -15,13 +15,15 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 )
 
-func (c *cli) analyticsClient() preceptv1connect.AnalyticsServiceClient {
+func analyticsClient(c *cli) preceptv1connect.AnalyticsServiceClient {
 	return preceptv1connect.NewAnalyticsServiceClient(c.httpClient(), c.addr, c.clientOptions()...)
 }
 
-// statsCmd shows the figures per agent, gate and period (docs/analytics.md)
-// with a bar of first-pass acceptance per bucket.
-func (c *cli) statsCmd() *cobra.Command {
+// statsCmd shows the figures per agent, gate and period
+// (docs/analytics.md) with a bar of first-pass acceptance per bucket. It
+// and analyticsClient are functions, not methods: cli is at the method
+// bound architecture_test.go sets.
+func statsCmd(c *cli) *cobra.Command {
 	var (
 		agents, gates []string
 		from, to, by  string
@@ -71,7 +73,7 @@ times (to excluded); the default is the last 30 days.`,
 			}
 			ctx, cancel := c.ctx(cmd)
 			defer cancel()
-			resp, err := c.analyticsClient().GetAnalytics(ctx, connect.NewRequest(req))
+			resp, err := analyticsClient(c).GetAnalytics(ctx, connect.NewRequest(req))
 			if err != nil {
 				return err
 			}

@@ -46,6 +46,8 @@ type Config struct {
 	Prompts   Prompts   `yaml:"prompts"`
 	Analytics Analytics `yaml:"analytics"`
 	Slack     Slack     `yaml:"slack"`
+	// Effects configures the learning loop (docs/effects.md).
+	Effects Effects `yaml:"effects"`
 	// Maintenance keeps the git repositories' object stores small in files.
 	Maintenance Maintenance `yaml:"maintenance"`
 }
@@ -206,6 +208,7 @@ func Default() Config {
 		Prompts:   defaultPrompts(),
 		Analytics: defaultAnalytics(),
 		Slack:     defaultSlack(),
+		Effects:   defaultEffects(),
 
 		Maintenance: defaultMaintenance(),
 	}
@@ -358,7 +361,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
-		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate,
+		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate, c.Effects.validate,
 		c.Maintenance.validate,
 	} {
 		if err := check(); err != nil {
