@@ -27,8 +27,12 @@ const (
 
 var benchStart = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
 
-// genFeed makes up decision n+1 on demand, the same every time.
-type genFeed struct{ total uint64 }
+// genFeed makes up decision n+1 on demand, the same every time; live
+// puts them all on one day, as decisions arriving now are.
+type genFeed struct {
+	total uint64
+	live  bool
+}
 
 var (
 	benchTags = []string{"style", "tests", "naming", "scope", "security", "docs", "performance", "format", "logging", "api"}
@@ -40,6 +44,9 @@ func (f genFeed) record(seq uint64) feedbackstore.Record {
 	agent := int(seq % benchAgents)
 	gate := r.IntN(benchGates)
 	day := r.IntN(benchDays)
+	if f.live {
+		day = 0
+	}
 	verdicts := []precept.Verdict{precept.Approved, precept.Approved, precept.Rejected, precept.ApprovedWithChanges}
 	d := precept.Decision{
 		DecisionID: fmt.Sprintf("d%d", seq),
@@ -188,4 +195,36 @@ func BenchmarkStep(b *testing.B) {
 		n += k
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/decision")
+}
+
+// BenchmarkStepLive measures what analytics costs per decision as
+// decisions arrive: all on today, 500 per feedback commit, the evaluator
+// behind (lookups miss) and handing lessons over after each batch, fsync
+// on. Compare with ingest+classify's cost per decision (README).
+func BenchmarkStepLive(b *testing.B) {
+	dir := b.TempDir()
+	miss := func(context.Context, string) (string, bool, error) { return "", false, nil }
+	feed := genFeed{total: 1 << 40, live: true}
+	agg, err := Open(feed, filepath.Join(dir, "analytics.db"), Options{Lessons: miss, BatchSize: 500})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer agg.Close()
+	n := 0
+	for b.Loop() {
+		pos := agg.Position()
+		k, err := agg.Step(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += k
+		var evs []Evaluated
+		for s := pos + 1; s <= agg.Position(); s++ {
+			if r := feed.record(s); r.Decision.Decision.Negative() {
+				evs = append(evs, Evaluated{DecisionID: r.DecisionID, Category: benchCats[s%uint64(len(benchCats))]})
+			}
+		}
+		agg.Evaluated(evs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/item")
 }
