@@ -243,8 +243,11 @@ func LinesChanged(diff string) int {
 
 // acc adds cells up for a query: dense counts indexed by interned id.
 type acc struct {
-	c    Cell
-	dur  dense
+	c   Cell
+	dur dense
+	// hi bounds the bins of dur in use, so a sparse histogram costs its
+	// own width, not numBins, to add up, read and clear.
+	hi   int
 	tags []int64
 	errs []int64
 	less []int64
@@ -257,7 +260,8 @@ func newAcc(names int) *acc {
 
 func (a *acc) reset() {
 	a.c = Cell{}
-	clear(a.dur[:])
+	clear(a.dur[:a.hi])
+	a.hi = 0
 	clear(a.tags)
 	clear(a.errs)
 	clear(a.less)
@@ -274,7 +278,10 @@ func (a *acc) merge(c *Cell) {
 	a.c.EditPercent.Total += c.EditPercent.Total
 	a.c.LinesChanged.N += c.LinesChanged.N
 	a.c.LinesChanged.Total += c.LinesChanged.Total
-	a.dur.merge(c.Durations)
+	if n := len(c.Durations); n > 0 {
+		a.dur.merge(c.Durations)
+		a.hi = max(a.hi, int(c.Durations[n-1].B)+1)
+	}
 	for _, l := range c.Tags {
 		a.tags[l.ID] += l.N
 	}
@@ -295,9 +302,10 @@ func (a *acc) mergeAcc(b *acc) {
 	c := b.c
 	c.Durations, c.Tags, c.ErrorCats, c.Lessons, c.Quality = nil, nil, nil, nil, nil
 	a.merge(&c)
-	for i, n := range b.dur {
+	for i, n := range b.dur[:b.hi] {
 		a.dur[i] += n
 	}
+	a.hi = max(a.hi, b.hi)
 	for i := range b.tags {
 		a.tags[i] += b.tags[i]
 		a.errs[i] += b.errs[i]
@@ -367,7 +375,7 @@ func (a *acc) figures(names []string) Figures {
 	if c.LinesChanged.N > 0 {
 		f.LinesChangedMean = float64(c.LinesChanged.Total) / float64(c.LinesChanged.N)
 	}
-	f.ReviewDurations = a.dur.count()
+	f.ReviewDurations = a.dur.count(a.hi)
 	f.ReviewP50Seconds = a.dur.quantile(0.5, f.ReviewDurations)
 	f.ReviewP90Seconds = a.dur.quantile(0.9, f.ReviewDurations)
 	for id, s := range a.qual {

@@ -84,9 +84,10 @@ func (d *dense) merge(h Histogram) {
 	}
 }
 
-func (d *dense) count() int64 {
+// count adds up the bins below hi (all bins in use).
+func (d *dense) count(hi int) int64 {
 	var n int64
-	for _, c := range d {
+	for _, c := range d[:hi] {
 		n += c
 	}
 	return n
