@@ -53,8 +53,8 @@ func binValue(b int) float64 {
 
 // Bin is one non-empty bin of a cell's histogram.
 type Bin struct {
-	B uint16 `json:"b"`
-	N int64  `json:"n"`
+	B uint16
+	N int64
 }
 
 // Histogram is a sparse histogram of review durations, bins in order.
