@@ -480,3 +480,23 @@ func TestQueriesRunWhileStepsCommit(t *testing.T) {
 		}
 	}
 }
+
+func TestDistributionsListMostFrequentFirstThenByName(t *testing.T) {
+	for _, n := range []int{3, 40} { // the insertion sort and the general one
+		names := make([]string, n)
+		d := dist{n: make([]int64, n)}
+		for i := n - 1; i >= 0; i-- {
+			names[i] = fmt.Sprintf("l%02d", i)
+			d.add(uint32(i), int64(i%3+1))
+		}
+		got := d.counts(names)
+		for i := 1; i < len(got); i++ {
+			if !before(got[i-1], got[i]) {
+				t.Fatalf("%d labels: %v before %v", n, got[i-1], got[i])
+			}
+		}
+		if len(got) != n || got[0].Count != 3 || got[0].Name != "l02" {
+			t.Errorf("%d labels: %v", n, got)
+		}
+	}
+}

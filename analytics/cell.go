@@ -241,34 +241,63 @@ func LinesChanged(diff string) int {
 	return n
 }
 
-// acc adds cells up for a query: dense counts indexed by interned id.
+// acc adds cells up for a query: dense counts indexed by interned id,
+// with the ids in use listed, so that reading, merging and clearing an
+// accumulator costs the labels it holds, not every label there is.
 type acc struct {
 	c   Cell
 	dur dense
 	// hi bounds the bins of dur in use, so a sparse histogram costs its
 	// own width, not numBins, to add up, read and clear.
 	hi   int
-	tags []int64
-	errs []int64
-	less []int64
+	tags dist
+	errs dist
+	less dist
 	qual []Sum
+	// qualIDs lists the ids of qual in use.
+	qualIDs []uint32
+}
+
+// dist is a distribution by interned id and the ids in use.
+type dist struct {
+	n   []int64
+	ids []uint32
+}
+
+func (d *dist) add(id uint32, n int64) {
+	if d.n[id] == 0 {
+		d.ids = append(d.ids, id)
+	}
+	d.n[id] += n
+}
+
+func (d *dist) reset() {
+	for _, id := range d.ids {
+		d.n[id] = 0
+	}
+	d.ids = d.ids[:0]
 }
 
 func newAcc(names int) *acc {
-	return &acc{tags: make([]int64, names), errs: make([]int64, names), less: make([]int64, names), qual: make([]Sum, names)}
+	return &acc{tags: dist{n: make([]int64, names)}, errs: dist{n: make([]int64, names)}, less: dist{n: make([]int64, names)},
+		qual: make([]Sum, names)}
 }
 
 func (a *acc) reset() {
 	a.c = Cell{}
 	clear(a.dur[:a.hi])
 	a.hi = 0
-	clear(a.tags)
-	clear(a.errs)
-	clear(a.less)
-	clear(a.qual)
+	a.tags.reset()
+	a.errs.reset()
+	a.less.reset()
+	for _, id := range a.qualIDs {
+		a.qual[id] = Sum{}
+	}
+	a.qualIDs = a.qualIDs[:0]
 }
 
-func (a *acc) merge(c *Cell) {
+// counts adds the counts and sums of c, not its distributions.
+func (a *acc) counts(c *Cell) {
 	a.c.Approved += c.Approved
 	a.c.Rejected += c.Rejected
 	a.c.ApprovedWithChanges += c.ApprovedWithChanges
@@ -278,40 +307,51 @@ func (a *acc) merge(c *Cell) {
 	a.c.EditPercent.Total += c.EditPercent.Total
 	a.c.LinesChanged.N += c.LinesChanged.N
 	a.c.LinesChanged.Total += c.LinesChanged.Total
+}
+
+func (a *acc) addScore(id uint32, s Sum) {
+	if a.qual[id].N == 0 {
+		a.qualIDs = append(a.qualIDs, id)
+	}
+	a.qual[id].N += s.N
+	a.qual[id].Total += s.Total
+}
+
+func (a *acc) merge(c *Cell) {
+	a.counts(c)
 	if n := len(c.Durations); n > 0 {
 		a.dur.merge(c.Durations)
 		a.hi = max(a.hi, int(c.Durations[n-1].B)+1)
 	}
 	for _, l := range c.Tags {
-		a.tags[l.ID] += l.N
+		a.tags.add(l.ID, l.N)
 	}
 	for _, l := range c.ErrorCats {
-		a.errs[l.ID] += l.N
+		a.errs.add(l.ID, l.N)
 	}
 	for _, l := range c.Lessons {
-		a.less[l.ID] += l.N
+		a.less.add(l.ID, l.N)
 	}
 	for _, q := range c.Quality {
-		a.qual[q.ID].N += q.N
-		a.qual[q.ID].Total += q.Total
+		a.addScore(q.ID, q.Sum)
 	}
 }
 
 // mergeAcc adds another accumulator (a bucket into its series' totals).
 func (a *acc) mergeAcc(b *acc) {
-	c := b.c
-	c.Durations, c.Tags, c.ErrorCats, c.Lessons, c.Quality = nil, nil, nil, nil, nil
-	a.merge(&c)
+	a.counts(&b.c)
 	for i, n := range b.dur[:b.hi] {
 		a.dur[i] += n
 	}
 	a.hi = max(a.hi, b.hi)
-	for i := range b.tags {
-		a.tags[i] += b.tags[i]
-		a.errs[i] += b.errs[i]
-		a.less[i] += b.less[i]
-		a.qual[i].N += b.qual[i].N
-		a.qual[i].Total += b.qual[i].Total
+	for _, pair := range [][2]*dist{{&a.tags, &b.tags}, {&a.errs, &b.errs}, {&a.less, &b.less}} {
+		into, from := pair[0], pair[1]
+		for _, id := range from.ids {
+			into.add(id, from.n[id])
+		}
+	}
+	for _, id := range b.qualIDs {
+		a.addScore(id, b.qual[id])
 	}
 }
 
@@ -364,7 +404,7 @@ func (a *acc) figures(names []string) Figures {
 		Decisions: c.decisions(), Approved: c.Approved, Rejected: c.Rejected, ApprovedWithChanges: c.ApprovedWithChanges,
 		FirstAttempts: c.FirstAttempts, FirstPassAccepted: c.FirstPassAccepted,
 		EditDistanceCount: c.EditPercent.N, CorrectionDiffs: c.LinesChanged.N, LinesChanged: c.LinesChanged.Total,
-		Tags: counts(a.tags, names), ErrorCategories: counts(a.errs, names), LessonCategories: counts(a.less, names),
+		Tags: a.tags.counts(names), ErrorCategories: a.errs.counts(names), LessonCategories: a.less.counts(names),
 	}
 	if c.FirstAttempts > 0 {
 		f.FirstPassAcceptance = float64(c.FirstPassAccepted) / float64(c.FirstAttempts)
@@ -378,33 +418,36 @@ func (a *acc) figures(names []string) Figures {
 	f.ReviewDurations = a.dur.count(a.hi)
 	f.ReviewP50Seconds = a.dur.quantile(0.5, f.ReviewDurations)
 	f.ReviewP90Seconds = a.dur.quantile(0.9, f.ReviewDurations)
-	for id, s := range a.qual {
-		if s.N > 0 {
-			f.QualityScores = append(f.QualityScores, Mean{Name: names[id], Count: s.N, Mean: float64(s.Total) / float64(s.N)})
-		}
+	for _, id := range a.qualIDs {
+		s := a.qual[id]
+		f.QualityScores = append(f.QualityScores, Mean{Name: names[id], Count: s.N, Mean: float64(s.Total) / float64(s.N)})
 	}
 	slices.SortFunc(f.QualityScores, func(a, b Mean) int { return strings.Compare(a.Name, b.Name) })
 	return f
 }
 
 // counts lists a distribution most frequent first, then by name.
-func counts(dense []int64, names []string) []Count {
-	n := 0
-	for _, c := range dense {
-		if c > 0 {
-			n++
-		}
-	}
-	if n == 0 {
+func (d *dist) counts(names []string) []Count {
+	if len(d.ids) == 0 {
 		return nil
 	}
-	out := make([]Count, 0, n)
-	for id, c := range dense {
-		if c > 0 {
-			out = append(out, Count{Name: names[id], Count: c})
-		}
+	out := make([]Count, len(d.ids))
+	for i, id := range d.ids {
+		out[i] = Count{Name: names[id], Count: d.n[id]}
 	}
-	// Few labels: an insertion sort, most frequent first, then by name.
+	if len(out) > 16 {
+		slices.SortFunc(out, func(a, b Count) int {
+			if before(a, b) {
+				return -1
+			}
+			if before(b, a) {
+				return 1
+			}
+			return 0
+		})
+		return out
+	}
+	// Few labels, the usual case: an insertion sort costs least.
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && before(out[j], out[j-1]); j-- {
 			out[j], out[j-1] = out[j-1], out[j]
