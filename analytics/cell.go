@@ -398,13 +398,16 @@ type Figures struct {
 	QualityScores    []Mean
 }
 
-func (a *acc) figures(names []string) Figures {
+func (a *acc) figures(names []string) Figures { return a.figuresIn(nil, names) }
+
+// figuresIn is figures with its lists cut from slab.
+func (a *acc) figuresIn(slab *[]Count, names []string) Figures {
 	c := a.c
 	f := Figures{
 		Decisions: c.decisions(), Approved: c.Approved, Rejected: c.Rejected, ApprovedWithChanges: c.ApprovedWithChanges,
 		FirstAttempts: c.FirstAttempts, FirstPassAccepted: c.FirstPassAccepted,
 		EditDistanceCount: c.EditPercent.N, CorrectionDiffs: c.LinesChanged.N, LinesChanged: c.LinesChanged.Total,
-		Tags: a.tags.counts(names), ErrorCategories: a.errs.counts(names), LessonCategories: a.less.counts(names),
+		Tags: a.tags.countsIn(slab, names), ErrorCategories: a.errs.countsIn(slab, names), LessonCategories: a.less.countsIn(slab, names),
 	}
 	if c.FirstAttempts > 0 {
 		f.FirstPassAcceptance = float64(c.FirstPassAccepted) / float64(c.FirstAttempts)
@@ -418,6 +421,9 @@ func (a *acc) figures(names []string) Figures {
 	f.ReviewDurations = a.dur.count(a.hi)
 	f.ReviewP50Seconds = a.dur.quantile(0.5, f.ReviewDurations)
 	f.ReviewP90Seconds = a.dur.quantile(0.9, f.ReviewDurations)
+	if len(a.qualIDs) > 0 {
+		f.QualityScores = make([]Mean, 0, len(a.qualIDs))
+	}
 	for _, id := range a.qualIDs {
 		s := a.qual[id]
 		f.QualityScores = append(f.QualityScores, Mean{Name: names[id], Count: s.N, Mean: float64(s.Total) / float64(s.N)})
@@ -428,10 +434,27 @@ func (a *acc) figures(names []string) Figures {
 
 // counts lists a distribution most frequent first, then by name.
 func (d *dist) counts(names []string) []Count {
+	return d.countsIn(nil, names)
+}
+
+// countsIn is counts with the list cut from slab (a query's 4,500
+// buckets allocate a few slabs rather than 13,500 lists).
+func (d *dist) countsIn(slab *[]Count, names []string) []Count {
 	if len(d.ids) == 0 {
 		return nil
 	}
-	out := make([]Count, len(d.ids))
+	var out []Count
+	if slab == nil {
+		out = make([]Count, len(d.ids))
+	} else {
+		if cap(*slab)-len(*slab) < len(d.ids) {
+			// Grow by doubling up to 4096, so small queries stay small.
+			*slab = make([]Count, 0, max(min(4096, 2*cap(*slab)+64), len(d.ids)))
+		}
+		n := len(*slab)
+		*slab = (*slab)[:n+len(d.ids)]
+		out = (*slab)[n : n+len(d.ids) : n+len(d.ids)]
+	}
 	for i, id := range d.ids {
 		out[i] = Count{Name: names[id], Count: d.n[id]}
 	}

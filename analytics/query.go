@@ -153,6 +153,7 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 		starts = append(starts, d)
 	}
 	groups := map[string]*group{}
+	var slab []Count
 
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -186,7 +187,7 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 			}
 		}
 		for _, g := range groups {
-			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(end), Figures: g.bucket.figures(names)})
+			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(end), Figures: g.bucket.figuresIn(&slab, names)})
 			g.total.mergeAcc(g.bucket)
 			g.bucket.reset()
 		}
