@@ -83,6 +83,9 @@ type App struct {
 	Posts *slackapp.Posts
 	// Slack is the Slack app (docs/lifecycle.md), nil unless slack is configured.
 	Slack *slackapp.Service
+	// RuleEffects provides the rule-effect records of exports; nil
+	// exports none. Set it before Run.
+	RuleEffects api.RuleEffectsFunc
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -199,6 +202,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	a.serveFeedback()
+	a.serveExport()
 	if err := a.openSlack(); err != nil {
 		return nil, err
 	}
