@@ -121,7 +121,12 @@ func (c *cli) exportCmd() *cobra.Command {
 			"under temporary names and renamed only once the export is complete.\n" +
 			"--anonymize replaces people's ids with keyed hashes and leaves out all free text; without it the export needs\n" +
 			"the approver role. Columns: docs/formats.md, \"Exports\".",
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("export takes flags only, got %q", args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req, err := f.request()
 			if err != nil {
@@ -189,10 +194,12 @@ func (c *cli) export(ctx context.Context, f exportFlags, req *preceptv1.ExportRe
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return fmt.Errorf("export cut short: %w", err)
+		// Not wrapped: the CLI prints a Connect error as its code and
+		// message alone, and this one must say the files were not written.
+		return errors.New("export cut short, nothing written: " + oneLine(err))
 	}
 	if sum == nil {
-		return errors.New("export cut short: the server ended it without its summary")
+		return errors.New("export cut short, nothing written: the server ended it without its summary")
 	}
 	if err := sink.commit(); err != nil {
 		return err

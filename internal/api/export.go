@@ -59,6 +59,9 @@ type ExportOptions struct {
 	// RuleEffects provides the rule-effect records; nil exports none, and
 	// the summary says so.
 	RuleEffects RuleEffectsFunc
+	// Proposals links evaluations to the rule proposal drafted from their
+	// cluster, as GetEvaluation does; nil leaves the link out.
+	Proposals ProposalFinder
 	// Salt keys the pseudonyms of anonymized exports (config export.salt);
 	// empty refuses them.
 	Salt string
@@ -74,6 +77,7 @@ type ExportService struct {
 	store       ExportStore
 	evaluations ExportEvaluations
 	ruleEffects RuleEffectsFunc
+	proposals   ProposalFinder
 	anon        *anonymizer
 	pageSize    int
 	log         *slog.Logger
@@ -85,7 +89,7 @@ var _ preceptv1connect.ExportServiceHandler = (*ExportService)(nil)
 // NewExportService returns the export service over the feedback store and
 // the evaluator. The salt stays inside it.
 func NewExportService(store ExportStore, evaluations ExportEvaluations, opts ExportOptions) *ExportService {
-	s := &ExportService{store: store, evaluations: evaluations, ruleEffects: opts.RuleEffects,
+	s := &ExportService{store: store, evaluations: evaluations, ruleEffects: opts.RuleEffects, proposals: opts.Proposals,
 		anon: newAnonymizer(opts.Salt), pageSize: opts.PageSize, log: opts.Log, now: opts.Now}
 	if s.pageSize <= 0 {
 		s.pageSize = DefaultExportPageSize
@@ -220,13 +224,22 @@ pages:
 			case err != nil:
 				return nil, fmt.Errorf("export: evaluation of %s: %w", rec.DecisionID, err)
 			}
-			if err := emit(&preceptv1.ExportRecord{Record: &preceptv1.ExportRecord_Evaluation{Evaluation: EvaluationToProto(ev)}}); err != nil {
+			if err := emit(&preceptv1.ExportRecord{Record: &preceptv1.ExportRecord_Evaluation{Evaluation: s.evaluation(ctx, ev)}}); err != nil {
 				return nil, err
 			}
 			sum.Evaluations++
 		}
 	}
 	return sum, s.sendRuleEffects(ctx, sum, emit)
+}
+
+// evaluation converts an evaluation, with the proposal its action led to.
+func (s *ExportService) evaluation(ctx context.Context, ev evaluator.Evaluation) *preceptv1.Evaluation {
+	p := EvaluationToProto(ev)
+	if a := p.GetProposedAction(); a != nil && s.proposals != nil && ev.ClusterID != "" {
+		a.ProposalId, _ = s.proposals.ProposalForCluster(ctx, ev.ClusterID)
+	}
+	return p
 }
 
 // sendRuleEffects sends every rule's effect, or notes why there are none.

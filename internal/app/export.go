@@ -20,6 +20,7 @@ func (a *App) serveExport() {
 	}
 	a.Handle(preceptv1connect.NewExportServiceHandler(api.NewExportService(a.Feedback, a.Evaluator, api.ExportOptions{
 		RuleEffects: effects,
+		Proposals:   a.Rules,
 		Salt:        a.Config.Export.Salt,
 		Log:         a.Log,
 	}), a.ConnectOptions()...))
