@@ -42,10 +42,6 @@ var exportFiles = map[string]string{
 // are written out a row group at a time as records arrive.
 const parquetRowGroupRows = 4096
 
-func (c *cli) exportClient() preceptv1connect.ExportServiceClient {
-	return preceptv1connect.NewExportServiceClient(c.httpClient(), c.addr, c.clientOptions()...)
-}
-
 // exportFlags are the export command's flags, checked.
 type exportFlags struct {
 	format    string
@@ -109,7 +105,9 @@ func (f exportFlags) request() (*preceptv1.ExportRequest, error) {
 	return req, nil
 }
 
-func (c *cli) exportCmd() *cobra.Command {
+// exportCmd is the export command. A function, not a method: cli has as
+// many methods as a type may (architecture_test.go).
+func exportCmd(c *cli) *cobra.Command {
 	f := exportFlags{}
 	cmd := &cobra.Command{
 		Use:   "export [--format jsonl|csv|parquet] [--from DATE] [--to DATE] [--anonymize] [--out DIR]",
@@ -139,7 +137,7 @@ func (c *cli) exportCmd() *cobra.Command {
 				ctx, cancel = c.ctx(cmd)
 				defer cancel()
 			}
-			return c.export(ctx, f, req)
+			return runExport(ctx, c, f, req)
 		},
 	}
 	fl := cmd.Flags()
@@ -151,11 +149,12 @@ func (c *cli) exportCmd() *cobra.Command {
 	return cmd
 }
 
-// export runs the export into its sink. Nothing is created before the
+// runExport runs the export into its sink. Nothing is created before the
 // server has accepted the request, and files are renamed into place only
 // once its summary has arrived.
-func (c *cli) export(ctx context.Context, f exportFlags, req *preceptv1.ExportRequest) (err error) {
-	stream, err := c.exportClient().Export(ctx, connect.NewRequest(req))
+func runExport(ctx context.Context, c *cli, f exportFlags, req *preceptv1.ExportRequest) (err error) {
+	client := preceptv1connect.NewExportServiceClient(c.httpClient(), c.addr, c.clientOptions()...)
+	stream, err := client.Export(ctx, connect.NewRequest(req))
 	if err != nil {
 		return err
 	}
