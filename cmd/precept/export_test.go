@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -232,6 +233,16 @@ func TestExportEndToEndInEveryFormat(t *testing.T) {
 		if a, b := fmt.Sprint(exported), fmt.Sprint(got.Evaluation); a != b {
 			t.Errorf("%s: exported evaluation\n%s\nGetEvaluation\n%s", ev.DecisionID, a, b)
 		}
+	}
+
+	// The same over gRPC, but for the summary's time and the proposals
+	// drafted meanwhile.
+	g := run("", append(admin, "--protocol", "grpc", "export")...)
+	proposal := regexp.MustCompile(`,"proposal_id":"[^"]*"`)
+	grpcLines := strings.Split(proposal.ReplaceAllString(strings.TrimSpace(g.stdout), ""), "\n")
+	connectLines := strings.Split(proposal.ReplaceAllString(strings.TrimSpace(r.stdout), ""), "\n")
+	if g.code != 0 || !slices.Equal(grpcLines[:len(grpcLines)-1], connectLines[:len(connectLines)-1]) {
+		t.Fatalf("export over gRPC differs: %+v", g)
 	}
 
 	// CSV and Parquet: one file per kind, with what was sent.

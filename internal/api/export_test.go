@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,6 +186,12 @@ var exportTokens = map[string]string{"ops": "ops-token-0123456789ab", "alice": "
 // interceptors.
 func startExportServer(t *testing.T, n int, opts ExportOptions) (string, exportEvaluations) {
 	t.Helper()
+	return startExportServerOver(t, n, opts, func(s ExportStore) ExportStore { return s })
+}
+
+// startExportServerOver is startExportServer with the store wrapped.
+func startExportServerOver(t *testing.T, n int, opts ExportOptions, wrap func(ExportStore) ExportStore) (string, exportEvaluations) {
+	t.Helper()
 	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "feedback.git"), gitrepo.Options{NoFsync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +229,7 @@ func startExportServer(t *testing.T, n int, opts ExportOptions) (string, exportE
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(preceptv1connect.NewExportServiceHandler(NewExportService(store, evals, opts),
+	mux.Handle(preceptv1connect.NewExportServiceHandler(NewExportService(wrap(store), evals, opts),
 		connect.WithInterceptors(&AuthInterceptor{Auth: auth})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -282,6 +289,57 @@ func TestExportStreamsTheRangeInCommitOrderPageByPage(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// gatedStore holds the export's second page read until the gate opens,
+// or for 3 s at most, so a server that reads ahead fails the test rather
+// than hanging it.
+type gatedStore struct {
+	ExportStore
+	reads atomic.Int32
+	gate  chan struct{}
+}
+
+func (g *gatedStore) Since(seq uint64, limit int) ([]feedbackstore.Record, error) {
+	if g.reads.Add(1) == 2 {
+		select {
+		case <-g.gate:
+		case <-time.After(3 * time.Second):
+		}
+	}
+	return g.ExportStore.Since(seq, limit)
+}
+
+func TestExportSendsEachPageBeforeReadingTheNext(t *testing.T) {
+	gated := &gatedStore{gate: make(chan struct{})}
+	url, _ := startExportServerOver(t, 6, ExportOptions{PageSize: 2}, func(s ExportStore) ExportStore {
+		gated.ExportStore = s
+		return gated
+	})
+	hc := &http.Client{Transport: &bearer{token: exportTokens["ops"], next: http.DefaultTransport}}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	stream, err := preceptv1connect.NewExportServiceClient(hc, url).Export(ctx, connect.NewRequest(&preceptv1.ExportRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	// The server is held reading the second page: the first page's
+	// records must already be on their way.
+	if !stream.Receive() {
+		t.Fatalf("no record while the second page is being read: %v", stream.Err())
+	}
+	if got := stream.Msg().GetDecision().GetDecision().GetDecisionId(); got != "d00" || gated.reads.Load() != 2 {
+		t.Fatalf("first record %q after %d page reads", got, gated.reads.Load())
+	}
+	close(gated.gate)
+	n := 1
+	for stream.Receive() {
+		n++
+	}
+	if err := stream.Err(); err != nil || n != 6+3+1 {
+		t.Fatalf("%d records, %v", n, err)
 	}
 }
 
