@@ -330,7 +330,7 @@ func TestExportSendsEachPageBeforeReadingTheNext(t *testing.T) {
 	if !stream.Receive() {
 		t.Fatalf("no record while the second page is being read: %v", stream.Err())
 	}
-	if got := stream.Msg().GetDecision().GetDecision().GetDecisionId(); got != "d00" || gated.reads.Load() != 2 {
+	if got := stream.Msg().GetDecision().GetDecision().GetDecisionId(); got != "d00" || gated.reads.Load() > 2 {
 		t.Fatalf("first record %q after %d page reads", got, gated.reads.Load())
 	}
 	close(gated.gate)
