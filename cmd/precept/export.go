@@ -251,28 +251,28 @@ func recordKind(rec *preceptv1.ExportRecord) (string, proto.Message) {
 
 // jsonLine renders a record as one JSON line: its message as -o json
 // prints it, with "kind" first.
-func jsonLine(rec *preceptv1.ExportRecord) ([]byte, string, error) {
+func jsonLine(rec *preceptv1.ExportRecord) ([]byte, error) {
 	kind, msg := recordKind(rec)
 	if msg == nil {
-		return nil, "", errors.New("the server sent a record of a kind this precept does not know: upgrade it")
+		return nil, errors.New("the server sent a record of a kind this precept does not know: upgrade it")
 	}
 	b, err := marshalJSON(msg, false)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	line := []byte(`{"kind":"` + kind + `"`)
 	if len(b) > 2 {
 		line = append(line, ',')
 	}
 	line = append(line, b[1:]...)
-	return append(line, '\n'), kind, nil
+	return append(line, '\n'), nil
 }
 
 // jsonlSink writes every record, summary included, to one stream.
 type jsonlSink struct{ w *bufio.Writer }
 
 func (s *jsonlSink) write(rec *preceptv1.ExportRecord) error {
-	line, _, err := jsonLine(rec)
+	line, err := jsonLine(rec)
 	if err != nil {
 		return err
 	}
@@ -318,7 +318,7 @@ func (f *tempFile) abort() {
 
 // kindWriter writes one kind's records into its file.
 type kindWriter interface {
-	write(msg proto.Message) error
+	write(rec *preceptv1.ExportRecord) error
 	// close finishes the file's content (a CSV's last buffer, a Parquet
 	// footer).
 	close() error
@@ -356,7 +356,7 @@ func openFileSink(dir, format string) (_ *fileSink, err error) {
 }
 
 func (s *fileSink) write(rec *preceptv1.ExportRecord) error {
-	kind, msg := recordKind(rec)
+	kind, _ := recordKind(rec)
 	if kind == kindSummary {
 		return nil
 	}
@@ -364,7 +364,7 @@ func (s *fileSink) write(rec *preceptv1.ExportRecord) error {
 	if !ok {
 		return errors.New("the server sent a record of a kind this precept does not know: upgrade it")
 	}
-	return w.write(msg)
+	return w.write(rec)
 }
 
 func (s *fileSink) commit() error {
@@ -390,23 +390,23 @@ func (s *fileSink) abort() {
 func newKindWriter(kind, format string, f *tempFile) (kindWriter, error) {
 	switch kind {
 	case kindDecision:
-		return newTableWriter(format, f, func(m proto.Message) (decisionRow, error) {
-			return decisionRowOf(m.(*preceptv1.Feedback)), nil
+		return newTableWriter(format, f, func(r *preceptv1.ExportRecord) (decisionRow, error) {
+			return decisionRowOf(r.GetDecision()), nil
 		})
 	case kindEvaluation:
-		return newTableWriter(format, f, func(m proto.Message) (evaluationRow, error) {
-			return evaluationRowOf(m.(*preceptv1.Evaluation))
+		return newTableWriter(format, f, func(r *preceptv1.ExportRecord) (evaluationRow, error) {
+			return evaluationRowOf(r.GetEvaluation())
 		})
 	default:
-		return newTableWriter(format, f, func(m proto.Message) (ruleEffectRow, error) {
-			return ruleEffectRowOf(m.(*preceptv1.RuleEffect)), nil
+		return newTableWriter(format, f, func(r *preceptv1.ExportRecord) (ruleEffectRow, error) {
+			return ruleEffectRowOf(r.GetRuleEffect()), nil
 		})
 	}
 }
 
 // newTableWriter writes one kind in a format: JSON lines, or rows of T
 // as CSV or Parquet.
-func newTableWriter[T any](format string, w io.Writer, row func(proto.Message) (T, error)) (kindWriter, error) {
+func newTableWriter[T any](format string, w io.Writer, row func(*preceptv1.ExportRecord) (T, error)) (kindWriter, error) {
 	switch format {
 	case "jsonl":
 		return &jsonlFile{w: bufio.NewWriter(w)}, nil
@@ -428,17 +428,8 @@ func newTableWriter[T any](format string, w io.Writer, row func(proto.Message) (
 // jsonlFile writes one kind's records as JSON lines.
 type jsonlFile struct{ w *bufio.Writer }
 
-func (j *jsonlFile) write(msg proto.Message) error {
-	var rec *preceptv1.ExportRecord
-	switch m := msg.(type) {
-	case *preceptv1.Feedback:
-		rec = &preceptv1.ExportRecord{Record: &preceptv1.ExportRecord_Decision{Decision: m}}
-	case *preceptv1.Evaluation:
-		rec = &preceptv1.ExportRecord{Record: &preceptv1.ExportRecord_Evaluation{Evaluation: m}}
-	case *preceptv1.RuleEffect:
-		rec = &preceptv1.ExportRecord{Record: &preceptv1.ExportRecord_RuleEffect{RuleEffect: m}}
-	}
-	line, _, err := jsonLine(rec)
+func (j *jsonlFile) write(rec *preceptv1.ExportRecord) error {
+	line, err := jsonLine(rec)
 	if err != nil {
 		return err
 	}
@@ -451,12 +442,12 @@ func (j *jsonlFile) close() error { return j.w.Flush() }
 // csvTable writes rows of T as RFC 4180 CSV with a header.
 type csvTable[T any] struct {
 	w    *csv.Writer
-	row  func(proto.Message) (T, error)
+	row  func(*preceptv1.ExportRecord) (T, error)
 	cols []column
 }
 
-func (t *csvTable[T]) write(msg proto.Message) error {
-	r, err := t.row(msg)
+func (t *csvTable[T]) write(rec *preceptv1.ExportRecord) error {
+	r, err := t.row(rec)
 	if err != nil {
 		return err
 	}
@@ -478,12 +469,12 @@ func (t *csvTable[T]) close() error {
 // parquetTable writes rows of T to Parquet, a row group at a time.
 type parquetTable[T any] struct {
 	w    *parquet.GenericWriter[T]
-	row  func(proto.Message) (T, error)
+	row  func(*preceptv1.ExportRecord) (T, error)
 	rows []T
 }
 
-func (t *parquetTable[T]) write(msg proto.Message) error {
-	r, err := t.row(msg)
+func (t *parquetTable[T]) write(rec *preceptv1.ExportRecord) error {
+	r, err := t.row(rec)
 	if err != nil {
 		return err
 	}
