@@ -112,8 +112,9 @@ func exportCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export [--format jsonl|csv|parquet] [--from DATE] [--to DATE] [--anonymize] [--out DIR]",
 		Short: "Export decisions, evaluations and rule effects as JSON lines, CSV or Parquet",
-		Long: "Export streams the decisions whose timestamp is in [--from, --to) with their evaluations, and every rule's effect.\n" +
-			"A date means a whole UTC day: --from 2026-11-01 --to 2026-11-30 is all of November.\n" +
+		Long: "Export streams the decisions made between --from and --to with their evaluations, and every rule's effect.\n" +
+			"A date means a whole UTC day, both ends included: --from 2026-11-01 --to 2026-11-30 is all of November;\n" +
+			"an RFC 3339 time is exact, --from included and --to not.\n" +
 			"JSON lines go to stdout, one record a line with a \"kind\", ending with the summary; with --out DIR (required\n" +
 			"for csv and parquet) each kind goes to DIR/decisions.EXT, DIR/evaluations.EXT and DIR/rule_effects.EXT, written\n" +
 			"under temporary names and renamed only once the export is complete.\n" +
