@@ -58,11 +58,13 @@ var layers = map[string]int{
 	"rules":         3,
 	"prompts":       4,
 	"clarification": 4,
+	"effect":        5,
 	// Adapters.
 	"internal/stream":   4,
 	"internal/evalrun":  4,
 	"internal/config":   6,
-	"internal/metrics":  5,
+	"impact":            5,
+	"internal/metrics":  6,
 	"internal/llm":      5,
 	"internal/slackapp": 5,
 	"internal/api":      7,
@@ -76,7 +78,7 @@ var layers = map[string]int{
 // domain are the packages that hold precept's logic; adapters to the
 // outside world (Redis, Slack, Connect, Prometheus) must not reach them,
 // not even through a dependency.
-var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules", "prompts", "clarification"}
+var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules", "prompts", "clarification", "effect", "impact"}
 
 var adapterModules = []string{"github.com/redis/", "github.com/slack-go/", "connectrpc.com/", "github.com/prometheus/"}
 

@@ -48,6 +48,9 @@ type Options struct {
 	// files are checked against (rules.quality.denylist, as the quality
 	// gate uses it).
 	Denylist []string
+	// OnAssembled sees every prompt assembled for a request that was not
+	// answered from the cache, e.g. to record its version (Versions).
+	OnAssembled func(Request, *Prompt)
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +136,9 @@ func (a *Assembler) build(ix *index, req Request) (*Prompt, error) {
 	}
 	a.misses.Add(1)
 	p, err := ix.assemble(req, key.dir, a.opts.MaxRules)
+	if err == nil && a.opts.OnAssembled != nil {
+		a.opts.OnAssembled(req, p)
+	}
 	if len(key.base) <= maxCachedBase {
 		ix.cache.put(key, cacheEntry{prompt: p, err: err})
 	}

@@ -163,7 +163,9 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 			return nil, err
 		}
 		changes := []gitrepo.Change{{Path: RejectedPath(id), Data: data}}
-		for _, agent := range p.Agents {
+		// A rejected lifecycle proposal keeps a rule people want: its text
+		// is no bad example.
+		for _, agent := range lifecycleless(p) {
 			ex, err := tuningExample(p, agent, "bad", req.By, req.Reason, req.Via, now)
 			if err != nil {
 				return nil, err
@@ -215,12 +217,21 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 		if ok, err := s.Exists(RejectedPath(id)); err != nil || ok {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected", id))
 		}
-		if ok, err := m.store.hasRule(s, p.RuleID); err != nil || ok {
+		if ok, err := m.store.hasRule(s, p.RuleID); err != nil || ok && !p.Kind.Lifecycle() {
 			return nil, err
 		}
 		// Merged before (and perhaps rolled back since): never again.
 		if reach, err := m.store.reachable(s.Commit); err != nil || reach[tip] {
 			return nil, err
+		}
+		if p.Kind.Lifecycle() {
+			spec, err := m.store.lifecycleSpec(s, p, m.now(), nil)
+			if spec == nil || err != nil {
+				return nil, err
+			}
+			spec.MergeParents = []gitrepo.Hash{tip}
+			done = true
+			return spec, nil
 		}
 		spec, sup, err := m.store.approvalSpec(s, p, m.policy.ruleFor(p, m.now()), nil)
 		if err != nil {

@@ -15,6 +15,12 @@ const (
 	RuleRolledBack   ChangeKind = "rule_rolled_back"
 	// RuleActivated: a SHADOW rule became ACTIVE.
 	RuleActivated ChangeKind = "rule_activated"
+	// RuleShadowed: an idle ACTIVE rule whose re-approval went unanswered
+	// went to SHADOW.
+	RuleShadowed ChangeKind = "rule_shadowed"
+	// RuleEffectsRecorded: the learning loop wrote importance, confidence
+	// and effect figures into rule files.
+	RuleEffectsRecorded ChangeKind = "rule_effects_recorded"
 	// EvidenceAdded: a duplicate draft's evidence went to an existing rule
 	// or proposal.
 	EvidenceAdded ChangeKind = "evidence_added"

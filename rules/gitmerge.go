@@ -56,12 +56,13 @@ func (m *Manager) convertOne(ctx context.Context, id string, g *gitApproval) err
 		} else if ok {
 			return stray("the proposal was rejected before")
 		}
-		if ok, err := m.store.hasRule(s, p.RuleID); err != nil {
+		if p.Kind.Lifecycle() {
+			// Decides on an existing rule: nothing to compare with.
+		} else if ok, err := m.store.hasRule(s, p.RuleID); err != nil {
 			return nil, err
 		} else if ok {
 			return stray("the proposal was approved before")
-		}
-		if approved, err := m.store.approvedBefore(ctx, p.RuleID); err != nil {
+		} else if approved, err := m.store.approvedBefore(ctx, p.RuleID); err != nil {
 			return nil, err
 		} else if approved {
 			return stray("its rule was approved and rolled back before")
@@ -101,6 +102,18 @@ func (m *Manager) convertOne(ctx context.Context, id string, g *gitApproval) err
 // merge made in git) the merged proposal file removed. It returns the
 // rules it supersedes. r is the rule the policy made of p.
 func (st *store) approvalSpec(s *gitrepo.Snapshot, p Proposal, r Rule, g *gitApproval) (*gitrepo.CommitSpec, []string, error) {
+	if p.Kind.Lifecycle() {
+		spec, err := st.lifecycleSpec(s, p, r.ActivatedAt, g)
+		if spec == nil && err == nil && g != nil {
+			// The rule changed since: only the merged proposal file goes.
+			spec = &gitrepo.CommitSpec{
+				Message:  fmt.Sprintf("Remove %s merged in git: rule %s is no longer %s", ProposalPath(p.ID), p.RuleID, lifecycleStatus(p.Kind)),
+				Trailers: []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerMergeCommit, Value: g.commit.String()}},
+				Changes:  []gitrepo.Change{{Path: ProposalPath(p.ID), Delete: true}},
+			}
+		}
+		return spec, nil, err
+	}
 	var changes []gitrepo.Change
 	var superseded []string
 	for _, old := range p.Supersedes {

@@ -264,6 +264,11 @@ func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retir
 	var others []*Proposal
 	for _, id := range slices.Sorted(maps.Keys(st.rejected)) {
 		r := st.rejected[id]
+		if r.Kind.Lifecycle() {
+			// A rejected sunset or re-approval says the rule is wanted,
+			// not that its text was refused.
+			continue
+		}
 		if _, ok := sharedAgent(p.Agents, r.Agents); ok && id != p.ID {
 			others = append(others, r)
 		}
@@ -364,7 +369,7 @@ func (pol policy) recentDrafts(st *state, agent string, now time.Time) (int, tim
 	n, oldest := 0, now
 	for _, id := range st.ids() {
 		p, ok := st.proposal(id)
-		if !ok || p.ProposedBy != SystemProposer || !slices.Contains(p.Agents, agent) || !p.CreatedAt.After(since) {
+		if !ok || p.ProposedBy != SystemProposer || p.Kind.Lifecycle() || !slices.Contains(p.Agents, agent) || !p.CreatedAt.After(since) {
 			continue
 		}
 		if p.Status != Pending && p.Status != Approved && p.Status != Rejected {
@@ -507,6 +512,10 @@ func ruleTexts(st *state) []ruleText {
 			continue
 		}
 		p := st.onBranch[id]
+		if p.Kind.Lifecycle() {
+			// Its text is its rule's, listed above.
+			continue
+		}
 		out = append(out, ruleText{ID: id, Agents: p.Agents, InsertionPoint: p.InsertionPoint, Content: p.Content})
 	}
 	return out

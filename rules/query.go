@@ -211,6 +211,14 @@ func (m *Manager) Rule(ctx context.Context, id string) (Rule, []HistoryEntry, er
 			r.Status, r.RollbackReason = RolledBack, e.Trailers[TrailerReason]
 			fillApprovalCommits(r.Approvals, hist)
 			return r, hist, nil
+		case e.Trailers[TrailerSunsets] == id:
+			r, err := m.store.ruleBefore(e.hash, id)
+			if err != nil {
+				return Rule{}, nil, err
+			}
+			r.Status, r.SunsetReason = Sunset, e.Trailers[TrailerReason]+" (sunset by "+e.Trailers[TrailerProposalID]+")"
+			fillApprovalCommits(r.Approvals, hist)
+			return r, hist, nil
 		case e.Trailers[TrailerRuleID] != id && strings.Contains(e.Trailers[TrailerSupersedes], id):
 			r, err := m.store.ruleBefore(e.hash, id)
 			if err != nil {

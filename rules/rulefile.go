@@ -45,8 +45,8 @@ const (
 )
 
 // Importance orders rules within a prompt (docs/formats.md, "Rule
-// files"). Approval writes Normal; nothing raises a rule's importance
-// automatically yet.
+// files"). Approval writes Normal; the learning loop raises it with
+// validations (docs/effects.md).
 type Importance string
 
 // The importance levels, lowest first.
@@ -117,8 +117,17 @@ type Rule struct {
 	// evidence to this rule after it was approved (Frequency counts them).
 	EvidenceClusters []string `yaml:"evidence_clusters,omitempty"`
 	// SunsetReason says why a SUNSET rule was retired (e.g. superseded).
-	SunsetReason string         `yaml:"sunset_reason,omitempty"`
-	Extra        map[string]any `yaml:",inline"`
+	SunsetReason string `yaml:"sunset_reason,omitempty"`
+	// ShadowReason says why an ACTIVE rule went back to SHADOW (an
+	// unanswered re-approval); such a rule stays there until an ACTIVATE
+	// proposal is approved.
+	ShadowReason string `yaml:"shadow_reason,omitempty"`
+	// ReapprovedAt is when people last confirmed an idle rule.
+	ReapprovedAt *time.Time `yaml:"reapproved_at,omitempty"`
+	// Effect is the learning loop's last recorded figures
+	// (docs/effects.md); written periodically, not per decision.
+	Effect *EffectSummary `yaml:"effect,omitempty"`
+	Extra  map[string]any `yaml:",inline"`
 	// Content is the rule text: the Markdown body of the file.
 	Content string `yaml:"-"`
 }
@@ -165,6 +174,15 @@ func (r Rule) clone() Rule {
 	if r.ShadowUntil != nil {
 		t := *r.ShadowUntil
 		r.ShadowUntil = &t
+	}
+	if r.ReapprovedAt != nil {
+		t := *r.ReapprovedAt
+		r.ReapprovedAt = &t
+	}
+	if r.Effect != nil {
+		e := *r.Effect
+		e.RateAfterInterval, e.ChangeInterval = slices.Clone(e.RateAfterInterval), slices.Clone(e.ChangeInterval)
+		r.Effect = &e
 	}
 	return r
 }

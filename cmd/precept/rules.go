@@ -204,6 +204,7 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 		}
 	}
 	printConflicts(w, p.GetConflicts())
+	printImpact(w, p.GetImpact())
 	if len(p.GetCommits()) > 0 {
 		fmt.Fprintln(w, "\nCommits")
 		for _, sha := range p.GetCommits() {
@@ -339,7 +340,7 @@ func ruleStatus(s preceptv1.RuleStatus) string {
 
 func (c *cli) rulesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "rules", Short: "Inspect and roll back approved rules"}
-	cmd.AddCommand(c.rulesListCmd(), c.rulesShowCmd(), c.rulesRollbackCmd(), c.rulesHistoryCmd(), c.rulesCheckCmd())
+	cmd.AddCommand(c.rulesListCmd(), c.rulesShowCmd(), c.rulesRollbackCmd(), c.rulesHistoryCmd(), c.rulesCheckCmd(), rulesEffectCmd(c))
 	return cmd
 }
 
@@ -384,6 +385,12 @@ func (c *cli) rulesShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The effect is shown when the server measures it; a server
+			// with the learning loop off (or older) still shows the rule.
+			var eff *preceptv1.RuleEffect
+			if er, err := effectClient(c).GetRuleEffect(ctx, connect.NewRequest(&preceptv1.GetRuleEffectRequest{RuleId: args[0]})); err == nil {
+				eff = er.Msg.GetEffect()
+			}
 			return c.emit(resp.Msg, func(w io.Writer) {
 				r := resp.Msg.GetRule()
 				var approvers []string
@@ -398,6 +405,9 @@ func (c *cli) rulesShowCmd() *cobra.Command {
 					"rule", r.GetRuleId(),
 					"status", ruleStatus(r.GetStatus()),
 					"rolled back", r.GetRollbackReason(),
+					"sunset", r.GetSunsetReason(),
+					"shadow reason", r.GetShadowReason(),
+					"re-approved", ts(r.GetReapprovedAt()),
 					"agents", strings.Join(r.GetAgents(), ", "),
 					"type", strings.TrimPrefix(r.GetRuleType().String(), "RULE_TYPE_"),
 					"importance", strings.TrimPrefix(r.GetImportance().String(), "IMPORTANCE_"),
@@ -413,6 +423,10 @@ func (c *cli) rulesShowCmd() *cobra.Command {
 				fmt.Fprintf(w, "\n%s\n", indent(r.GetContent()))
 				if r.GetEvidenceSummary() != "" {
 					fmt.Fprintf(w, "\nEvidence\n%s\n", indent(r.GetEvidenceSummary()))
+				}
+				if eff != nil {
+					fmt.Fprintln(w, "\nEffect")
+					printEffect(w, eff)
 				}
 				printHistory(w, resp.Msg.GetHistory())
 			})

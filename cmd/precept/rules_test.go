@@ -87,6 +87,26 @@ func TestProposalAndRuleCommandsRunTheLifecycle(t *testing.T) {
 			t.Errorf("rules show lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// The effect of a rule nothing was decided with yet: no exposures, and
+	// a manual rule has no failure pattern to count.
+	for _, want := range []string{"Effect", "verdict", "no_pattern", "0 (0 by prompt_version, 0 by agent and time; attribution: agent_time)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("rules show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = cli("viewer", "rules", "effect")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "RULE") || !strings.Contains(r.stdout, ruleID) || !strings.Contains(r.stdout, "no_pattern") {
+		t.Fatalf("rules effect: %+v", r)
+	}
+	if r = cli("viewer", "rules", "effect", "r-nosuchrule"); r.code != 1 || !strings.Contains(r.stderr, "not_found") {
+		t.Fatalf("rules effect of an unknown rule: %+v", r)
+	}
+	if r = cli("viewer", "rules", "effect", "bad id"); r.code != 1 || !strings.Contains(r.stderr, "invalid_argument") {
+		t.Fatalf("rules effect of a bad id: %+v", r)
+	}
+	if r = cli("viewer", "rules", "effect", ruleID, "--agent", "x"); r.code != 2 {
+		t.Fatalf("rules effect RULE --agent: %+v", r)
+	}
 	r = cli("viewer", "rules", "check", "--agent", "coding-agent", "--text", "Always log API tokens for debugging.")
 	if r.code != 0 || !strings.Contains(r.stdout, "opposing "+ruleID) {
 		t.Fatalf("rules check: %+v", r)
@@ -96,6 +116,9 @@ func TestProposalAndRuleCommandsRunTheLifecycle(t *testing.T) {
 	}
 	if r = cli("alice", "rules", "rollback", ruleID, "--reason", "Blocks the audit logger."); r.code != 0 || !strings.Contains(r.stdout, "rolled back "+ruleID) {
 		t.Fatalf("rollback: %+v", r)
+	}
+	if r = cli("viewer", "rules", "effect", "--retired"); r.code != 0 || !strings.Contains(r.stdout, ruleID) || !strings.Contains(r.stdout, "ROLLED_BACK") {
+		t.Fatalf("rules effect --retired: %+v", r)
 	}
 	r = cli("viewer", "rules", "history", ruleID)
 	if r.code != 0 || !strings.Contains(r.stdout, "Rolled-back-by: alice") || !strings.Contains(r.stdout, "Reason: Blocks the audit logger.") {

@@ -100,6 +100,9 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.RuleServiceCheckConflictsProcedure:  precept.RoleReader,
 	preceptv1connect.RuleServiceGetRuleHistoryProcedure:  precept.RoleReader,
 
+	preceptv1connect.EffectServiceGetRuleEffectProcedure:   precept.RoleReader,
+	preceptv1connect.EffectServiceListRuleEffectsProcedure: precept.RoleReader,
+
 	preceptv1connect.PromptServiceBuildPromptProcedure:   precept.RoleReader,
 	preceptv1connect.PromptServiceWatchPromptProcedure:   precept.RoleReader,
 	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,

@@ -41,7 +41,9 @@ type RuleService struct {
 	// Posts says where proposals were posted to Slack; nil leaves that
 	// out of the proposals.
 	Posts SlackPosts
-	Log   *slog.Logger
+	// Impact gives each proposal's impact preview; nil leaves it out.
+	Impact ImpactPreviews
+	Log    *slog.Logger
 }
 
 // SlackPosts says where proposals were posted to Slack; slackapp.Posts
@@ -52,10 +54,16 @@ type SlackPosts interface {
 
 var _ SlackPosts = (*slackapp.Posts)(nil)
 
-// proposal converts a proposal with where it was posted to Slack. The
-// post is shown, not acted on, so a failed read leaves it out.
+// proposal converts a proposal with its impact preview and where it was
+// posted to Slack. The post is shown, not acted on, so a failed read
+// leaves it out.
 func (s *RuleService) proposal(ctx context.Context, p rules.Proposal) *preceptv1.Proposal {
 	out := proposalToProto(p)
+	if s.Impact != nil {
+		if pv, ok := s.Impact.Preview(p); ok {
+			out.Impact = impactToProto(pv)
+		}
+	}
 	if s.Posts == nil {
 		return out
 	}
@@ -288,6 +296,8 @@ var proposalKinds = map[rules.Kind]preceptv1.ProposalKind{
 	rules.KindNewRule:       preceptv1.ProposalKind_PROPOSAL_KIND_NEW_RULE,
 	rules.KindConsolidation: preceptv1.ProposalKind_PROPOSAL_KIND_CONSOLIDATION,
 	rules.KindSunset:        preceptv1.ProposalKind_PROPOSAL_KIND_SUNSET,
+	rules.KindReapprove:     preceptv1.ProposalKind_PROPOSAL_KIND_REAPPROVE,
+	rules.KindActivate:      preceptv1.ProposalKind_PROPOSAL_KIND_ACTIVATE,
 }
 
 var ruleStatuses = map[rules.Status]preceptv1.RuleStatus{
@@ -374,10 +384,13 @@ func ruleToProto(r rules.Rule, hist []rules.HistoryEntry) *preceptv1.Rule {
 		ProposalId: r.ProposalID, Commits: rules.Commits(hist), ActivatedAt: tsOrNil(r.ActivatedAt), Tags: r.Tags,
 		Protected: r.Protected, ClusterId: r.ClusterID, RollbackReason: r.RollbackReason,
 		PositiveValidations: int32(r.PositiveValidations), NegativeValidations: int32(r.NegativeValidations),
-		EvidenceSummary: r.EvidenceSummary,
+		EvidenceSummary: r.EvidenceSummary, ShadowReason: r.ShadowReason, SunsetReason: r.SunsetReason,
 	}
 	if r.ShadowUntil != nil {
 		out.ShadowUntil = timestamppb.New(*r.ShadowUntil)
+	}
+	if r.ReapprovedAt != nil {
+		out.ReapprovedAt = timestamppb.New(*r.ReapprovedAt)
 	}
 	return out
 }

@@ -26,18 +26,21 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/precept-dev/precept/effect"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/gen/grpc/health/v1/healthv1connect"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/impact"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/vectorindex"
@@ -71,6 +74,11 @@ type App struct {
 	Evaluator *evaluator.Service
 	// LLM is the configured language model, nil without one.
 	LLM *llm.Model
+	// Lessons is the lesson taxonomy the evaluator classifies with.
+	Lessons *lesson.Source
+	// Impact previews pending proposals (docs/lifecycle.md), nil where
+	// the evaluator does not run.
+	Impact *impact.Service
 
 	listenersMu        sync.Mutex
 	evaluatorListeners []func(evaluator.Change)
@@ -83,6 +91,11 @@ type App struct {
 	Posts *slackapp.Posts
 	// Slack is the Slack app (docs/lifecycle.md), nil unless slack is configured.
 	Slack *slackapp.Service
+	// Versions records the prompt versions served and Effects measures
+	// each rule's effect (docs/effects.md); both nil with effects.enabled
+	// off.
+	Versions *prompts.Versions
+	Effects  *effect.Tracker
 	// RuleEffects provides the rule-effect records of exports; nil
 	// exports none. Set it before Run.
 	RuleEffects api.RuleEffectsFunc
@@ -195,10 +208,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err := a.buildServer(); err != nil {
 		return nil, err
 	}
+	a.openVersions()
 	if err := a.openPrompts(); err != nil {
 		return nil, err
 	}
 	if err := a.openRules(); err != nil {
+		return nil, err
+	}
+	if err := a.openEffects(); err != nil {
 		return nil, err
 	}
 	a.serveFeedback()
@@ -373,8 +390,12 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.Prompts.Run(gctx) })
 	g.Go(func() error { return a.Rules.Run(gctx) })
+	if a.Impact != nil {
+		g.Go(func() error { return a.Impact.Run(gctx) })
+	}
 	g.Go(func() error { return a.runSlack(gctx) })
 	g.Go(func() error { return a.maintainRepos(gctx) })
+	g.Go(func() error { return a.runEffects(gctx) })
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err

@@ -67,6 +67,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 	if err != nil {
 		return fmt.Errorf("evaluator.taxonomy_file: %w", err)
 	}
+	a.Lessons = lessons
 	model, err := llm.NewModel(llmProvider(cfg.LLM))
 	if err != nil {
 		return fmt.Errorf("evaluator.llm: %w", err)

@@ -29,6 +29,9 @@ import (
 type feedbackGen struct {
 	rng       *rand.Rand
 	negatives []string
+	// versions, when set, gives each agent's decisions a prompt_version
+	// (no random draws, so the decisions are otherwise the same).
+	versions map[string]string
 }
 
 func newFeedbackGen(b testing.TB) *feedbackGen {
@@ -68,6 +71,7 @@ func (g *feedbackGen) decision(id string, at time.Time) precept.Feedback {
 		DecisionID: id, GateID: "HITL-2", EpicID: fmt.Sprintf("EPIC-%d", r.Intn(400)), Agent: genAgents[r.Intn(len(genAgents))],
 		ReviewerID: fmt.Sprintf("reviewer-%d", r.Intn(60)), Timestamp: at,
 	}
+	d.PromptVersion = g.versions[d.Agent]
 	switch p := r.Float64(); {
 	case p < 0.25:
 		d.Decision, d.ReviewerComment = precept.Approved, genPraise[r.Intn(len(genPraise))]

@@ -21,6 +21,7 @@ func (a *App) openPrompts() error {
 		CacheSize:    c.CacheSize,
 		Logger:       a.Log.With("component", "prompts"),
 		Denylist:     a.Config.Rules.Quality.Denylist,
+		OnAssembled:  a.onAssembled(),
 	})
 	if err != nil {
 		return err
@@ -30,6 +31,15 @@ func (a *App) openPrompts() error {
 	opts := append(a.ConnectOptions(), api.PromptCompression())
 	a.Handle(preceptv1connect.NewPromptServiceHandler(&api.PromptService{Prompts: p, Log: a.Log}, opts...))
 	return nil
+}
+
+// onAssembled records each newly assembled prompt's versions, when the
+// learning loop is on.
+func (a *App) onAssembled() func(prompts.Request, *prompts.Prompt) {
+	if a.Versions == nil {
+		return nil
+	}
+	return a.Versions.Observe
 }
 
 // promptCollectors export the assembler's counters; they are read at

@@ -32,7 +32,7 @@ func (a *App) openRules() error {
 		MaxProposalsPerAgent:   cfg.MaxProposalsPerAgent,
 		ProposalWindow:         cfg.ProposalWindow,
 		MaxActiveRulesPerAgent: cfg.MaxActiveRulesPerAgent,
-		Thresholds:             rules.Thresholds{Duplicate: cfg.DuplicateThreshold, Conflict: cfg.ConflictThreshold, Rejected: cfg.RejectedSimilarity},
+		Thresholds:             a.ruleThresholds(),
 		Quality: rules.Quality{
 			MinLength: cfg.Quality.MinLength, MaxLength: cfg.Quality.MaxLength,
 			MinSignalDensity: cfg.Quality.MinSignalDensity, Denylist: cfg.Quality.Denylist,
@@ -82,8 +82,18 @@ func (a *App) openRules() error {
 		})
 	}
 	a.Posts = slackapp.NewPosts(a.RulesRepo, m, nil, a.Log.With("component", "slack"))
-	a.Handle(preceptv1connect.NewRuleServiceHandler(&api.RuleService{Rules: m, Posts: a.Posts, Log: a.Log}, a.ConnectOptions()...))
+	svc := &api.RuleService{Rules: m, Posts: a.Posts, Log: a.Log}
+	if err := a.openImpact(svc); err != nil {
+		return fmt.Errorf("impact: %w", err)
+	}
+	a.Handle(preceptv1connect.NewRuleServiceHandler(svc, a.ConnectOptions()...))
 	return nil
+}
+
+// ruleThresholds are the configured similarity bands.
+func (a *App) ruleThresholds() rules.Thresholds {
+	cfg := a.Config.Rules
+	return rules.Thresholds{Duplicate: cfg.DuplicateThreshold, Conflict: cfg.ConflictThreshold, Rejected: cfg.RejectedSimilarity}
 }
 
 // clusterEvidence offers the evaluator's generalizable clusters to the

@@ -68,6 +68,7 @@ func (a *App) openSlack() error {
 		SuggestMax:    cfg.SuggestMax,
 		ScanInterval:  cfg.Clarification.ScanInterval,
 		Features:      &slackapp.Features{Posting: features.Posting, Clarification: features.Clarification},
+		Impact:        impactSummaries(a.Impact),
 		Logger:        a.Log.With("component", "slack"),
 		Registerer:    a.Registry,
 	})
@@ -84,6 +85,7 @@ func (a *App) openSlack() error {
 	a.Handle("/slack/events", svc.Events())
 	a.Rules.OnChange(svc.RuleChanged)
 	a.OnEvaluatorChange(svc.EvaluatorChanged)
+
 	a.warnSlackNonApprovers()
 	a.Log.Info("slack app ready", "channel", cfg.Channel, "posting", features.Posting, "clarification", features.Clarification,
 		"mapped_users", len(cfg.Users), "interactions", "/slack/interactions", "events", "/slack/events")

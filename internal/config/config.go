@@ -45,7 +45,9 @@ type Config struct {
 	Features  Features  `yaml:"features"`
 	Prompts   Prompts   `yaml:"prompts"`
 	Slack     Slack     `yaml:"slack"`
-	Export    Export    `yaml:"export"`
+	// Effects configures the learning loop (docs/effects.md).
+	Effects Effects `yaml:"effects"`
+	Export  Export  `yaml:"export"`
 	// Maintenance keeps the git repositories' object stores small in files.
 	Maintenance Maintenance `yaml:"maintenance"`
 }
@@ -205,6 +207,7 @@ func Default() Config {
 		Features:  defaultFeatures(),
 		Prompts:   defaultPrompts(),
 		Slack:     defaultSlack(),
+		Effects:   defaultEffects(),
 
 		Maintenance: defaultMaintenance(),
 	}
@@ -358,7 +361,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
-		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate,
+		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate, c.Effects.validate,
 		c.Maintenance.validate, c.Export.validate,
 	} {
 		if err := check(); err != nil {

@@ -75,6 +75,8 @@ type envConfig struct {
 	clarify clarification.Options
 	// curation turns merge suggestions on.
 	curation Curation
+	// impact shows impact previews.
+	impact ImpactSummaries
 }
 
 func newEnv(t *testing.T, cfg envConfig) *env {
@@ -108,6 +110,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	o := cfg.opts
 	o.Channel, o.SigningSecret = testChannel, testSecret
+	if cfg.impact != nil {
+		o.Impact = cfg.impact
+	}
 	if o.Users == nil {
 		o.Users = map[string]string{uAlice: "alice", uBob: "bob", uCarol: "carol", uDave: "dave"}
 	}

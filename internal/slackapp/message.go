@@ -41,15 +41,25 @@ const (
 // supersedes, the branch and review link, the approvals so far and —
 // while the proposal waits for decisions — Approve and Reject buttons
 // carrying its revision. Once decided, the buttons give way to the
-// outcome: who, when, and the notes or reason. It also returns the
-// plain-text fallback Slack shows in notifications.
-func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
+// outcome: who, when, and the notes or reason. impact is the proposal's
+// impact preview in one line, shown under the conflicts when not empty.
+// It also returns the plain-text fallback Slack shows in notifications.
+func proposalMessage(p rules.Proposal, impact string) ([]slack.Block, string, error) {
 	kind := "Rule proposal"
 	switch p.Kind {
 	case rules.KindConsolidation:
 		kind = "Consolidation proposal"
 	case rules.KindSunset:
 		kind = "Sunset proposal"
+	case rules.KindReapprove:
+		kind = "Re-approval request"
+	case rules.KindActivate:
+		kind = "Activation proposal"
+	}
+	ruleLine := "*Rule* `" + p.ID + "`\n"
+	if p.Kind.Lifecycle() {
+		// The question is about an approved rule; name it.
+		ruleLine = "*Rule* `" + p.RuleID + "` · proposal `" + p.ID + "`\n"
 	}
 	agents := strings.Join(p.Agents, ", ")
 	if agents == "" {
@@ -61,7 +71,7 @@ func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
 	}
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain(text.Fit(fmt.Sprintf("%s for %s · %s", kind, agents, typ), maxHeaderText))),
-		slack.NewSectionBlock(mrkdwn(text.Fit("*Rule* `"+p.ID+"`\n"+quote(p.Content), maxSectionText)), nil, nil),
+		slack.NewSectionBlock(mrkdwn(text.Fit(ruleLine+quote(p.Content), maxSectionText)), nil, nil),
 	}
 
 	fields := []*slack.TextBlockObject{
@@ -83,6 +93,9 @@ func proposalMessage(p rules.Proposal) ([]slack.Block, string, error) {
 	}
 	if c := conflictText(p); c != "" {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit(c, maxSectionText)), nil, nil))
+	}
+	if impact != "" {
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit("*Impact* "+escape(impact), maxSectionText)), nil, nil))
 	}
 	if ctx := reviewContext(p); len(ctx) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("", ctx...))

@@ -16,7 +16,7 @@ import (
 // rendered renders p as the fake workspace would store it.
 func rendered(t *testing.T, p rules.Proposal) fakeslack.Message {
 	t.Helper()
-	blocks, text, err := proposalMessage(p)
+	blocks, text, err := proposalMessage(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestFingerprintChangesWithWhatTheMessageShows(t *testing.T) {
 	p := pendingProposal()
 	fp := func(p rules.Proposal) string {
 		t.Helper()
-		blocks, text, err := proposalMessage(p)
+		blocks, text, err := proposalMessage(p, "")
 		if err != nil {
 			t.Fatal(err)
 		}

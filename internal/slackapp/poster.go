@@ -251,7 +251,7 @@ func (s *Service) syncProposal(ctx context.Context, id string) {
 		}
 		return
 	}
-	blocks, text, err := proposalMessage(p)
+	blocks, text, err := proposalMessage(p, impactLine(s.opts.Impact, p))
 	var fp string
 	if err == nil {
 		fp, err = fingerprint(blocks, text)

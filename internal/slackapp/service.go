@@ -114,6 +114,9 @@ type Options struct {
 	SuggestMax   int
 	// Features; nil means posting on and clarification off.
 	Features *Features
+	// Impact shows each proposal's impact preview in its message; nil
+	// leaves it out.
+	Impact ImpactSummaries
 	// AckTimeout bounds views.open, whose trigger expires 3 s after the
 	// click; default 2.5s.
 	AckTimeout time.Duration
@@ -229,6 +232,10 @@ func New(api API, r Rules, posts *Posts, clar Clarifications, store Store, opts 
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.post.init()
+	if opts.Impact != nil {
+		// A preview computed in the background replaces "pending".
+		opts.Impact.OnUpdate(s.post.markDirty)
+	}
 	if clar != nil {
 		s.clarify = newClarifier(s, clar)
 	}

@@ -152,8 +152,12 @@ const (
 	ProposalKind_PROPOSAL_KIND_NEW_RULE    ProposalKind = 1
 	// Replaces several active rules of one agent with one.
 	ProposalKind_PROPOSAL_KIND_CONSOLIDATION ProposalKind = 2
-	// Retires an ineffective rule.
+	// Retires an ineffective rule (rule_id names it).
 	ProposalKind_PROPOSAL_KIND_SUNSET ProposalKind = 3
+	// Asks people to confirm a rule nothing exercised for a long time.
+	ProposalKind_PROPOSAL_KIND_REAPPROVE ProposalKind = 4
+	// Brings a SHADOW rule back into the prompt.
+	ProposalKind_PROPOSAL_KIND_ACTIVATE ProposalKind = 5
 )
 
 // Enum value maps for ProposalKind.
@@ -163,12 +167,16 @@ var (
 		1: "PROPOSAL_KIND_NEW_RULE",
 		2: "PROPOSAL_KIND_CONSOLIDATION",
 		3: "PROPOSAL_KIND_SUNSET",
+		4: "PROPOSAL_KIND_REAPPROVE",
+		5: "PROPOSAL_KIND_ACTIVATE",
 	}
 	ProposalKind_value = map[string]int32{
 		"PROPOSAL_KIND_UNSPECIFIED":   0,
 		"PROPOSAL_KIND_NEW_RULE":      1,
 		"PROPOSAL_KIND_CONSOLIDATION": 2,
 		"PROPOSAL_KIND_SUNSET":        3,
+		"PROPOSAL_KIND_REAPPROVE":     4,
+		"PROPOSAL_KIND_ACTIVATE":      5,
 	}
 )
 
@@ -768,7 +776,10 @@ type Proposal struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Who handed the evidence's decisions to precept (API tokens,
 	// streams), distinct: one producer may have invented its diversity.
-	Producers     []string `protobuf:"bytes,30,rep,name=producers,proto3" json:"producers,omitempty"`
+	Producers []string `protobuf:"bytes,30,rep,name=producers,proto3" json:"producers,omitempty"`
+	// What the rule would do, computed in the background
+	// (docs/lifecycle.md, "Impact preview").
+	Impact        *ImpactPreview `protobuf:"bytes,40,opt,name=impact,proto3" json:"impact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1013,6 +1024,13 @@ func (x *Proposal) GetProducers() []string {
 	return nil
 }
 
+func (x *Proposal) GetImpact() *ImpactPreview {
+	if x != nil {
+		return x.Impact
+	}
+	return nil
+}
+
 // RuleCommit is one commit in a rule's or proposal's history.
 type RuleCommit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1116,8 +1134,14 @@ type Rule struct {
 	PositiveValidations int32                  `protobuf:"varint,20,opt,name=positive_validations,json=positiveValidations,proto3" json:"positive_validations,omitempty"`
 	NegativeValidations int32                  `protobuf:"varint,21,opt,name=negative_validations,json=negativeValidations,proto3" json:"negative_validations,omitempty"`
 	EvidenceSummary     string                 `protobuf:"bytes,22,opt,name=evidence_summary,json=evidenceSummary,proto3" json:"evidence_summary,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Why an ACTIVE rule went back to SHADOW (an unanswered re-approval).
+	ShadowReason string `protobuf:"bytes,23,opt,name=shadow_reason,json=shadowReason,proto3" json:"shadow_reason,omitempty"`
+	// When people last confirmed the rule in a re-approval.
+	ReapprovedAt *timestamppb.Timestamp `protobuf:"bytes,24,opt,name=reapproved_at,json=reapprovedAt,proto3" json:"reapproved_at,omitempty"`
+	// Why a SUNSET rule was retired.
+	SunsetReason  string `protobuf:"bytes,25,opt,name=sunset_reason,json=sunsetReason,proto3" json:"sunset_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Rule) Reset() {
@@ -1300,6 +1324,27 @@ func (x *Rule) GetNegativeValidations() int32 {
 func (x *Rule) GetEvidenceSummary() string {
 	if x != nil {
 		return x.EvidenceSummary
+	}
+	return ""
+}
+
+func (x *Rule) GetShadowReason() string {
+	if x != nil {
+		return x.ShadowReason
+	}
+	return ""
+}
+
+func (x *Rule) GetReapprovedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReapprovedAt
+	}
+	return nil
+}
+
+func (x *Rule) GetSunsetReason() string {
+	if x != nil {
+		return x.SunsetReason
 	}
 	return ""
 }
@@ -2449,7 +2494,7 @@ var File_precept_v1_rules_proto protoreflect.FileDescriptor
 const file_precept_v1_rules_proto_rawDesc = "" +
 	"\n" +
 	"\x16precept/v1/rules.proto\x12\n" +
-	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x01\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17precept/v1/impact.proto\"\x90\x01\n" +
 	"\bApproval\x12\x1a\n" +
 	"\bapprover\x18\x01 \x01(\tR\bapprover\x12\x12\n" +
 	"\x04note\x18\x02 \x01(\tR\x04note\x12*\n" +
@@ -2486,7 +2531,8 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x129\n" +
 	"\n" +
 	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12'\n" +
-	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\xd0\t\n" +
+	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\x83\n" +
+	"\n" +
 	"\bProposal\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\x129\n" +
@@ -2526,7 +2572,8 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"review_url\x18\x1c \x01(\tR\treviewUrl\x129\n" +
 	"\n" +
 	"updated_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1c\n" +
-	"\tproducers\x18\x1e \x03(\tR\tproducers\"\xfb\x01\n" +
+	"\tproducers\x18\x1e \x03(\tR\tproducers\x121\n" +
+	"\x06impact\x18( \x01(\v2\x19.precept.v1.ImpactPreviewR\x06impact\"\xfb\x01\n" +
 	"\n" +
 	"RuleCommit\x12\x10\n" +
 	"\x03sha\x18\x01 \x01(\tR\x03sha\x12\x18\n" +
@@ -2536,7 +2583,7 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\btrailers\x18\x05 \x03(\v2$.precept.v1.RuleCommit.TrailersEntryR\btrailers\x1a;\n" +
 	"\rTrailersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xee\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf9\a\n" +
 	"\x04Rule\x12\x17\n" +
 	"\arule_id\x18\x01 \x01(\tR\x06ruleId\x12\x16\n" +
 	"\x06agents\x18\x02 \x03(\tR\x06agents\x121\n" +
@@ -2566,7 +2613,10 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\x0frollback_reason\x18\x13 \x01(\tR\x0erollbackReason\x121\n" +
 	"\x14positive_validations\x18\x14 \x01(\x05R\x13positiveValidations\x121\n" +
 	"\x14negative_validations\x18\x15 \x01(\x05R\x13negativeValidations\x12)\n" +
-	"\x10evidence_summary\x18\x16 \x01(\tR\x0fevidenceSummary\"\x9c\x01\n" +
+	"\x10evidence_summary\x18\x16 \x01(\tR\x0fevidenceSummary\x12#\n" +
+	"\rshadow_reason\x18\x17 \x01(\tR\fshadowReason\x12?\n" +
+	"\rreapproved_at\x18\x18 \x01(\v2\x1a.google.protobuf.TimestampR\freapprovedAt\x12#\n" +
+	"\rsunset_reason\x18\x19 \x01(\tR\fsunsetReason\"\x9c\x01\n" +
 	"\x14ListProposalsRequest\x122\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1a.precept.v1.ProposalStatusR\x06status\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1b\n" +
@@ -2650,12 +2700,14 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\x18PROPOSAL_STATUS_REJECTED\x10\x03\x12\x1b\n" +
 	"\x17PROPOSAL_STATUS_BLOCKED\x10\x04\x12\x1c\n" +
 	"\x18PROPOSAL_STATUS_DEFERRED\x10\x05\x12\x1a\n" +
-	"\x16PROPOSAL_STATUS_MERGED\x10\x06*\x84\x01\n" +
+	"\x16PROPOSAL_STATUS_MERGED\x10\x06*\xbd\x01\n" +
 	"\fProposalKind\x12\x1d\n" +
 	"\x19PROPOSAL_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16PROPOSAL_KIND_NEW_RULE\x10\x01\x12\x1f\n" +
 	"\x1bPROPOSAL_KIND_CONSOLIDATION\x10\x02\x12\x18\n" +
-	"\x14PROPOSAL_KIND_SUNSET\x10\x03*\x8e\x01\n" +
+	"\x14PROPOSAL_KIND_SUNSET\x10\x03\x12\x1b\n" +
+	"\x17PROPOSAL_KIND_REAPPROVE\x10\x04\x12\x1a\n" +
+	"\x16PROPOSAL_KIND_ACTIVATE\x10\x05*\x8e\x01\n" +
 	"\n" +
 	"RuleStatus\x12\x1b\n" +
 	"\x17RULE_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
@@ -2737,6 +2789,7 @@ var file_precept_v1_rules_proto_goTypes = []any{
 	(*GetRuleHistoryResponse)(nil),  // 33: precept.v1.GetRuleHistoryResponse
 	nil,                             // 34: precept.v1.RuleCommit.TrailersEntry
 	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
+	(*ImpactPreview)(nil),           // 36: precept.v1.ImpactPreview
 }
 var file_precept_v1_rules_proto_depIdxs = []int32{
 	35, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
@@ -2752,54 +2805,56 @@ var file_precept_v1_rules_proto_depIdxs = []int32{
 	8,  // 10: precept.v1.Proposal.guards:type_name -> precept.v1.GuardResult
 	9,  // 11: precept.v1.Proposal.slack:type_name -> precept.v1.SlackPost
 	35, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 13: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
-	34, // 14: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
-	0,  // 15: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
-	3,  // 16: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
-	4,  // 17: precept.v1.Rule.importance:type_name -> precept.v1.Importance
-	5,  // 18: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
-	35, // 19: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
-	35, // 20: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
-	1,  // 21: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
-	10, // 22: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
-	10, // 23: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
-	0,  // 24: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
-	10, // 25: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
-	10, // 26: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
-	12, // 27: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
-	10, // 28: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
-	12, // 29: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
-	12, // 30: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
-	11, // 31: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
-	12, // 32: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
-	30, // 33: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
-	7,  // 34: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
-	11, // 35: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
-	13, // 36: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
-	15, // 37: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
-	17, // 38: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
-	19, // 39: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
-	21, // 40: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
-	23, // 41: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
-	25, // 42: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
-	27, // 43: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
-	29, // 44: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
-	32, // 45: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
-	14, // 46: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
-	16, // 47: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
-	18, // 48: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
-	20, // 49: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
-	22, // 50: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
-	24, // 51: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
-	26, // 52: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
-	28, // 53: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
-	31, // 54: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
-	33, // 55: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
-	46, // [46:56] is the sub-list for method output_type
-	36, // [36:46] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	36, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
+	35, // 14: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
+	34, // 15: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
+	0,  // 16: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
+	3,  // 17: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
+	4,  // 18: precept.v1.Rule.importance:type_name -> precept.v1.Importance
+	5,  // 19: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
+	35, // 20: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
+	35, // 21: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
+	35, // 22: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
+	1,  // 23: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
+	10, // 24: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
+	10, // 25: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
+	0,  // 26: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
+	10, // 27: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
+	10, // 28: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
+	12, // 29: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
+	10, // 30: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
+	12, // 31: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
+	12, // 32: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
+	11, // 33: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
+	12, // 34: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
+	30, // 35: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
+	7,  // 36: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
+	11, // 37: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
+	13, // 38: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
+	15, // 39: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
+	17, // 40: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
+	19, // 41: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
+	21, // 42: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
+	23, // 43: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
+	25, // 44: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
+	27, // 45: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
+	29, // 46: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
+	32, // 47: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
+	14, // 48: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
+	16, // 49: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
+	18, // 50: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
+	20, // 51: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
+	22, // 52: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
+	24, // 53: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
+	26, // 54: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
+	28, // 55: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
+	31, // 56: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
+	33, // 57: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
+	48, // [48:58] is the sub-list for method output_type
+	38, // [38:48] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_rules_proto_init() }
@@ -2807,6 +2862,7 @@ func file_precept_v1_rules_proto_init() {
 	if File_precept_v1_rules_proto != nil {
 		return
 	}
+	file_precept_v1_impact_proto_init()
 	file_precept_v1_rules_proto_msgTypes[24].OneofWrappers = []any{
 		(*CheckConflictsRequest_ProposalId)(nil),
 		(*CheckConflictsRequest_Candidate)(nil),

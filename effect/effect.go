@@ -1,0 +1,360 @@
+package effect
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/rules"
+)
+
+// Attribution says how a rule's exposures were found.
+type Attribution string
+
+// The attributions (docs/effects.md, "Which rules were in the prompt").
+const (
+	// ByPromptVersion: every exposure carried a recorded prompt_version.
+	ByPromptVersion Attribution = "prompt_version"
+	// ByAgentTime: no exposure did; decisions were tied to the rules
+	// active for their agent when they were made.
+	ByAgentTime Attribution = "agent_time"
+	// Mixed: some of each.
+	Mixed Attribution = "mixed"
+)
+
+// The verdicts of an effect.
+const (
+	// Improving: the change's interval lies below zero.
+	Improving = "improving"
+	// NotImproving: the pattern recurs at or above its rate before the
+	// rule, and the interval excludes an improvement of at least
+	// Options.MinImprovement: the rule gets a sunset proposal.
+	NotImproving = "not_improving"
+	// Inconclusive: enough exposures, but the interval allows both.
+	Inconclusive = "inconclusive"
+	// NoEvidence: fewer exposures than Options.MinExposures.
+	NoEvidence = "no_evidence"
+	// NoPattern: the rule has no source cluster or category (a manual
+	// proposal), so recurrences cannot be counted; exposures and
+	// validations still are.
+	NoPattern = "no_pattern"
+)
+
+// Shadow compares decisions made with a SHADOW rule's shadow prompt
+// against those made with the main prompt, by prompt_version.
+type Shadow struct {
+	ShadowDecisions, ShadowRecurrences int64
+	ShadowRate                         float64
+	ShadowInterval                     Interval
+	MainDecisions, MainRecurrences     int64
+	MainRate                           float64
+	MainInterval                       Interval
+	Change                             float64
+	ChangeInterval                     Interval
+}
+
+// Effect is what the evidence says about one rule.
+type Effect struct {
+	RuleID     string
+	Agents     []string
+	Status     rules.Status
+	Importance rules.Importance
+	Confidence float64
+	Category   string
+	ClusterID  string
+	// ActivatedAt starts the window of exposures; RetiredAt ends it for a
+	// rule that left main (zero while it is on main).
+	ActivatedAt, RetiredAt time.Time
+	Attribution            Attribution
+
+	Exposures, ExposuresByVersion, ExposuresByTime int64
+	Recurrences                                    int64
+	RateAfter                                      float64
+	RateAfterInterval                              Interval
+	BeforeDecisions, BeforeRecurrences             int64
+	RateBefore                                     float64
+	RateBeforeInterval                             Interval
+	Change                                         float64
+	ChangeInterval                                 Interval
+	Validations                                    int64
+
+	Verdict string
+	Summary string
+	// LastExposure and LastValidation are zero when there was none.
+	LastExposure, LastValidation time.Time
+	// Shadow is set for SHADOW rules.
+	Shadow     *Shadow
+	ComputedAt time.Time
+
+	// baseConfidence is the confidence recurrences lower; reapprovedAt
+	// and reasonShadowed (SHADOW for being idle) come from the rule file.
+	baseConfidence float64
+	reapprovedAt   time.Time
+	reasonShadowed bool
+}
+
+// Effect computes one rule's effect now, also for a rule that left main.
+func (t *Tracker) Effect(ctx context.Context, ruleID string) (Effect, error) {
+	r, hist, err := t.rules.Rule(ctx, ruleID)
+	if err != nil {
+		return Effect{}, err
+	}
+	var retired time.Time
+	if r.Status != rules.Active && r.Status != rules.Shadow && len(hist) > 0 {
+		retired = hist[0].At
+	}
+	return t.newComputation().effect(ctx, r, retired)
+}
+
+// Effects computes the effects of an agent's rules on main (every
+// agent's when agent is empty), by rule id.
+func (t *Tracker) Effects(ctx context.Context, agent string) ([]Effect, error) {
+	rs, err := t.rules.ActiveRules(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	c := t.newComputation()
+	out := make([]Effect, 0, len(rs))
+	for _, r := range rs {
+		e, err := c.effect(ctx, r, time.Time{})
+		if err != nil {
+			return nil, fmt.Errorf("effect of %s: %w", r.ID, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// inPrompt says whether a decision was made with the rule in its prompt,
+// and how that was found.
+func (c *computation) inPrompt(ctx context.Context, f fact, r rules.Rule, from, until time.Time) (exposed, shadow, byVersion bool, err error) {
+	if f.version != "" {
+		rec, ok, err := c.t.versions.Lookup(ctx, f.version)
+		if err != nil {
+			return false, false, false, err
+		}
+		if ok {
+			in := rec.Contains(r.ID)
+			return in && !rec.Shadow, in && rec.Shadow, true, nil
+		}
+	}
+	// No known version: the rule was in the main prompt when it was
+	// ACTIVE (a SHADOW rule never is).
+	if r.Status == rules.Shadow && r.ShadowReason == "" {
+		return false, false, false, nil
+	}
+	in := !f.at.Before(from) && (until.IsZero() || f.at.Before(until))
+	return in, false, false, nil
+}
+
+// effect computes a rule's effect; until is when it left main (zero while
+// it is there).
+func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time) (Effect, error) {
+	if r.ID == "" {
+		return Effect{}, errNoRule
+	}
+	e := Effect{
+		RuleID: r.ID, Agents: slices.Clone(r.Agents), Status: r.Status, Importance: r.Importance,
+		Confidence: r.Confidence, ClusterID: r.ClusterID, ActivatedAt: r.ActivatedAt.UTC(), RetiredAt: until, ComputedAt: c.now,
+	}
+	if e.Importance == "" {
+		e.Importance = rules.Normal
+	}
+	pat, err := c.patternOf(ctx, r)
+	if err != nil {
+		return Effect{}, err
+	}
+	e.Category = pat.category
+	base := r.Confidence
+	if r.Effect != nil && r.Effect.BaseConfidence > 0 {
+		base = r.Effect.BaseConfidence
+	}
+	e.baseConfidence = base
+	if r.ReapprovedAt != nil {
+		e.reapprovedAt = r.ReapprovedAt.UTC()
+	}
+	e.reasonShadowed = r.Status == rules.Shadow && r.ShadowReason != ""
+	from := r.ActivatedAt.UTC()
+	if r.Status == rules.Shadow && r.ShadowReason != "" {
+		// Idle, back in SHADOW: main-prompt exposures ended then, but the
+		// rule's ACTIVE period still counts by time until the move.
+		until = time.Time{}
+	}
+	var sh Shadow
+	var shadowSeen bool
+	gates := map[string]bool{}
+	type approved struct {
+		at   time.Time
+		gate string
+	}
+	var approvals []approved
+	type earlier struct {
+		at  time.Time
+		id  string
+		rec bool
+	}
+	var before []earlier
+	for _, agent := range r.Agents {
+		for _, f := range c.t.facts(agent) {
+			rec, err := c.recurs(ctx, f, pat)
+			if err != nil {
+				return Effect{}, err
+			}
+			if rec && f.gate != "" {
+				gates[f.gate] = true
+			}
+			if f.at.Before(from) {
+				before = append(before, earlier{f.at, f.id, rec})
+				continue
+			}
+			exposed, shadow, byVersion, err := c.inPrompt(ctx, f, r, from, until)
+			if err != nil {
+				return Effect{}, err
+			}
+			switch {
+			case shadow:
+				shadowSeen = true
+				sh.ShadowDecisions++
+				if rec {
+					sh.ShadowRecurrences++
+				}
+			case exposed:
+				e.Exposures++
+				if byVersion {
+					e.ExposuresByVersion++
+				} else {
+					e.ExposuresByTime++
+				}
+				if rec {
+					e.Recurrences++
+				}
+				if f.at.After(e.LastExposure) {
+					e.LastExposure = f.at
+				}
+				if f.verdict == precept.Approved {
+					approvals = append(approvals, approved{f.at, f.gate})
+				}
+			case byVersion && r.Status == rules.Shadow:
+				sh.MainDecisions++
+				if rec {
+					sh.MainRecurrences++
+				}
+			}
+		}
+	}
+	// The baseline: the decisions just before activation, as many as the
+	// rule has exposures (fewer when there were fewer).
+	slices.SortFunc(before, func(a, b earlier) int { return cmp.Or(b.at.Compare(a.at), strings.Compare(b.id, a.id)) })
+	for _, b := range before[:min(len(before), int(e.Exposures))] {
+		e.BeforeDecisions++
+		if b.rec {
+			e.BeforeRecurrences++
+		}
+	}
+	// Validations: approved work at a gate where the pattern was flagged,
+	// with the rule in the prompt (every gate when none is known).
+	for _, a := range approvals {
+		if len(gates) == 0 || gates[a.gate] {
+			e.Validations++
+			if a.at.After(e.LastValidation) {
+				e.LastValidation = a.at
+			}
+		}
+	}
+	e.RateAfter = rate(e.Recurrences, e.Exposures)
+	e.RateAfterInterval = wilson(e.Recurrences, e.Exposures)
+	e.RateBefore = rate(e.BeforeRecurrences, e.BeforeDecisions)
+	e.RateBeforeInterval = wilson(e.BeforeRecurrences, e.BeforeDecisions)
+	e.Change = e.RateAfter - e.RateBefore
+	e.ChangeInterval = newcombe(e.Recurrences, e.Exposures, e.BeforeRecurrences, e.BeforeDecisions)
+	switch {
+	case e.ExposuresByVersion > 0 && e.ExposuresByTime > 0:
+		e.Attribution = Mixed
+	case e.ExposuresByVersion > 0:
+		e.Attribution = ByPromptVersion
+	default:
+		e.Attribution = ByAgentTime
+	}
+	if shadowSeen || r.Status == rules.Shadow {
+		sh.ShadowRate, sh.ShadowInterval = rate(sh.ShadowRecurrences, sh.ShadowDecisions), wilson(sh.ShadowRecurrences, sh.ShadowDecisions)
+		sh.MainRate, sh.MainInterval = rate(sh.MainRecurrences, sh.MainDecisions), wilson(sh.MainRecurrences, sh.MainDecisions)
+		sh.Change = sh.ShadowRate - sh.MainRate
+		sh.ChangeInterval = newcombe(sh.ShadowRecurrences, sh.ShadowDecisions, sh.MainRecurrences, sh.MainDecisions)
+		e.Shadow = &sh
+	}
+	e.Confidence = c.t.opts.confidence(base, e.Recurrences)
+	c.t.judge(&e, pat)
+	return e, nil
+}
+
+// judge sets the verdict, the summary, importance and confidence.
+func (t *Tracker) judge(e *Effect, pat pattern) {
+	o := t.opts
+	switch {
+	case pat.empty():
+		e.Verdict = NoPattern
+	case e.Exposures < int64(o.MinExposures):
+		e.Verdict = NoEvidence
+	case e.ChangeInterval.High < 0:
+		e.Verdict = Improving
+	case e.RateAfter >= e.RateBefore && e.ChangeInterval.Low > -o.MinImprovement:
+		e.Verdict = NotImproving
+	default:
+		e.Verdict = Inconclusive
+	}
+	switch {
+	case e.Validations >= int64(o.CriticalAt):
+		e.Importance = maxImportance(e.Importance, rules.Critical)
+	case e.Validations >= int64(o.ImportantAt):
+		e.Importance = maxImportance(e.Importance, rules.Important)
+	}
+	e.Summary = summary(*e, o)
+}
+
+func maxImportance(a, b rules.Importance) rules.Importance {
+	if b.Rank() > a.Rank() {
+		return b
+	}
+	return a
+}
+
+// confidence lowers the confidence a rule was approved with by Factor per
+// recurrence, never below Floor (docs/effects.md).
+func (o Options) confidence(base float64, recurrences int64) float64 {
+	c := base * math.Pow(o.ConfidenceFactor, float64(recurrences))
+	return math.Round(math.Max(o.ConfidenceFloor, math.Min(base, c))*1000) / 1000
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+
+func summary(e Effect, o Options) string {
+	var b strings.Builder
+	switch e.Verdict {
+	case NoPattern:
+		fmt.Fprintf(&b, "No failure pattern to count (no source cluster): %d exposures, %d validations.", e.Exposures, e.Validations)
+		return b.String()
+	case NoEvidence:
+		fmt.Fprintf(&b, "Collecting evidence: %d of %d exposures needed. ", e.Exposures, o.MinExposures)
+	case Improving:
+		b.WriteString("Improving: the pattern recurs less than before the rule. ")
+	case NotImproving:
+		fmt.Fprintf(&b, "Not improving: the pattern recurs at or above its rate before the rule, and the interval excludes an improvement of %s points or more. ", pct(o.MinImprovement))
+	case Inconclusive:
+		b.WriteString("Inconclusive: the interval allows both an improvement and none. ")
+	}
+	fmt.Fprintf(&b, "After: %d of %d exposures (%s, 95%% CI %s–%s). Before: %d of the %d decisions before activation (%s). Change %+.1f points (95%% CI %+.1f to %+.1f). Validations: %d. Attribution: %s.",
+		e.Recurrences, e.Exposures, pct(e.RateAfter), pct(e.RateAfterInterval.Low), pct(e.RateAfterInterval.High),
+		e.BeforeRecurrences, e.BeforeDecisions, pct(e.RateBefore),
+		100*e.Change, 100*e.ChangeInterval.Low, 100*e.ChangeInterval.High, e.Validations, e.Attribution)
+	if s := e.Shadow; s != nil {
+		fmt.Fprintf(&b, " Shadow prompt: %d of %d decisions (%s); main prompt: %d of %d (%s); change %+.1f points (95%% CI %+.1f to %+.1f).",
+			s.ShadowRecurrences, s.ShadowDecisions, pct(s.ShadowRate), s.MainRecurrences, s.MainDecisions, pct(s.MainRate),
+			100*s.Change, 100*s.ChangeInterval.Low, 100*s.ChangeInterval.High)
+	}
+	return b.String()
+}

@@ -1,0 +1,179 @@
+package effect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/precept-dev/precept/rules"
+)
+
+// RoundReport says what a round did.
+type RoundReport struct {
+	Effects []Effect
+	// Recorded counts the rules whose files got new figures.
+	Recorded int
+	// Proposed are the lifecycle proposals made, Shadowed the idle rules
+	// moved to SHADOW.
+	Proposed []string
+	Shadowed []string
+}
+
+// Round computes every rule's effect, reports it to Metrics and, with
+// Options.Lifecycle, records the figures in the rule files and acts on
+// them (docs/effects.md, "Lifecycle from evidence"). One rule's failure
+// does not stop the others.
+func (t *Tracker) Round(ctx context.Context) (RoundReport, error) {
+	var rep RoundReport
+	t.placeMu.Lock()
+	clear(t.placements)
+	t.placeMu.Unlock()
+	effects, err := t.Effects(ctx, "")
+	if err != nil {
+		return rep, err
+	}
+	rep.Effects = effects
+	if t.opts.Metrics != nil {
+		t.opts.Metrics.RuleEffects(effects)
+	}
+	if !t.opts.Lifecycle {
+		return rep, nil
+	}
+	updates := make([]rules.EffectUpdate, 0, len(effects))
+	for _, e := range effects {
+		updates = append(updates, t.update(e))
+	}
+	var errs []error
+	if rep.Recorded, err = t.rules.RecordEffects(ctx, updates); err != nil {
+		errs = append(errs, fmt.Errorf("record effects: %w", err))
+	}
+	for _, e := range effects {
+		if err := t.act(ctx, e, &rep); err != nil {
+			errs = append(errs, fmt.Errorf("rule %s: %w", e.RuleID, err))
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+func (t *Tracker) update(e Effect) rules.EffectUpdate {
+	return rules.EffectUpdate{
+		RuleID: e.RuleID, Importance: e.Importance, Confidence: e.Confidence,
+		Validations: int(e.Validations), Recurrences: int(e.Recurrences),
+		Effect: rules.EffectSummary{
+			Category: e.Category, BaseConfidence: e.baseConfidence, Attribution: string(e.Attribution),
+			Exposures: e.Exposures, Recurrences: e.Recurrences, RateAfter: round4(e.RateAfter),
+			RateAfterInterval: []float64{round4(e.RateAfterInterval.Low), round4(e.RateAfterInterval.High)},
+			BeforeDecisions:   e.BeforeDecisions, RateBefore: round4(e.RateBefore),
+			ChangeInterval: []float64{round4(e.ChangeInterval.Low), round4(e.ChangeInterval.High)},
+			Validations:    e.Validations, Verdict: e.Verdict, Method: Method, ComputedAt: e.ComputedAt,
+		},
+	}
+}
+
+func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
+
+// act makes the lifecycle proposal the evidence calls for, or moves an
+// idle rule whose re-approval went unanswered to SHADOW.
+func (t *Tracker) act(ctx context.Context, e Effect, rep *RoundReport) error {
+	now := t.opts.Now().UTC()
+	open, hasOpen, err := t.rules.OpenLifecycle(ctx, e.RuleID)
+	if err != nil {
+		return err
+	}
+	if hasOpen {
+		if open.Kind == rules.KindReapprove && !open.CreatedAt.Add(t.opts.GracePeriod).After(now) {
+			why := fmt.Sprintf("idle since %s: no exposures or validations for %s; re-approval %s unanswered for %s",
+				e.lastActivity().Format(time.DateOnly), t.opts.IdlePeriod, open.ID, t.opts.GracePeriod)
+			if err := t.rules.ShadowIdle(ctx, e.RuleID, open.ID, why); err != nil {
+				return err
+			}
+			rep.Shadowed = append(rep.Shadowed, e.RuleID)
+		}
+		return nil
+	}
+	var kind rules.Kind
+	switch {
+	case e.Status == rules.Active && e.Verdict == NotImproving:
+		kind = rules.KindSunset
+	case e.Status == rules.Active && !e.lastActivity().Add(t.opts.IdlePeriod).After(now):
+		kind = rules.KindReapprove
+	case e.Status == rules.Shadow && e.reasonShadowed && e.Shadow != nil && e.Shadow.ShadowDecisions >= int64(t.opts.MinExposures):
+		kind = rules.KindActivate
+	default:
+		return nil
+	}
+	fresh, err := t.freshEvidence(ctx, e, kind)
+	if err != nil || !fresh {
+		return err
+	}
+	p, created, err := t.rules.ProposeLifecycle(ctx, rules.LifecycleRequest{Kind: kind, RuleID: e.RuleID, Evidence: t.evidence(e, kind)})
+	if err != nil {
+		return err
+	}
+	if created {
+		rep.Proposed = append(rep.Proposed, p.ID)
+	}
+	return nil
+}
+
+// freshEvidence keeps people from being asked the same question on the
+// same evidence: after a rejected proposal of a kind, the next one needs
+// MinExposures new exposures (shadow decisions for an activation) since
+// the rejection; a re-approval, a new idle period since.
+func (t *Tracker) freshEvidence(ctx context.Context, e Effect, kind rules.Kind) (bool, error) {
+	past, err := t.rules.LifecycleHistory(ctx, e.RuleID, kind)
+	if err != nil || len(past) == 0 {
+		return err == nil, err
+	}
+	last := past[len(past)-1]
+	if last.Status != rules.Rejected {
+		return true, nil
+	}
+	since := last.UpdatedAt
+	if last.Rejection != nil {
+		since = last.Rejection.At
+	}
+	if kind == rules.KindReapprove {
+		return !since.Add(t.opts.IdlePeriod).After(t.opts.Now()), nil
+	}
+	r, _, err := t.rules.Rule(ctx, e.RuleID)
+	if err != nil {
+		return false, err
+	}
+	r.ActivatedAt = since
+	later, err := t.newComputation().effect(ctx, r, time.Time{})
+	if err != nil {
+		return false, err
+	}
+	n := later.Exposures
+	if kind == rules.KindActivate && later.Shadow != nil {
+		n = later.Shadow.ShadowDecisions
+	}
+	return n >= int64(t.opts.MinExposures), nil
+}
+
+func (t *Tracker) evidence(e Effect, kind rules.Kind) string {
+	switch kind {
+	case rules.KindSunset:
+		return "Sunset proposed: this rule does not reduce the failure it targets. " + e.Summary
+	case rules.KindReapprove:
+		return fmt.Sprintf("Re-approval requested: nothing exercised this rule since %s (no exposures or validations for %s). Approve to keep it; unanswered for %s it moves to SHADOW. %s",
+			e.lastActivity().Format(time.DateOnly), t.opts.IdlePeriod, t.opts.GracePeriod, e.Summary)
+	default:
+		return "Activation proposed: this SHADOW rule's shadow prompt was run enough to compare. " + e.Summary
+	}
+}
+
+// lastActivity is the latest of activation, re-approval, exposure and
+// validation.
+func (e Effect) lastActivity() time.Time {
+	last := e.ActivatedAt
+	for _, t := range []time.Time{e.reapprovedAt, e.LastExposure, e.LastValidation} {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}

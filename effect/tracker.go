@@ -1,0 +1,297 @@
+// Package effect closes the learning loop: it ties each decision to the
+// rules that were in its agent's prompt, measures per rule whether the
+// failure pattern it targets recurs less than before, and acts on the
+// evidence — importance, confidence, sunset proposals, re-approval
+// requests, shadow comparisons (docs/effects.md).
+package effect
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/prompts"
+	"github.com/precept-dev/precept/rules"
+)
+
+// Feed is the feedback store the tracker follows.
+type Feed interface {
+	Since(seq uint64, limit int) ([]feedbackstore.Record, error)
+	Changed() <-chan struct{}
+}
+
+// Evaluations gives each negative decision's cluster and lesson category.
+type Evaluations interface {
+	Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error)
+	Cluster(ctx context.Context, id string) (evaluator.ClusterView, error)
+}
+
+// Versions says which rules a prompt version held.
+type Versions interface {
+	Lookup(ctx context.Context, version string) (prompts.VersionRecord, bool, error)
+}
+
+// Rules is the rule manager.
+type Rules interface {
+	ActiveRules(ctx context.Context, agent string) ([]rules.Rule, error)
+	Rule(ctx context.Context, id string) (rules.Rule, []rules.HistoryEntry, error)
+	ProposeLifecycle(ctx context.Context, req rules.LifecycleRequest) (rules.Proposal, bool, error)
+	OpenLifecycle(ctx context.Context, ruleID string) (rules.Proposal, bool, error)
+	LifecycleHistory(ctx context.Context, ruleID string, kind rules.Kind) ([]rules.Proposal, error)
+	ShadowIdle(ctx context.Context, ruleID, proposalID, why string) error
+	RecordEffects(ctx context.Context, updates []rules.EffectUpdate) (int, error)
+}
+
+// Metrics receives each round's figures; internal/metrics turns them into
+// gauges per rule.
+type Metrics interface {
+	RuleEffects(effects []Effect)
+}
+
+// fact is what the tracker keeps of one decision: enough to attribute it
+// and count it, nothing a person wrote.
+type fact struct {
+	id      string
+	at      time.Time
+	verdict precept.Verdict
+	version string
+	gate    string
+}
+
+// Tracker follows the feedback store and computes rule effects on demand
+// and every Options.Interval, when it also records them and acts on them.
+type Tracker struct {
+	feed     Feed
+	evals    Evaluations
+	versions Versions
+	rules    Rules
+	opts     Options
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	seq     uint64
+	byAgent map[string][]fact
+	sorted  map[string]bool
+	// strs interns versions and gates: few distinct values, many facts.
+	strs map[string]string
+
+	// placements caches each evaluated negative decision's cluster and
+	// category between rounds; Round clears it, so a round sees every
+	// re-clustering and correction, and reports between rounds reuse it.
+	placeMu    sync.Mutex
+	placements map[string][2]string
+}
+
+// New returns a tracker; Run follows the feed.
+func New(feed Feed, evals Evaluations, versions Versions, rs Rules, opts Options) *Tracker {
+	opts = opts.withDefaults()
+	return &Tracker{
+		feed: feed, evals: evals, versions: versions, rules: rs, opts: opts, log: opts.Logger,
+		byAgent: map[string][]fact{}, sorted: map[string]bool{}, strs: map[string]string{},
+		placements: map[string][2]string{},
+	}
+}
+
+func (t *Tracker) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := t.strs[s]; ok {
+		return v
+	}
+	t.strs[s] = s
+	return s
+}
+
+// CatchUp reads the decisions stored since the last call.
+func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		t.mu.Lock()
+		seq := t.seq
+		t.mu.Unlock()
+		recs, err := t.feed.Since(seq, 1000)
+		if err != nil {
+			return n, fmt.Errorf("effects: read decisions: %w", err)
+		}
+		if len(recs) == 0 {
+			return n, nil
+		}
+		t.mu.Lock()
+		for _, r := range recs {
+			d := r.Decision
+			t.byAgent[d.Agent] = append(t.byAgent[d.Agent], fact{
+				id: d.DecisionID, at: d.Timestamp.UTC(), verdict: d.Decision,
+				version: t.intern(d.PromptVersion), gate: t.intern(d.GateID),
+			})
+			t.sorted[d.Agent] = false
+			t.seq = max(t.seq, r.Seq)
+		}
+		t.mu.Unlock()
+		n += len(recs)
+	}
+}
+
+// facts returns an agent's decisions in time order (decision timestamp,
+// then id). The slice is shared: callers only read it.
+func (t *Tracker) facts(agent string) []fact {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fs := t.byAgent[agent]
+	if !t.sorted[agent] {
+		slices.SortStableFunc(fs, func(a, b fact) int {
+			return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.id, b.id))
+		})
+		t.sorted[agent] = true
+	}
+	return fs[:len(fs):len(fs)]
+}
+
+// Run follows the feed and runs a round every Options.Interval until ctx
+// is done.
+func (t *Tracker) Run(ctx context.Context) error {
+	if _, err := t.CatchUp(ctx); err != nil && ctx.Err() == nil {
+		t.log.Warn("effects: catch up", "err", err)
+	}
+	round := time.NewTicker(t.opts.Interval)
+	defer round.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		changed := t.feed.Changed()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-poll.C:
+		case <-round.C:
+			if _, err := t.CatchUp(ctx); err != nil && ctx.Err() == nil {
+				t.log.Warn("effects: catch up", "err", err)
+			}
+			if _, err := t.Round(ctx); err != nil && ctx.Err() == nil {
+				t.log.Warn("effects round", "err", err)
+			}
+			continue
+		}
+		if _, err := t.CatchUp(ctx); err != nil && ctx.Err() == nil {
+			t.log.Warn("effects: catch up", "err", err)
+		}
+	}
+}
+
+// pattern is what counts as a recurrence of a rule's failure: a negative
+// decision of one of its agents in its source cluster (or a cluster whose
+// evidence it absorbed) or in its lesson category.
+type pattern struct {
+	clusters map[string]bool
+	category string
+}
+
+func (p pattern) empty() bool { return len(p.clusters) == 0 && p.category == "" }
+
+// computation shares lookups between the rules of one report.
+type computation struct {
+	t *Tracker
+	// categories caches each cluster's category.
+	categories map[string]string
+	now        time.Time
+}
+
+func (t *Tracker) newComputation() *computation {
+	return &computation{t: t, categories: map[string]string{}, now: t.opts.Now().UTC()}
+}
+
+// placement returns a decision's cluster and lesson category, "" for
+// what the evaluator has not (yet) given it.
+func (c *computation) placement(ctx context.Context, id string) ([2]string, error) {
+	if c.t.evals == nil {
+		return [2]string{}, nil
+	}
+	c.t.placeMu.Lock()
+	p, ok := c.t.placements[id]
+	c.t.placeMu.Unlock()
+	if ok {
+		return p, nil
+	}
+	ev, _, err := c.t.evals.Evaluation(ctx, id)
+	if precept.ErrorCode(err) == precept.NotFound {
+		// Not evaluated yet: no pattern now, asked again next time.
+		return [2]string{}, nil
+	}
+	if err != nil {
+		return [2]string{}, err
+	}
+	p = [2]string{ev.ClusterID, ""}
+	if ev.Lesson != nil {
+		p[1] = ev.Lesson.Category
+	}
+	c.t.placeMu.Lock()
+	c.t.placements[id] = p
+	c.t.placeMu.Unlock()
+	return p, nil
+}
+
+func (c *computation) clusterCategory(ctx context.Context, id string) (string, error) {
+	if cat, ok := c.categories[id]; ok || c.t.evals == nil {
+		return cat, nil
+	}
+	v, err := c.t.evals.Cluster(ctx, id)
+	if precept.ErrorCode(err) == precept.NotFound {
+		c.categories[id] = ""
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	c.categories[id] = v.Category
+	return v.Category, nil
+}
+
+func (c *computation) patternOf(ctx context.Context, r rules.Rule) (pattern, error) {
+	p := pattern{clusters: map[string]bool{}}
+	for _, id := range append([]string{r.ClusterID}, r.EvidenceClusters...) {
+		if id == "" {
+			continue
+		}
+		p.clusters[id] = true
+		if p.category == "" {
+			cat, err := c.clusterCategory(ctx, id)
+			if err != nil {
+				return pattern{}, err
+			}
+			p.category = cat
+		}
+	}
+	if p.category == "" && r.Effect != nil {
+		// The source cluster is gone (merged in a round): the category
+		// recorded with the last figures still names the pattern.
+		p.category = r.Effect.Category
+	}
+	return p, nil
+}
+
+// recurs reports whether a decision is a recurrence of the pattern.
+func (c *computation) recurs(ctx context.Context, f fact, p pattern) (bool, error) {
+	if !f.verdict.Negative() || p.empty() {
+		return false, nil
+	}
+	pl, err := c.placement(ctx, f.id)
+	if err != nil {
+		return false, err
+	}
+	return pl[0] != "" && p.clusters[pl[0]] || pl[1] != "" && pl[1] == p.category, nil
+}
+
+// errNoRule is returned for rule ids the rules repository does not know.
+var errNoRule = errors.New("no such rule")

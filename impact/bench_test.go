@@ -1,0 +1,53 @@
+package impact
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/lesson"
+)
+
+// BenchmarkComputeOverTenThousandDecisions measures one preview's count
+// and comparison with main over the fixture plus 10,000 decisions of the
+// proposal's agent: half negatives in the category, half approvals in
+// scope with a comment the classifier reads.
+func BenchmarkComputeOverTenThousandDecisions(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	ev := e.sources.Evaluations.(*evaluations)
+	var batch []precept.Feedback
+	for i := range 10000 {
+		d := precept.Decision{DecisionID: fmt.Sprintf("bench-%05d", i), GateID: "HITL-2", EpicID: fmt.Sprintf("EPIC-%d", i%40), Agent: "coder",
+			ReviewerID: fmt.Sprintf("rev-%d", i%25), Timestamp: t0, ScopePath: "src/api/client.go"}
+		if i%2 == 0 {
+			d.Decision, d.ReviewerComment = precept.Rejected, "This call can hang forever: no timeout and no retry."
+			ev.evals[d.DecisionID] = evaluator.Evaluation{DecisionID: d.DecisionID, ClusterID: "C1", Lesson: &lesson.Lesson{Category: "retry-timeout"}}
+		} else {
+			d.Decision, d.ReviewerComment = precept.Approved, "Looks good; the HTTP call now has a timeout and retries with backoff."
+		}
+		batch = append(batch, precept.NewFeedback(d, "api:bench", t0))
+	}
+	if _, err := e.feedback.Store(ctx, batch); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.feedback.CatchUp(ctx); err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(e.sources, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		pv, err := s.Refresh(ctx, e.proposal)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pv.CategoryNegatives.Total != 5004 {
+			b.Fatalf("category negatives = %d, want 5004", pv.CategoryNegatives.Total)
+		}
+	}
+}

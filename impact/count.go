@@ -1,0 +1,305 @@
+package impact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/rules"
+)
+
+// Feedback is what a preview reads of the feedback store.
+type Feedback interface {
+	// Decision returns one stored decision.
+	Decision(ctx context.Context, id string) (precept.Decision, error)
+	// Since returns up to limit decisions numbered after seq.
+	Since(seq uint64, limit int) ([]feedbackstore.Record, error)
+	// LastSeq is the number of the last indexed entry.
+	LastSeq() (uint64, error)
+}
+
+var _ Feedback = (*feedbackstore.Store)(nil)
+
+// Evaluations is what a preview reads of the evaluator.
+type Evaluations interface {
+	// Evaluation returns a decision's evaluation, or a NotFound error
+	// while it has none.
+	Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error)
+	// Cluster returns one cluster.
+	Cluster(ctx context.Context, id string) (evaluator.ClusterView, error)
+}
+
+var _ Evaluations = (*evaluator.Service)(nil)
+
+// Lessons gives the classifier of the current taxonomy; lesson.Source
+// implements it.
+type Lessons interface {
+	Classifier() *lesson.Classifier
+}
+
+var _ Lessons = (*lesson.Source)(nil)
+
+// scanPage is how many decisions a scan reads at a time.
+const scanPage = 512
+
+// maxEvidence bounds the evidence decisions read to find the scope.
+const maxEvidence = 500
+
+// output is an agent output the replay may judge.
+type output struct {
+	DecisionID string
+	Text       string
+}
+
+// tally is what one scan of the feedback store finds.
+type tally struct {
+	preview   Preview
+	evidence  []output // evidence decisions with an agent output
+	approvals []output // approvals in scope with an agent output, sampled
+}
+
+// target is what a scan looks for.
+type target struct {
+	proposalID string
+	agents     []string
+	clusters   []string
+	category   string
+	scope      Scope
+	evidence   map[string]bool
+	sample     int
+}
+
+// category finds the lesson category a proposal addresses: its cluster's,
+// else the category its own text classifies into.
+func category(ctx context.Context, ev Evaluations, cls *lesson.Classifier, p rules.Proposal) (string, error) {
+	if p.ClusterID != "" {
+		c, err := ev.Cluster(ctx, p.ClusterID)
+		switch {
+		case err == nil && c.Category != "" && c.Category != lesson.Unclear:
+			return c.Category, nil
+		case err != nil && precept.ErrorCode(err) != precept.NotFound:
+			return "", fmt.Errorf("read cluster %s: %w", p.ClusterID, err)
+		}
+	}
+	agent := ""
+	if len(p.Agents) > 0 {
+		agent = p.Agents[0]
+	}
+	r := cls.Classify(lesson.Input{Comment: p.Content, Tags: p.Tags, Agent: agent})
+	if r.Category == lesson.Unclear {
+		return "", nil
+	}
+	return r.Category, nil
+}
+
+// scopeOf derives the scope from the evidence decisions: their agents'
+// intersection with the proposal's, their gates, and the directories of
+// their scope paths. A gate or path the evidence does not name widens
+// the scope to any (docs/lifecycle.md, "Impact preview").
+func scopeOf(agents []string, evidence []precept.Decision) Scope {
+	s := Scope{Agents: slices.Sorted(slices.Values(agents))}
+	anyGate, anyPath := len(evidence) == 0, len(evidence) == 0
+	var dirs []string
+	for _, d := range evidence {
+		if d.GateID == "" {
+			anyGate = true
+		} else if !slices.Contains(s.Gates, d.GateID) {
+			s.Gates = append(s.Gates, d.GateID)
+		}
+		dir := path.Dir(strings.TrimPrefix(path.Clean("/"+d.ScopePath), "/"))
+		if d.ScopePath == "" || dir == "." {
+			anyPath = true
+		} else {
+			dirs = append(dirs, dir)
+		}
+	}
+	if anyGate {
+		s.Gates = nil
+	}
+	slices.Sort(s.Gates)
+	if !anyPath {
+		s.PathPrefixes = outermost(dirs)
+	}
+	return s
+}
+
+// outermost keeps the directories no other one contains, sorted.
+func outermost(dirs []string) []string {
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	var out []string
+	for _, d := range dirs {
+		if !slices.ContainsFunc(out, func(o string) bool { return under(d, o) }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// under reports whether p is dir or lies below it.
+func under(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// in reports whether an approved decision lies in the scope.
+func (s Scope) in(d precept.Decision) bool {
+	if !slices.Contains(s.Agents, d.Agent) {
+		return false
+	}
+	if len(s.Gates) > 0 && !slices.Contains(s.Gates, d.GateID) {
+		return false
+	}
+	if len(s.PathPrefixes) == 0 {
+		return true
+	}
+	p := strings.TrimPrefix(path.Clean("/"+d.ScopePath), "/")
+	return d.ScopePath != "" && slices.ContainsFunc(s.PathPrefixes, func(dir string) bool { return under(p, dir) })
+}
+
+// readEvidence reads the proposal's evidence decisions, at most
+// maxEvidence; decisions no longer stored are skipped.
+func readEvidence(ctx context.Context, fb Feedback, ids []string) ([]precept.Decision, error) {
+	var out []precept.Decision
+	for _, id := range ids[:min(len(ids), maxEvidence)] {
+		d, err := fb.Decision(ctx, id)
+		if precept.ErrorCode(err) == precept.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read evidence decision %s: %w", id, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// scan reads every stored decision up to seq once and counts what t
+// looks for.
+func scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifier, t target, upTo uint64) (tally, error) {
+	var out tally
+	var sampled []sampledOutput
+	for seq := uint64(0); seq < upTo; {
+		if err := ctx.Err(); err != nil {
+			return tally{}, err
+		}
+		page, err := fb.Since(seq, scanPage)
+		if err != nil {
+			return tally{}, fmt.Errorf("read decisions: %w", err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			seq = r.Seq
+			if r.Seq > upTo {
+				break
+			}
+			d := r.Decision
+			if !slices.Contains(t.agents, d.Agent) {
+				continue
+			}
+			if d.Decision.Negative() {
+				if err := t.countNegative(ctx, ev, d, &out); err != nil {
+					return tally{}, err
+				}
+				continue
+			}
+			if !t.scope.in(d) {
+				continue
+			}
+			out.preview.ApprovalsInScope++
+			inCategory := t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" &&
+				cls.Classify(lesson.InputOf(d)).Category == t.category
+			if inCategory {
+				out.preview.OverCorrect.add(d.Agent, d.EpicID)
+			}
+			if d.AgentOutput != "" {
+				o := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{d.DecisionID, d.AgentOutput}}
+				sampled = keepSample(sampled, o, t.sample)
+			}
+		}
+	}
+	for _, s := range sampled {
+		out.approvals = append(out.approvals, s.output)
+	}
+	return out, nil
+}
+
+// countNegative counts a negative decision of the proposal's agents.
+func (t target) countNegative(ctx context.Context, ev Evaluations, d precept.Decision, out *tally) error {
+	if t.evidence[d.DecisionID] && d.AgentOutput != "" {
+		out.evidence = append(out.evidence, output{d.DecisionID, d.AgentOutput})
+	}
+	e, _, err := ev.Evaluation(ctx, d.DecisionID)
+	if precept.ErrorCode(err) == precept.NotFound {
+		// Not evaluated yet: the next computation counts it.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read evaluation %s: %w", d.DecisionID, err)
+	}
+	if e.ClusterID != "" && slices.Contains(t.clusters, e.ClusterID) {
+		out.preview.Cluster.add(d.Agent, d.EpicID)
+	}
+	if t.category != "" && e.Lesson != nil && e.Lesson.Category == t.category {
+		out.preview.CategoryNegatives.add(d.Agent, d.EpicID)
+	}
+	return nil
+}
+
+// sampledOutput is an approved output with its rank in the sample.
+type sampledOutput struct {
+	rank uint64
+	output
+}
+
+// sampleRank orders approved outputs for sampling: those the rule could
+// over-correct (their comment is in its category) first, then the other
+// approvals in scope, each by a hash of the proposal and decision ids, so
+// the same proposal always samples the same decisions and different
+// proposals sample different ones.
+func sampleRank(proposalID, decisionID string, inCategory bool) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(proposalID))
+	h.Write([]byte{0})
+	h.Write([]byte(decisionID))
+	r := h.Sum64() >> 1
+	if !inCategory {
+		r |= 1 << 63
+	}
+	return r
+}
+
+// keepSample keeps the n lowest-ranked outputs, sorted by rank.
+func keepSample(s []sampledOutput, o sampledOutput, n int) []sampledOutput {
+	if n <= 0 {
+		return s
+	}
+	i, _ := slices.BinarySearchFunc(s, o.rank, func(x sampledOutput, r uint64) int {
+		switch {
+		case x.rank < r:
+			return -1
+		case x.rank > r:
+			return 1
+		}
+		return 0
+	})
+	if i >= n {
+		return s
+	}
+	s = slices.Insert(s, i, o)
+	if len(s) > n {
+		s = s[:n]
+	}
+	return s
+}
+
+var errNoAgents = errors.New("the proposal names no agent")

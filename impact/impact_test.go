@@ -1,0 +1,359 @@
+package impact
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/rules"
+)
+
+func model(t testing.TB, url string) Model {
+	t.Helper()
+	m, err := llm.NewModel(llm.Provider{Provider: "openai", Model: "judge", BaseURL: url + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// The counts of testdata/decisions.jsonl, by hand (each row's note says
+// why it counts or not): the cluster C1 and the evidence cluster C2 hold
+// n1, n2, n3; the category retry-timeout adds n4 of another cluster, and
+// leaves out n5 (another category), n6 (another agent) and n7 (not
+// evaluated yet). The evidence n1–n3 was given at HITL-2 under src/api
+// and src/api/http, so the scope is coder, HITL-2, src/api; a1, a2, a3
+// lie in it, a4–a8 do not, and only a1's comment reads as
+// retry-timeout.
+func TestPreviewCountsMatchTheFixture(t *testing.T) {
+	e := newEnv(t)
+	s, err := New(e.sources, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.Compute(context.Background(), e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Counts{
+		"cluster":            {Total: 3, ByAgent: map[string]int{"coder": 3}, ByEpic: map[string]int{"EPIC-1": 1, "EPIC-2": 2}},
+		"category_negatives": {Total: 4, ByAgent: map[string]int{"coder": 4}, ByEpic: map[string]int{"EPIC-1": 1, "EPIC-2": 2, "EPIC-3": 1}},
+		"over_correct":       {Total: 1, ByAgent: map[string]int{"coder": 1}, ByEpic: map[string]int{"EPIC-1": 1}},
+	}
+	got := map[string]Counts{"cluster": pv.Cluster, "category_negatives": pv.CategoryNegatives, "over_correct": pv.OverCorrect}
+	for k, w := range want {
+		if !reflect.DeepEqual(got[k], w) {
+			t.Errorf("%s = %+v, want %+v", k, got[k], w)
+		}
+	}
+	if pv.Category != "retry-timeout" {
+		t.Errorf("category = %q, want retry-timeout (cluster C1's)", pv.Category)
+	}
+	if pv.ApprovalsInScope != 3 {
+		t.Errorf("approvals in scope = %d, want 3 (a1, a2, a3)", pv.ApprovalsInScope)
+	}
+	wantScope := Scope{Agents: []string{"coder"}, Gates: []string{"HITL-2"}, PathPrefixes: []string{"src/api"}}
+	if !reflect.DeepEqual(pv.Scope, wantScope) {
+		t.Errorf("scope = %+v, want %+v", pv.Scope, wantScope)
+	}
+	if pv.Replay.State != ReplayOff {
+		t.Errorf("replay = %q without a model, want off", pv.Replay.State)
+	}
+	last, _ := e.feedback.LastSeq()
+	if pv.FeedbackSeq != last || pv.ContentRevision != 2 || pv.Pending {
+		t.Errorf("preview computed at seq %d, revision %d, pending %v; want %d, 2, false", pv.FeedbackSeq, pv.ContentRevision, pv.Pending, last)
+	}
+}
+
+// Guidance on main: the _rules.md under src/api repeats the rule, the
+// review base prompt says the opposite, the coder's rule r-same1 repeats
+// it; the planner's identical rule is another agent's, the rest is about
+// something else.
+func TestPreviewListsSimilarAndOpposingGuidanceOnMain(t *testing.T) {
+	e := newEnv(t)
+	s, err := New(e.sources, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.Compute(context.Background(), e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, sim := range pv.Similar {
+		got[sim.Path] = sim.Opposing
+		if sim.Similarity < rules.DefaultThresholds().Conflict {
+			t.Errorf("%s listed at similarity %.3f, below the conflict band", sim.Path, sim.Similarity)
+		}
+	}
+	want := map[string]bool{
+		"prompts/src/api/_rules.md":              false,
+		"prompts/review.md":                      true,
+		rules.ActiveRulePath("coder", "r-same1"): false,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("similar guidance (path: opposing) = %v, want %v", got, want)
+	}
+	if sum := pv.Summary(); !strings.Contains(sum, "opposite: prompts/review.md") || !strings.Contains(sum, "r-same1") {
+		t.Errorf("summary %q does not name the opposing base prompt and the similar rule", sum)
+	}
+}
+
+// The replay judges the evidence outputs (n1, n2: both flagged) and the
+// sampled approved outputs in scope (a1 flagged, a2 answered in prose):
+// precision 2/3 over 3 flagged, recall 2/2; the prose answer is counted
+// as malformed and is no verdict.
+func TestReplayGivesPrecisionAndRecallAndCountsMalformedAnswers(t *testing.T) {
+	e := newEnv(t)
+	srv := newLLMServer(t, byMarker)
+	s, err := New(e.sources, Options{Model: model(t, srv.URL), CallTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.Compute(context.Background(), e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := pv.Replay
+	want := Replay{State: ReplayDone, Model: "openai/judge", EvidenceJudged: 2, EvidenceFlagged: 2, ApprovalsJudged: 1, ApprovalsFlagged: 1, Calls: 4, Malformed: 1}
+	if r != want {
+		t.Fatalf("replay = %+v, want %+v", r, want)
+	}
+	if p, n := r.Precision(); n != 3 || p < 0.666 || p > 0.667 {
+		t.Errorf("precision = %.3f (n=%d), want 0.667 (n=3)", p, n)
+	}
+	if rec, n := r.Recall(); n != 2 || rec != 1 {
+		t.Errorf("recall = %.3f (n=%d), want 1 (n=2)", rec, n)
+	}
+	if sum := pv.Summary(); !strings.Contains(sum, "LLM replay: precision 0.67 (n=3) recall 1.00 (n=2) (1 call without a verdict)") {
+		t.Errorf("summary %q lacks the replay figures", sum)
+	}
+}
+
+// A call past its timeout is counted as a timeout and is no verdict; the
+// cap on calls is kept and reported.
+func TestReplayCountsTimeoutsAndKeepsTheCallCap(t *testing.T) {
+	e := newEnv(t)
+	srv := newLLMServer(t, func(prompt string) reply {
+		if strings.Contains(prompt, "BAD-1") {
+			return reply{text: `{"violates": true}`, delay: 5 * time.Second}
+		}
+		return byMarker(prompt)
+	})
+	s, err := New(e.sources, Options{Model: model(t, srv.URL), CallTimeout: 200 * time.Millisecond, MaxCalls: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.Compute(context.Background(), e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three calls: the two evidence outputs (BAD-1 times out) and one of
+	// the two sampled approvals: a1, whose comment is in the category,
+	// before a2.
+	r := pv.Replay
+	if r.Calls != 3 || r.Timeouts != 1 || r.EvidenceJudged != 1 || r.ApprovalsJudged != 1 || r.ApprovalsFlagged != 1 || r.Malformed != 0 || !r.Capped {
+		t.Errorf("replay = %+v, want 3 calls, 1 timeout, 1 evidence judged, a1 judged and flagged, capped", r)
+	}
+	if n := len(srv.calls()); n != 3 {
+		t.Errorf("the server got %d calls, want 3", n)
+	}
+}
+
+// The replay is kept on disk per proposal and content revision: a new
+// Service over the same directory pays no call for the same text, and
+// replays a changed text.
+func TestReplayIsPaidOncePerContentRevisionAcrossRestarts(t *testing.T) {
+	e := newEnv(t)
+	srv := newLLMServer(t, byMarker)
+	dir := t.TempDir()
+	first, err := New(e.sources, Options{Model: model(t, srv.URL), Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := first.Compute(context.Background(), e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paid := len(srv.calls())
+	if paid == 0 {
+		t.Fatal("the first computation made no call")
+	}
+
+	second, err := New(e.sources, Options{Model: model(t, srv.URL), Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv, ok := second.Preview(e.proposal); !ok || pv.Pending || pv.Replay != want.Replay {
+		t.Errorf("after a restart the preview is %+v (ok %v), want the one kept on disk", pv, ok)
+	}
+	again, err := second.Compute(context.Background(), e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.calls()); n != paid || again.Replay != want.Replay {
+		t.Errorf("after a restart: %d calls (want %d), replay %+v (want %+v)", n, paid, again.Replay, want.Replay)
+	}
+
+	edited := e.proposal
+	edited.ContentRevision++
+	edited.Content = ruleText + " Log each retry."
+	if pv, _ := second.Preview(edited); !pv.Pending {
+		t.Errorf("an edited proposal shows the old text's preview: %+v", pv)
+	}
+	if _, err := second.Compute(context.Background(), edited); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.calls()); n <= paid {
+		t.Errorf("an edited proposal was not replayed (%d calls)", n)
+	}
+}
+
+// Secrets in an agent output are redacted before the prompt is built,
+// and an output with a control character is never sent.
+func TestReplayPromptsCarryNoSecrets(t *testing.T) {
+	srv := newLLMServer(t, byMarker)
+	r := replayer{model: model(t, srv.URL), timeout: 2 * time.Second, maxCalls: 10}
+	const key = "AKIAIOSFODNN7EXAMPLE"
+	evidence := []output{{"n1", "cfg := Config{Key: \"" + key + "\"} // BAD"}, {"n2", "fmt.Println(\"\x1b[2J\") // BAD"}}
+	got, err := r.run(context.Background(), ruleText, "coder", evidence, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UnsafeSkipped != 1 || got.EvidenceJudged != 1 || got.Calls != 1 {
+		t.Errorf("replay = %+v, want one output judged and one skipped as unsafe", got)
+	}
+	for _, p := range srv.calls() {
+		if strings.Contains(p, key) {
+			t.Errorf("a prompt carried the secret: %q", p)
+		}
+		if !strings.Contains(p, "[redacted") {
+			t.Errorf("the secret was not replaced by its marker: %q", p)
+		}
+	}
+}
+
+// Preview never computes: a pending proposal without a preview gets one
+// marked pending, a decided proposal never previewed gets none.
+func TestPreviewAnswersAtOnceAndMarksWhatIsNotComputed(t *testing.T) {
+	e := newEnv(t)
+	s, err := New(e.sources, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, ok := s.Preview(e.proposal)
+	if !ok || !pv.Pending || pv.Summary() != "Impact preview pending" {
+		t.Errorf("preview before any computation = %+v (ok %v), want pending", pv, ok)
+	}
+	decided := e.proposal
+	decided.Status = rules.Approved
+	if _, ok := s.Preview(decided); ok {
+		t.Error("a decided proposal never previewed has a preview")
+	}
+	if err := s.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if pv, _ := s.Preview(e.proposal); pv.Pending || pv.CategoryNegatives.Total != 4 {
+		t.Errorf("after a round the preview is %+v", pv)
+	}
+}
+
+func TestParseJudgementRefusesWhatIsNotAVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		answer string
+		want   bool
+		ok     bool
+	}{
+		{`{"violates": true, "reason": "x"}`, true, true},
+		{"Sure:\n{\"violates\": false}\nDone.", false, true},
+		{`{"violates": "yes"}`, false, false},
+		{`{"reason": "no verdict"}`, false, false},
+		{`{"violates": true, "confidence": 0.9}`, false, false},
+		{`violates: true`, false, false},
+		{`}{`, false, false},
+		{``, false, false},
+	} {
+		got, err := parseJudgement(tc.answer)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseJudgement(%q) = %v, %v; want %v, ok %v", tc.answer, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// New decisions are counted once the preview is older than Refresh, not
+// at every round: each count reads the whole feedback store.
+func TestNewDecisionsAreCountedOnceThePreviewIsOlderThanRefresh(t *testing.T) {
+	e := newEnv(t)
+	now := t0
+	s, err := New(e.sources, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Compute(ctx, e.proposal); err != nil {
+		t.Fatal(err)
+	}
+	d := precept.Decision{DecisionID: "n8", GateID: "HITL-2", EpicID: "EPIC-6", Agent: "coder", Decision: precept.Rejected,
+		ReviewerID: "rev-n8", Timestamp: t0, ReviewerComment: "No timeout on this call."}
+	if _, err := e.feedback.Store(ctx, []precept.Feedback{precept.NewFeedback(d, "api:test", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.feedback.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.sources.Evaluations.(*evaluations).evals["n8"] = evaluator.Evaluation{DecisionID: "n8", ClusterID: "C1", Lesson: &lesson.Lesson{Category: "retry-timeout"}}
+
+	now = now.Add(DefaultRefresh / 2)
+	if pv, _ := s.Compute(ctx, e.proposal); pv.CategoryNegatives.Total != 4 {
+		t.Errorf("a fresh preview was counted again: %d negatives", pv.CategoryNegatives.Total)
+	}
+	now = now.Add(DefaultRefresh)
+	pv, err := s.Compute(ctx, e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.CategoryNegatives.Total != 5 || pv.Cluster.Total != 4 || pv.Cluster.ByEpic["EPIC-6"] != 1 {
+		t.Errorf("after Refresh: %d negatives in the category, cluster %+v; want 5 and 4 with EPIC-6", pv.CategoryNegatives.Total, pv.Cluster)
+	}
+}
+
+// A preview file that does not parse is left out and computed again; a
+// file not named after a proposal is ignored.
+func TestABrokenPreviewFileIsComputedAgain(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, e.proposal.ID+".json"), []byte(`{"proposal_id": "p-c1impact", "cluster": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(e.sources, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv, _ := s.Preview(e.proposal); !pv.Pending {
+		t.Errorf("a broken file gave a preview: %+v", pv)
+	}
+	if _, err := s.Compute(context.Background(), e.proposal); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, e.proposal.ID+".json"))
+	var kept Preview
+	if err == nil {
+		err = json.Unmarshal(b, &kept)
+	}
+	if err != nil || kept.CategoryNegatives.Total != 4 || kept.ContentRevision != e.proposal.ContentRevision {
+		t.Errorf("the file after computing = %s, %v", b, err)
+	}
+}

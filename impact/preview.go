@@ -1,0 +1,214 @@
+package impact
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/precept-dev/precept/internal/text"
+)
+
+// Preview is what a proposal would do (docs/lifecycle.md, "Impact
+// preview").
+type Preview struct {
+	// Pending: not computed yet; everything else is empty.
+	Pending bool `json:"pending,omitempty"`
+	// ProposalID and ContentRevision name the proposal text previewed.
+	ProposalID      string `json:"proposal_id"`
+	ContentRevision int    `json:"content_revision"`
+	// Category is the lesson category the rule addresses, "" when unknown.
+	Category string `json:"category,omitempty"`
+	// Cluster counts the negative decisions in the proposal's clusters;
+	// CategoryNegatives the clear negative decisions of its agents whose
+	// lesson is in Category.
+	Cluster           Counts `json:"cluster"`
+	CategoryNegatives Counts `json:"category_negatives"`
+	// ApprovalsInScope counts the approved decisions in Scope;
+	// OverCorrect those of them whose comment classifies into Category.
+	ApprovalsInScope int    `json:"approvals_in_scope"`
+	OverCorrect      Counts `json:"over_correct"`
+	Scope            Scope  `json:"scope"`
+	// Similar is the guidance on main close to the rule, most similar
+	// first; MainCommit the commit it was read at.
+	Similar    []Similar `json:"similar,omitempty"`
+	MainCommit string    `json:"main_commit,omitempty"`
+	Replay     Replay    `json:"replay"`
+	// FeedbackSeq is the feedback store's position the counts were
+	// computed at.
+	FeedbackSeq uint64    `json:"feedback_seq"`
+	ComputedAt  time.Time `json:"computed_at"`
+}
+
+// Counts counts decisions in total, per agent and per epic.
+type Counts struct {
+	Total   int            `json:"total"`
+	ByAgent map[string]int `json:"by_agent,omitempty"`
+	ByEpic  map[string]int `json:"by_epic,omitempty"`
+}
+
+func (c *Counts) add(agent, epic string) {
+	if c.ByAgent == nil {
+		c.ByAgent, c.ByEpic = map[string]int{}, map[string]int{}
+	}
+	c.Total++
+	c.ByAgent[agent]++
+	c.ByEpic[epic]++
+}
+
+// Scope is where an approved decision must have been made to be one the
+// rule could over-correct: one of Agents, at one of Gates (any when
+// empty), with a scope path under one of PathPrefixes (any when empty).
+type Scope struct {
+	Agents       []string `json:"agents"`
+	Gates        []string `json:"gates,omitempty"`
+	PathPrefixes []string `json:"path_prefixes,omitempty"`
+}
+
+// The kinds of Similar, as prompts names them.
+const (
+	KindRule       = "rule"
+	KindRulesFile  = "rules_file"
+	KindBasePrompt = "base_prompt"
+)
+
+// Similar is guidance on main close to the rule.
+type Similar struct {
+	Kind       string  `json:"kind"`
+	Path       string  `json:"path"`
+	RuleID     string  `json:"rule_id,omitempty"`
+	Similarity float64 `json:"similarity"`
+	// Opposing: the passage gives the opposite instruction.
+	Opposing bool   `json:"opposing,omitempty"`
+	Excerpt  string `json:"excerpt"`
+}
+
+// ReplayState says whether the LLM replay ran.
+type ReplayState string
+
+// The replay states.
+const (
+	ReplayOff     ReplayState = "off"
+	ReplayPending ReplayState = "pending"
+	ReplayDone    ReplayState = "done"
+)
+
+// Replay is the rule used as a checker by an LLM. Evidence outputs it
+// flags are true positives, sampled approved outputs it flags false
+// positives; answers that are malformed, time out or fail count apart
+// and are never verdicts.
+type Replay struct {
+	State            ReplayState `json:"state"`
+	Model            string      `json:"model,omitempty"`
+	EvidenceJudged   int         `json:"evidence_judged"`
+	EvidenceFlagged  int         `json:"evidence_flagged"`
+	ApprovalsJudged  int         `json:"approvals_judged"`
+	ApprovalsFlagged int         `json:"approvals_flagged"`
+	Calls            int         `json:"calls"`
+	Malformed        int         `json:"malformed"`
+	Timeouts         int         `json:"timeouts"`
+	Errors           int         `json:"errors"`
+	UnsafeSkipped    int         `json:"unsafe_skipped"`
+	// Capped: the call cap left outputs unjudged.
+	Capped bool `json:"capped,omitempty"`
+}
+
+// Precision is the share of flagged outputs that were evidence, over n
+// flagged outputs; n = 0 means no figure.
+func (r Replay) Precision() (p float64, n int) {
+	n = r.EvidenceFlagged + r.ApprovalsFlagged
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(r.EvidenceFlagged) / float64(n), n
+}
+
+// Recall is the share of judged evidence outputs that were flagged, over
+// n judged; n = 0 means no figure.
+func (r Replay) Recall() (rec float64, n int) {
+	if r.EvidenceJudged == 0 {
+		return 0, 0
+	}
+	return float64(r.EvidenceFlagged) / float64(r.EvidenceJudged), r.EvidenceJudged
+}
+
+// maxSimilarNamed bounds the guidance a summary names.
+const maxSimilarNamed = 3
+
+// Summary says the preview in one line, e.g. "Addresses 14 past
+// negatives (3 agents, 5 epics) · could over-correct 6 of 40 approvals ·
+// similar: r-1a2b · LLM replay: precision 0.83 (n=12) recall 0.75 (n=8)".
+func (p Preview) Summary() string {
+	if p.Pending {
+		return "Impact preview pending"
+	}
+	addressed := p.CategoryNegatives
+	if p.Cluster.Total > addressed.Total {
+		addressed = p.Cluster
+	}
+	parts := []string{fmt.Sprintf("Addresses %d past %s (%d %s, %d %s)", addressed.Total, text.Plural(addressed.Total, "negative", "negatives"),
+		len(addressed.ByAgent), text.Plural(len(addressed.ByAgent), "agent", "agents"), len(addressed.ByEpic), text.Plural(len(addressed.ByEpic), "epic", "epics"))}
+	if p.Category != "" {
+		parts[0] += " in " + p.Category
+	}
+	parts = append(parts, fmt.Sprintf("could over-correct %d of %d %s in scope", p.OverCorrect.Total, p.ApprovalsInScope, text.Plural(p.ApprovalsInScope, "approval", "approvals")))
+	var similar, opposing []string
+	for _, s := range p.Similar {
+		name := s.Path
+		if s.RuleID != "" {
+			name = s.RuleID
+		}
+		switch {
+		case s.Opposing && len(opposing) < maxSimilarNamed:
+			opposing = append(opposing, name)
+		case !s.Opposing && len(similar) < maxSimilarNamed:
+			similar = append(similar, name)
+		}
+	}
+	if len(opposing) > 0 {
+		parts = append(parts, "opposite: "+strings.Join(opposing, ", "))
+	}
+	if len(similar) > 0 {
+		parts = append(parts, "similar: "+strings.Join(similar, ", "))
+	}
+	if len(opposing)+len(similar) == 0 {
+		parts = append(parts, "nothing similar on main")
+	}
+	switch p.Replay.State {
+	case ReplayPending:
+		parts = append(parts, "LLM replay pending")
+	case ReplayDone:
+		parts = append(parts, "LLM replay: "+p.Replay.figures())
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (r Replay) figures() string {
+	prec, pn := r.Precision()
+	rec, rn := r.Recall()
+	s := "precision " + figure(prec, pn) + " recall " + figure(rec, rn)
+	if lost := r.Malformed + r.Timeouts + r.Errors; lost > 0 {
+		s += fmt.Sprintf(" (%d %s without a verdict)", lost, text.Plural(lost, "call", "calls"))
+	}
+	return s
+}
+
+func figure(v float64, n int) string {
+	if n == 0 {
+		return "– (n=0)"
+	}
+	return fmt.Sprintf("%.2f (n=%d)", v, n)
+}
+
+// clone copies a preview so callers never share its maps.
+func (p Preview) clone() Preview {
+	for _, c := range []*Counts{&p.Cluster, &p.CategoryNegatives, &p.OverCorrect} {
+		c.ByAgent, c.ByEpic = maps.Clone(c.ByAgent), maps.Clone(c.ByEpic)
+	}
+	p.Scope.Agents = slices.Clone(p.Scope.Agents)
+	p.Scope.Gates = slices.Clone(p.Scope.Gates)
+	p.Scope.PathPrefixes = slices.Clone(p.Scope.PathPrefixes)
+	p.Similar = slices.Clone(p.Similar)
+	return p
+}

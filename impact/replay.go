@@ -1,0 +1,178 @@
+package impact
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/precept-dev/precept/internal/safetext"
+	"github.com/precept-dev/precept/internal/text"
+)
+
+// Model is a text-completion model; internal/llm's Model implements it.
+type Model interface {
+	Complete(ctx context.Context, prompt string) (string, error)
+	// Model names the model, e.g. "openai/gpt-4o-mini".
+	Model() string
+}
+
+// replayTemplateText is the fixed prompt of the replay; it ships in the
+// binary and changes only through review.
+//
+//go:embed replay.tmpl
+var replayTemplateText string
+
+var replayTemplate = template.Must(template.New("replay.tmpl").Parse(replayTemplateText))
+
+// The replay's bounds (docs/thresholds.md, "Impact preview").
+const (
+	// DefaultMaxCalls caps the LLM calls of one proposal's replay.
+	DefaultMaxCalls = 40
+	// DefaultApprovalSample caps the approved outputs sampled.
+	DefaultApprovalSample = 20
+	// DefaultCallTimeout bounds one call.
+	DefaultCallTimeout = 30 * time.Second
+	// maxOutputChars bounds the agent output shown to the LLM.
+	maxOutputChars = 8000
+	// maxAnswer bounds the answer read.
+	maxAnswer = 4000
+)
+
+// judgement is what the replay asks for.
+type judgement struct {
+	Violates *bool  `json:"violates"`
+	Reason   string `json:"reason"`
+}
+
+// errMalformed marks an answer that is not the JSON asked for.
+var errMalformed = errors.New("malformed answer")
+
+// replayer runs one proposal's replay.
+type replayer struct {
+	model    Model
+	timeout  time.Duration
+	maxCalls int
+	denylist []string
+}
+
+// run judges the evidence outputs, then the approved ones, within the
+// call cap. It returns early, with ctx's error, when ctx ends: a replay
+// cut short is not a result.
+func (r replayer) run(ctx context.Context, rule, agent string, evidence, approvals []output) (Replay, error) {
+	out := Replay{State: ReplayDone, Model: r.model.Model()}
+	if reason := safetext.Check(rule, r.denylist); reason != "" {
+		// Proposals pass these checks when drafted; one edited by hand
+		// on its branch may not, and then nothing is sent.
+		out.UnsafeSkipped = len(evidence) + len(approvals)
+		return out, nil
+	}
+	// The approvals are kept at least half the calls when they need
+	// them; whatever the evidence leaves over goes to them too.
+	nEvidence := min(len(evidence), r.maxCalls-min(len(approvals), r.maxCalls/2))
+	nApprovals := min(len(approvals), r.maxCalls-nEvidence)
+	out.Capped = nEvidence < len(evidence) || nApprovals < len(approvals)
+	judge := func(o output) (violates, ok bool, err error) {
+		prompt, safe := r.prompt(rule, agent, o.Text)
+		if !safe {
+			out.UnsafeSkipped++
+			return false, false, nil
+		}
+		out.Calls++
+		v, err := r.call(ctx, prompt)
+		switch {
+		case ctx.Err() != nil:
+			return false, false, ctx.Err()
+		case errors.Is(err, errMalformed):
+			out.Malformed++
+		case errors.Is(err, context.DeadlineExceeded):
+			out.Timeouts++
+		case err != nil:
+			out.Errors++
+		default:
+			return v, true, nil
+		}
+		return false, false, nil
+	}
+	for _, o := range evidence[:nEvidence] {
+		v, ok, err := judge(o)
+		if err != nil {
+			return Replay{}, err
+		}
+		if ok {
+			out.EvidenceJudged++
+			if v {
+				out.EvidenceFlagged++
+			}
+		}
+	}
+	for _, o := range approvals[:nApprovals] {
+		v, ok, err := judge(o)
+		if err != nil {
+			return Replay{}, err
+		}
+		if ok {
+			out.ApprovalsJudged++
+			if v {
+				out.ApprovalsFlagged++
+			}
+		}
+	}
+	return out, nil
+}
+
+// prompt renders the replay prompt for one output. Secrets are redacted
+// before anything else; an output that still fails the text-safety
+// checks (control characters, denylisted phrases) is not sent.
+func (r replayer) prompt(rule, agent, output string) (string, bool) {
+	output = text.Fit(safetext.Redact(output), maxOutputChars)
+	if safetext.Check(output, r.denylist) != "" || safetext.Check(agent, r.denylist) != "" {
+		return "", false
+	}
+	var buf bytes.Buffer
+	data := struct{ Rule, Agent, Output string }{rule, agent, output}
+	if err := replayTemplate.Execute(&buf, data); err != nil {
+		return "", false
+	}
+	return buf.String(), true
+}
+
+// call asks the model once, within the call timeout, and reads its
+// verdict.
+func (r replayer) call(ctx context.Context, prompt string) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	answer, err := r.model.Complete(cctx, prompt)
+	if err != nil {
+		if cctx.Err() != nil {
+			return false, fmt.Errorf("replay call: %w", context.DeadlineExceeded)
+		}
+		return false, fmt.Errorf("replay call: %w", err)
+	}
+	return parseJudgement(answer)
+}
+
+// parseJudgement reads the one JSON object of an answer; anything else is
+// malformed.
+func parseJudgement(answer string) (bool, error) {
+	answer = text.Fit(answer, maxAnswer)
+	start, end := strings.Index(answer, "{"), strings.LastIndex(answer, "}")
+	if start < 0 || end < start {
+		return false, fmt.Errorf("%w: no JSON object", errMalformed)
+	}
+	var j judgement
+	dec := json.NewDecoder(strings.NewReader(answer[start : end+1]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return false, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	if j.Violates == nil {
+		return false, fmt.Errorf("%w: no verdict", errMalformed)
+	}
+	return *j.Violates, nil
+}

@@ -1,0 +1,402 @@
+package impact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/rules"
+)
+
+// Proposals lists proposals; rules.Manager implements it.
+type Proposals interface {
+	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
+}
+
+var _ Proposals = (*rules.Manager)(nil)
+
+// Sources are what previews are computed from. All are required.
+type Sources struct {
+	Proposals   Proposals
+	Feedback    Feedback
+	Evaluations Evaluations
+	Lessons     Lessons
+	Documents   Documents
+	// Embedder compares the rule with the guidance on main; the rule
+	// manager's own, so the bands of Thresholds mean the same.
+	Embedder embedding.Embedder
+}
+
+// The rhythm of previews (docs/thresholds.md, "Impact preview").
+const (
+	// DefaultInterval is how often pending proposals' previews are
+	// looked at.
+	DefaultInterval = time.Minute
+	// DefaultRefresh is how old a preview of the same text gets before
+	// it is counted again because decisions arrived or main moved: each
+	// count reads the whole feedback store.
+	DefaultRefresh = 10 * time.Minute
+)
+
+// Options configure a Service; zero values mean the defaults.
+type Options struct {
+	// Model replays the rule as a checker; nil turns the replay off.
+	Model Model
+	// MaxCalls caps a replay's LLM calls; default DefaultMaxCalls.
+	MaxCalls int
+	// ApprovalSample caps the approved outputs a replay samples; default
+	// DefaultApprovalSample.
+	ApprovalSample int
+	// CallTimeout bounds each LLM call; default DefaultCallTimeout.
+	CallTimeout time.Duration
+	// Thresholds are the similarity bands; default rules.DefaultThresholds.
+	Thresholds rules.Thresholds
+	// Interval between rounds; default DefaultInterval.
+	Interval time.Duration
+	// Refresh is how old a preview of the same text gets before new
+	// decisions or a new main are counted; default DefaultRefresh.
+	Refresh time.Duration
+	// Dir keeps one file per proposal with its latest preview, replay
+	// included, so a restart does not pay for a replay again
+	// (docs/formats.md, "Impact previews"); "" keeps them in memory only.
+	Dir string
+	// Denylist adds phrases to the text-safety denylist for what is sent
+	// to the LLM.
+	Denylist []string
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxCalls <= 0 {
+		o.MaxCalls = DefaultMaxCalls
+	}
+	if o.ApprovalSample <= 0 {
+		o.ApprovalSample = DefaultApprovalSample
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.Thresholds == (rules.Thresholds{}) {
+		o.Thresholds = rules.DefaultThresholds()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Service computes impact previews in the background and answers with
+// the latest one at once. Its methods are safe for concurrent use.
+type Service struct {
+	src  Sources
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	previews map[string]Preview
+	hooks    []func(proposalID string)
+
+	wake chan struct{}
+	// computeMu serialises computations: rounds and Compute calls.
+	computeMu sync.Mutex
+}
+
+// New returns a Service, with the previews kept in opts.Dir loaded.
+func New(src Sources, opts Options) (*Service, error) {
+	if src.Proposals == nil || src.Feedback == nil || src.Evaluations == nil || src.Lessons == nil || src.Documents == nil || src.Embedder == nil {
+		return nil, errors.New("impact: every source is required")
+	}
+	opts = opts.withDefaults()
+	s := &Service{src: src, opts: opts, log: opts.Logger, previews: map[string]Preview{}, wake: make(chan struct{}, 1)}
+	if opts.Dir != "" {
+		if err := s.load(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// OnUpdate registers fn to be called with a proposal's id whenever its
+// preview changes. Register before Run.
+func (s *Service) OnUpdate(fn func(proposalID string)) {
+	s.mu.Lock()
+	s.hooks = append(s.hooks, fn)
+	s.mu.Unlock()
+}
+
+// Preview returns the latest preview of p without computing anything. A
+// pending proposal with no preview of its current text gets one marked
+// Pending, and a round is asked for; ok is false for a decided proposal
+// that was never previewed.
+func (s *Service) Preview(p rules.Proposal) (Preview, bool) {
+	s.mu.Lock()
+	pv, ok := s.previews[p.ID]
+	s.mu.Unlock()
+	if ok && pv.ContentRevision == p.ContentRevision {
+		return pv.clone(), true
+	}
+	if p.Status != rules.Pending {
+		return Preview{}, false
+	}
+	s.Request()
+	return Preview{Pending: true, ProposalID: p.ID, ContentRevision: p.ContentRevision}, true
+}
+
+// Summary is the preview of p in one line (Preview.Summary), "" when
+// there is none.
+func (s *Service) Summary(p rules.Proposal) string {
+	pv, ok := s.Preview(p)
+	if !ok {
+		return ""
+	}
+	return pv.Summary()
+}
+
+// Request asks for a round soon; it never blocks.
+func (s *Service) Request() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ProposalChanged is the rule manager's change hook: a changed proposal
+// is previewed again soon.
+func (s *Service) ProposalChanged(c rules.Change) {
+	if c.ProposalID != "" {
+		s.Request()
+	}
+}
+
+// Run brings the pending proposals' previews up to date at start, every
+// Interval and when asked, until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	t := time.NewTicker(s.opts.Interval)
+	defer t.Stop()
+	for {
+		if err := s.Round(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("impact previews; will retry", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// Round previews every pending proposal whose preview is missing or
+// behind its text, the feedback store or main, and runs the replays
+// still owed.
+func (s *Service) Round(ctx context.Context) error {
+	list, err := s.src.Proposals.List(ctx, rules.ListFilter{Status: rules.Pending})
+	if err != nil {
+		return fmt.Errorf("list pending proposals: %w", err)
+	}
+	var errs []error
+	for _, p := range list {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, err := s.Compute(ctx, p); err != nil {
+			errs = append(errs, fmt.Errorf("proposal %s: %w", p.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Compute brings p's preview up to date and returns it: the counts and
+// the comparison with main when the proposal's text changed, or when the
+// feedback store or main moved and the preview is older than Refresh;
+// then the replay when this text has none yet. It may call the LLM:
+// callers that answer requests use Preview instead.
+func (s *Service) Compute(ctx context.Context, p rules.Proposal) (Preview, error) {
+	return s.compute(ctx, p, false)
+}
+
+// Refresh is Compute counting again whatever the preview's age.
+func (s *Service) Refresh(ctx context.Context, p rules.Proposal) (Preview, error) {
+	return s.compute(ctx, p, true)
+}
+
+func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Preview, error) {
+	s.computeMu.Lock()
+	defer s.computeMu.Unlock()
+	if len(p.Agents) == 0 {
+		return Preview{}, errNoAgents
+	}
+	seq, err := s.src.Feedback.LastSeq()
+	if err != nil {
+		return Preview{}, fmt.Errorf("feedback position: %w", err)
+	}
+	commit, docs := s.src.Documents.Documents()
+	s.mu.Lock()
+	prev, had := s.previews[p.ID]
+	s.mu.Unlock()
+	sameText := had && prev.ContentRevision == p.ContentRevision
+	current := prev.FeedbackSeq == seq && prev.MainCommit == commit
+	fresh := !force && s.opts.Now().Sub(prev.ComputedAt) < s.opts.Refresh
+	if sameText && (current || fresh) && prev.Replay.State != ReplayPending {
+		return prev.clone(), nil
+	}
+	pv, tl, err := s.count(ctx, p, seq)
+	if err != nil {
+		return Preview{}, err
+	}
+	pv.MainCommit = commit
+	if pv.Similar, err = similar(ctx, s.src.Embedder, s.opts.Thresholds, p, docs); err != nil {
+		return Preview{}, err
+	}
+	switch {
+	case sameText && prev.Replay.State == ReplayDone:
+		// A replay is paid once per text (docs/lifecycle.md, "Impact
+		// preview").
+		pv.Replay = prev.Replay
+	case s.opts.Model == nil:
+		pv.Replay = Replay{State: ReplayOff}
+	default:
+		pv.Replay = Replay{State: ReplayPending, Model: s.opts.Model.Model()}
+	}
+	s.publish(pv)
+	if pv.Replay.State != ReplayPending {
+		return pv.clone(), nil
+	}
+	r := replayer{model: s.opts.Model, timeout: s.opts.CallTimeout, maxCalls: s.opts.MaxCalls, denylist: s.opts.Denylist}
+	rep, err := r.run(ctx, p.Content, strings.Join(p.Agents, ", "), tl.evidence, tl.approvals)
+	if err != nil {
+		return pv.clone(), fmt.Errorf("replay: %w", err)
+	}
+	pv.Replay = rep
+	s.publish(pv)
+	return pv.clone(), nil
+}
+
+// count scans the feedback store for p.
+func (s *Service) count(ctx context.Context, p rules.Proposal, seq uint64) (Preview, tally, error) {
+	cls := s.src.Lessons.Classifier()
+	cat, err := category(ctx, s.src.Evaluations, cls, p)
+	if err != nil {
+		return Preview{}, tally{}, err
+	}
+	evidence, err := readEvidence(ctx, s.src.Feedback, p.FeedbackIDs)
+	if err != nil {
+		return Preview{}, tally{}, err
+	}
+	t := target{proposalID: p.ID, agents: p.Agents, category: cat, scope: scopeOf(p.Agents, evidence),
+		evidence: map[string]bool{}, sample: s.opts.ApprovalSample}
+	if p.ClusterID != "" {
+		t.clusters = append(t.clusters, p.ClusterID)
+	}
+	t.clusters = append(t.clusters, p.EvidenceClusters...)
+	for _, id := range p.FeedbackIDs {
+		t.evidence[id] = true
+	}
+	tl, err := scan(ctx, s.src.Feedback, s.src.Evaluations, cls, t, seq)
+	if err != nil {
+		return Preview{}, tally{}, err
+	}
+	pv := tl.preview
+	pv.ProposalID, pv.ContentRevision, pv.Category, pv.Scope = p.ID, p.ContentRevision, cat, t.scope
+	pv.FeedbackSeq, pv.ComputedAt = seq, s.opts.Now().UTC()
+	return pv, tl, nil
+}
+
+// publish keeps pv as p's latest preview, on disk too, and tells the
+// hooks.
+func (s *Service) publish(pv Preview) {
+	s.mu.Lock()
+	s.previews[pv.ProposalID] = pv.clone()
+	hooks := slices.Clone(s.hooks)
+	s.mu.Unlock()
+	if s.opts.Dir != "" {
+		if err := s.save(pv); err != nil {
+			s.log.Warn("keep an impact preview on disk", "proposal_id", pv.ProposalID, "err", err)
+		}
+	}
+	for _, h := range hooks {
+		h(pv.ProposalID)
+	}
+}
+
+// save writes pv to <Dir>/<proposal id>.json through a temporary file,
+// so a crash leaves the old file or the new one.
+func (s *Service) save(pv Preview) error {
+	if !rules.ValidProposalID(pv.ProposalID) {
+		return fmt.Errorf("invalid proposal id %q", pv.ProposalID)
+	}
+	b, err := json.Marshal(pv)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.opts.Dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(s.opts.Dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(s.opts.Dir, pv.ProposalID+".json"))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// load reads the previews kept in Dir. A file that does not parse is
+// skipped and logged: it is computed again.
+func (s *Service) load() error {
+	entries, err := os.ReadDir(s.opts.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read impact previews: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, ".json")
+		if !ok || !rules.ValidProposalID(id) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.opts.Dir, name))
+		var pv Preview
+		if err == nil {
+			err = json.Unmarshal(b, &pv)
+		}
+		if err != nil || pv.ProposalID != id {
+			s.log.Warn("impact preview on disk left out; it is computed again", "file", name, "err", err)
+			continue
+		}
+		s.previews[id] = pv
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package app
+
+import (
+	"context"
+
+	"github.com/precept-dev/precept/effect"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/api"
+	"github.com/precept-dev/precept/internal/metrics"
+	"github.com/precept-dev/precept/prompts"
+	"github.com/precept-dev/precept/rules"
+)
+
+// openVersions records the prompt versions prompt assembly serves, on a
+// branch of the rules repository, so decisions carrying prompt_version
+// are tied to their rules (docs/effects.md). Called before openPrompts.
+func (a *App) openVersions() {
+	if !a.Config.Effects.Enabled {
+		return
+	}
+	a.Versions = prompts.NewVersions(a.RulesRepo, nil, a.Log.With("component", "prompt-versions"))
+}
+
+// openEffects starts the learning loop on the feedback store, the
+// evaluator, the recorded prompt versions and the rule manager, and
+// serves EffectService (which says the loop is off when it is).
+func (a *App) openEffects() error {
+	svc := &api.EffectService{Log: a.Log, Retired: a.Rules.Lifecycle().RetiredRules}
+	if a.Config.Effects.Enabled {
+		m, err := metrics.NewEffects(a.Registry)
+		if err != nil {
+			return err
+		}
+		opts := a.Config.Effects.Options()
+		opts.Metrics, opts.Logger = m, a.Log.With("component", "effects")
+		var evals effect.Evaluations
+		if a.Evaluator != nil {
+			evals = a.Evaluator
+		}
+		a.Effects = effect.New(a.Feedback, evals, a.Versions, ruleLifecycle{a.Rules, a.Rules.Lifecycle()}, opts)
+		svc.Effects = a.Effects
+	}
+	a.Handle(preceptv1connect.NewEffectServiceHandler(svc, a.ConnectOptions()...))
+	return nil
+}
+
+// runEffects follows decisions and records prompt versions until ctx is
+// done; with the loop off it returns at once.
+func (a *App) runEffects(ctx context.Context) error {
+	if a.Effects == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Versions.Run(ctx, a.Config.Effects.VersionFlush) }()
+	err := a.Effects.Run(ctx)
+	if verr := <-done; err == nil {
+		err = verr
+	}
+	return err
+}
+
+// ruleLifecycle is the rule manager with its lifecycle operations, as the
+// learning loop uses them.
+type ruleLifecycle struct {
+	*rules.Manager
+	*rules.Lifecycle
+}

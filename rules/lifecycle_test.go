@@ -1,0 +1,135 @@
+package rules
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// activeFromCluster approves a drafted rule and returns its id.
+func activeFromCluster(t *testing.T, f *fixture) string {
+	t.Helper()
+	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
+	f.approve(p.ID, "alice")
+	f.approve(p.ID, "bob")
+	return RuleIDFor(p.ID)
+}
+
+func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	lc := f.m.Lifecycle()
+	ruleID := activeFromCluster(t, f)
+
+	p, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle since 2026-01-01"})
+	if err != nil || !created || p.Status != Pending || p.RuleID != ruleID || p.Branch != ProposalBranch(p.ID) {
+		t.Fatalf("re-approval = %+v, %v, %v", p, created, err)
+	}
+	// Asking again while it is open returns the open one.
+	again, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID})
+	if err != nil || created || again.ID != p.ID {
+		t.Fatalf("second lifecycle proposal = %+v, %v, %v", again, created, err)
+	}
+	f.clock.Advance(time.Hour)
+	f.approve(p.ID, "carol")
+	f.approve(p.ID, "dave")
+	r, _, err := f.m.Rule(ctx, ruleID)
+	if err != nil || r.Status != Active || r.ReapprovedAt == nil || !r.ReapprovedAt.Equal(f.clock.Now().UTC().Truncate(time.Second)) {
+		t.Fatalf("re-approved rule = %+v, %v", r, err)
+	}
+	if got := f.git("log", "-1", "--format=%s%n%(trailers)", "main"); !strings.Contains(got, "Re-approve rule "+ruleID) || !strings.Contains(got, "Approved-by: dave") {
+		t.Errorf("re-approval commit:\n%s", got)
+	}
+
+	// The next one goes unanswered: the rule moves to SHADOW, the request
+	// is closed by precept, and no bad tuning example is written.
+	p2, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle again"})
+	if err != nil || !created || p2.ID == p.ID {
+		t.Fatalf("second re-approval = %+v, %v, %v", p2, created, err)
+	}
+	if err := lc.ShadowIdle(ctx, ruleID, p2.ID, "idle for 90 days; re-approval unanswered"); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err = f.m.Rule(ctx, ruleID)
+	if err != nil || r.Status != Shadow || r.ShadowUntil != nil || !strings.Contains(r.ShadowReason, "unanswered") {
+		t.Fatalf("shadowed rule = %+v, %v", r, err)
+	}
+	if got := f.get(p2.ID); got.Status != Rejected || got.Rejection.Rejector != SystemProposer {
+		t.Fatalf("closed request = %+v", got)
+	}
+	if ex := f.git("ls-tree", "-r", "--name-only", "main", "tuning/examples/coding-agent/bad"); ex != "" {
+		t.Errorf("a closed lifecycle proposal wrote bad examples: %s", ex)
+	}
+	// A maintenance round does not activate it: only a proposal does.
+	f.clock.Advance(48 * time.Hour)
+	if err := f.m.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := f.m.Rule(ctx, ruleID); r.Status != Shadow {
+		t.Fatalf("maintenance activated an idle rule: %+v", r)
+	}
+	act, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindActivate, RuleID: ruleID, Evidence: "Shadow prompt: 1 of 60"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: "r-nosuchrule"}); err == nil {
+		t.Error("a lifecycle proposal for an unknown rule was accepted")
+	}
+	f.approve(act.ID, "alice")
+	f.approve(act.ID, "bob")
+	r, _, err = f.m.Rule(ctx, ruleID)
+	if err != nil || r.Status != Active || r.ShadowReason != "" {
+		t.Fatalf("activated rule = %+v, %v", r, err)
+	}
+	f.fsck()
+}
+
+// A sunset decided by merging its branch in git retires the rule as the
+// API would; a rejected sunset leaves it and teaches no guard anything.
+func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	lc := f.m.Lifecycle()
+	ruleID := activeFromCluster(t, f)
+
+	rej, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID, Evidence: "After: 12 of 20"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: rej.ID, By: "alice", Reason: "it is too early to tell", Via: ViaAPI}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := f.m.Rule(ctx, ruleID); err != nil || r.Status != Active {
+		t.Fatalf("rule after a rejected sunset = %+v, %v", r, err)
+	}
+	hist, err := lc.LifecycleHistory(ctx, ruleID, KindSunset)
+	if err != nil || len(hist) != 1 || hist[0].Status != Rejected {
+		t.Fatalf("history = %+v, %v", hist, err)
+	}
+
+	p, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
+	if err != nil || !created || p.ID == rej.ID {
+		t.Fatalf("second sunset = %+v, %v, %v", p, created, err)
+	}
+	work := filepath.Join(t.TempDir(), "w")
+	gitCLI(t, filepath.Dir(work), "clone", "-q", f.repo.Path(), work)
+	gitCLI(t, work, "merge", "--no-ff", "-q", "-m", "Merge sunset", "origin/"+ProposalBranch(p.ID))
+	gitCLI(t, work, "push", "-q", "origin", "HEAD:main")
+	if err := f.m.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := f.m.Rule(ctx, ruleID)
+	if err != nil || r.Status != Sunset || !strings.Contains(r.SunsetReason, "ineffective") {
+		t.Fatalf("rule after the merge = %+v, %v", r, err)
+	}
+	if f.readMain(ActiveRulePath("coding-agent", ruleID)) != "" || f.readMain(ProposalPath(p.ID)) != "" {
+		t.Error("the rule file or the merged proposal file is still on main")
+	}
+	retired, err := lc.RetiredRules(ctx, "coding-agent")
+	if err != nil || len(retired) != 1 || retired[0] != ruleID {
+		t.Fatalf("retired = %v, %v", retired, err)
+	}
+	f.fsck()
+}
