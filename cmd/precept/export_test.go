@@ -469,3 +469,61 @@ func TestExportFailuresLeaveNoPartialFile(t *testing.T) {
 		t.Fatalf("failing export to stdout: %+v", r)
 	}
 }
+
+// TestExportCarriesTheLearningLoopsRuleEffects exports from a server
+// whose rule effects come from the learning loop, not a fixture: an
+// approved rule's effect is exported as `precept rules effect --retired` shows
+// it, and with the loop off the summary says there are none.
+func TestExportCarriesTheLearningLoopsRuleEffects(t *testing.T) {
+	cli := ruleServer(t)
+	r := cli("carol", "proposals", "propose", "--agent", "coding-agent", "--type", "constraint",
+		"--text", "Never log API tokens or passwords, even at debug level.", "--rationale", "Two incidents in November.")
+	id := proposalIDPattern.FindString(r.stdout)
+	if r.code != 0 || id == "" {
+		t.Fatalf("propose: %+v", r)
+	}
+	for _, who := range []string{"alice", "bob"} {
+		if r := cli(who, "proposals", "approve", id); r.code != 0 {
+			t.Fatalf("approve as %s: %+v", who, r)
+		}
+	}
+	ruleID := "r-" + strings.TrimPrefix(id, "p-")
+	r = cli("alice", "export")
+	lines := jsonLines(t, r.stdout)
+	exported := ofKind(lines, "rule_effect")
+	l := cli("viewer", "-o", "json", "rules", "effect", "--retired")
+	var listed struct{ Effects []map[string]any }
+	if r.code != 0 || l.code != 0 || json.Unmarshal([]byte(l.stdout), &listed) != nil {
+		t.Fatalf("export %+v; effect %+v", r, l)
+	}
+	if len(exported) != 1 || len(listed.Effects) != 1 || exported[0]["rule_id"] != ruleID {
+		t.Fatalf("exported %v, listed %v", exported, listed.Effects)
+	}
+	// Both are computed when asked for.
+	delete(exported[0], "kind")
+	delete(exported[0], "computed_at")
+	delete(listed.Effects[0], "computed_at")
+	if a, b := fmt.Sprint(exported[0]), fmt.Sprint(listed.Effects[0]); a != b {
+		t.Fatalf("exported\n%s\nlisted\n%s", a, b)
+	}
+	if notes := lines[len(lines)-1]["notes"]; notes != nil {
+		t.Fatalf("notes with the loop on: %v", notes)
+	}
+
+	cfg, err := config.Parse(fmt.Sprintf(`
+listen: 127.0.0.1:0
+data_dir: %s
+redis: {addr: %q, block: 100ms}
+effects: {enabled: false}
+auth: {tokens: [{name: ops, role: admin, token: %s}]}
+`, t.TempDir(), testenv.Redis(t), adminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := startApp(t, cfg)
+	r = run("", "--addr", off.URL(), "--token", adminToken, "export")
+	lines = jsonLines(t, r.stdout)
+	if r.code != 0 || !strings.Contains(fmt.Sprint(lines[len(lines)-1]["notes"]), "rule effects are not computed by this server") {
+		t.Fatalf("export with the loop off: %+v", r)
+	}
+}

@@ -96,8 +96,8 @@ type App struct {
 	// off.
 	Versions *prompts.Versions
 	Effects  *effect.Tracker
-	// RuleEffects provides the rule-effect records of exports; nil
-	// exports none. Set it before Run.
+	// RuleEffects, when set (before Run), replaces the learning loop as
+	// the source of exports' rule-effect records.
 	RuleEffects api.RuleEffectsFunc
 
 	embedded *miniredis.Miniredis
