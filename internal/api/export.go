@@ -158,6 +158,10 @@ func (s *ExportService) Export(ctx context.Context, req *connect.Request[precept
 		return toConnect(ctx, s.log, proc, err)
 	}
 	sum, err := s.export(ctx, m.GetAnonymize(), r, stream.Send)
+	if err != nil && ctx.Err() != nil {
+		// The client went away: nothing to report to anyone.
+		return nil
+	}
 	if err != nil {
 		return toConnect(ctx, s.log, proc, err)
 	}
@@ -244,11 +248,13 @@ func (s *ExportService) evaluation(ctx context.Context, ev evaluator.Evaluation)
 
 // sendRuleEffects sends every rule's effect, or notes why there are none.
 func (s *ExportService) sendRuleEffects(ctx context.Context, sum *preceptv1.ExportSummary, emit func(*preceptv1.ExportRecord) error) error {
-	if s.ruleEffects == nil {
-		sum.Notes = append(sum.Notes, ErrNoRuleEffects.Error()+": no rule_effect records")
-		return nil
+	var (
+		effects []*preceptv1.RuleEffect
+		err     = ErrNoRuleEffects
+	)
+	if s.ruleEffects != nil {
+		effects, err = s.ruleEffects(ctx)
 	}
-	effects, err := s.ruleEffects(ctx)
 	if errors.Is(err, ErrNoRuleEffects) {
 		sum.Notes = append(sum.Notes, ErrNoRuleEffects.Error()+": no rule_effect records")
 		return nil
