@@ -193,13 +193,17 @@ func runExport(ctx context.Context, c *cli, f exportFlags, req *preceptv1.Export
 			break
 		}
 	}
+	cut := "export cut short, nothing written: "
+	if f.out == "" {
+		cut = "export cut short, the lines printed lack the summary: "
+	}
 	if err := stream.Err(); err != nil {
 		// Not wrapped: the CLI prints a Connect error as its code and
-		// message alone, and this one must say the files were not written.
-		return errors.New("export cut short, nothing written: " + oneLine(err))
+		// message alone, and this one must say what became of the output.
+		return errors.New(cut + oneLine(err))
 	}
 	if sum == nil {
-		return errors.New("export cut short, nothing written: the server ended it without its summary")
+		return errors.New(cut + "the server ended it without its summary")
 	}
 	if err := sink.commit(); err != nil {
 		return err

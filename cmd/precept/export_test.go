@@ -465,7 +465,7 @@ func TestExportFailuresLeaveNoPartialFile(t *testing.T) {
 	// On stdout the lines cannot be taken back: the summary is missing.
 	effects.fail.Store(true)
 	r := run("", append(admin, "export")...)
-	if r.code != 1 || bytes.Contains([]byte(r.stdout), []byte(`"kind":"summary"`)) {
+	if r.code != 1 || bytes.Contains([]byte(r.stdout), []byte(`"kind":"summary"`)) || !strings.Contains(r.stderr, "the lines printed lack the summary") {
 		t.Fatalf("failing export to stdout: %+v", r)
 	}
 }
