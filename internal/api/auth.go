@@ -106,6 +106,10 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.PromptServiceBuildPromptProcedure:   precept.RoleReader,
 	preceptv1connect.PromptServiceWatchPromptProcedure:   precept.RoleReader,
 	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,
+
+	// Readers may export anonymized; the handler asks more of a full
+	// export (fullExportRole).
+	preceptv1connect.ExportServiceExportProcedure: precept.RoleReader,
 }
 
 // RequiredRole returns the role a procedure needs.

@@ -69,6 +69,7 @@ var ServiceNames = []string{
 	preceptv1connect.RuleServiceName,
 	preceptv1connect.PromptServiceName,
 	preceptv1connect.EffectServiceName,
+	preceptv1connect.ExportServiceName,
 	preceptv1connect.PingServiceName,
 	healthv1connect.HealthName,
 }
