@@ -3,6 +3,7 @@ package effect
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -96,6 +97,12 @@ type Effect struct {
 	baseConfidence float64
 	reapprovedAt   time.Time
 	reasonShadowed bool
+	// firstActivatedAt bounds the baseline; recordedValidations are the
+	// validations last written to the rule file, promote the importance
+	// the validations crossed into since.
+	firstActivatedAt    time.Time
+	recordedValidations int64
+	promote             rules.Importance
 }
 
 // Effect computes one rule's effect now, also for a rule that left main.
@@ -120,27 +127,33 @@ func (t *Tracker) Effects(ctx context.Context, agent string) ([]Effect, error) {
 	}
 	c := t.newComputation()
 	out := make([]Effect, 0, len(rs))
+	var errs []error
 	for _, r := range rs {
 		e, err := c.effect(ctx, r, time.Time{})
 		if err != nil {
-			return nil, fmt.Errorf("effect of %s: %w", r.ID, err)
+			// One rule's failed lookup does not hide the others.
+			errs = append(errs, fmt.Errorf("effect of %s: %w", r.ID, err))
+			continue
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // inPrompt says whether a decision was made with the rule in its prompt,
 // and how that was found.
 func (c *computation) inPrompt(ctx context.Context, f fact, r rules.Rule, from, until time.Time) (exposed, shadow, byVersion bool, err error) {
-	if f.version != "" {
-		rec, ok, err := c.t.versions.Lookup(ctx, f.version)
+	if f.version != "" && c.t.versions != nil {
+		rec, err := c.version(ctx, f.version)
 		if err != nil {
 			return false, false, false, err
 		}
-		if ok {
+		if rec != nil {
 			in := rec.Contains(r.ID)
-			return in && !rec.Shadow, in && rec.Shadow, true, nil
+			// A SHADOW rule in a shadow prompt is the variant under test;
+			// an ACTIVE rule is in the shadow prompt too, and exposed.
+			shadow := in && rec.Shadow && r.Status == rules.Shadow
+			return in && !shadow, shadow, true, nil
 		}
 	}
 	// No known version: the rule was in the main prompt when it was
@@ -175,18 +188,25 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 		base = r.Effect.BaseConfidence
 	}
 	e.baseConfidence = base
+	e.recordedValidations = int64(r.PositiveValidations)
 	if r.ReapprovedAt != nil {
 		e.reapprovedAt = r.ReapprovedAt.UTC()
 	}
 	e.reasonShadowed = r.Status == rules.Shadow && r.ShadowReason != ""
 	from := r.ActivatedAt.UTC()
-	if r.Status == rules.Shadow && r.ShadowReason != "" {
-		// Idle, back in SHADOW: main-prompt exposures ended then, but the
-		// rule's ACTIVE period still counts by time until the move.
-		until = time.Time{}
+	if e.reasonShadowed && r.ShadowedAt != nil {
+		// Idle, back in SHADOW: its ACTIVE period counts by time until
+		// the move, and no longer.
+		until = r.ShadowedAt.UTC()
 	}
+	// The baseline lies before the first activation, so a rule activated
+	// again is never compared with its own earlier exposures.
+	first := from
+	if r.Effect != nil && !r.Effect.FirstActivatedAt.IsZero() && r.Effect.FirstActivatedAt.Before(from) {
+		first = r.Effect.FirstActivatedAt.UTC()
+	}
+	e.firstActivatedAt = first
 	var sh Shadow
-	var shadowSeen bool
 	gates := map[string]bool{}
 	type approved struct {
 		at   time.Time
@@ -208,8 +228,10 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 			if rec && f.gate != "" {
 				gates[f.gate] = true
 			}
-			if f.at.Before(from) {
+			if f.at.Before(first) {
 				before = append(before, earlier{f.at, f.id, rec})
+			}
+			if f.at.Before(from) {
 				continue
 			}
 			exposed, shadow, byVersion, err := c.inPrompt(ctx, f, r, from, until)
@@ -218,7 +240,6 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 			}
 			switch {
 			case shadow:
-				shadowSeen = true
 				sh.ShadowDecisions++
 				if rec {
 					sh.ShadowRecurrences++
@@ -277,10 +298,10 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 		e.Attribution = Mixed
 	case e.ExposuresByVersion > 0:
 		e.Attribution = ByPromptVersion
-	default:
+	case e.ExposuresByTime > 0:
 		e.Attribution = ByAgentTime
 	}
-	if shadowSeen || r.Status == rules.Shadow {
+	if r.Status == rules.Shadow {
 		sh.ShadowRate, sh.ShadowInterval = rate(sh.ShadowRecurrences, sh.ShadowDecisions), wilson(sh.ShadowRecurrences, sh.ShadowDecisions)
 		sh.MainRate, sh.MainInterval = rate(sh.MainRecurrences, sh.MainDecisions), wilson(sh.MainRecurrences, sh.MainDecisions)
 		sh.Change = sh.ShadowRate - sh.MainRate
@@ -302,17 +323,24 @@ func (t *Tracker) judge(e *Effect, pat pattern) {
 		e.Verdict = NoEvidence
 	case e.ChangeInterval.High < 0:
 		e.Verdict = Improving
-	case e.RateAfter >= e.RateBefore && e.ChangeInterval.Low > -o.MinImprovement:
+	case e.Recurrences > 0 && e.RateAfter >= e.RateBefore && e.ChangeInterval.Low > -min(o.MinImprovement, e.RateBefore):
+		// An improvement larger than the rate before is impossible: a
+		// rare pattern is judged against its own rate, so no recurrence
+		// on either side never looks like failure.
 		e.Verdict = NotImproving
 	default:
 		e.Verdict = Inconclusive
 	}
-	switch {
-	case e.Validations >= int64(o.CriticalAt):
-		e.Importance = maxImportance(e.Importance, rules.Critical)
-	case e.Validations >= int64(o.ImportantAt):
-		e.Importance = maxImportance(e.Importance, rules.Important)
+	// Importance rises when the validations cross a threshold since the
+	// last recording, so a curator who lowers it is not overruled until
+	// the next threshold.
+	switch prev := e.recordedValidations; {
+	case prev < int64(o.CriticalAt) && e.Validations >= int64(o.CriticalAt):
+		e.promote = rules.Critical
+	case prev < int64(o.ImportantAt) && e.Validations >= int64(o.ImportantAt):
+		e.promote = rules.Important
 	}
+	e.Importance = maxImportance(e.Importance, e.promote)
 	e.Summary = summary(*e, o)
 }
 
@@ -347,10 +375,14 @@ func summary(e Effect, o Options) string {
 	case Inconclusive:
 		b.WriteString("Inconclusive: the interval allows both an improvement and none. ")
 	}
+	attribution := string(e.Attribution)
+	if attribution == "" {
+		attribution = "none yet"
+	}
 	fmt.Fprintf(&b, "After: %d of %d exposures (%s, 95%% CI %s–%s). Before: %d of the %d decisions before activation (%s). Change %+.1f points (95%% CI %+.1f to %+.1f). Validations: %d. Attribution: %s.",
 		e.Recurrences, e.Exposures, pct(e.RateAfter), pct(e.RateAfterInterval.Low), pct(e.RateAfterInterval.High),
 		e.BeforeRecurrences, e.BeforeDecisions, pct(e.RateBefore),
-		100*e.Change, 100*e.ChangeInterval.Low, 100*e.ChangeInterval.High, e.Validations, e.Attribution)
+		100*e.Change, 100*e.ChangeInterval.Low, 100*e.ChangeInterval.High, e.Validations, attribution)
 	if s := e.Shadow; s != nil {
 		fmt.Fprintf(&b, " Shadow prompt: %d of %d decisions (%s); main prompt: %d of %d (%s); change %+.1f points (95%% CI %+.1f to %+.1f).",
 			s.ShadowRecurrences, s.ShadowDecisions, pct(s.ShadowRate), s.MainRecurrences, s.MainDecisions, pct(s.MainRate),

@@ -2,9 +2,12 @@ package effect
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,6 +156,17 @@ func (f *fakeRules) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 	r.Status, r.ShadowReason = rules.Shadow, why
 	f.byID[ruleID] = r
 	delete(f.open, ruleID)
+	return nil
+}
+
+func (f *fakeRules) CloseLifecycle(ctx context.Context, proposalID, reason string) error {
+	for id, p := range f.open {
+		if p.ID == proposalID {
+			p.Status, p.Rejection = rules.Rejected, &rules.Rejection{Reason: reason}
+			f.decided = append(f.decided, p)
+			delete(f.open, id)
+		}
+	}
 	return nil
 }
 
@@ -404,3 +418,223 @@ func TestShadowVariantIsComparedWithTheMainPrompt(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Regressions found in review.
+
+// No recurrence before or after is no evidence of failure, however many
+// decisions there are.
+func TestAnAbsentPatternIsNeverJudgedNotImproving(t *testing.T) {
+	w := newWorld()
+	w.clusters["c-5"] = "naming"
+	w.versions["v1:n"] = prompts.VersionRecord{Version: "v1:n", RuleIDs: []string{"r-5"}}
+	w.rules.byID["r-5"] = rules.Rule{ID: "r-5", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-5", ActivatedAt: t0, Confidence: 0.8}
+	for i := 1; i <= 100; i++ {
+		w.decide("coder", t0.Add(-time.Duration(i)*time.Minute), precept.Approved, "g1", "", "", "")
+		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:n", "", "")
+	}
+	rep, err := w.tracker(t, t0.Add(3*time.Hour), true).Round(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rep.Effects[0]; e.Exposures != 100 || e.Verdict == NotImproving || len(w.rules.proposed) != 0 {
+		t.Fatalf("effect %+v, proposed %+v", e, w.rules.proposed)
+	}
+}
+
+// An ACTIVE rule is in the shadow prompt too: decisions made with it are
+// exposures, not a shadow variant.
+func TestAnActiveRuleInAShadowPromptIsExposed(t *testing.T) {
+	w := newWorld()
+	w.versions["v1:sh"] = prompts.VersionRecord{Version: "v1:sh", Shadow: true, RuleIDs: []string{"r-6", "r-new"}}
+	w.rules.byID["r-6"] = rules.Rule{ID: "r-6", Agents: []string{"coder"}, Status: rules.Active, ActivatedAt: t0}
+	for i := 1; i <= 4; i++ {
+		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:sh", "", "")
+	}
+	e, err := w.tracker(t, t0.Add(time.Hour), false).Effect(context.Background(), "r-6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Exposures != 4 || e.Shadow != nil {
+		t.Fatalf("effect = %+v", e)
+	}
+}
+
+// A rule moved to SHADOW for being idle stops collecting exposures by
+// time at the move; one activated again takes its baseline from before
+// its first activation.
+func TestWindowsFollowTheRulesHistory(t *testing.T) {
+	w := newWorld()
+	moved := t0.Add(time.Hour)
+	w.rules.byID["r-7"] = rules.Rule{ID: "r-7", Agents: []string{"coder"}, Status: rules.Shadow, ShadowReason: "idle", ShadowedAt: &moved, ActivatedAt: t0}
+	for i := 1; i <= 10; i++ {
+		w.decide("coder", t0.Add(time.Duration(i)*10*time.Minute), precept.Approved, "g1", "", "", "")
+	}
+	e, err := w.tracker(t, t0.Add(3*time.Hour), false).Effect(context.Background(), "r-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Exposures != 5 { // minutes 10…50: before the move at 60
+		t.Fatalf("exposures of an idle-shadowed rule = %d, want 5", e.Exposures)
+	}
+
+	w = newWorld()
+	w.clusters["c-8"] = "naming"
+	again := t0.Add(2 * time.Hour)
+	w.rules.byID["r-8"] = rules.Rule{ID: "r-8", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-8", ActivatedAt: again,
+		Effect: &rules.EffectSummary{FirstActivatedAt: t0}}
+	// Before t0: 4 decisions, 2 recurrences. During the first active
+	// period (t0…again): 4 decisions without any. After: 4, 1 recurrence.
+	for i := 1; i <= 4; i++ {
+		v, cl, cat := precept.Approved, "", ""
+		if i <= 2 {
+			v, cl, cat = precept.Rejected, "c-8", "naming"
+		}
+		w.decide("coder", t0.Add(-time.Duration(i)*time.Minute), v, "g1", "", cl, cat)
+		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "", "", "")
+		v, cl, cat = precept.Approved, "", ""
+		if i == 1 {
+			v, cl, cat = precept.Rejected, "c-8", "naming"
+		}
+		w.decide("coder", again.Add(time.Duration(i)*time.Minute), v, "g1", "", cl, cat)
+	}
+	e, err = w.tracker(t, again.Add(time.Hour), false).Effect(context.Background(), "r-8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Exposures != 4 || e.Recurrences != 1 || e.BeforeDecisions != 4 || e.BeforeRecurrences != 2 {
+		t.Fatalf("re-activated rule: %+v", e)
+	}
+}
+
+// Importance rises when validations cross a threshold; a curator who
+// lowered it afterwards is not overruled until the next one.
+func TestImportanceRisesOnlyAtAThreshold(t *testing.T) {
+	w := newWorld()
+	w.versions["v1:i"] = prompts.VersionRecord{Version: "v1:i", RuleIDs: []string{"r-9"}}
+	w.rules.byID["r-9"] = rules.Rule{ID: "r-9", Agents: []string{"coder"}, Status: rules.Active, ActivatedAt: t0, Importance: rules.Normal, PositiveValidations: 6}
+	for i := 1; i <= 7; i++ {
+		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:i", "", "")
+	}
+	rep, err := w.tracker(t, t0.Add(time.Hour), true).Round(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rep.Effects[0]; e.Importance != rules.Normal || w.rules.recorded[0].Importance != "" {
+		t.Fatalf("lowered by a curator after 6 validations, raised again at 7: %+v / %+v", e, w.rules.recorded[0])
+	}
+	r := w.rules.byID["r-9"]
+	r.PositiveValidations = 4
+	w.rules.byID["r-9"] = r
+	rep, err = w.tracker(t, t0.Add(time.Hour), true).Round(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rep.Effects[0]; e.Importance != rules.Important || w.rules.recorded[1].Importance != rules.Important {
+		t.Fatalf("crossing 5 did not promote: %+v", e)
+	}
+}
+
+// A re-approval request for a rule that was used again is closed as moot,
+// not acted on after the grace period.
+func TestAReapprovalOfARuleUsedAgainIsClosed(t *testing.T) {
+	w := newWorld()
+	w.rules.byID["r-10"] = rules.Rule{ID: "r-10", Agents: []string{"coder"}, Status: rules.Active, ActivatedAt: t0}
+	asked := t0.Add(DefaultIdlePeriod + time.Hour)
+	w.rules.open = map[string]rules.Proposal{"r-10": {ID: "p-reapprove10", Kind: rules.KindReapprove, RuleID: "r-10", Status: rules.Pending, CreatedAt: asked}}
+	w.decide("coder", asked.Add(time.Hour), precept.Approved, "g1", "", "", "")
+	rep, err := w.tracker(t, asked.Add(DefaultGracePeriod+time.Hour), true).Round(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Shadowed) != 0 || len(w.rules.decided) != 1 || !strings.HasPrefix(w.rules.decided[0].Rejection.Reason, "moot") {
+		t.Fatalf("shadowed %v, decided %+v", rep.Shadowed, w.rules.decided)
+	}
+}
+
+// countingVersions counts lookups.
+type countingVersions struct {
+	*world
+	n int
+}
+
+func (c *countingVersions) Lookup(ctx context.Context, v string) (prompts.VersionRecord, bool, error) {
+	c.n++
+	return c.world.Lookup(ctx, v)
+}
+
+// A failed lookup for one rule leaves the others' effects; a version
+// nobody recorded is looked up once per report, not once per decision.
+func TestOneRulesFailureDoesNotHideTheOthers(t *testing.T) {
+	w := newWorld()
+	worsening(w)
+	w.rules.byID["r-broken"] = rules.Rule{ID: "r-broken", Agents: []string{"other"}, Status: rules.Active, ClusterID: "c-gone", ActivatedAt: t0}
+	w.decide("other", t0.Add(time.Minute), precept.Rejected, "g1", "", "", "")
+	w.evals["d-broken"] = evaluator.Evaluation{}
+	for i := range 50 {
+		w.decide("coder", t0.Add(time.Duration(100+i)*time.Minute), precept.Approved, "g1", "v1:unknown", "", "")
+	}
+	cv := &countingVersions{world: w}
+	tr := New(w, failing{w, "other"}, cv, w.rules, Options{MinExposures: 10, Lifecycle: true, Now: func() time.Time { return t0.Add(5 * time.Hour) }})
+	if _, err := tr.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Round(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "r-broken") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(rep.Effects) != 1 || rep.Effects[0].RuleID != "r-2" || rep.Effects[0].Exposures != 70 || len(w.rules.recorded) != 1 {
+		t.Fatalf("round = %+v, recorded %+v", rep, w.rules.recorded)
+	}
+	if cv.n > 3 {
+		t.Errorf("%d version lookups for 2 distinct versions", cv.n)
+	}
+}
+
+// failing fails the evaluation lookups of one agent's decisions.
+type failing struct {
+	*world
+	agent string
+}
+
+func (f failing) Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error) {
+	if strings.Contains(id, "-"+f.agent+"-") {
+		return evaluator.Evaluation{}, "", errors.New("evaluator state unreadable")
+	}
+	return f.world.Evaluation(ctx, id)
+}
+
+// Reports read an agent's facts while new ones arrive out of order.
+func TestReportsRaceNothingWithArrivingDecisions(t *testing.T) {
+	w := newWorld()
+	worsening(w)
+	tr := w.tracker(t, t0.Add(time.Hour), false)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tr.mu.Lock()
+			tr.byAgent["coder"] = append(tr.byAgent["coder"], fact{id: fmt.Sprint("late-", i), at: t0.Add(-time.Duration(i) * time.Second)})
+			tr.sorted["coder"] = false
+			tr.mu.Unlock()
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for range 20 {
+				if _, err := tr.Effects(context.Background(), ""); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	readers.Wait()
+	close(stop)
+	<-done
+}

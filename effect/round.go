@@ -31,21 +31,24 @@ func (t *Tracker) Round(ctx context.Context) (RoundReport, error) {
 	clear(t.placements)
 	t.placeMu.Unlock()
 	effects, err := t.Effects(ctx, "")
+	var errs []error
 	if err != nil {
-		return rep, err
+		if len(effects) == 0 {
+			return rep, err
+		}
+		errs = append(errs, err)
 	}
 	rep.Effects = effects
 	if t.opts.Metrics != nil {
 		t.opts.Metrics.RuleEffects(effects)
 	}
 	if !t.opts.Lifecycle {
-		return rep, nil
+		return rep, errors.Join(errs...)
 	}
 	updates := make([]rules.EffectUpdate, 0, len(effects))
 	for _, e := range effects {
 		updates = append(updates, t.update(e))
 	}
-	var errs []error
 	if rep.Recorded, err = t.rules.RecordEffects(ctx, updates); err != nil {
 		errs = append(errs, fmt.Errorf("record effects: %w", err))
 	}
@@ -59,10 +62,10 @@ func (t *Tracker) Round(ctx context.Context) (RoundReport, error) {
 
 func (t *Tracker) update(e Effect) rules.EffectUpdate {
 	return rules.EffectUpdate{
-		RuleID: e.RuleID, Importance: e.Importance, Confidence: e.Confidence,
+		RuleID: e.RuleID, Importance: e.promote, Confidence: e.Confidence,
 		Validations: int(e.Validations), Recurrences: int(e.Recurrences),
 		Effect: rules.EffectSummary{
-			Category: e.Category, BaseConfidence: e.baseConfidence, Attribution: string(e.Attribution),
+			Category: e.Category, BaseConfidence: e.baseConfidence, FirstActivatedAt: e.firstActivatedAt, Attribution: string(e.Attribution),
 			Exposures: e.Exposures, Recurrences: e.Recurrences, RateAfter: round4(e.RateAfter),
 			RateAfterInterval: []float64{round4(e.RateAfterInterval.Low), round4(e.RateAfterInterval.High)},
 			BeforeDecisions:   e.BeforeDecisions, RateBefore: round4(e.RateBefore),
@@ -83,6 +86,10 @@ func (t *Tracker) act(ctx context.Context, e Effect, rep *RoundReport) error {
 		return err
 	}
 	if hasOpen {
+		if open.Kind == rules.KindReapprove && e.lastActivity().After(open.CreatedAt) {
+			// Used again since it was asked about: the question is moot.
+			return t.rules.CloseLifecycle(ctx, open.ID, fmt.Sprintf("moot: the rule was exercised again on %s", e.lastActivity().Format(time.DateOnly)))
+		}
 		if open.Kind == rules.KindReapprove && !open.CreatedAt.Add(t.opts.GracePeriod).After(now) {
 			why := fmt.Sprintf("idle since %s: no exposures or validations for %s; re-approval %s unanswered for %s",
 				e.lastActivity().Format(time.DateOnly), t.opts.IdlePeriod, open.ID, t.opts.GracePeriod)

@@ -47,6 +47,7 @@ type Rules interface {
 	OpenLifecycle(ctx context.Context, ruleID string) (rules.Proposal, bool, error)
 	LifecycleHistory(ctx context.Context, ruleID string, kind rules.Kind) ([]rules.Proposal, error)
 	ShadowIdle(ctx context.Context, ruleID, proposalID, why string) error
+	CloseLifecycle(ctx context.Context, proposalID, reason string) error
 	RecordEffects(ctx context.Context, updates []rules.EffectUpdate) (int, error)
 }
 
@@ -150,9 +151,12 @@ func (t *Tracker) facts(agent string) []fact {
 	defer t.mu.Unlock()
 	fs := t.byAgent[agent]
 	if !t.sorted[agent] {
+		// Sort a copy: readers of the previous slice keep iterating it.
+		fs = slices.Clone(fs)
 		slices.SortStableFunc(fs, func(a, b fact) int {
 			return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.id, b.id))
 		})
+		t.byAgent[agent] = fs
 		t.sorted[agent] = true
 	}
 	return fs[:len(fs):len(fs)]
@@ -203,13 +207,33 @@ func (p pattern) empty() bool { return len(p.clusters) == 0 && p.category == "" 
 // computation shares lookups between the rules of one report.
 type computation struct {
 	t *Tracker
+	// versions caches version lookups, found or not: a version nobody
+	// recorded costs one lookup per report, not one per decision.
+	versions map[string]*prompts.VersionRecord
 	// categories caches each cluster's category.
 	categories map[string]string
 	now        time.Time
 }
 
 func (t *Tracker) newComputation() *computation {
-	return &computation{t: t, categories: map[string]string{}, now: t.opts.Now().UTC()}
+	return &computation{t: t, categories: map[string]string{}, versions: map[string]*prompts.VersionRecord{}, now: t.opts.Now().UTC()}
+}
+
+// version returns a recorded prompt version, nil when it is unknown.
+func (c *computation) version(ctx context.Context, v string) (*prompts.VersionRecord, error) {
+	if rec, ok := c.versions[v]; ok {
+		return rec, nil
+	}
+	rec, ok, err := c.t.versions.Lookup(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	var out *prompts.VersionRecord
+	if ok {
+		out = &rec
+	}
+	c.versions[v] = out
+	return out, nil
 }
 
 // placement returns a decision's cluster and lesson category, "" for

@@ -88,6 +88,8 @@ type Prompt struct {
 	ShadowVersion string
 	// ShadowRuleIDs are the shadow rules in ShadowText.
 	ShadowRuleIDs []string
+	// ShadowTextRuleIDs are all the learned rules in ShadowText, in order.
+	ShadowTextRuleIDs []string
 }
 
 // formatVersion changes whenever the rendering below changes, so a new
@@ -101,6 +103,12 @@ func version(text string) string {
 	h.Write([]byte(text))
 	return "v1:" + hex.EncodeToString(h.Sum(nil)[:8])
 }
+
+// shadowVersion hashes a shadow prompt's text apart from the same text
+// served as the main prompt: once the shadow rules become active, the main
+// prompt has the shadow prompt's text, and decisions made with either must
+// still be told apart (docs/effects.md).
+func shadowVersion(text string) string { return version("shadow\n" + text) }
 
 // LearnedRulesHeading opens the section of learned rules (docs/formats.md, "Assembled prompts").
 const LearnedRulesHeading = "## Learned Rules (from feedback)"
@@ -148,6 +156,7 @@ func (ix *index) assemble(req Request, dir string, maxRules int) (*Prompt, error
 	}
 	merged, inShadow := shadowRules(ar, maxRules)
 	for _, r := range merged {
+		p.ShadowTextRuleIDs = append(p.ShadowTextRuleIDs, r.ID)
 		if inShadow[r.ID] {
 			p.ShadowRuleIDs = append(p.ShadowRuleIDs, r.ID)
 		}
@@ -156,7 +165,7 @@ func (ix *index) assemble(req Request, dir string, maxRules int) (*Prompt, error
 		p.Excluded = append(p.Excluded, Excluded{RuleID: r.ID, Reason: ReasonShadow, Detail: shadowDetail(r, inShadow[r.ID], maxRules)})
 	}
 	p.ShadowText = render(base.text, files, merged)
-	p.ShadowVersion = version(p.ShadowText)
+	p.ShadowVersion = shadowVersion(p.ShadowText)
 	return p, nil
 }
 

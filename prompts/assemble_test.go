@@ -162,7 +162,7 @@ func TestShadowRulesOnlyEnterTheShadowPrompt(t *testing.T) {
 	if p.ShadowText != wantShadow {
 		t.Fatalf("shadow text:\n%s\nwant:\n%s", p.ShadowText, wantShadow)
 	}
-	if p.ShadowVersion != version(p.ShadowText) || p.ShadowVersion == p.Version {
+	if p.ShadowVersion != shadowVersion(p.ShadowText) || p.ShadowVersion == p.Version || p.ShadowVersion == version(p.ShadowText) {
 		t.Fatalf("shadow version %q, version %q", p.ShadowVersion, p.Version)
 	}
 	if len(p.Excluded) != 1 || p.Excluded[0].RuleID != "r-shadow" || p.Excluded[0].Reason != ReasonShadow ||

@@ -47,6 +47,12 @@ type VersionRecord struct {
 	FirstServed time.Time `json:"first_served"`
 }
 
+// MaxVersions bounds the version records a repository keeps: clients
+// sending their own base prompt with every request make a version per
+// distinct text. Past it, new versions are not recorded (and their
+// decisions are attributed by agent and time); preceptd warns once.
+const MaxVersions = 50000
+
 // Contains reports whether the rule was in the prompt.
 func (r VersionRecord) Contains(ruleID string) bool { return slices.Contains(r.RuleIDs, ruleID) }
 
@@ -70,6 +76,7 @@ type Versions struct {
 	pending map[string]VersionRecord
 	tip     gitrepo.Hash
 	loaded  bool
+	warned  bool
 }
 
 // NewVersions returns the version records of the rules repository repo.
@@ -106,7 +113,7 @@ func (v *Versions) Observe(req Request, p *Prompt) {
 		shadow := base
 		shadow.Version, shadow.Shadow = p.ShadowVersion, true
 		shadow.RulesFiles = slices.Clone(base.RulesFiles)
-		shadow.RuleIDs = append(slices.Clone(p.RuleIDs), p.ShadowRuleIDs...)
+		shadow.RuleIDs = slices.Clone(p.ShadowTextRuleIDs)
 		v.record(shadow)
 	}
 }
@@ -118,6 +125,14 @@ func (v *Versions) record(r VersionRecord) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if _, ok := v.known[r.Version]; ok {
+		return
+	}
+	if len(v.known) >= MaxVersions {
+		if !v.warned {
+			v.warned = true
+			v.log.Warn("prompt versions are no longer recorded: the limit is reached; decisions with new versions are attributed by agent and time",
+				"limit", MaxVersions)
+		}
 		return
 	}
 	v.known[r.Version] = r

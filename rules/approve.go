@@ -226,8 +226,18 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 		}
 		if p.Kind.Lifecycle() {
 			spec, err := m.store.lifecycleSpec(s, p, m.now(), nil)
-			if spec == nil || err != nil {
+			if err != nil {
 				return nil, err
+			}
+			if spec == nil {
+				// The rule changed since (rolled back, or no longer in the
+				// state the proposal asks about): record the decision with
+				// nothing to do, so the proposal does not stay APPROVED.
+				spec = &gitrepo.CommitSpec{
+					Message:    fmt.Sprintf("Close %s: rule %s is no longer %s, nothing to do", p.ID, p.RuleID, lifecycleStatus(p.Kind)),
+					Trailers:   []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}},
+					AllowEmpty: true,
+				}
 			}
 			spec.MergeParents = []gitrepo.Hash{tip}
 			done = true

@@ -111,6 +111,16 @@ func (s *store) history(ctx context.Context) (*historyIndex, error) {
 			}
 			idx.retired = append(idx.retired, retiredRule{rule: r, by: by, reason: e.Trailers[TrailerReason]})
 		}
+		// A sunset rule counts as rejected too: its cluster must not be
+		// drafted straight back (docs/effects.md).
+		if id := e.Trailers[TrailerSunsets]; id != "" {
+			r, err := s.ruleBefore(ci.Hash, id)
+			if err != nil {
+				s.log.Warn("read a sunset rule", "commit", ci.Hash.String(), "err", err)
+				continue
+			}
+			idx.retired = append(idx.retired, retiredRule{rule: r, by: e.Trailers[TrailerApprovedBy], reason: "sunset: " + e.Trailers[TrailerReason]})
+		}
 	}
 	s.mu.Lock()
 	s.hist = idx

@@ -30,8 +30,12 @@ const (
 	KindActivate Kind = "ACTIVATE"
 )
 
-// TrailerSunsets names the rule a sunset approval retired.
-const TrailerSunsets = "Sunsets"
+// TrailerSunsets names the rule a sunset approval retired; TrailerLifecycle
+// the kind of a lifecycle proposal, on the commit that proposes it.
+const (
+	TrailerSunsets   = "Sunsets"
+	TrailerLifecycle = "Lifecycle"
+)
 
 // EffectSummary is what the evidence said about a rule when it was last
 // recorded in the rule file's front matter (docs/effects.md). It is
@@ -42,7 +46,11 @@ type EffectSummary struct {
 	Category string `yaml:"category,omitempty"`
 	// BaseConfidence is the confidence the rule was approved with, which
 	// recurrences lower.
-	BaseConfidence    float64   `yaml:"base_confidence"`
+	BaseConfidence float64 `yaml:"base_confidence"`
+	// FirstActivatedAt is the rule's first activation: the baseline is
+	// taken before it, so a re-activated rule is never compared with its
+	// own earlier exposures.
+	FirstActivatedAt  time.Time `yaml:"first_activated_at"`
 	Attribution       string    `yaml:"attribution"`
 	Exposures         int64     `yaml:"exposures"`
 	Recurrences       int64     `yaml:"recurrences"`
@@ -152,12 +160,25 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 	if open, ok := openLifecycle(st, req.RuleID); ok {
 		return open, false, nil
 	}
-	generation := 0
+	// Count every earlier proposal of this kind about the rule: those the
+	// state still holds, and those only history remembers (a merged
+	// proposal whose branch the git host deleted).
+	earlier := map[string]bool{}
 	for _, id := range st.ids() {
 		if q, ok := st.proposal(id); ok && q.Kind == req.Kind && q.RuleID == req.RuleID {
-			generation++
+			earlier[id] = true
 		}
 	}
+	idx, err := m.store.history(ctx)
+	if err != nil {
+		return Proposal{}, false, err
+	}
+	for _, e := range idx.entries {
+		if e.Trailers[TrailerLifecycle] == string(req.Kind) && e.Trailers[TrailerRuleID] == req.RuleID {
+			earlier[e.Trailers[TrailerProposalID]] = true
+		}
+	}
+	generation := len(earlier)
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", req.Kind, req.RuleID, generation))
 	now := m.now()
 	required := m.opts.RequiredApprovals
@@ -222,7 +243,7 @@ func (st *store) lifecycleSpec(s *gitrepo.Snapshot, p Proposal, now time.Time, g
 			if cur.Status != Shadow {
 				continue
 			}
-			next.Status, next.ActivatedAt, next.ShadowUntil, next.ShadowReason = Active, now, nil, ""
+			next.Status, next.ActivatedAt, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = Active, now, nil, "", nil
 		}
 		data, err := next.Marshal()
 		if err != nil {
@@ -314,7 +335,8 @@ func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 				continue
 			}
 			next := cur.clone()
-			next.Status, next.ShadowUntil, next.ShadowReason = Shadow, nil, why
+			at := m.now()
+			next.Status, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = Shadow, nil, why, &at
 			data, err := next.Marshal()
 			if err != nil {
 				return nil, err
@@ -339,10 +361,28 @@ func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 	return nil
 }
 
+// CloseLifecycle closes an open lifecycle proposal that lost its reason
+// (a re-approval request for a rule used again): rejected by precept with
+// the reason, past the policy for people's decisions.
+func (l *Lifecycle) CloseLifecycle(ctx context.Context, proposalID, reason string) error {
+	m := l.m
+	st, err := m.store.State(ctx, proposalID)
+	if err != nil {
+		return err
+	}
+	if p := st.onBranch[proposalID]; p == nil || !p.Kind.Lifecycle() || !st.open(proposalID) {
+		return nil
+	}
+	return m.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: SystemProposer, Reason: reason, Via: "precept"}, "")
+}
+
 // EffectUpdate is what the learning loop concluded about one rule:
 // its importance and confidence, and the figures behind them.
 type EffectUpdate struct {
-	RuleID     string
+	RuleID string
+	// Importance is the level the validations crossed into since the
+	// last recording ("" when none); a rule is raised to it, never
+	// lowered.
 	Importance Importance
 	Confidence float64
 	// Validations and Recurrences go to positive_validations and
@@ -384,7 +424,12 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 					return nil, err
 				}
 				next := cur.clone()
-				next.Importance, next.Confidence = u.Importance, u.Confidence
+				// Raised, never lowered: a curator's lower setting stays
+				// until the validations cross the next threshold.
+				if u.Importance.Rank() > cur.Importance.Rank() {
+					next.Importance = u.Importance
+				}
+				next.Confidence = u.Confidence
 				next.PositiveValidations, next.NegativeValidations = u.Validations, u.Recurrences
 				eff := u.Effect
 				next.Effect = &eff
@@ -429,7 +474,8 @@ func (r Rule) sameEffect(next Rule) bool {
 	a.ComputedAt, b.ComputedAt = time.Time{}, time.Time{}
 	return a.Attribution == b.Attribution && a.Exposures == b.Exposures && a.Recurrences == b.Recurrences &&
 		a.BeforeDecisions == b.BeforeDecisions && a.Validations == b.Validations && a.Verdict == b.Verdict &&
-		a.RateBefore == b.RateBefore && a.Method == b.Method
+		a.RateBefore == b.RateBefore && a.Method == b.Method && a.Category == b.Category &&
+		a.BaseConfidence == b.BaseConfidence && a.FirstActivatedAt.Equal(b.FirstActivatedAt)
 }
 
 // RetiredRules lists the rules that left main — rolled back, sunset, or

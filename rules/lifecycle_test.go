@@ -133,3 +133,83 @@ func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 	}
 	f.fsck()
 }
+
+// Regressions found in review.
+func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	lc := f.m.Lifecycle()
+	ruleID := activeFromCluster(t, f)
+	r, _, err := f.m.Rule(ctx, ruleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := f.get(r.ProposalID)
+
+	// A re-approval: the rule's history still holds its own proposal's
+	// commits as well as the re-approval's.
+	p, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.approve(p.ID, "alice")
+	f.approve(p.ID, "bob")
+	hist, err := f.m.History(ctx, ruleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range hist {
+		seen[e.Trailers[TrailerProposalID]]++
+	}
+	// Its own: proposed, approved twice, merged.
+	if seen[orig.ID] < 4 || seen[p.ID] == 0 {
+		t.Fatalf("history of %s names %v, want %s and %s", ruleID, seen, orig.ID, p.ID)
+	}
+
+	// The host deletes the merged branch: the next re-approval still gets
+	// a new id (history remembers the first).
+	f.git("branch", "-D", ProposalBranch(p.ID))
+	p2, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle again"})
+	if err != nil || !created || p2.ID == p.ID {
+		t.Fatalf("after the branch was deleted: %+v, %v, %v", p2, created, err)
+	}
+
+	// The rule is rolled back while the request waits: approving it then
+	// closes it with nothing to do, instead of leaving it APPROVED.
+	if _, err := f.m.Rollback(ctx, RollbackRequest{RuleID: ruleID, By: "carol", Reason: "replaced by a lint rule"}); err != nil {
+		t.Fatal(err)
+	}
+	f.approve(p2.ID, "alice")
+	f.approve(p2.ID, "bob")
+	st, err := f.m.store.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.open(p2.ID) {
+		t.Fatalf("%s is still open after its rule left main", p2.ID)
+	}
+	f.fsck()
+}
+
+// After a sunset, the rule's cluster is not drafted straight back.
+func TestASunsetRulesClusterIsNotDraftedAgain(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	ruleID := activeFromCluster(t, f)
+	p, _, err := f.m.Lifecycle().ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.approve(p.ID, "alice")
+	f.approve(p.ID, "bob")
+	if r, _, err := f.m.Rule(ctx, ruleID); err != nil || r.Status != Sunset {
+		t.Fatalf("rule = %+v, %v", r, err)
+	}
+	out := f.propose(cluster("c-tests", "coding-agent", testsCluster...))
+	for _, q := range out {
+		if q.Status == Pending {
+			t.Fatalf("the sunset rule's cluster was drafted again: %+v", q)
+		}
+	}
+}

@@ -159,20 +159,20 @@ func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error
 	if err != nil {
 		return nil, err
 	}
-	proposalID, ruleID := id, RuleIDFor(id)
+	proposals, ruleID := map[string]bool{id: true}, RuleIDFor(id)
 	if ValidRuleID(id) {
+		// The rule's own proposal and every lifecycle proposal about it.
 		ruleID = id
-		proposalID = ""
+		proposals = map[string]bool{}
 		for _, e := range idx.entries {
 			if e.Trailers[TrailerRuleID] == id && e.Trailers[TrailerProposalID] != "" {
-				proposalID = e.Trailers[TrailerProposalID]
-				break
+				proposals[e.Trailers[TrailerProposalID]] = true
 			}
 		}
 	}
 	var out []HistoryEntry
 	for _, e := range idx.entries {
-		if proposalID != "" && e.Trailers[TrailerProposalID] == proposalID || e.Trailers[TrailerRuleID] == ruleID ||
+		if proposals[e.Trailers[TrailerProposalID]] || e.Trailers[TrailerRuleID] == ruleID ||
 			slices.Contains(strings.Fields(strings.ReplaceAll(e.Trailers[TrailerSupersedes], ",", " ")), ruleID) {
 			out = append(out, e)
 		}

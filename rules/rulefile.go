@@ -122,6 +122,8 @@ type Rule struct {
 	// unanswered re-approval); such a rule stays there until an ACTIVATE
 	// proposal is approved.
 	ShadowReason string `yaml:"shadow_reason,omitempty"`
+	// ShadowedAt is when it went back to SHADOW, which ends its exposures.
+	ShadowedAt *time.Time `yaml:"shadowed_at,omitempty"`
 	// ReapprovedAt is when people last confirmed an idle rule.
 	ReapprovedAt *time.Time `yaml:"reapproved_at,omitempty"`
 	// Effect is the learning loop's last recorded figures
@@ -178,6 +180,10 @@ func (r Rule) clone() Rule {
 	if r.ReapprovedAt != nil {
 		t := *r.ReapprovedAt
 		r.ReapprovedAt = &t
+	}
+	if r.ShadowedAt != nil {
+		t := *r.ShadowedAt
+		r.ShadowedAt = &t
 	}
 	if r.Effect != nil {
 		e := *r.Effect

@@ -190,6 +190,9 @@ func (s *store) createProposal(p Proposal) (gitrepo.Hash, bool, error) {
 	if len(p.FeedbackIDs) > 0 {
 		trailers = append(trailers, gitrepo.Trailer{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)})
 	}
+	if p.Kind.Lifecycle() {
+		trailers = append(trailers, gitrepo.Trailer{Key: TrailerRuleID, Value: p.RuleID}, gitrepo.Trailer{Key: TrailerLifecycle, Value: string(p.Kind)})
+	}
 	return s.createBranch(ProposalBranch(p.ID), gitrepo.CommitSpec{
 		Message:  fmt.Sprintf("Propose %s for %s: %s", p.ID, strings.Join(p.Agents, ", "), text.ClipWords(text.OneLine(firstSentence(p.Content)), 60)),
 		Trailers: trailers,

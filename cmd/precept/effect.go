@@ -74,6 +74,9 @@ func changeText(change float64, ci *preceptv1.Interval) string {
 }
 
 func attributionText(a preceptv1.Attribution) string {
+	if a == preceptv1.Attribution_ATTRIBUTION_UNSPECIFIED {
+		return "none yet"
+	}
 	return strings.ToLower(strings.TrimPrefix(a.String(), "ATTRIBUTION_"))
 }
 

@@ -124,6 +124,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(c.proposalsCmd(), c.rulesCmd())
 	root.AddCommand(c.similarCmd(), c.clustersCmd(), c.evaluationCmd(), c.reviewCmd(), c.taxonomyCmd())
 	root.AddCommand(statsCmd(c))
+	root.AddCommand(exportCmd(c))
 	return root
 }
 

@@ -89,7 +89,7 @@ func TestProposalAndRuleCommandsRunTheLifecycle(t *testing.T) {
 	}
 	// The effect of a rule nothing was decided with yet: no exposures, and
 	// a manual rule has no failure pattern to count.
-	for _, want := range []string{"Effect", "verdict", "no_pattern", "0 (0 by prompt_version, 0 by agent and time; attribution: agent_time)"} {
+	for _, want := range []string{"Effect", "verdict", "no_pattern", "0 (0 by prompt_version, 0 by agent and time; attribution: none yet)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("rules show lacks %q:\n%s", want, r.stdout)
 		}

@@ -108,6 +108,10 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,
 
 	preceptv1connect.AnalyticsServiceGetAnalyticsProcedure: precept.RoleReader,
+
+	// Readers may export anonymized; the handler asks more of a full
+	// export (fullExportRole).
+	preceptv1connect.ExportServiceExportProcedure: precept.RoleReader,
 }
 
 // RequiredRole returns the role a procedure needs.

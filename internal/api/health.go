@@ -70,6 +70,7 @@ var ServiceNames = []string{
 	preceptv1connect.PromptServiceName,
 	preceptv1connect.AnalyticsServiceName,
 	preceptv1connect.EffectServiceName,
+	preceptv1connect.ExportServiceName,
 	preceptv1connect.PingServiceName,
 	healthv1connect.HealthName,
 }

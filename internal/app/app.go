@@ -100,6 +100,9 @@ type App struct {
 	// off.
 	Versions *prompts.Versions
 	Effects  *effect.Tracker
+	// RuleEffects, when set (before Run), replaces the learning loop as
+	// the source of exports' rule-effect records.
+	RuleEffects api.RuleEffectsFunc
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -224,6 +227,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	}
 	a.serveFeedback()
 	a.serveAnalytics()
+	a.serveExport()
 	if err := a.openSlack(); err != nil {
 		return nil, err
 	}

@@ -34,8 +34,13 @@ func (a *App) openEffects() error {
 		opts := a.Config.Effects.Options()
 		opts.Metrics, opts.Logger = m, a.Log.With("component", "effects")
 		var evals effect.Evaluations
-		if a.Evaluator != nil {
+		if a.Evaluator != nil && a.Config.Evaluator.Enabled {
 			evals = a.Evaluator
+		} else if opts.Lifecycle {
+			// Without evaluations no recurrence can be seen: acting on
+			// that would overwrite the figures of a replica that evaluates.
+			opts.Lifecycle = false
+			a.Log.Warn("evaluator.enabled is off: rule effects are reported without recurrences, and effects.lifecycle is off on this replica")
 		}
 		a.Effects = effect.New(a.Feedback, evals, a.Versions, ruleLifecycle{a.Rules, a.Rules.Lifecycle()}, opts)
 		svc.Effects = a.Effects

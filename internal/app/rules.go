@@ -15,6 +15,7 @@ import (
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
+	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -58,7 +59,7 @@ func (a *App) openRules() error {
 			WebURL:        g.WebURL,
 			FetchInterval: g.FetchInterval,
 			// The Slack app's post records travel with the rules.
-			Branches: []string{slackapp.PostBranch},
+			Branches: []string{slackapp.PostBranch, prompts.VersionBranch},
 		}
 	}
 	m, err := rules.New(a.RulesRepo, opts)

@@ -48,6 +48,7 @@ type Config struct {
 	Slack     Slack     `yaml:"slack"`
 	// Effects configures the learning loop (docs/effects.md).
 	Effects Effects `yaml:"effects"`
+	Export  Export  `yaml:"export"`
 	// Maintenance keeps the git repositories' object stores small in files.
 	Maintenance Maintenance `yaml:"maintenance"`
 }
@@ -349,6 +350,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	set(&c.Rules.Git.Password, "PRECEPT_GIT_PASSWORD")
 	set(&c.Slack.BotToken, "PRECEPT_SLACK_BOT_TOKEN")
 	set(&c.Slack.SigningSecret, "PRECEPT_SLACK_SIGNING_SECRET")
+	set(&c.Export.Salt, "PRECEPT_EXPORT_SALT")
 	for i := range c.Auth.Tokens {
 		if t := &c.Auth.Tokens[i]; t.TokenEnv != "" {
 			t.Token = getenv(t.TokenEnv)
@@ -362,7 +364,7 @@ func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
 		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate, c.Effects.validate,
-		c.Maintenance.validate,
+		c.Maintenance.validate, c.Export.validate,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -103,6 +103,7 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"server: {max_body_bytes: 134217728}", "server.max_in_flight_body_bytes"},
 		{"server: {max_body_bytes: 1048576}\ningest: {max_event_bytes: 2097152}", "server.max_body_bytes"},
 		{"slack: {bot_token: xoxb-1, channel: C1}", "slack.signing_secret"},
+		{"export: {salt: tooshort}", "export.salt"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.yaml)
@@ -135,12 +136,14 @@ auth:
     - {name: pipeline, role: recorder, token_env: PIPELINE_TOKEN}
 redis: {addr: "r:6379"}
 `), 0o600)
-	env := map[string]string{"PIPELINE_TOKEN": "s3cret-token-value-123", "PRECEPT_REDIS_PASSWORD": "pw", "PRECEPT_LISTEN": "127.0.0.1:7000"}
+	env := map[string]string{"PIPELINE_TOKEN": "s3cret-token-value-123", "PRECEPT_REDIS_PASSWORD": "pw", "PRECEPT_LISTEN": "127.0.0.1:7000",
+		"PRECEPT_EXPORT_SALT": "salt-from-the-environment"}
 	cfg, err := Load(path, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Auth.Tokens[0].Token != "s3cret-token-value-123" || cfg.Redis.Password != "pw" || cfg.Listen != "127.0.0.1:7000" {
+	if cfg.Auth.Tokens[0].Token != "s3cret-token-value-123" || cfg.Redis.Password != "pw" || cfg.Listen != "127.0.0.1:7000" ||
+		cfg.Export.Salt != "salt-from-the-environment" {
 		t.Fatalf("env not applied: %+v", cfg)
 	}
 	_, err = Load(path, func(string) string { return "" })
@@ -281,5 +284,12 @@ func TestFeatureSwitchesKeepTheirDefaultsUnlessSet(t *testing.T) {
 	cfg, err := Parse("evaluator: {enabled: false}")
 	if err != nil || cfg.Evaluator.Enabled {
 		t.Fatalf("evaluator.enabled: false gave %v (%v)", cfg.Evaluator.Enabled, err)
+	}
+}
+
+func TestAShortExportSaltIsRefusedWithoutBeingQuoted(t *testing.T) {
+	_, err := Parse("export: {salt: hunter2-secret}")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("short salt: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ const (
 type Attribution int32
 
 const (
+	// No exposures yet.
 	Attribution_ATTRIBUTION_UNSPECIFIED Attribution = 0
 	// Every exposure carried a prompt_version recorded by BuildPrompt.
 	Attribution_ATTRIBUTION_PROMPT_VERSION Attribution = 1
