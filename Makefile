@@ -61,7 +61,7 @@ fuzz:
 ## PRECEPT_BENCH_SIZES=10000 and PRECEPT_BENCH_BACKENDS=embedded shorten it.
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest|BenchmarkLearningLoopCost' -benchtime 1x -timeout 90m ./internal/app
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./analytics/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
 
 ## eval: precept's judgement on the labelled feedback in testdata/feedback,
 ## through the real evaluator on its embedded defaults: pairwise

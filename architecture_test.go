@@ -56,6 +56,7 @@ var layers = map[string]int{
 	// Domain logic.
 	"evaluator":     3,
 	"rules":         3,
+	"analytics":     3,
 	"prompts":       4,
 	"clarification": 4,
 	"effect":        5,
@@ -78,7 +79,7 @@ var layers = map[string]int{
 // domain are the packages that hold precept's logic; adapters to the
 // outside world (Redis, Slack, Connect, Prometheus) must not reach them,
 // not even through a dependency.
-var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules", "prompts", "clarification", "effect", "impact"}
+var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules", "analytics", "prompts", "clarification", "effect", "impact"}
 
 var adapterModules = []string{"github.com/redis/", "github.com/slack-go/", "connectrpc.com/", "github.com/prometheus/"}
 

@@ -105,7 +105,12 @@ type Options struct {
 	EdgeCases EdgeCaseWriter
 	// OnChange is called after each batch that changed something.
 	OnChange func(Change)
-	Logger   *slog.Logger
+	// OnEvaluated is called with the evaluations each commit recorded,
+	// after it committed: a batch, a correction, a clarification reply or
+	// a round. It runs on the evaluator's goroutine and must not block;
+	// analytics counts lesson categories from it (docs/analytics.md).
+	OnEvaluated func([]Evaluation)
+	Logger      *slog.Logger
 	// Metrics receives what the evaluator measures; default none.
 	Metrics Metrics
 	Now     func() time.Time
@@ -201,6 +206,7 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 	if err != nil {
 		return nil, err
 	}
+	st.evaluated = opts.OnEvaluated
 	s := &Service{feed: feed, emb: emb, index: index, state: st, groups: newGroups(), opts: opts, m: opts.Metrics, log: opts.Logger}
 	err = eachJSON(st, bClusters, func(c Cluster) error { s.groups.put(&c); return nil })
 	s.groups.markAllDirty()

@@ -47,6 +47,8 @@ var (
 // state is the evaluator's durable derived state, local to a replica.
 type state struct {
 	db *bolt.DB
+	// evaluated is Options.OnEvaluated.
+	evaluated func([]Evaluation)
 }
 
 func openState(path string) (*state, error) {
@@ -172,7 +174,19 @@ type commit struct {
 	vectors []vectorindex.Vector
 }
 
+// apply writes a commit in one transaction, then hands the evaluations
+// it recorded to the OnEvaluated hook.
 func (s *state) apply(c commit) error {
+	if err := s.write(c); err != nil {
+		return err
+	}
+	if s.evaluated != nil && len(c.evaluations) > 0 {
+		s.evaluated(c.evaluations)
+	}
+	return nil
+}
+
+func (s *state) write(c commit) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if err := dropClusters(tx, c.dropClusters); err != nil {
 			return err

@@ -123,6 +123,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(c.promptCmd())
 	root.AddCommand(c.proposalsCmd(), c.rulesCmd())
 	root.AddCommand(c.similarCmd(), c.clustersCmd(), c.evaluationCmd(), c.reviewCmd(), c.taxonomyCmd())
+	root.AddCommand(statsCmd(c))
 	root.AddCommand(exportCmd(c))
 	return root
 }

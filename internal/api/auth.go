@@ -107,6 +107,8 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.PromptServiceWatchPromptProcedure:   precept.RoleReader,
 	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,
 
+	preceptv1connect.AnalyticsServiceGetAnalyticsProcedure: precept.RoleReader,
+
 	// Readers may export anonymized; the handler asks more of a full
 	// export (fullExportRole).
 	preceptv1connect.ExportServiceExportProcedure: precept.RoleReader,

@@ -68,6 +68,7 @@ var ServiceNames = []string{
 	preceptv1connect.EvaluatorServiceName,
 	preceptv1connect.RuleServiceName,
 	preceptv1connect.PromptServiceName,
+	preceptv1connect.AnalyticsServiceName,
 	preceptv1connect.EffectServiceName,
 	preceptv1connect.ExportServiceName,
 	preceptv1connect.PingServiceName,

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/precept-dev/precept/analytics"
 	"github.com/precept-dev/precept/effect"
 	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
@@ -72,6 +73,9 @@ type App struct {
 	// and the rule manager share it.
 	Embedder  embedding.Embedder
 	Evaluator *evaluator.Service
+	// Analytics keeps the figures per agent, gate and day
+	// (docs/analytics.md); nil when analytics.enabled is off.
+	Analytics *analytics.Aggregate
 	// LLM is the configured language model, nil without one.
 	LLM *llm.Model
 	// Lessons is the lesson taxonomy the evaluator classifies with.
@@ -170,6 +174,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		log.Info("feedback store ready", "decisions", n, "took", time.Since(start).Round(time.Millisecond), "repository", a.FeedbackRepo.Path())
 	}
 
+	if err := a.openAnalytics(nodeDir); err != nil {
+		return nil, err
+	}
 	if err := a.openEvaluator(ctx, nodeDir); err != nil {
 		return nil, err
 	}
@@ -219,6 +226,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	a.serveFeedback()
+	a.serveAnalytics()
 	a.serveExport()
 	if err := a.openSlack(); err != nil {
 		return nil, err
@@ -387,6 +395,9 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Feedback.Run(gctx) })
 	if a.Config.Evaluator.Enabled {
 		g.Go(func() error { return a.Evaluator.Run(gctx) })
+	}
+	if a.Analytics != nil {
+		g.Go(func() error { return a.Analytics.Run(gctx) })
 	}
 	g.Go(func() error { return a.Prompts.Run(gctx) })
 	g.Go(func() error { return a.Rules.Run(gctx) })

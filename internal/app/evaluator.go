@@ -100,6 +100,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		LLMTimeout:          cfg.LLM.Timeout,
 		EdgeCases:           edgeCaseDocs{a.Feedback},
 		OnChange:            a.evaluatorChanged,
+		OnEvaluated:         a.evaluated,
 		Logger:              a.Log.With("component", "evaluator"),
 		Metrics:             measured,
 	})

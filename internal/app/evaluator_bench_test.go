@@ -168,7 +168,8 @@ func ingestClassifyRate(b *testing.B, a *App, rdb *redis.Client, g *feedbackGen,
 // cost per decision (p50/p99) and end-to-end ingest+classify throughput
 // with 10k and 100k decisions stored and evaluated. Run with -benchtime
 // 1x; PRECEPT_BENCH_SIZES=10000 limits the sizes and
-// PRECEPT_BENCH_BACKENDS=embedded the backends.
+// PRECEPT_BENCH_BACKENDS=embedded the backends; PRECEPT_BENCH_ANALYTICS=off
+// runs without analytics, to measure what it costs.
 func BenchmarkIngestClassify(b *testing.B) {
 	sizes := []int{10000, 100000}
 	if os.Getenv("PRECEPT_BENCH_SIZES") == "10000" {
@@ -185,6 +186,9 @@ func BenchmarkIngestClassify(b *testing.B) {
 			index := ""
 			if backend == "chroma" {
 				index = fmt.Sprintf("evaluator: {index: {backend: chroma, chroma: {url: %q, collection_prefix: bench%d}}}", testenv.Chroma(b), time.Now().UnixNano())
+			}
+			if os.Getenv("PRECEPT_BENCH_ANALYTICS") == "off" {
+				index += "\nanalytics: {enabled: false}"
 			}
 			cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n%s\n", b.TempDir(), redisAddr, index))
 			if err != nil {

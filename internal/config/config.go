@@ -44,6 +44,7 @@ type Config struct {
 	Rules     Rules     `yaml:"rules"`
 	Features  Features  `yaml:"features"`
 	Prompts   Prompts   `yaml:"prompts"`
+	Analytics Analytics `yaml:"analytics"`
 	Slack     Slack     `yaml:"slack"`
 	// Effects configures the learning loop (docs/effects.md).
 	Effects Effects `yaml:"effects"`
@@ -206,6 +207,7 @@ func Default() Config {
 		Rules:     defaultRules(),
 		Features:  defaultFeatures(),
 		Prompts:   defaultPrompts(),
+		Analytics: defaultAnalytics(),
 		Slack:     defaultSlack(),
 		Effects:   defaultEffects(),
 
@@ -361,7 +363,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
-		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Slack.validate, c.Effects.validate,
+		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate, c.Effects.validate,
 		c.Maintenance.validate, c.Export.validate,
 	} {
 		if err := check(); err != nil {
