@@ -14,6 +14,8 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/slackapp"
+	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -248,5 +250,42 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 	// The versions served are on their branch, readable with git.
 	if got := gitIn(t, r.app.RulesRepo.Path(), "ls-tree", "-r", "--name-only", "precept/prompts"); !strings.Contains(got, strings.ReplaceAll(version, ":", "-")) {
 		t.Errorf("precept/prompts holds %q, want %s", got, version)
+	}
+}
+
+// A sunset proposal is a rule PR like any other: posted to Slack with its
+// evidence, decided there, and the rule leaves the prompt.
+func TestASunsetProposalIsPostedAndDecidedInSlack(t *testing.T) {
+	ws := fakeslack.New(t)
+	r := start(t, ruleTokensYAML+carolTokenYAML+"rules: {propose_interval: 200ms}\n"+slackYAML(ws, "")+
+		"effects: {interval: 1h, min_exposures: 3}\n")
+	ctx := context.Background()
+	xaddAll(t, r.rdb, clusterEvents())
+	p := pendingProposal(t, ruleClient(r.app.URL(), "connect", viewerToken))
+	for _, tok := range []string{aliceToken, bobToken} {
+		if _, err := ruleClient(r.app.URL(), "connect", tok).ApproveRule(ctx, connect.NewRequest(&preceptv1.ApproveRuleRequest{ProposalId: p.GetProposalId()})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ruleID := "r-" + strings.TrimPrefix(p.GetProposalId(), "p-")
+	sunset, created, err := r.app.Rules.Lifecycle().ProposeLifecycle(ctx, rules.LifecycleRequest{Kind: rules.KindSunset, RuleID: ruleID,
+		Evidence: "Sunset proposed: this rule does not reduce the failure it targets. After: 4 of 10 exposures (40.0%)."})
+	if err != nil || !created {
+		t.Fatalf("sunset = %+v, %v, %v", sunset, created, err)
+	}
+	msg := slackMessage(t, r, ws, sunset.ID, func(m fakeslack.Message) bool { return true })
+	for _, want := range []string{"Sunset proposal for coding-agent", "*Rule* `" + ruleID + "` · proposal `" + sunset.ID + "`", "After: 4 of 10 exposures", "*Approvals:* 0/2"} {
+		if !msg.Shows(want) {
+			t.Errorf("sunset message lacks %q:\n%v", want, msg.Strings())
+		}
+	}
+	slackDecide(t, r.app.URL(), ws, "U0ALICE", slackapp.ActionApprove, "It has not helped.", msg)
+	slackDecide(t, r.app.URL(), ws, "U0CAROL", slackapp.ActionApprove, "", slackMessage(t, r, ws, sunset.ID, func(m fakeslack.Message) bool { return m.Shows("*Approvals:* 1/2") }))
+	eventually(t, "the rule sunset", 10*time.Second, func() bool {
+		got, err := ruleClient(r.app.URL(), "connect", viewerToken).GetRule(ctx, connect.NewRequest(&preceptv1.GetRuleRequest{RuleId: ruleID}))
+		return err == nil && got.Msg.GetRule().GetStatus() == preceptv1.RuleStatus_RULE_STATUS_SUNSET
+	})
+	if got := gitIn(t, r.app.RulesRepo.Path(), "log", "-1", "--format=%(trailers)", "main"); !strings.Contains(got, "Sunsets: "+ruleID) || !strings.Contains(got, "Approved-by: alice") {
+		t.Errorf("sunset commit trailers:\n%s", got)
 	}
 }
