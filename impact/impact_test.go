@@ -275,7 +275,10 @@ func TestParseJudgementRefusesWhatIsNotAVerdict(t *testing.T) {
 		ok     bool
 	}{
 		{`{"violates": true, "reason": "x"}`, true, true},
-		{"Sure:\n{\"violates\": false}\nDone.", false, true},
+		{"Sure:\n{\"violates\": false}\n", false, true},
+		{"```json\n{\"violates\": true}\n```\n", true, true},
+		{"Sure:\n{\"violates\": false}\nDone.", false, false},
+		{`{"violates": null}`, false, false},
 		{`{"violates": "yes"}`, false, false},
 		{`{"reason": "no verdict"}`, false, false},
 		{`{"violates": true, "confidence": 0.9}`, false, false},
@@ -355,5 +358,25 @@ func TestABrokenPreviewFileIsComputedAgain(t *testing.T) {
 	}
 	if err != nil || kept.CategoryNegatives.Total != 4 || kept.ContentRevision != e.proposal.ContentRevision {
 		t.Errorf("the file after computing = %s, %v", b, err)
+	}
+}
+
+// An answer is one JSON object and nothing after it: a second object,
+// trailing text or a repeated key could carry a different verdict, so
+// each is malformed (the first two cases are the review's,
+// /work/helpers/review-impact-export.md finding 3).
+func TestParseJudgementRefusesSeveralObjectsTrailingTextAndDuplicateKeys(t *testing.T) {
+	for _, a := range []string{
+		`{"violates": true, "reason": "x"} Actually, on reflection: {"violates": false, "reason": "y"}`,
+		`{"violates": true} trailing garbage }`,
+		`{"violates": false, "violates": true}`,
+		`{"violates": true, "reason": "a", "reason": "b"}`,
+		`{"Violates": true}`,
+		`{"violates": true}{"violates": false}`,
+		"```json\n{\"violates\": true}\n```\n{\"violates\": false}",
+	} {
+		if v, err := parseJudgement(a); err == nil {
+			t.Errorf("parseJudgement(%q) = %v, a verdict; want malformed", a, v)
+		}
 	}
 }

@@ -157,22 +157,66 @@ func (r replayer) call(ctx context.Context, prompt string) (bool, error) {
 	return parseJudgement(answer)
 }
 
-// parseJudgement reads the one JSON object of an answer; anything else is
-// malformed.
+// parseJudgement reads the one JSON object of an answer: text may come
+// before it (a code fence, "Sure:"), but after it only whitespace and a
+// closing code fence. A second object, trailing text, a repeated or
+// unknown key, or a key spelt in another case is malformed: each could
+// carry a second verdict that encoding/json would quietly pick or drop.
 func parseJudgement(answer string) (bool, error) {
 	answer = text.Fit(answer, maxAnswer)
-	start, end := strings.Index(answer, "{"), strings.LastIndex(answer, "}")
-	if start < 0 || end < start {
+	start := strings.Index(answer, "{")
+	if start < 0 {
 		return false, fmt.Errorf("%w: no JSON object", errMalformed)
 	}
+	dec := json.NewDecoder(strings.NewReader(answer[start:]))
+	var obj json.RawMessage
+	if err := dec.Decode(&obj); err != nil {
+		return false, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	rest := strings.TrimSpace(answer[start+int(dec.InputOffset()):])
+	if rest = strings.TrimSpace(strings.TrimPrefix(rest, "```")); rest != "" {
+		return false, fmt.Errorf("%w: text after the JSON object", errMalformed)
+	}
 	var j judgement
-	dec := json.NewDecoder(strings.NewReader(answer[start : end+1]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
+	if err := decodeStrict(obj, &j); err != nil {
 		return false, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	if j.Violates == nil {
 		return false, fmt.Errorf("%w: no verdict", errMalformed)
 	}
 	return *j.Violates, nil
+}
+
+// decodeStrict decodes obj, a JSON object, into j, refusing keys other
+// than "violates" and "reason" exactly as spelt, and repeated keys.
+func decodeStrict(obj json.RawMessage, j *judgement) error {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("key %q repeated", key)
+		}
+		seen[key] = true
+		switch key {
+		case "violates":
+			err = dec.Decode(&j.Violates)
+		case "reason":
+			err = dec.Decode(&j.Reason)
+		default:
+			return fmt.Errorf("unknown key %q", key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token()
+	return err
 }
