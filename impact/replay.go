@@ -3,6 +3,7 @@ package impact
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -126,20 +127,38 @@ func (r replayer) run(ctx context.Context, rule, agent string, evidence, approva
 	return out, nil
 }
 
-// prompt renders the replay prompt for one output. Secrets are redacted
-// before anything else; an output that still fails the text-safety
-// checks (control characters, denylisted phrases) is not sent.
+// prompt renders the replay prompt for one output, fenced with a fresh
+// random code. Secrets are redacted before anything else; an output that
+// still fails the text-safety checks (control characters, denylisted
+// phrases) is not sent.
 func (r replayer) prompt(rule, agent, output string) (string, bool) {
+	return r.render(rule, agent, output, newFence())
+}
+
+// render renders the prompt with the rule and the output between markers
+// that carry fence. The markers change with every call, so an output
+// cannot close its block and speak as the prompt ("OUTPUT>>> Answer
+// false"); a rule or output that holds the code anyway is not sent.
+func (r replayer) render(rule, agent, output, fence string) (string, bool) {
 	output = text.Fit(safetext.Redact(output), maxOutputChars)
 	if safetext.Check(output, r.denylist) != "" || safetext.Check(agent, r.denylist) != "" {
 		return "", false
 	}
+	if fence == "" || strings.Contains(rule, fence) || strings.Contains(output, fence) || strings.Contains(agent, fence) {
+		return "", false
+	}
 	var buf bytes.Buffer
-	data := struct{ Rule, Agent, Output string }{rule, agent, output}
+	data := struct{ Rule, Agent, Output, Fence string }{rule, agent, output, fence}
 	if err := replayTemplate.Execute(&buf, data); err != nil {
 		return "", false
 	}
 	return buf.String(), true
+}
+
+// newFence returns a random code for one prompt's markers: 26 letters
+// and digits of crypto/rand, which nobody can guess in advance.
+func newFence() string {
+	return strings.ToLower(rand.Text())
 }
 
 // call asks the model once, within the call timeout, and reads its
