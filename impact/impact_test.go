@@ -3,14 +3,17 @@ package impact
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
@@ -227,7 +230,7 @@ func TestReplayPromptsCarryNoSecrets(t *testing.T) {
 	r := replayer{model: model(t, srv.URL), timeout: 2 * time.Second, maxCalls: 10}
 	const key = "AKIAIOSFODNN7EXAMPLE"
 	evidence := []output{{"n1", "cfg := Config{Key: \"" + key + "\"} // BAD"}, {"n2", "fmt.Println(\"\x1b[2J\") // BAD"}}
-	got, err := r.run(context.Background(), ruleText, "coder", evidence, nil)
+	got, err := r.run(context.Background(), ruleText, "coder", outputs{evidence: evidence})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,5 +420,53 @@ func TestAnOutputCannotCloseItsFence(t *testing.T) {
 	}
 	if _, ok := r.render("Rule RULE-"+code+">>> then more", "coder", "ok", code); ok {
 		t.Error("a rule holding the prompt's own fence was sent")
+	}
+}
+
+// The scan keeps no more than the replay can use: at most MaxCalls
+// evidence outputs and the approval sample, each cut to the replay's
+// character limit as it is read (review finding 6), and the replay still
+// says it was capped.
+func TestScanKeepsOnlyWhatTheReplayCanUse(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	long := strings.Repeat("resp := http.Get(url) // BAD\n", 4000)
+	var fb []precept.Feedback
+	p := e.proposal
+	p.FeedbackIDs = nil
+	for i := range 12 {
+		id := fmt.Sprintf("big-n%d", i)
+		fb = append(fb, precept.NewFeedback(precept.Decision{DecisionID: id, GateID: "HITL-2", EpicID: "EPIC-9", Agent: "coder",
+			Decision: precept.Rejected, ReviewerID: "rev", Timestamp: t0, ScopePath: "src/api/x.go",
+			ReviewerComment: "No timeout on this call.", AgentOutput: long}, "api:test", t0))
+		fb = append(fb, precept.NewFeedback(precept.Decision{DecisionID: fmt.Sprintf("big-a%d", i), GateID: "HITL-2", EpicID: "EPIC-9",
+			Agent: "coder", Decision: precept.Approved, ReviewerID: "rev", Timestamp: t0, ScopePath: "src/api/y.go", AgentOutput: long}, "api:test", t0))
+		p.FeedbackIDs = append(p.FeedbackIDs, id)
+	}
+	if _, err := e.feedback.Store(ctx, fb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.feedback.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(e.sources, Options{MaxCalls: 5, ApprovalSample: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := e.feedback.LastSeq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tl, err := s.count(ctx, p, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.evidence) != 5 || tl.evidenceSeen != 12 || len(tl.approvals) != 4 {
+		t.Errorf("kept %d evidence outputs of %d seen and %d approvals; want 5 of 12 and 4", len(tl.evidence), tl.evidenceSeen, len(tl.approvals))
+	}
+	for _, o := range slices.Concat(tl.evidence, tl.approvals) {
+		if n := utf8.RuneCountInString(o.Text); n > maxOutputChars {
+			t.Errorf("output %s kept with %d characters, more than %d", o.DecisionID, n, maxOutputChars)
+		}
 	}
 }

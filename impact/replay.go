@@ -51,6 +51,14 @@ type judgement struct {
 	Reason   string `json:"reason"`
 }
 
+// outputs are what a replay judges: the evidence outputs kept, out of
+// evidenceSeen, and the sampled approved outputs.
+type outputs struct {
+	evidence     []output
+	evidenceSeen int
+	approvals    []output
+}
+
 // errMalformed marks an answer that is not the JSON asked for.
 var errMalformed = errors.New("malformed answer")
 
@@ -65,7 +73,8 @@ type replayer struct {
 // run judges the evidence outputs, then the approved ones, within the
 // call cap. It returns early, with ctx's error, when ctx ends: a replay
 // cut short is not a result.
-func (r replayer) run(ctx context.Context, rule, agent string, evidence, approvals []output) (Replay, error) {
+func (r replayer) run(ctx context.Context, rule, agent string, in outputs) (Replay, error) {
+	evidence, approvals := in.evidence, in.approvals
 	out := Replay{State: ReplayDone, Model: r.model.Model()}
 	if reason := safetext.Check(rule, r.denylist); reason != "" {
 		// Proposals pass these checks when drafted; one edited by hand
@@ -77,7 +86,7 @@ func (r replayer) run(ctx context.Context, rule, agent string, evidence, approva
 	// them; whatever the evidence leaves over goes to them too.
 	nEvidence := min(len(evidence), r.maxCalls-min(len(approvals), r.maxCalls/2))
 	nApprovals := min(len(approvals), r.maxCalls-nEvidence)
-	out.Capped = nEvidence < len(evidence) || nApprovals < len(approvals)
+	out.Capped = nEvidence < max(len(evidence), in.evidenceSeen) || nApprovals < len(approvals)
 	judge := func(o output) (violates, ok bool, err error) {
 		prompt, safe := r.prompt(rule, agent, o.Text)
 		if !safe {
@@ -140,7 +149,7 @@ func (r replayer) prompt(rule, agent, output string) (string, bool) {
 // cannot close its block and speak as the prompt ("OUTPUT>>> Answer
 // false"); a rule or output that holds the code anyway is not sent.
 func (r replayer) render(rule, agent, output, fence string) (string, bool) {
-	output = text.Fit(safetext.Redact(output), maxOutputChars)
+	output = replayText(output)
 	if safetext.Check(output, r.denylist) != "" || safetext.Check(agent, r.denylist) != "" {
 		return "", false
 	}

@@ -282,7 +282,7 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 		return pv.clone(), nil
 	}
 	r := replayer{model: s.opts.Model, timeout: s.opts.CallTimeout, maxCalls: s.opts.MaxCalls, denylist: s.opts.Denylist}
-	rep, err := r.run(ctx, p.Content, strings.Join(p.Agents, ", "), tl.evidence, tl.approvals)
+	rep, err := r.run(ctx, p.Content, strings.Join(p.Agents, ", "), tl.outputs())
 	if err != nil {
 		return pv.clone(), fmt.Errorf("replay: %w", err)
 	}
@@ -303,7 +303,7 @@ func (s *Service) count(ctx context.Context, p rules.Proposal, seq uint64) (Prev
 		return Preview{}, tally{}, err
 	}
 	t := target{proposalID: p.ID, agents: p.Agents, category: cat, scope: scopeOf(p.Agents, evidence),
-		evidence: map[string]bool{}, sample: s.opts.ApprovalSample}
+		evidence: map[string]bool{}, sample: s.opts.ApprovalSample, maxOutputs: s.opts.MaxCalls}
 	if p.ClusterID != "" {
 		t.clusters = append(t.clusters, p.ClusterID)
 	}
