@@ -252,7 +252,9 @@ func (t target) countNegative(ctx context.Context, ev Evaluations, d precept.Dec
 	}
 	e, _, err := ev.Evaluation(ctx, d.DecisionID)
 	if precept.ErrorCode(err) == precept.NotFound {
-		// Not evaluated yet: the next computation counts it.
+		// Not evaluated yet: the preview is stale until it is
+		// (Preview.Unevaluated), and a later computation counts it.
+		out.preview.Unevaluated++
 		return nil
 	}
 	if err != nil {

@@ -470,3 +470,45 @@ func TestScanKeepsOnlyWhatTheReplayCanUse(t *testing.T) {
 		}
 	}
 }
+
+// A decision evaluated after the count is counted once the preview is
+// older than Refresh, even when no decision arrives and main does not
+// move: a preview that saw unevaluated decisions is stale (review
+// finding 5, whose test this follows).
+func TestADecisionEvaluatedAfterTheCountIsCountedWithoutNewDecisions(t *testing.T) {
+	e := newEnv(t)
+	now := t0
+	s, err := New(e.sources, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := precept.Decision{DecisionID: "n8", GateID: "HITL-2", EpicID: "EPIC-6", Agent: "coder", Decision: precept.Rejected,
+		ReviewerID: "rev-n8", Timestamp: t0, ReviewerComment: "No timeout on this call."}
+	if _, err := e.feedback.Store(ctx, []precept.Feedback{precept.NewFeedback(d, "api:test", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.feedback.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.Compute(ctx, e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.CategoryNegatives.Total != 4 || pv.Unevaluated != 2 {
+		t.Fatalf("first count: %d negatives, %d unevaluated; want 4 and 2 (n7, n8)", pv.CategoryNegatives.Total, pv.Unevaluated)
+	}
+	// The evaluator catches up with n8; nothing else happens.
+	e.sources.Evaluations.(*evaluations).evals["n8"] = evaluator.Evaluation{DecisionID: "n8", ClusterID: "C1", Lesson: &lesson.Lesson{Category: "retry-timeout"}}
+	now = now.Add(DefaultRefresh / 2)
+	if pv, _ := s.Compute(ctx, e.proposal); pv.CategoryNegatives.Total != 4 {
+		t.Errorf("a preview younger than Refresh was counted again: %d negatives", pv.CategoryNegatives.Total)
+	}
+	now = now.Add(DefaultRefresh)
+	if pv, err = s.Compute(ctx, e.proposal); err != nil {
+		t.Fatal(err)
+	}
+	if pv.CategoryNegatives.Total != 5 || pv.Unevaluated != 1 {
+		t.Errorf("after Refresh: %d negatives, %d unevaluated; want 5 and 1", pv.CategoryNegatives.Total, pv.Unevaluated)
+	}
+}

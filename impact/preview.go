@@ -35,6 +35,11 @@ type Preview struct {
 	Similar    []Similar `json:"similar,omitempty"`
 	MainCommit string    `json:"main_commit,omitempty"`
 	Replay     Replay    `json:"replay"`
+	// Unevaluated counts the negative decisions of the proposal's agents
+	// the evaluator had not evaluated when they were counted: a preview
+	// with any is counted again once older than Refresh, even when
+	// nothing else moved.
+	Unevaluated int `json:"unevaluated,omitempty"`
 	// FeedbackSeq is the feedback store's position the counts were
 	// computed at.
 	FeedbackSeq uint64    `json:"feedback_seq"`

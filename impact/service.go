@@ -42,8 +42,9 @@ const (
 	// looked at.
 	DefaultInterval = time.Minute
 	// DefaultRefresh is how old a preview of the same text gets before
-	// it is counted again because decisions arrived or main moved: each
-	// count reads the whole feedback store.
+	// it is counted again because decisions arrived, main moved or it
+	// saw decisions not evaluated yet: each count reads the whole
+	// feedback store.
 	DefaultRefresh = 10 * time.Minute
 )
 
@@ -254,7 +255,10 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 	prev, had := s.previews[p.ID]
 	s.mu.Unlock()
 	sameText := had && prev.ContentRevision == p.ContentRevision
-	current := prev.FeedbackSeq == seq && prev.MainCommit == commit
+	// Evaluations change without the feedback store moving (the
+	// evaluator catching up, reclustering, corrections): a preview that
+	// saw decisions not evaluated yet is never current.
+	current := prev.FeedbackSeq == seq && prev.MainCommit == commit && prev.Unevaluated == 0
 	fresh := !force && s.opts.Now().Sub(prev.ComputedAt) < s.opts.Refresh
 	if sameText && (current || fresh) && prev.Replay.State != ReplayPending {
 		return prev.clone(), nil
