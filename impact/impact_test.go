@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -129,7 +131,7 @@ func TestReplayGivesPrecisionAndRecallAndCountsMalformedAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := pv.Replay
-	want := Replay{State: ReplayDone, Model: "openai/judge", EvidenceJudged: 2, EvidenceFlagged: 2, ApprovalsJudged: 1, ApprovalsFlagged: 1, Calls: 4, Malformed: 1}
+	want := Replay{State: ReplayDone, Model: "openai/judge", EvidenceJudged: 2, EvidenceFlagged: 2, ApprovalsJudged: 1, ApprovalsFlagged: 1, Calls: 4, Malformed: 1, Attempts: 1}
 	if r != want {
 		t.Fatalf("replay = %+v, want %+v", r, want)
 	}
@@ -510,5 +512,113 @@ func TestADecisionEvaluatedAfterTheCountIsCountedWithoutNewDecisions(t *testing.
 	}
 	if pv.CategoryNegatives.Total != 5 || pv.Unevaluated != 1 {
 		t.Errorf("after Refresh: %d negatives, %d unevaluated; want 5 and 1", pv.CategoryNegatives.Total, pv.Unevaluated)
+	}
+}
+
+// A replay in which most calls failed (the LLM down) is not a result:
+// it stays pending, runs again after a backoff, and the next good run
+// gives the figures. After maxReplayAttempts failed runs the last one is
+// kept (review finding 9).
+func TestAReplayRuinedByAnOutageIsRetriedWithBackoff(t *testing.T) {
+	e := newEnv(t)
+	var down atomic.Bool
+	down.Store(true)
+	srv := newLLMServer(t, func(prompt string) reply {
+		if down.Load() {
+			return reply{status: http.StatusServiceUnavailable}
+		}
+		return byMarker(prompt)
+	})
+	now := t0
+	s, err := New(e.sources, Options{Model: model(t, srv.URL), CallTimeout: 2 * time.Second, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pv, err := s.Compute(ctx, e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := pv.Replay; r.State != ReplayPending || r.Attempts != 1 || !r.RetryAt.Equal(t0.Add(replayRetryAfter)) {
+		t.Fatalf("after an outage the replay is %+v; want pending, 1 attempt, retry at %v", r, t0.Add(replayRetryAfter))
+	}
+	if sum := pv.Summary(); !strings.Contains(sum, "LLM replay pending (1 attempt failed, LLM unavailable; retry at 09:10 UTC)") {
+		t.Errorf("summary %q does not say the replay waits for a retry", sum)
+	}
+	calls := len(srv.calls())
+	now = now.Add(replayRetryAfter / 2)
+	if pv, _ = s.Compute(ctx, e.proposal); len(srv.calls()) != calls || pv.Replay.State != ReplayPending {
+		t.Errorf("before its retry time the replay ran again (%d calls, was %d) or changed: %+v", len(srv.calls()), calls, pv.Replay)
+	}
+	down.Store(false)
+	now = t0.Add(replayRetryAfter)
+	if pv, err = s.Compute(ctx, e.proposal); err != nil {
+		t.Fatal(err)
+	}
+	if r := pv.Replay; r.State != ReplayDone || r.Attempts != 2 || r.EvidenceJudged != 2 || r.Errors != 0 {
+		t.Errorf("once the LLM is back the replay is %+v; want done after 2 attempts with both evidence outputs judged", r)
+	}
+
+	// An LLM that stays down: the waits double, and the last attempt is
+	// kept, with its errors.
+	edited := e.proposal
+	edited.ContentRevision++
+	down.Store(true)
+	wait := time.Duration(0)
+	for n := 1; n <= maxReplayAttempts; n++ {
+		now = now.Add(wait)
+		if pv, err = s.Compute(ctx, edited); err != nil {
+			t.Fatal(err)
+		}
+		if n < maxReplayAttempts {
+			wait = replayRetryAfter << (n - 1)
+			if r := pv.Replay; r.State != ReplayPending || r.Attempts != n || !r.RetryAt.Equal(now.Add(wait)) {
+				t.Fatalf("attempt %d: replay %+v, want pending with a retry in %v", n, r, wait)
+			}
+		}
+	}
+	if r := pv.Replay; r.State != ReplayDone || r.Attempts != maxReplayAttempts || r.Errors == 0 || r.Errors != r.Calls {
+		t.Errorf("after %d failed attempts the replay is %+v; want done with its errors", maxReplayAttempts, r)
+	}
+}
+
+// Replays of all proposals share a call budget per window: a replay that
+// would pass it waits, pending, for the next window (review finding 9).
+func TestReplaysShareACallBudget(t *testing.T) {
+	e := newEnv(t)
+	srv := newLLMServer(t, byMarker)
+	now := t0
+	s, err := New(e.sources, Options{Model: model(t, srv.URL), CallTimeout: 2 * time.Second, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.budget.limit = 6
+	ctx := context.Background()
+	first, err := s.Compute(ctx, e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Replay.State != ReplayDone || first.Replay.Calls != 4 {
+		t.Fatalf("first replay %+v; want done with 4 calls", first.Replay)
+	}
+	other := e.proposal
+	other.ID = "p-other1"
+	now = now.Add(time.Minute)
+	pv, err := s.Compute(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := pv.Replay; r.State != ReplayPending || r.Attempts != 0 || !r.RetryAt.Equal(t0.Add(replayBudgetWindow)) || len(srv.calls()) != 4 {
+		t.Fatalf("a replay past the budget is %+v after %d calls; want pending until %v with no call", r, len(srv.calls()), t0.Add(replayBudgetWindow))
+	}
+	if !strings.Contains(pv.Summary(), "LLM replay pending (call budget spent; from 10:00 UTC)") {
+		t.Errorf("summary %q does not say the budget holds the replay back", pv.Summary())
+	}
+	now = t0.Add(replayBudgetWindow)
+	if pv, err = s.Compute(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if pv.Replay.State != ReplayDone || len(srv.calls()) != 8 {
+		t.Errorf("in the next window the replay is %+v after %d calls; want done after 8", pv.Replay, len(srv.calls()))
 	}
 }

@@ -117,6 +117,19 @@ type Replay struct {
 	UnsafeSkipped    int         `json:"unsafe_skipped"`
 	// Capped: the call cap left outputs unjudged.
 	Capped bool `json:"capped,omitempty"`
+	// Attempts counts the replays run for this text. One in which most
+	// calls failed or timed out (the LLM down) is not a result: the
+	// replay stays pending and is run again at RetryAt, at most
+	// maxReplayAttempts times. RetryAt is also when a replay the call
+	// budget held back may run.
+	Attempts int       `json:"attempts,omitempty"`
+	RetryAt  time.Time `json:"retry_at,omitzero"`
+}
+
+// failed reports whether most of the replay's calls failed or timed
+// out, so its figures say more about the LLM than about the rule.
+func (r Replay) failed() bool {
+	return r.Calls > 0 && 2*(r.Errors+r.Timeouts) > r.Calls
 }
 
 // Precision is the share of flagged outputs that were evidence, over n
@@ -182,7 +195,14 @@ func (p Preview) Summary() string {
 	}
 	switch p.Replay.State {
 	case ReplayPending:
-		parts = append(parts, "LLM replay pending")
+		s := "LLM replay pending"
+		if p.Replay.Attempts > 0 {
+			s += fmt.Sprintf(" (%d %s failed, LLM unavailable; retry at %s)", p.Replay.Attempts,
+				text.Plural(p.Replay.Attempts, "attempt", "attempts"), p.Replay.RetryAt.UTC().Format("15:04 UTC"))
+		} else if !p.Replay.RetryAt.IsZero() {
+			s += fmt.Sprintf(" (call budget spent; from %s)", p.Replay.RetryAt.UTC().Format("15:04 UTC"))
+		}
+		parts = append(parts, s)
 	case ReplayDone:
 		parts = append(parts, "LLM replay: "+p.Replay.figures())
 	}

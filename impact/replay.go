@@ -43,7 +43,24 @@ const (
 	maxOutputChars = 8000
 	// maxAnswer bounds the answer read.
 	maxAnswer = 4000
+	// maxReplayAttempts bounds the replays of one text in which most
+	// calls failed; the last one is kept as the result.
+	maxReplayAttempts = 4
+	// replayRetryAfter is the wait after the first failed replay; it
+	// doubles after each (10, 20, 40 minutes).
+	replayRetryAfter = 10 * time.Minute
+	// replayBudget caps the LLM calls of all replays together in each
+	// replayBudgetWindow (at least one replay's cap), so that many
+	// pending proposals, say after a restart with no kept previews, do
+	// not send hundreds of calls at once.
+	replayBudget       = 400
+	replayBudgetWindow = time.Hour
 )
+
+// retryWait is the wait after the n-th failed replay.
+func retryWait(n int) time.Duration {
+	return replayRetryAfter << min(n-1, 10)
+}
 
 // judgement is what the replay asks for.
 type judgement struct {

@@ -117,8 +117,30 @@ type Service struct {
 	hooks    []func(proposalID string)
 
 	wake chan struct{}
-	// computeMu serialises computations: rounds and Compute calls.
+	// computeMu serialises computations: rounds and Compute calls; it
+	// guards the call budget too.
 	computeMu sync.Mutex
+	budget    callBudget
+}
+
+// callBudget counts the replay calls of the current window.
+type callBudget struct {
+	limit int
+	start time.Time
+	used  int
+}
+
+// reserve takes n calls from the window at now, or reports when the
+// window that can give them starts.
+func (b *callBudget) reserve(n int, now time.Time) (ok bool, retryAt time.Time) {
+	if now.Sub(b.start) >= replayBudgetWindow {
+		b.start, b.used = now, 0
+	}
+	if b.used+n > b.limit {
+		return false, b.start.Add(replayBudgetWindow)
+	}
+	b.used += n
+	return true, time.Time{}
 }
 
 // New returns a Service, with the previews kept in opts.Dir loaded.
@@ -127,7 +149,8 @@ func New(src Sources, opts Options) (*Service, error) {
 		return nil, errors.New("impact: every source is required")
 	}
 	opts = opts.withDefaults()
-	s := &Service{src: src, opts: opts, log: opts.Logger, previews: map[string]Preview{}, wake: make(chan struct{}, 1)}
+	s := &Service{src: src, opts: opts, log: opts.Logger, previews: map[string]Preview{}, wake: make(chan struct{}, 1),
+		budget: callBudget{limit: max(replayBudget, opts.MaxCalls)}}
 	if opts.Dir != "" {
 		if err := s.load(); err != nil {
 			return nil, err
@@ -259,8 +282,10 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 	// evaluator catching up, reclustering, corrections): a preview that
 	// saw decisions not evaluated yet is never current.
 	current := prev.FeedbackSeq == seq && prev.MainCommit == commit && prev.Unevaluated == 0
-	fresh := !force && s.opts.Now().Sub(prev.ComputedAt) < s.opts.Refresh
-	if sameText && (current || fresh) && prev.Replay.State != ReplayPending {
+	now := s.opts.Now()
+	fresh := !force && now.Sub(prev.ComputedAt) < s.opts.Refresh
+	replayDue := prev.Replay.State == ReplayPending && !now.Before(prev.Replay.RetryAt)
+	if sameText && (current || fresh) && !replayDue {
 		return prev.clone(), nil
 	}
 	pv, tl, err := s.count(ctx, p, seq)
@@ -278,17 +303,35 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 		pv.Replay = prev.Replay
 	case s.opts.Model == nil:
 		pv.Replay = Replay{State: ReplayOff}
+	case sameText && prev.Replay.State == ReplayPending:
+		// Failed attempts and the time of the next one carry over.
+		pv.Replay = Replay{State: ReplayPending, Model: s.opts.Model.Model(), Attempts: prev.Replay.Attempts, RetryAt: prev.Replay.RetryAt}
 	default:
 		pv.Replay = Replay{State: ReplayPending, Model: s.opts.Model.Model()}
 	}
-	s.publish(pv)
-	if pv.Replay.State != ReplayPending {
+	if pv.Replay.State != ReplayPending || now.Before(pv.Replay.RetryAt) {
+		s.publish(pv)
 		return pv.clone(), nil
 	}
+	planned := min(len(tl.evidence)+len(tl.approvals), s.opts.MaxCalls)
+	if ok, retryAt := s.budget.reserve(planned, now); !ok {
+		pv.Replay.RetryAt = retryAt.UTC()
+		s.publish(pv)
+		return pv.clone(), nil
+	}
+	s.publish(pv)
 	r := replayer{model: s.opts.Model, timeout: s.opts.CallTimeout, maxCalls: s.opts.MaxCalls, denylist: s.opts.Denylist}
 	rep, err := r.run(ctx, p.Content, strings.Join(p.Agents, ", "), tl.outputs())
 	if err != nil {
 		return pv.clone(), fmt.Errorf("replay: %w", err)
+	}
+	s.budget.used -= planned - rep.Calls
+	rep.Attempts = pv.Replay.Attempts + 1
+	if rep.failed() && rep.Attempts < maxReplayAttempts {
+		// The LLM is down, most likely: no figures, try again later.
+		s.log.Warn("impact replay failed; will retry", "proposal_id", p.ID, "attempt", rep.Attempts,
+			"calls", rep.Calls, "errors", rep.Errors, "timeouts", rep.Timeouts)
+		rep = Replay{State: ReplayPending, Model: rep.Model, Attempts: rep.Attempts, RetryAt: now.Add(retryWait(rep.Attempts)).UTC()}
 	}
 	pv.Replay = rep
 	s.publish(pv)
