@@ -52,9 +52,9 @@ func TestPreviewCountsMatchTheFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Counts{
-		"cluster":            {Total: 3, ByAgent: map[string]int{"coder": 3}, ByEpic: map[string]int{"EPIC-1": 1, "EPIC-2": 2}},
-		"category_negatives": {Total: 4, ByAgent: map[string]int{"coder": 4}, ByEpic: map[string]int{"EPIC-1": 1, "EPIC-2": 2, "EPIC-3": 1}},
-		"over_correct":       {Total: 1, ByAgent: map[string]int{"coder": 1}, ByEpic: map[string]int{"EPIC-1": 1}},
+		"cluster":            {Total: 3, ByAgent: map[string]int{"coder": 3}, ByEpic: map[string]int{"EPIC-1": 1, "EPIC-2": 2}, Epics: 2},
+		"category_negatives": {Total: 4, ByAgent: map[string]int{"coder": 4}, ByEpic: map[string]int{"EPIC-1": 1, "EPIC-2": 2, "EPIC-3": 1}, Epics: 3},
+		"over_correct":       {Total: 1, ByAgent: map[string]int{"coder": 1}, ByEpic: map[string]int{"EPIC-1": 1}, Epics: 1},
 	}
 	got := map[string]Counts{"cluster": pv.Cluster, "category_negatives": pv.CategoryNegatives, "over_correct": pv.OverCorrect}
 	for k, w := range want {
@@ -620,5 +620,77 @@ func TestReplaysShareACallBudget(t *testing.T) {
 	}
 	if pv.Replay.State != ReplayDone || len(srv.calls()) != 8 {
 		t.Errorf("in the next window the replay is %+v after %d calls; want done after 8", pv.Replay, len(srv.calls()))
+	}
+}
+
+// A count lists at most maxEpics epics, those with the most decisions,
+// and says how many epics and decisions it left out (review finding 11).
+func TestCountsListAtMostMaxEpics(t *testing.T) {
+	var c Counts
+	for i := range maxEpics + 5 {
+		for range 1 + i%3 {
+			c.add("coder", fmt.Sprintf("E%02d", i))
+		}
+	}
+	total := c.Total
+	want := maps.Clone(c.ByEpic)
+	c.capEpics()
+	if len(c.ByEpic) != maxEpics || c.Epics != maxEpics+5 || c.Total != total {
+		t.Fatalf("capped count lists %d epics of %d (total %d); want %d of %d (total %d)", len(c.ByEpic), c.Epics, c.Total, maxEpics, maxEpics+5, total)
+	}
+	listed := 0
+	for e, n := range c.ByEpic {
+		listed += n
+		if want[e] != n {
+			t.Errorf("epic %s lists %d, want %d", e, n, want[e])
+		}
+	}
+	if listed+c.OtherEpics != total {
+		t.Errorf("listed %d + other %d != total %d", listed, c.OtherEpics, total)
+	}
+	for e, n := range want {
+		if _, ok := c.ByEpic[e]; !ok && n == 3 {
+			t.Errorf("epic %s with %d decisions was left out before one with fewer", e, n)
+		}
+	}
+	if got := (Preview{CategoryNegatives: c}).Summary(); !strings.Contains(got, "(1 agent, 25 epics)") {
+		t.Errorf("summary %q does not count every epic", got)
+	}
+}
+
+// A round drops from memory the previews of proposals no longer pending;
+// a decided proposal's last preview is still read from its file when
+// previews are kept on disk (review finding 11).
+func TestARoundDropsDecidedProposalsFromMemory(t *testing.T) {
+	for _, onDisk := range []bool{false, true} {
+		e := newEnv(t)
+		opts := Options{}
+		if onDisk {
+			opts.Dir = t.TempDir()
+		}
+		s, err := New(e.sources, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := s.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.sources.Proposals.(*proposals).list = nil
+		if err := s.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		n := len(s.previews)
+		s.mu.Unlock()
+		if n != 0 {
+			t.Errorf("on disk %v: %d previews in memory after their proposal was decided", onDisk, n)
+		}
+		decided := e.proposal
+		decided.Status = rules.Approved
+		pv, ok := s.Preview(decided)
+		if ok != onDisk || (onDisk && pv.CategoryNegatives.Total != 4) {
+			t.Errorf("on disk %v: the decided proposal's preview is %+v (ok %v)", onDisk, pv, ok)
+		}
 	}
 }

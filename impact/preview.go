@@ -46,11 +46,46 @@ type Preview struct {
 	ComputedAt  time.Time `json:"computed_at"`
 }
 
-// Counts counts decisions in total, per agent and per epic.
+// Counts counts decisions in total, per agent and per epic. ByEpic
+// lists at most maxEpics epics, those with the most decisions; Epics is
+// how many epics there are and OtherEpics how many decisions the epics
+// left out hold, so a preview stays small however many epics a busy
+// agent works in.
 type Counts struct {
-	Total   int            `json:"total"`
-	ByAgent map[string]int `json:"by_agent,omitempty"`
-	ByEpic  map[string]int `json:"by_epic,omitempty"`
+	Total      int            `json:"total"`
+	ByAgent    map[string]int `json:"by_agent,omitempty"`
+	ByEpic     map[string]int `json:"by_epic,omitempty"`
+	Epics      int            `json:"epics,omitempty"`
+	OtherEpics int            `json:"other_epics,omitempty"`
+}
+
+// maxEpics bounds the epics a count lists (docs/thresholds.md, "Impact
+// preview").
+const maxEpics = 20
+
+// capEpics keeps the maxEpics epics with the most decisions (the first
+// by id among equals) and counts the rest in OtherEpics.
+func (c *Counts) capEpics() {
+	c.Epics = len(c.ByEpic)
+	if len(c.ByEpic) <= maxEpics {
+		return
+	}
+	epics := slices.SortedFunc(maps.Keys(c.ByEpic), func(a, b string) int {
+		if d := c.ByEpic[b] - c.ByEpic[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	for _, e := range epics[maxEpics:] {
+		c.OtherEpics += c.ByEpic[e]
+		delete(c.ByEpic, e)
+	}
+}
+
+// epics is how many epics the count spans; previews kept before Epics
+// existed have only ByEpic.
+func (c Counts) epics() int {
+	return max(c.Epics, len(c.ByEpic))
 }
 
 func (c *Counts) add(agent, epic string) {
@@ -166,7 +201,7 @@ func (p Preview) Summary() string {
 		addressed = p.Cluster
 	}
 	parts := []string{fmt.Sprintf("Addresses %d past %s (%d %s, %d %s)", addressed.Total, text.Plural(addressed.Total, "negative", "negatives"),
-		len(addressed.ByAgent), text.Plural(len(addressed.ByAgent), "agent", "agents"), len(addressed.ByEpic), text.Plural(len(addressed.ByEpic), "epic", "epics"))}
+		len(addressed.ByAgent), text.Plural(len(addressed.ByAgent), "agent", "agents"), addressed.epics(), text.Plural(addressed.epics(), "epic", "epics"))}
 	if p.Category != "" {
 		parts[0] += " in " + p.Category
 	}

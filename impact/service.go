@@ -169,12 +169,16 @@ func (s *Service) OnUpdate(fn func(proposalID string)) {
 
 // Preview returns the latest preview of p without computing anything. A
 // pending proposal with no preview of its current text gets one marked
-// Pending, and a round is asked for; ok is false for a decided proposal
-// that was never previewed.
+// Pending, and a round is asked for. Memory holds the previews of
+// pending proposals only: a decided proposal's last preview is read from
+// its file in Dir; ok is false when there is none.
 func (s *Service) Preview(p rules.Proposal) (Preview, bool) {
 	s.mu.Lock()
 	pv, ok := s.previews[p.ID]
 	s.mu.Unlock()
+	if !ok && p.Status != rules.Pending && s.opts.Dir != "" {
+		pv, ok = s.read(p.ID)
+	}
 	if ok && pv.ContentRevision == p.ContentRevision {
 		return pv.clone(), true
 	}
@@ -237,6 +241,7 @@ func (s *Service) Round(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list pending proposals: %w", err)
 	}
+	s.forgetDecided(list)
 	var errs []error
 	for _, p := range list {
 		if ctx.Err() != nil {
@@ -247,6 +252,21 @@ func (s *Service) Round(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// forgetDecided drops from memory the previews of proposals that are not
+// in pending, the pending ones: decided proposals are not previewed
+// again, and their files in Dir keep their last preview.
+func (s *Service) forgetDecided(pending []rules.Proposal) {
+	s.computeMu.Lock()
+	defer s.computeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.previews {
+		if !slices.ContainsFunc(pending, func(p rules.Proposal) bool { return p.ID == id }) {
+			delete(s.previews, id)
+		}
+	}
 }
 
 // Compute brings p's preview up to date and returns it: the counts and
@@ -363,6 +383,9 @@ func (s *Service) count(ctx context.Context, p rules.Proposal, seq uint64) (Prev
 		return Preview{}, tally{}, err
 	}
 	pv := tl.preview
+	for _, c := range []*Counts{&pv.Cluster, &pv.CategoryNegatives, &pv.OverCorrect} {
+		c.capEpics()
+	}
 	pv.ProposalID, pv.ContentRevision, pv.Category, pv.Scope = p.ID, p.ContentRevision, cat, t.scope
 	pv.FeedbackSeq, pv.ComputedAt = seq, s.opts.Now().UTC()
 	return pv, tl, nil
@@ -434,16 +457,36 @@ func (s *Service) load() error {
 		if !ok || !rules.ValidProposalID(id) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.opts.Dir, name))
-		var pv Preview
-		if err == nil {
-			err = json.Unmarshal(b, &pv)
-		}
-		if err != nil || pv.ProposalID != id {
+		pv, err := s.readFile(id)
+		if err != nil {
 			s.log.Warn("impact preview on disk left out; it is computed again", "file", name, "err", err)
 			continue
 		}
 		s.previews[id] = pv
 	}
 	return nil
+}
+
+// read returns the preview kept in Dir for a proposal, if any.
+func (s *Service) read(id string) (Preview, bool) {
+	if !rules.ValidProposalID(id) {
+		return Preview{}, false
+	}
+	pv, err := s.readFile(id)
+	return pv, err == nil
+}
+
+func (s *Service) readFile(id string) (Preview, error) {
+	b, err := os.ReadFile(filepath.Join(s.opts.Dir, id+".json"))
+	if err != nil {
+		return Preview{}, err
+	}
+	var pv Preview
+	if err := json.Unmarshal(b, &pv); err != nil {
+		return Preview{}, err
+	}
+	if pv.ProposalID != id {
+		return Preview{}, fmt.Errorf("the file holds the preview of %q", pv.ProposalID)
+	}
+	return pv, nil
 }
