@@ -18,9 +18,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -692,5 +694,88 @@ func TestARoundDropsDecidedProposalsFromMemory(t *testing.T) {
 		if ok != onDisk || (onDisk && pv.CategoryNegatives.Total != 4) {
 			t.Errorf("on disk %v: the decided proposal's preview is %+v (ok %v)", onDisk, pv, ok)
 		}
+	}
+}
+
+// countingEmbedder is the local embedder, counting the texts it embeds.
+type countingEmbedder struct {
+	embedding.Embedder
+	texts int
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.texts += len(texts)
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// Past the passage cap, the agents' own rules are compared before
+// _rules.md files and base prompts, and the preview says how many
+// passages were left out (review finding 8).
+func TestTheComparisonWithMainComparesRulesFirstAndSaysWhatItLeftOut(t *testing.T) {
+	var big strings.Builder
+	for i := range maxPassages + 10 {
+		fmt.Fprintf(&big, "- Item %d of the style guide: name things plainly.\n", i)
+	}
+	docs := []prompts.Document{
+		{Kind: prompts.DocumentBasePrompt, Path: "prompts/coder.md", Text: big.String()},
+		{Kind: prompts.DocumentRulesFile, Path: "prompts/src/docs/_rules.md", Text: "Write in plain English.\n"},
+		{Kind: prompts.DocumentRule, Path: rules.ActiveRulePath("coder", "r-same1"), Agent: "coder", RuleID: "r-same1", Text: ruleText},
+	}
+	p := rules.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
+	emb := &countingEmbedder{Embedder: embedding.NewLocal(embedding.LocalOptions{})}
+	var cache vectorCache
+	got, leftOut, err := similar(context.Background(), emb, &cache, rules.DefaultThresholds(), p, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || got[0].RuleID != "r-same1" {
+		t.Errorf("similar = %+v; want the agent's rule r-same1 first", got)
+	}
+	if leftOut != 12 {
+		t.Errorf("%d passages left out, want 12 (the base prompt's beyond the cap)", leftOut)
+	}
+	if emb.texts != 1+maxPassages {
+		t.Errorf("embedded %d texts, want the rule and %d passages", emb.texts, maxPassages)
+	}
+	sum := Preview{Similar: got, SimilarLeftOut: leftOut}.Summary()
+	if !strings.Contains(sum, "(12 passages on main not compared: cap of 4000)") {
+		t.Errorf("summary %q does not say passages were left out", sum)
+	}
+}
+
+// A recount embeds only the rule and the guidance that changed: the
+// vectors of documents on main are kept by their content's hash, and
+// dropped once the document leaves main (review finding 8).
+func TestARecountEmbedsOnlyTheGuidanceThatChanged(t *testing.T) {
+	docs := []prompts.Document{
+		{Kind: prompts.DocumentBasePrompt, Path: "prompts/review.md", Text: "# Review\n\n" + opposingText + "\n\nBe kind.\n"},
+		{Kind: prompts.DocumentRulesFile, Path: "prompts/src/api/_rules.md", Text: "- " + ruleText + "\n- Keep handlers small.\n"},
+	}
+	p := rules.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
+	emb := &countingEmbedder{Embedder: embedding.NewLocal(embedding.LocalOptions{})}
+	var cache vectorCache
+	ctx := context.Background()
+	first, _, err := similar(ctx, emb, &cache, rules.DefaultThresholds(), p, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if emb.texts != 5 {
+		t.Fatalf("first comparison embedded %d texts, want 5 (the rule, 4 passages)", emb.texts)
+	}
+	emb.texts = 0
+	again, _, err := similar(ctx, emb, &cache, rules.DefaultThresholds(), p, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if emb.texts != 1 || !reflect.DeepEqual(first, again) {
+		t.Errorf("a recount embedded %d texts (want 1, the rule) and found %+v (want %+v)", emb.texts, again, first)
+	}
+	emb.texts = 0
+	docs[1].Text += "- Log each retry.\n"
+	if _, _, err := similar(ctx, emb, &cache, rules.DefaultThresholds(), p, docs); err != nil {
+		t.Fatal(err)
+	}
+	if emb.texts != 4 || cache.passages != 5 || len(cache.docs) != 2 {
+		t.Errorf("after one file changed: embedded %d texts (want 4), cache holds %d passages of %d documents (want 5 of 2)", emb.texts, cache.passages, len(cache.docs))
 	}
 }

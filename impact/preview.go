@@ -34,7 +34,10 @@ type Preview struct {
 	// first; MainCommit the commit it was read at.
 	Similar    []Similar `json:"similar,omitempty"`
 	MainCommit string    `json:"main_commit,omitempty"`
-	Replay     Replay    `json:"replay"`
+	// SimilarLeftOut counts the passages on main not compared: past the
+	// cap of maxPassages, base prompts go first, then _rules.md files.
+	SimilarLeftOut int    `json:"similar_left_out,omitempty"`
+	Replay         Replay `json:"replay"`
 	// Unevaluated counts the negative decisions of the proposal's agents
 	// the evaluator had not evaluated when they were counted: a preview
 	// with any is counted again once older than Refresh, even when
@@ -227,6 +230,10 @@ func (p Preview) Summary() string {
 	}
 	if len(opposing)+len(similar) == 0 {
 		parts = append(parts, "nothing similar on main")
+	}
+	if p.SimilarLeftOut > 0 {
+		parts[len(parts)-1] += fmt.Sprintf(" (%d %s on main not compared: cap of %d)", p.SimilarLeftOut,
+			text.Plural(p.SimilarLeftOut, "passage", "passages"), maxPassages)
 	}
 	switch p.Replay.State {
 	case ReplayPending:

@@ -121,6 +121,7 @@ type Service struct {
 	// guards the call budget too.
 	computeMu sync.Mutex
 	budget    callBudget
+	vectors   vectorCache
 }
 
 // callBudget counts the replay calls of the current window.
@@ -313,7 +314,7 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 		return Preview{}, err
 	}
 	pv.MainCommit = commit
-	if pv.Similar, err = similar(ctx, s.src.Embedder, s.opts.Thresholds, p, docs); err != nil {
+	if pv.Similar, pv.SimilarLeftOut, err = similar(ctx, s.src.Embedder, &s.vectors, s.opts.Thresholds, p, docs); err != nil {
 		return Preview{}, err
 	}
 	switch {
