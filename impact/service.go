@@ -279,7 +279,8 @@ func (s *Service) Compute(ctx context.Context, p rules.Proposal) (Preview, error
 	return s.compute(ctx, p, false)
 }
 
-// Refresh is Compute counting again whatever the preview's age.
+// Refresh is Compute counting again whatever the preview's age, even
+// when nothing moved; a replay already done is kept.
 func (s *Service) Refresh(ctx context.Context, p rules.Proposal) (Preview, error) {
 	return s.compute(ctx, p, true)
 }
@@ -304,9 +305,9 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 	// saw decisions not evaluated yet is never current.
 	current := prev.FeedbackSeq == seq && prev.MainCommit == commit && prev.Unevaluated == 0
 	now := s.opts.Now()
-	fresh := !force && now.Sub(prev.ComputedAt) < s.opts.Refresh
+	fresh := now.Sub(prev.ComputedAt) < s.opts.Refresh
 	replayDue := prev.Replay.State == ReplayPending && !now.Before(prev.Replay.RetryAt)
-	if sameText && (current || fresh) && !replayDue {
+	if !force && sameText && (current || fresh) && !replayDue {
 		return prev.clone(), nil
 	}
 	pv, tl, err := s.count(ctx, p, seq)
