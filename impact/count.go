@@ -12,6 +12,8 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/internal/safetext"
+	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/rules"
 )
@@ -59,11 +61,16 @@ type output struct {
 	Text       string
 }
 
-// tally is what one scan of the feedback store finds.
+// tally is what one scan of the feedback store finds. It keeps only
+// what the replay can use: at most target.maxOutputs evidence outputs and
+// the approval sample, each redacted and cut to maxOutputChars as it is
+// read, so a proposal with thousands of evidence decisions of 256 KiB
+// each holds kilobytes, not gigabytes, through its replay.
 type tally struct {
-	preview   Preview
-	evidence  []output // evidence decisions with an agent output
-	approvals []output // approvals in scope with an agent output, sampled
+	preview      Preview
+	evidence     []output // evidence decisions with an agent output, the first maxOutputs
+	evidenceSeen int      // evidence decisions with an agent output
+	approvals    []output // approvals in scope with an agent output, sampled
 }
 
 // target is what a scan looks for.
@@ -75,6 +82,8 @@ type target struct {
 	scope      Scope
 	evidence   map[string]bool
 	sample     int
+	// maxOutputs bounds the evidence outputs kept: the replay's call cap.
+	maxOutputs int
 }
 
 // category finds the lesson category a proposal addresses: its cluster's,
@@ -222,8 +231,8 @@ func scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifi
 				out.preview.OverCorrect.add(d.Agent, d.EpicID)
 			}
 			if d.AgentOutput != "" {
-				o := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{d.DecisionID, d.AgentOutput}}
-				sampled = keepSample(sampled, o, t.sample)
+				o := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{DecisionID: d.DecisionID}}
+				sampled = keepSample(sampled, o, t.sample, d.AgentOutput)
 			}
 		}
 	}
@@ -236,11 +245,16 @@ func scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifi
 // countNegative counts a negative decision of the proposal's agents.
 func (t target) countNegative(ctx context.Context, ev Evaluations, d precept.Decision, out *tally) error {
 	if t.evidence[d.DecisionID] && d.AgentOutput != "" {
-		out.evidence = append(out.evidence, output{d.DecisionID, d.AgentOutput})
+		out.evidenceSeen++
+		if len(out.evidence) < t.maxOutputs {
+			out.evidence = append(out.evidence, output{d.DecisionID, replayText(d.AgentOutput)})
+		}
 	}
 	e, _, err := ev.Evaluation(ctx, d.DecisionID)
 	if precept.ErrorCode(err) == precept.NotFound {
-		// Not evaluated yet: the next computation counts it.
+		// Not evaluated yet: the preview is stale until it is
+		// (Preview.Unevaluated), and a later computation counts it.
+		out.preview.Unevaluated++
 		return nil
 	}
 	if err != nil {
@@ -278,8 +292,16 @@ func sampleRank(proposalID, decisionID string, inCategory bool) uint64 {
 	return r
 }
 
-// keepSample keeps the n lowest-ranked outputs, sorted by rank.
-func keepSample(s []sampledOutput, o sampledOutput, n int) []sampledOutput {
+// replayText is an agent output as the replay shows it: secrets redacted
+// first, so that the cut cannot leave half a secret the patterns miss,
+// then cut to maxOutputChars.
+func replayText(s string) string {
+	return text.Fit(safetext.Redact(s), maxOutputChars)
+}
+
+// keepSample keeps the n lowest-ranked outputs, sorted by rank; o gets
+// its text, replayText(full), only when it is kept.
+func keepSample(s []sampledOutput, o sampledOutput, n int, full string) []sampledOutput {
 	if n <= 0 {
 		return s
 	}
@@ -295,11 +317,17 @@ func keepSample(s []sampledOutput, o sampledOutput, n int) []sampledOutput {
 	if i >= n {
 		return s
 	}
+	o.Text = replayText(full)
 	s = slices.Insert(s, i, o)
 	if len(s) > n {
 		s = s[:n]
 	}
 	return s
+}
+
+// outputs are what the replay of the scan's proposal judges.
+func (t tally) outputs() outputs {
+	return outputs{evidence: t.evidence, evidenceSeen: t.evidenceSeen, approvals: t.approvals}
 }
 
 var errNoAgents = errors.New("the proposal names no agent")

@@ -195,10 +195,12 @@ type llmServer struct {
 	prompts []string
 }
 
-// reply is a canned answer: its text, or a delay past the call timeout.
+// reply is a canned answer: its text, a delay past the call timeout, or
+// an HTTP error status.
 type reply struct {
-	text  string
-	delay time.Duration
+	text   string
+	delay  time.Duration
+	status int
 }
 
 func newLLMServer(t testing.TB, answer func(prompt string) reply) *llmServer {
@@ -224,6 +226,10 @@ func newLLMServer(t testing.TB, answer func(prompt string) reply) *llmServer {
 		s.prompts = append(s.prompts, prompt)
 		s.mu.Unlock()
 		a := answer(prompt)
+		if a.status != 0 {
+			http.Error(w, "unavailable", a.status)
+			return
+		}
 		select {
 		case <-time.After(a.delay):
 		case <-r.Context().Done():

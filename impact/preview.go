@@ -34,18 +34,61 @@ type Preview struct {
 	// first; MainCommit the commit it was read at.
 	Similar    []Similar `json:"similar,omitempty"`
 	MainCommit string    `json:"main_commit,omitempty"`
-	Replay     Replay    `json:"replay"`
+	// SimilarLeftOut counts the passages on main not compared: past the
+	// cap of maxPassages, base prompts go first, then _rules.md files.
+	SimilarLeftOut int    `json:"similar_left_out,omitempty"`
+	Replay         Replay `json:"replay"`
+	// Unevaluated counts the negative decisions of the proposal's agents
+	// the evaluator had not evaluated when they were counted: a preview
+	// with any is counted again once older than Refresh, even when
+	// nothing else moved.
+	Unevaluated int `json:"unevaluated,omitempty"`
 	// FeedbackSeq is the feedback store's position the counts were
 	// computed at.
 	FeedbackSeq uint64    `json:"feedback_seq"`
 	ComputedAt  time.Time `json:"computed_at"`
 }
 
-// Counts counts decisions in total, per agent and per epic.
+// Counts counts decisions in total, per agent and per epic. ByEpic
+// lists at most maxEpics epics, those with the most decisions; Epics is
+// how many epics there are and OtherEpics how many decisions the epics
+// left out hold, so a preview stays small however many epics a busy
+// agent works in.
 type Counts struct {
-	Total   int            `json:"total"`
-	ByAgent map[string]int `json:"by_agent,omitempty"`
-	ByEpic  map[string]int `json:"by_epic,omitempty"`
+	Total      int            `json:"total"`
+	ByAgent    map[string]int `json:"by_agent,omitempty"`
+	ByEpic     map[string]int `json:"by_epic,omitempty"`
+	Epics      int            `json:"epics,omitempty"`
+	OtherEpics int            `json:"other_epics,omitempty"`
+}
+
+// maxEpics bounds the epics a count lists (docs/thresholds.md, "Impact
+// preview").
+const maxEpics = 20
+
+// capEpics keeps the maxEpics epics with the most decisions (the first
+// by id among equals) and counts the rest in OtherEpics.
+func (c *Counts) capEpics() {
+	c.Epics = len(c.ByEpic)
+	if len(c.ByEpic) <= maxEpics {
+		return
+	}
+	epics := slices.SortedFunc(maps.Keys(c.ByEpic), func(a, b string) int {
+		if d := c.ByEpic[b] - c.ByEpic[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	for _, e := range epics[maxEpics:] {
+		c.OtherEpics += c.ByEpic[e]
+		delete(c.ByEpic, e)
+	}
+}
+
+// epics is how many epics the count spans; previews kept before Epics
+// existed have only ByEpic.
+func (c Counts) epics() int {
+	return max(c.Epics, len(c.ByEpic))
 }
 
 func (c *Counts) add(agent, epic string) {
@@ -112,6 +155,19 @@ type Replay struct {
 	UnsafeSkipped    int         `json:"unsafe_skipped"`
 	// Capped: the call cap left outputs unjudged.
 	Capped bool `json:"capped,omitempty"`
+	// Attempts counts the replays run for this text. One in which most
+	// calls failed or timed out (the LLM down) is not a result: the
+	// replay stays pending and is run again at RetryAt, at most
+	// maxReplayAttempts times. RetryAt is also when a replay the call
+	// budget held back may run.
+	Attempts int       `json:"attempts,omitempty"`
+	RetryAt  time.Time `json:"retry_at,omitzero"`
+}
+
+// failed reports whether most of the replay's calls failed or timed
+// out, so its figures say more about the LLM than about the rule.
+func (r Replay) failed() bool {
+	return r.Calls > 0 && 2*(r.Errors+r.Timeouts) > r.Calls
 }
 
 // Precision is the share of flagged outputs that were evidence, over n
@@ -148,7 +204,7 @@ func (p Preview) Summary() string {
 		addressed = p.Cluster
 	}
 	parts := []string{fmt.Sprintf("Addresses %d past %s (%d %s, %d %s)", addressed.Total, text.Plural(addressed.Total, "negative", "negatives"),
-		len(addressed.ByAgent), text.Plural(len(addressed.ByAgent), "agent", "agents"), len(addressed.ByEpic), text.Plural(len(addressed.ByEpic), "epic", "epics"))}
+		len(addressed.ByAgent), text.Plural(len(addressed.ByAgent), "agent", "agents"), addressed.epics(), text.Plural(addressed.epics(), "epic", "epics"))}
 	if p.Category != "" {
 		parts[0] += " in " + p.Category
 	}
@@ -175,9 +231,20 @@ func (p Preview) Summary() string {
 	if len(opposing)+len(similar) == 0 {
 		parts = append(parts, "nothing similar on main")
 	}
+	if p.SimilarLeftOut > 0 {
+		parts[len(parts)-1] += fmt.Sprintf(" (%d %s on main not compared: cap of %d)", p.SimilarLeftOut,
+			text.Plural(p.SimilarLeftOut, "passage", "passages"), maxPassages)
+	}
 	switch p.Replay.State {
 	case ReplayPending:
-		parts = append(parts, "LLM replay pending")
+		s := "LLM replay pending"
+		if p.Replay.Attempts > 0 {
+			s += fmt.Sprintf(" (%d %s failed, LLM unavailable; retry at %s)", p.Replay.Attempts,
+				text.Plural(p.Replay.Attempts, "attempt", "attempts"), p.Replay.RetryAt.UTC().Format("15:04 UTC"))
+		} else if !p.Replay.RetryAt.IsZero() {
+			s += fmt.Sprintf(" (call budget spent; from %s)", p.Replay.RetryAt.UTC().Format("15:04 UTC"))
+		}
+		parts = append(parts, s)
 	case ReplayDone:
 		parts = append(parts, "LLM replay: "+p.Replay.figures())
 	}

@@ -42,8 +42,9 @@ const (
 	// looked at.
 	DefaultInterval = time.Minute
 	// DefaultRefresh is how old a preview of the same text gets before
-	// it is counted again because decisions arrived or main moved: each
-	// count reads the whole feedback store.
+	// it is counted again because decisions arrived, main moved or it
+	// saw decisions not evaluated yet: each count reads the whole
+	// feedback store.
 	DefaultRefresh = 10 * time.Minute
 )
 
@@ -116,8 +117,31 @@ type Service struct {
 	hooks    []func(proposalID string)
 
 	wake chan struct{}
-	// computeMu serialises computations: rounds and Compute calls.
+	// computeMu serialises computations: rounds and Compute calls; it
+	// guards the call budget too.
 	computeMu sync.Mutex
+	budget    callBudget
+	vectors   vectorCache
+}
+
+// callBudget counts the replay calls of the current window.
+type callBudget struct {
+	limit int
+	start time.Time
+	used  int
+}
+
+// reserve takes n calls from the window at now, or reports when the
+// window that can give them starts.
+func (b *callBudget) reserve(n int, now time.Time) (ok bool, retryAt time.Time) {
+	if now.Sub(b.start) >= replayBudgetWindow {
+		b.start, b.used = now, 0
+	}
+	if b.used+n > b.limit {
+		return false, b.start.Add(replayBudgetWindow)
+	}
+	b.used += n
+	return true, time.Time{}
 }
 
 // New returns a Service, with the previews kept in opts.Dir loaded.
@@ -126,7 +150,8 @@ func New(src Sources, opts Options) (*Service, error) {
 		return nil, errors.New("impact: every source is required")
 	}
 	opts = opts.withDefaults()
-	s := &Service{src: src, opts: opts, log: opts.Logger, previews: map[string]Preview{}, wake: make(chan struct{}, 1)}
+	s := &Service{src: src, opts: opts, log: opts.Logger, previews: map[string]Preview{}, wake: make(chan struct{}, 1),
+		budget: callBudget{limit: max(replayBudget, opts.MaxCalls)}}
 	if opts.Dir != "" {
 		if err := s.load(); err != nil {
 			return nil, err
@@ -145,12 +170,16 @@ func (s *Service) OnUpdate(fn func(proposalID string)) {
 
 // Preview returns the latest preview of p without computing anything. A
 // pending proposal with no preview of its current text gets one marked
-// Pending, and a round is asked for; ok is false for a decided proposal
-// that was never previewed.
+// Pending, and a round is asked for. Memory holds the previews of
+// pending proposals only: a decided proposal's last preview is read from
+// its file in Dir; ok is false when there is none.
 func (s *Service) Preview(p rules.Proposal) (Preview, bool) {
 	s.mu.Lock()
 	pv, ok := s.previews[p.ID]
 	s.mu.Unlock()
+	if !ok && p.Status != rules.Pending && s.opts.Dir != "" {
+		pv, ok = s.read(p.ID)
+	}
 	if ok && pv.ContentRevision == p.ContentRevision {
 		return pv.clone(), true
 	}
@@ -213,6 +242,7 @@ func (s *Service) Round(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list pending proposals: %w", err)
 	}
+	s.forgetDecided(list)
 	var errs []error
 	for _, p := range list {
 		if ctx.Err() != nil {
@@ -225,6 +255,21 @@ func (s *Service) Round(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// forgetDecided drops from memory the previews of proposals that are not
+// in pending, the pending ones: decided proposals are not previewed
+// again, and their files in Dir keep their last preview.
+func (s *Service) forgetDecided(pending []rules.Proposal) {
+	s.computeMu.Lock()
+	defer s.computeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.previews {
+		if !slices.ContainsFunc(pending, func(p rules.Proposal) bool { return p.ID == id }) {
+			delete(s.previews, id)
+		}
+	}
+}
+
 // Compute brings p's preview up to date and returns it: the counts and
 // the comparison with main when the proposal's text changed, or when the
 // feedback store or main moved and the preview is older than Refresh;
@@ -234,7 +279,8 @@ func (s *Service) Compute(ctx context.Context, p rules.Proposal) (Preview, error
 	return s.compute(ctx, p, false)
 }
 
-// Refresh is Compute counting again whatever the preview's age.
+// Refresh is Compute counting again whatever the preview's age, even
+// when nothing moved; a replay already done is kept.
 func (s *Service) Refresh(ctx context.Context, p rules.Proposal) (Preview, error) {
 	return s.compute(ctx, p, true)
 }
@@ -254,9 +300,14 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 	prev, had := s.previews[p.ID]
 	s.mu.Unlock()
 	sameText := had && prev.ContentRevision == p.ContentRevision
-	current := prev.FeedbackSeq == seq && prev.MainCommit == commit
-	fresh := !force && s.opts.Now().Sub(prev.ComputedAt) < s.opts.Refresh
-	if sameText && (current || fresh) && prev.Replay.State != ReplayPending {
+	// Evaluations change without the feedback store moving (the
+	// evaluator catching up, reclustering, corrections): a preview that
+	// saw decisions not evaluated yet is never current.
+	current := prev.FeedbackSeq == seq && prev.MainCommit == commit && prev.Unevaluated == 0
+	now := s.opts.Now()
+	fresh := now.Sub(prev.ComputedAt) < s.opts.Refresh
+	replayDue := prev.Replay.State == ReplayPending && !now.Before(prev.Replay.RetryAt)
+	if !force && sameText && (current || fresh) && !replayDue {
 		return prev.clone(), nil
 	}
 	pv, tl, err := s.count(ctx, p, seq)
@@ -264,7 +315,7 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 		return Preview{}, err
 	}
 	pv.MainCommit = commit
-	if pv.Similar, err = similar(ctx, s.src.Embedder, s.opts.Thresholds, p, docs); err != nil {
+	if pv.Similar, pv.SimilarLeftOut, err = similar(ctx, s.src.Embedder, &s.vectors, s.opts.Thresholds, p, docs); err != nil {
 		return Preview{}, err
 	}
 	switch {
@@ -274,17 +325,35 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 		pv.Replay = prev.Replay
 	case s.opts.Model == nil:
 		pv.Replay = Replay{State: ReplayOff}
+	case sameText && prev.Replay.State == ReplayPending:
+		// Failed attempts and the time of the next one carry over.
+		pv.Replay = Replay{State: ReplayPending, Model: s.opts.Model.Model(), Attempts: prev.Replay.Attempts, RetryAt: prev.Replay.RetryAt}
 	default:
 		pv.Replay = Replay{State: ReplayPending, Model: s.opts.Model.Model()}
 	}
-	s.publish(pv)
-	if pv.Replay.State != ReplayPending {
+	if pv.Replay.State != ReplayPending || now.Before(pv.Replay.RetryAt) {
+		s.publish(pv)
 		return pv.clone(), nil
 	}
+	planned := min(len(tl.evidence)+len(tl.approvals), s.opts.MaxCalls)
+	if ok, retryAt := s.budget.reserve(planned, now); !ok {
+		pv.Replay.RetryAt = retryAt.UTC()
+		s.publish(pv)
+		return pv.clone(), nil
+	}
+	s.publish(pv)
 	r := replayer{model: s.opts.Model, timeout: s.opts.CallTimeout, maxCalls: s.opts.MaxCalls, denylist: s.opts.Denylist}
-	rep, err := r.run(ctx, p.Content, strings.Join(p.Agents, ", "), tl.evidence, tl.approvals)
+	rep, err := r.run(ctx, p.Content, strings.Join(p.Agents, ", "), tl.outputs())
 	if err != nil {
 		return pv.clone(), fmt.Errorf("replay: %w", err)
+	}
+	s.budget.used -= planned - rep.Calls
+	rep.Attempts = pv.Replay.Attempts + 1
+	if rep.failed() && rep.Attempts < maxReplayAttempts {
+		// The LLM is down, most likely: no figures, try again later.
+		s.log.Warn("impact replay failed; will retry", "proposal_id", p.ID, "attempt", rep.Attempts,
+			"calls", rep.Calls, "errors", rep.Errors, "timeouts", rep.Timeouts)
+		rep = Replay{State: ReplayPending, Model: rep.Model, Attempts: rep.Attempts, RetryAt: now.Add(retryWait(rep.Attempts)).UTC()}
 	}
 	pv.Replay = rep
 	s.publish(pv)
@@ -303,7 +372,7 @@ func (s *Service) count(ctx context.Context, p rules.Proposal, seq uint64) (Prev
 		return Preview{}, tally{}, err
 	}
 	t := target{proposalID: p.ID, agents: p.Agents, category: cat, scope: scopeOf(p.Agents, evidence),
-		evidence: map[string]bool{}, sample: s.opts.ApprovalSample}
+		evidence: map[string]bool{}, sample: s.opts.ApprovalSample, maxOutputs: s.opts.MaxCalls}
 	if p.ClusterID != "" {
 		t.clusters = append(t.clusters, p.ClusterID)
 	}
@@ -316,6 +385,9 @@ func (s *Service) count(ctx context.Context, p rules.Proposal, seq uint64) (Prev
 		return Preview{}, tally{}, err
 	}
 	pv := tl.preview
+	for _, c := range []*Counts{&pv.Cluster, &pv.CategoryNegatives, &pv.OverCorrect} {
+		c.capEpics()
+	}
 	pv.ProposalID, pv.ContentRevision, pv.Category, pv.Scope = p.ID, p.ContentRevision, cat, t.scope
 	pv.FeedbackSeq, pv.ComputedAt = seq, s.opts.Now().UTC()
 	return pv, tl, nil
@@ -387,16 +459,36 @@ func (s *Service) load() error {
 		if !ok || !rules.ValidProposalID(id) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.opts.Dir, name))
-		var pv Preview
-		if err == nil {
-			err = json.Unmarshal(b, &pv)
-		}
-		if err != nil || pv.ProposalID != id {
+		pv, err := s.readFile(id)
+		if err != nil {
 			s.log.Warn("impact preview on disk left out; it is computed again", "file", name, "err", err)
 			continue
 		}
 		s.previews[id] = pv
 	}
 	return nil
+}
+
+// read returns the preview kept in Dir for a proposal, if any.
+func (s *Service) read(id string) (Preview, bool) {
+	if !rules.ValidProposalID(id) {
+		return Preview{}, false
+	}
+	pv, err := s.readFile(id)
+	return pv, err == nil
+}
+
+func (s *Service) readFile(id string) (Preview, error) {
+	b, err := os.ReadFile(filepath.Join(s.opts.Dir, id+".json"))
+	if err != nil {
+		return Preview{}, err
+	}
+	var pv Preview
+	if err := json.Unmarshal(b, &pv); err != nil {
+		return Preview{}, err
+	}
+	if pv.ProposalID != id {
+		return Preview{}, fmt.Errorf("the file holds the preview of %q", pv.ProposalID)
+	}
+	return pv, nil
 }

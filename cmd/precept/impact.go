@@ -43,6 +43,9 @@ func printImpact(w io.Writer, im *preceptv1.ImpactPreview) {
 		}
 		fmt.Fprintf(w, "  %-8s %s %s (%.2f): %s\n", rel, line(s.GetKind()), line(name), s.GetSimilarity(), line(clip(s.GetExcerpt(), 100)))
 	}
+	if n := im.GetSimilarLeftOut(); n > 0 {
+		fmt.Fprintf(w, "  %d passages on main not compared (cap reached)\n", n)
+	}
 }
 
 // countsLine says "4 negatives (coder 4; 2 epics)".
@@ -59,8 +62,9 @@ func countsLine(c *preceptv1.ImpactCounts, what string) string {
 	for _, a := range slices.Sorted(maps.Keys(c.GetByAgent())) {
 		agents = append(agents, fmt.Sprintf("%s %d", a, c.GetByAgent()[a]))
 	}
-	epics := fmt.Sprintf("%d epics", len(c.GetByEpic()))
-	if len(c.GetByEpic()) == 1 {
+	nEpics := max(c.GetEpics(), int64(len(c.GetByEpic())))
+	epics := fmt.Sprintf("%d epics", nEpics)
+	if nEpics == 1 {
 		epics = "1 epic"
 	}
 	return fmt.Sprintf("%s (%s; %s)", out, strings.Join(agents, ", "), epics)
@@ -81,6 +85,12 @@ func replayLine(r *preceptv1.ImpactReplay) string {
 	case preceptv1.ImpactReplayState_IMPACT_REPLAY_STATE_OFF:
 		return "off (no LLM configured)"
 	case preceptv1.ImpactReplayState_IMPACT_REPLAY_STATE_PENDING:
+		switch {
+		case r.GetAttempts() > 0:
+			return fmt.Sprintf("pending: %d failed (LLM unavailable), retry at %s", r.GetAttempts(), ts(r.GetRetryAt()))
+		case r.GetRetryAt() != nil:
+			return "pending: call budget spent until " + ts(r.GetRetryAt())
+		}
 		return "pending"
 	case preceptv1.ImpactReplayState_IMPACT_REPLAY_STATE_DONE:
 	default:

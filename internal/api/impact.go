@@ -25,8 +25,8 @@ func impactToProto(pv impact.Preview) *preceptv1.ImpactPreview {
 		Pending: pv.Pending, Category: pv.Category, Cluster: countsToProto(pv.Cluster),
 		CategoryNegatives: countsToProto(pv.CategoryNegatives), ApprovalsInScope: int64(pv.ApprovalsInScope),
 		OverCorrect: countsToProto(pv.OverCorrect), ContentRevision: int32(pv.ContentRevision), FeedbackSeq: pv.FeedbackSeq,
-		ComputedAt: tsOrNil(pv.ComputedAt),
-		Scope:      &preceptv1.ImpactScope{Agents: pv.Scope.Agents, Gates: pv.Scope.Gates, PathPrefixes: pv.Scope.PathPrefixes},
+		ComputedAt: tsOrNil(pv.ComputedAt), Unevaluated: int64(pv.Unevaluated), SimilarLeftOut: int64(pv.SimilarLeftOut),
+		Scope: &preceptv1.ImpactScope{Agents: pv.Scope.Agents, Gates: pv.Scope.Gates, PathPrefixes: pv.Scope.PathPrefixes},
 	}
 	for _, s := range pv.Similar {
 		out.Similar = append(out.Similar, &preceptv1.ImpactSimilar{Kind: s.Kind, Path: s.Path, RuleId: s.RuleID,
@@ -40,12 +40,13 @@ func impactToProto(pv impact.Preview) *preceptv1.ImpactPreview {
 		ApprovalsJudged: int32(r.ApprovalsJudged), ApprovalsFlagged: int32(r.ApprovalsFlagged),
 		Precision: prec, PrecisionN: int32(pn), Recall: rec, RecallN: int32(rn), Calls: int32(r.Calls),
 		Malformed: int32(r.Malformed), Timeouts: int32(r.Timeouts), Errors: int32(r.Errors), UnsafeSkipped: int32(r.UnsafeSkipped), Capped: r.Capped,
+		Attempts: int32(r.Attempts), RetryAt: tsOrNil(r.RetryAt),
 	}
 	return out
 }
 
 func countsToProto(c impact.Counts) *preceptv1.ImpactCounts {
-	out := &preceptv1.ImpactCounts{Total: int64(c.Total)}
+	out := &preceptv1.ImpactCounts{Total: int64(c.Total), Epics: int64(max(c.Epics, len(c.ByEpic))), OtherEpics: int64(c.OtherEpics)}
 	if len(c.ByAgent) > 0 {
 		out.ByAgent = make(map[string]int64, len(c.ByAgent))
 		for k, v := range c.ByAgent {

@@ -41,8 +41,9 @@ func TestGetAndListProposalsCarryTheImpactPreview(t *testing.T) {
 		t.Fatal(err)
 	}
 	pv := impact.Preview{ProposalID: p.ID, ContentRevision: p.ContentRevision, Category: "retry-timeout",
-		CategoryNegatives: impact.Counts{Total: 4, ByAgent: map[string]int{"coder": 4}, ByEpic: map[string]int{"E1": 3, "E2": 1}},
-		ApprovalsInScope:  3, OverCorrect: impact.Counts{Total: 1, ByAgent: map[string]int{"coder": 1}, ByEpic: map[string]int{"E1": 1}},
+		CategoryNegatives: impact.Counts{Total: 11, ByAgent: map[string]int{"coder": 11}, ByEpic: map[string]int{"E1": 3, "E2": 1}, Epics: 9, OtherEpics: 7},
+		Unevaluated:       2, SimilarLeftOut: 12,
+		ApprovalsInScope: 3, OverCorrect: impact.Counts{Total: 1, ByAgent: map[string]int{"coder": 1}, ByEpic: map[string]int{"E1": 1}},
 		Scope:       impact.Scope{Agents: []string{"coder"}, Gates: []string{"HITL-2"}, PathPrefixes: []string{"src/api"}},
 		Similar:     []impact.Similar{{Kind: impact.KindBasePrompt, Path: "prompts/review.md", Similarity: 0.8, Opposing: true, Excerpt: "Never …"}},
 		Replay:      impact.Replay{State: impact.ReplayDone, Model: "openai/judge", EvidenceJudged: 6, EvidenceFlagged: 3, ApprovalsJudged: 5, ApprovalsFlagged: 1, Calls: 10, Timeouts: 1},
@@ -58,8 +59,12 @@ func TestGetAndListProposalsCarryTheImpactPreview(t *testing.T) {
 	switch {
 	case im == nil:
 		t.Fatal("GetProposal has no impact preview")
-	case im.GetCategory() != "retry-timeout" || im.GetCategoryNegatives().GetTotal() != 4 || im.GetCategoryNegatives().GetByEpic()["E1"] != 3:
+	case im.GetCategory() != "retry-timeout" || im.GetCategoryNegatives().GetTotal() != 11 || im.GetCategoryNegatives().GetByEpic()["E1"] != 3:
 		t.Errorf("negatives = %v", im.GetCategoryNegatives())
+	case im.GetCategoryNegatives().GetEpics() != 9 || im.GetCategoryNegatives().GetOtherEpics() != 7 || im.GetOverCorrect().GetEpics() != 1:
+		t.Errorf("epics beyond the listed ones: %v, %v", im.GetCategoryNegatives(), im.GetOverCorrect())
+	case im.GetUnevaluated() != 2 || im.GetSimilarLeftOut() != 12:
+		t.Errorf("unevaluated %d, similar left out %d; want 2 and 12", im.GetUnevaluated(), im.GetSimilarLeftOut())
 	case im.GetApprovalsInScope() != 3 || im.GetOverCorrect().GetTotal() != 1 || im.GetScope().GetPathPrefixes()[0] != "src/api":
 		t.Errorf("over-correction = %v in scope %v", im.GetOverCorrect(), im.GetScope())
 	case len(im.GetSimilar()) != 1 || !im.GetSimilar()[0].GetOpposing() || im.GetSimilar()[0].GetPath() != "prompts/review.md":

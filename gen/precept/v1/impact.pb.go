@@ -111,8 +111,14 @@ type ImpactPreview struct {
 	ContentRevision int32                  `protobuf:"varint,10,opt,name=content_revision,json=contentRevision,proto3" json:"content_revision,omitempty"`
 	FeedbackSeq     uint64                 `protobuf:"varint,11,opt,name=feedback_seq,json=feedbackSeq,proto3" json:"feedback_seq,omitempty"`
 	ComputedAt      *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=computed_at,json=computedAt,proto3" json:"computed_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Negative decisions of the proposal's agents not evaluated yet when
+	// counted; the preview is counted again once it is 10 minutes old.
+	Unevaluated int64 `protobuf:"varint,13,opt,name=unevaluated,proto3" json:"unevaluated,omitempty"`
+	// Passages of guidance on main not compared with the rule: past the
+	// cap (4000), base prompts are left out first, then _rules.md files.
+	SimilarLeftOut int64 `protobuf:"varint,14,opt,name=similar_left_out,json=similarLeftOut,proto3" json:"similar_left_out,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ImpactPreview) Reset() {
@@ -229,12 +235,31 @@ func (x *ImpactPreview) GetComputedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ImpactPreview) GetUnevaluated() int64 {
+	if x != nil {
+		return x.Unevaluated
+	}
+	return 0
+}
+
+func (x *ImpactPreview) GetSimilarLeftOut() int64 {
+	if x != nil {
+		return x.SimilarLeftOut
+	}
+	return 0
+}
+
 // ImpactCounts counts decisions in total, per agent and per epic.
 type ImpactCounts struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Total         int64                  `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
-	ByAgent       map[string]int64       `protobuf:"bytes,2,rep,name=by_agent,json=byAgent,proto3" json:"by_agent,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	ByEpic        map[string]int64       `protobuf:"bytes,3,rep,name=by_epic,json=byEpic,proto3" json:"by_epic,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Total   int64                  `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	ByAgent map[string]int64       `protobuf:"bytes,2,rep,name=by_agent,json=byAgent,proto3" json:"by_agent,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// At most 20 epics, those with the most decisions.
+	ByEpic map[string]int64 `protobuf:"bytes,3,rep,name=by_epic,json=byEpic,proto3" json:"by_epic,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// How many epics the decisions span, and how many decisions the epics
+	// left out of by_epic hold.
+	Epics         int64 `protobuf:"varint,4,opt,name=epics,proto3" json:"epics,omitempty"`
+	OtherEpics    int64 `protobuf:"varint,5,opt,name=other_epics,json=otherEpics,proto3" json:"other_epics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,6 +313,20 @@ func (x *ImpactCounts) GetByEpic() map[string]int64 {
 		return x.ByEpic
 	}
 	return nil
+}
+
+func (x *ImpactCounts) GetEpics() int64 {
+	if x != nil {
+		return x.Epics
+	}
+	return 0
+}
+
+func (x *ImpactCounts) GetOtherEpics() int64 {
+	if x != nil {
+		return x.OtherEpics
+	}
+	return 0
 }
 
 // ImpactScope is where an approved decision must have been made to count
@@ -474,7 +513,13 @@ type ImpactReplay struct {
 	Errors        int32 `protobuf:"varint,14,opt,name=errors,proto3" json:"errors,omitempty"`
 	UnsafeSkipped int32 `protobuf:"varint,15,opt,name=unsafe_skipped,json=unsafeSkipped,proto3" json:"unsafe_skipped,omitempty"`
 	// The call cap was reached before every output was judged.
-	Capped        bool `protobuf:"varint,16,opt,name=capped,proto3" json:"capped,omitempty"`
+	Capped bool `protobuf:"varint,16,opt,name=capped,proto3" json:"capped,omitempty"`
+	// Replays run for this text. While state is PENDING, attempts > 0 says
+	// that many replays failed (most calls errored or timed out) and the
+	// next one runs at retry_at; attempts = 0 with retry_at set says the
+	// shared call budget holds the replay back until then.
+	Attempts      int32                  `protobuf:"varint,17,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	RetryAt       *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -621,12 +666,26 @@ func (x *ImpactReplay) GetCapped() bool {
 	return false
 }
 
+func (x *ImpactReplay) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *ImpactReplay) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
+}
+
 var File_precept_v1_impact_proto protoreflect.FileDescriptor
 
 const file_precept_v1_impact_proto_rawDesc = "" +
 	"\n" +
 	"\x17precept/v1/impact.proto\x12\n" +
-	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x04\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\x05\n" +
 	"\rImpactPreview\x12\x18\n" +
 	"\apending\x18\x01 \x01(\bR\apending\x12\x1a\n" +
 	"\bcategory\x18\x02 \x01(\tR\bcategory\x122\n" +
@@ -641,11 +700,16 @@ const file_precept_v1_impact_proto_rawDesc = "" +
 	" \x01(\x05R\x0fcontentRevision\x12!\n" +
 	"\ffeedback_seq\x18\v \x01(\x04R\vfeedbackSeq\x12;\n" +
 	"\vcomputed_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"computedAt\"\x9c\x02\n" +
+	"computedAt\x12 \n" +
+	"\vunevaluated\x18\r \x01(\x03R\vunevaluated\x12(\n" +
+	"\x10similar_left_out\x18\x0e \x01(\x03R\x0esimilarLeftOut\"\xd3\x02\n" +
 	"\fImpactCounts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x03R\x05total\x12@\n" +
 	"\bby_agent\x18\x02 \x03(\v2%.precept.v1.ImpactCounts.ByAgentEntryR\abyAgent\x12=\n" +
-	"\aby_epic\x18\x03 \x03(\v2$.precept.v1.ImpactCounts.ByEpicEntryR\x06byEpic\x1a:\n" +
+	"\aby_epic\x18\x03 \x03(\v2$.precept.v1.ImpactCounts.ByEpicEntryR\x06byEpic\x12\x14\n" +
+	"\x05epics\x18\x04 \x01(\x03R\x05epics\x12\x1f\n" +
+	"\vother_epics\x18\x05 \x01(\x03R\n" +
+	"otherEpics\x1a:\n" +
 	"\fByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
@@ -664,7 +728,7 @@ const file_precept_v1_impact_proto_rawDesc = "" +
 	"similarity\x18\x04 \x01(\x01R\n" +
 	"similarity\x12\x1a\n" +
 	"\bopposing\x18\x05 \x01(\bR\bopposing\x12\x18\n" +
-	"\aexcerpt\x18\x06 \x01(\tR\aexcerpt\"\x9e\x04\n" +
+	"\aexcerpt\x18\x06 \x01(\tR\aexcerpt\"\xf1\x04\n" +
 	"\fImpactReplay\x123\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1d.precept.v1.ImpactReplayStateR\x05state\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12'\n" +
@@ -683,7 +747,9 @@ const file_precept_v1_impact_proto_rawDesc = "" +
 	"\btimeouts\x18\r \x01(\x05R\btimeouts\x12\x16\n" +
 	"\x06errors\x18\x0e \x01(\x05R\x06errors\x12%\n" +
 	"\x0eunsafe_skipped\x18\x0f \x01(\x05R\runsafeSkipped\x12\x16\n" +
-	"\x06capped\x18\x10 \x01(\bR\x06capped*\x94\x01\n" +
+	"\x06capped\x18\x10 \x01(\bR\x06capped\x12\x1a\n" +
+	"\battempts\x18\x11 \x01(\x05R\battempts\x125\n" +
+	"\bretry_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt*\x94\x01\n" +
 	"\x11ImpactReplayState\x12#\n" +
 	"\x1fIMPACT_REPLAY_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17IMPACT_REPLAY_STATE_OFF\x10\x01\x12\x1f\n" +
@@ -729,11 +795,12 @@ var file_precept_v1_impact_proto_depIdxs = []int32{
 	6,  // 7: precept.v1.ImpactCounts.by_agent:type_name -> precept.v1.ImpactCounts.ByAgentEntry
 	7,  // 8: precept.v1.ImpactCounts.by_epic:type_name -> precept.v1.ImpactCounts.ByEpicEntry
 	0,  // 9: precept.v1.ImpactReplay.state:type_name -> precept.v1.ImpactReplayState
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	8,  // 10: precept.v1.ImpactReplay.retry_at:type_name -> google.protobuf.Timestamp
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_impact_proto_init() }
