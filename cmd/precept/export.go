@@ -118,8 +118,13 @@ func exportCmd(c *cli) *cobra.Command {
 			"JSON lines go to stdout, one record a line with a \"kind\", ending with the summary; with --out DIR (required\n" +
 			"for csv and parquet) each kind goes to DIR/decisions.EXT, DIR/evaluations.EXT and DIR/rule_effects.EXT, written\n" +
 			"under temporary names and renamed only once the export is complete.\n" +
-			"--anonymize replaces people's ids with keyed hashes and leaves out all free text; without it the export needs\n" +
-			"the approver role. Columns: docs/formats.md, \"Exports\".",
+			"--anonymize (reader role; without it the export needs approver) hashes with the server's secret salt\n" +
+			"reviewer ids, API token and curator names, and the decision, epic and task ids (a decision's hashed id still\n" +
+			"joins its evaluation); it drops all free text (comments, outputs, diffs, tags, rationales, lesson texts, rule\n" +
+			"effect summaries), scope_path, and a prompt_version not of precept's form (v1: and 16 hex digits); it keeps gate,\n" +
+			"cluster, proposal and rule ids, agents, commits, labels, numbers and times. Anyone with reader access to the\n" +
+			"server can still match rows to stored decisions by agent and time.\n" +
+			"Columns: docs/formats.md, \"Exports\".",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("export takes flags only, got %q", args[0])
@@ -146,7 +151,7 @@ func exportCmd(c *cli) *cobra.Command {
 	fl.StringVar(&f.from, "from", "", "first day (2026-11-01) or time (RFC 3339) of the decisions exported")
 	fl.StringVar(&f.to, "to", "", "last day exported, or the time before which decisions are exported")
 	fl.StringVar(&f.out, "out", "", "directory for decisions.EXT, evaluations.EXT and rule_effects.EXT")
-	fl.BoolVar(&f.anonymize, "anonymize", false, "hash people's ids and leave out all free text")
+	fl.BoolVar(&f.anonymize, "anonymize", false, "hash people's and producers' ids, leave out all free text")
 	return cmd
 }
 
