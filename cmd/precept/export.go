@@ -38,9 +38,16 @@ var exportFiles = map[string]string{
 	kindRuleEffect: "rule_effects",
 }
 
-// parquetRowGroupRows is how many rows a Parquet row group holds: rows
-// are written out a row group at a time as records arrive.
-const parquetRowGroupRows = 4096
+// Rows are written to Parquet a row group at a time as records arrive:
+// a row group ends at parquetRowGroupRows rows or once its rows hold
+// parquetRowGroupBytes of text, whichever comes first. The byte budget
+// bounds what the CLI holds per kind: a full decision row may carry four
+// texts of up to 256 KiB, so 4,096 of them could be 4 GiB
+// (docs/thresholds.md, "Exports").
+const (
+	parquetRowGroupRows  = 4096
+	parquetRowGroupBytes = 64 << 20
+)
 
 // exportFlags are the export command's flags, checked.
 type exportFlags struct {
@@ -481,6 +488,8 @@ type parquetTable[T any] struct {
 	w    *parquet.GenericWriter[T]
 	row  func(*preceptv1.ExportRecord) (T, error)
 	rows []T
+	// text is how many bytes of text the buffered rows hold.
+	text int
 }
 
 func (t *parquetTable[T]) write(rec *preceptv1.ExportRecord) error {
@@ -489,7 +498,8 @@ func (t *parquetTable[T]) write(rec *preceptv1.ExportRecord) error {
 		return err
 	}
 	t.rows = append(t.rows, r)
-	if len(t.rows) == parquetRowGroupRows {
+	t.text += textBytes(reflect.ValueOf(r))
+	if len(t.rows) >= parquetRowGroupRows || t.text >= parquetRowGroupBytes {
 		return t.flush()
 	}
 	return nil
@@ -503,8 +513,33 @@ func (t *parquetTable[T]) flush() error {
 	if _, err := t.w.Write(t.rows); err != nil {
 		return err
 	}
-	t.rows = t.rows[:0]
+	// Cleared, not just cut: the texts are not kept alive until
+	// overwritten.
+	clear(t.rows)
+	t.rows, t.text = t.rows[:0], 0
 	return t.w.Flush()
+}
+
+// textBytes is how many bytes of text a row holds, in its strings, lists
+// of strings and map keys: what makes rows large.
+func textBytes(row reflect.Value) int {
+	n := 0
+	for i := range row.NumField() {
+		f := row.Field(i)
+		switch {
+		case f.Kind() == reflect.String:
+			n += f.Len()
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+			for j := range f.Len() {
+				n += f.Index(j).Len()
+			}
+		case f.Kind() == reflect.Map && f.Type().Key().Kind() == reflect.String:
+			for _, k := range f.MapKeys() {
+				n += k.Len()
+			}
+		}
+	}
+	return n
 }
 
 func (t *parquetTable[T]) close() error {
