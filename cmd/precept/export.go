@@ -318,14 +318,12 @@ func createTemp(dir, name string) (*tempFile, error) {
 	return &tempFile{File: f, path: filepath.Join(dir, name)}, nil
 }
 
-func (f *tempFile) commit() error {
+// finish makes the content durable; the file is then ready to rename.
+func (f *tempFile) finish() error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), f.path)
+	return f.Close()
 }
 
 func (f *tempFile) abort() {
@@ -343,21 +341,27 @@ type kindWriter interface {
 
 // fileSink writes each kind to its own file in a directory.
 type fileSink struct {
-	files   []*tempFile
+	dir     string
+	files   []*tempFile // in renameOrder
 	writers map[string]kindWriter
 }
+
+// renameOrder is the order in which a complete export's files replace
+// the earlier ones: decisions last, so a decisions file from this export
+// means the other two are from it too (docs/formats.md, "Exports").
+var renameOrder = []string{kindEvaluation, kindRuleEffect, kindDecision}
 
 func openFileSink(dir, format string) (_ *fileSink, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &fileSink{writers: map[string]kindWriter{}}
+	s := &fileSink{dir: dir, writers: map[string]kindWriter{}}
 	defer func() {
 		if err != nil {
 			s.abort()
 		}
 	}()
-	for _, kind := range []string{kindDecision, kindEvaluation, kindRuleEffect} {
+	for _, kind := range renameOrder {
 		f, err := createTemp(dir, exportFiles[kind]+"."+format)
 		if err != nil {
 			return nil, err
@@ -391,11 +395,49 @@ func (s *fileSink) commit() error {
 		}
 	}
 	for _, f := range s.files {
-		if err := f.commit(); err != nil {
-			return err
+		if err := f.finish(); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Base(f.path), err)
 		}
 	}
+	for i, f := range s.files {
+		if err := os.Rename(f.Name(), f.path); err != nil {
+			return s.renameError(i, err)
+		}
+	}
+	// The renames are durable only once the directory is.
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("the export is in %s, but syncing the directory failed, so a crash could undo it: %w", s.dir, err)
+	}
 	return nil
+}
+
+// renameError says what a rename that failed, after done files were
+// renamed, left in the directory: which files are new and which are as
+// before (or absent). The new files not renamed are removed with the
+// other temporary files.
+func (s *fileSink) renameError(done int, err error) error {
+	if done == 0 {
+		return fmt.Errorf("export not written, %s as it was: %w", s.dir, err)
+	}
+	names := func(fs []*tempFile) string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, filepath.Base(f.path))
+		}
+		return strings.Join(out, " and ")
+	}
+	return fmt.Errorf("export half written: %s now mixes two exports: %s new, %s as before (or absent); export again: %w",
+		s.dir, names(s.files[:done]), names(s.files[done:]), err)
+}
+
+// syncDir flushes a directory's entries, such as renames, to disk.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func (s *fileSink) abort() {

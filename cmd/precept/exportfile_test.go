@@ -310,6 +310,53 @@ func TestRowTextCountsStringsListsAndMapKeys(t *testing.T) {
 	}
 }
 
+// TestARenameFailingPartWaySaysWhichFilesAreNew makes the second of the
+// three renames fail (rule_effects.csv is a directory): the error must
+// say that evaluations.csv is new and the other two are not, and the
+// abort that follows must leave decisions.csv as it was and no
+// temporary file.
+func TestARenameFailingPartWaySaysWhichFilesAreNew(t *testing.T) {
+	dir := t.TempDir()
+	writeExport(t, dir, "csv", sampleRecords(1))
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	decisions, evaluations := read("decisions.csv"), read("evaluations.csv")
+	effects := filepath.Join(dir, "rule_effects.csv")
+	if err := os.Remove(effects); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(effects, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	sink, err := openFileSink(dir, "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sampleRecords(3) {
+		if err := sink.write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = sink.commit()
+	sink.abort()
+	want := "now mixes two exports: evaluations.csv new, rule_effects.csv and decisions.csv as before (or absent); export again"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("commit: %v; want %q", err, want)
+	}
+	if read("decisions.csv") != decisions || read("evaluations.csv") == evaluations {
+		t.Fatal("decisions.csv replaced, or evaluations.csv not")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Fatalf("temporary files left: %q", left)
+	}
+}
+
 func TestCSVExportQuotesAndDefusesFormulas(t *testing.T) {
 	dir := t.TempDir()
 	writeExport(t, dir, "csv", sampleRecords(2))
