@@ -38,9 +38,16 @@ var exportFiles = map[string]string{
 	kindRuleEffect: "rule_effects",
 }
 
-// parquetRowGroupRows is how many rows a Parquet row group holds: rows
-// are written out a row group at a time as records arrive.
-const parquetRowGroupRows = 4096
+// Rows are written to Parquet a row group at a time as records arrive:
+// a row group ends at parquetRowGroupRows rows or once its rows hold
+// parquetRowGroupBytes of text, whichever comes first. The byte budget
+// bounds what the CLI holds per kind: a full decision row may carry four
+// texts of up to 256 KiB, so 4,096 of them could be 4 GiB
+// (docs/thresholds.md, "Exports").
+const (
+	parquetRowGroupRows  = 4096
+	parquetRowGroupBytes = 64 << 20
+)
 
 // exportFlags are the export command's flags, checked.
 type exportFlags struct {
@@ -118,8 +125,13 @@ func exportCmd(c *cli) *cobra.Command {
 			"JSON lines go to stdout, one record a line with a \"kind\", ending with the summary; with --out DIR (required\n" +
 			"for csv and parquet) each kind goes to DIR/decisions.EXT, DIR/evaluations.EXT and DIR/rule_effects.EXT, written\n" +
 			"under temporary names and renamed only once the export is complete.\n" +
-			"--anonymize replaces people's ids with keyed hashes and leaves out all free text; without it the export needs\n" +
-			"the approver role. Columns: docs/formats.md, \"Exports\".",
+			"--anonymize (reader role; without it the export needs approver) hashes with the server's secret salt\n" +
+			"reviewer ids, API token and curator names, and the decision, epic and task ids (a decision's hashed id still\n" +
+			"joins its evaluation); it drops all free text (comments, outputs, diffs, tags, rationales, lesson texts, rule\n" +
+			"effect summaries), scope_path, and a prompt_version not of precept's form (v1: and 16 hex digits); it keeps gate,\n" +
+			"cluster, proposal and rule ids, agents, commits, labels, numbers and times. Anyone with reader access to the\n" +
+			"server can still match rows to stored decisions by agent and time.\n" +
+			"Columns: docs/formats.md, \"Exports\".",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("export takes flags only, got %q", args[0])
@@ -146,7 +158,7 @@ func exportCmd(c *cli) *cobra.Command {
 	fl.StringVar(&f.from, "from", "", "first day (2026-11-01) or time (RFC 3339) of the decisions exported")
 	fl.StringVar(&f.to, "to", "", "last day exported, or the time before which decisions are exported")
 	fl.StringVar(&f.out, "out", "", "directory for decisions.EXT, evaluations.EXT and rule_effects.EXT")
-	fl.BoolVar(&f.anonymize, "anonymize", false, "hash people's ids and leave out all free text")
+	fl.BoolVar(&f.anonymize, "anonymize", false, "hash people's and producers' ids, leave out all free text")
 	return cmd
 }
 
@@ -306,14 +318,12 @@ func createTemp(dir, name string) (*tempFile, error) {
 	return &tempFile{File: f, path: filepath.Join(dir, name)}, nil
 }
 
-func (f *tempFile) commit() error {
+// finish makes the content durable; the file is then ready to rename.
+func (f *tempFile) finish() error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), f.path)
+	return f.Close()
 }
 
 func (f *tempFile) abort() {
@@ -331,21 +341,27 @@ type kindWriter interface {
 
 // fileSink writes each kind to its own file in a directory.
 type fileSink struct {
-	files   []*tempFile
+	dir     string
+	files   []*tempFile // in renameOrder
 	writers map[string]kindWriter
 }
+
+// renameOrder is the order in which a complete export's files replace
+// the earlier ones: decisions last, so a decisions file from this export
+// means the other two are from it too (docs/formats.md, "Exports").
+var renameOrder = []string{kindEvaluation, kindRuleEffect, kindDecision}
 
 func openFileSink(dir, format string) (_ *fileSink, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &fileSink{writers: map[string]kindWriter{}}
+	s := &fileSink{dir: dir, writers: map[string]kindWriter{}}
 	defer func() {
 		if err != nil {
 			s.abort()
 		}
 	}()
-	for _, kind := range []string{kindDecision, kindEvaluation, kindRuleEffect} {
+	for _, kind := range renameOrder {
 		f, err := createTemp(dir, exportFiles[kind]+"."+format)
 		if err != nil {
 			return nil, err
@@ -379,11 +395,49 @@ func (s *fileSink) commit() error {
 		}
 	}
 	for _, f := range s.files {
-		if err := f.commit(); err != nil {
-			return err
+		if err := f.finish(); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Base(f.path), err)
 		}
 	}
+	for i, f := range s.files {
+		if err := os.Rename(f.Name(), f.path); err != nil {
+			return s.renameError(i, err)
+		}
+	}
+	// The renames are durable only once the directory is.
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("the export is in %s, but syncing the directory failed, so a crash could undo it: %w", s.dir, err)
+	}
 	return nil
+}
+
+// renameError says what a rename that failed, after done files were
+// renamed, left in the directory: which files are new and which are as
+// before (or absent). The new files not renamed are removed with the
+// other temporary files.
+func (s *fileSink) renameError(done int, err error) error {
+	if done == 0 {
+		return fmt.Errorf("export not written, %s as it was: %w", s.dir, err)
+	}
+	names := func(fs []*tempFile) string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, filepath.Base(f.path))
+		}
+		return strings.Join(out, " and ")
+	}
+	return fmt.Errorf("export half written: %s now mixes two exports: %s new, %s as before (or absent); export again: %w",
+		s.dir, names(s.files[:done]), names(s.files[done:]), err)
+}
+
+// syncDir flushes a directory's entries, such as renames, to disk.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func (s *fileSink) abort() {
@@ -476,6 +530,8 @@ type parquetTable[T any] struct {
 	w    *parquet.GenericWriter[T]
 	row  func(*preceptv1.ExportRecord) (T, error)
 	rows []T
+	// text is how many bytes of text the buffered rows hold.
+	text int
 }
 
 func (t *parquetTable[T]) write(rec *preceptv1.ExportRecord) error {
@@ -484,7 +540,8 @@ func (t *parquetTable[T]) write(rec *preceptv1.ExportRecord) error {
 		return err
 	}
 	t.rows = append(t.rows, r)
-	if len(t.rows) == parquetRowGroupRows {
+	t.text += textBytes(reflect.ValueOf(r))
+	if len(t.rows) >= parquetRowGroupRows || t.text >= parquetRowGroupBytes {
 		return t.flush()
 	}
 	return nil
@@ -498,8 +555,33 @@ func (t *parquetTable[T]) flush() error {
 	if _, err := t.w.Write(t.rows); err != nil {
 		return err
 	}
-	t.rows = t.rows[:0]
+	// Cleared, not just cut: the texts are not kept alive until
+	// overwritten.
+	clear(t.rows)
+	t.rows, t.text = t.rows[:0], 0
 	return t.w.Flush()
+}
+
+// textBytes is how many bytes of text a row holds, in its strings, lists
+// of strings and map keys: what makes rows large.
+func textBytes(row reflect.Value) int {
+	n := 0
+	for i := range row.NumField() {
+		f := row.Field(i)
+		switch {
+		case f.Kind() == reflect.String:
+			n += f.Len()
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+			for j := range f.Len() {
+				n += f.Index(j).Len()
+			}
+		case f.Kind() == reflect.Map && f.Type().Key().Kind() == reflect.String:
+			for _, k := range f.MapKeys() {
+				n += k.Len()
+			}
+		}
+	}
+	return n
 }
 
 func (t *parquetTable[T]) close() error {

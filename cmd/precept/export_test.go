@@ -91,6 +91,7 @@ type exportEvent struct {
 	DecisionID     string           `json:"decision_id"`
 	GateID         string           `json:"gate_id"`
 	EpicID         string           `json:"epic_id"`
+	TaskID         string           `json:"task_id"`
 	Agent          string           `json:"agent"`
 	Decision       string           `json:"decision"`
 	ReviewerID     string           `json:"reviewer_id"`
@@ -102,14 +103,21 @@ type exportEvent struct {
 	Tags           []string         `json:"tags,omitempty"`
 	ErrorCats      []string         `json:"error_categories,omitempty"`
 	QualityScores  map[string]int32 `json:"quality_scores,omitempty"`
+	ScopePath      string           `json:"scope_path,omitempty"`
+	PromptVersion  string           `json:"prompt_version,omitempty"`
 }
+
+// preceptVersion is a prompt version of the form precept serves, which
+// an anonymized export keeps.
+const preceptVersion = "v1:3f2a9c0d1e4b5a67"
 
 func exportEvents() []exportEvent {
 	reviewers := []string{"quinn.qzr1", "zed.qzr2", "ana.qzr3", "bo.qzr4"}
 	var evs []exportEvent
 	for i := range 8 {
 		ev := exportEvent{
-			DecisionID: fmt.Sprintf("exp-%d", i), GateID: "HITL-2", EpicID: fmt.Sprintf("EPIC-%d", i%3), Agent: "coding-agent",
+			DecisionID: fmt.Sprintf("exp-%d", i), GateID: "HITL-2", EpicID: fmt.Sprintf("EPIC-qz%d", i%3), TaskID: fmt.Sprintf("qz.task%d@corp", i),
+			Agent: "coding-agent", ScopePath: fmt.Sprintf("home/qzuser%d/notes.md", i), PromptVersion: preceptVersion,
 			Decision: "REJECTED", ReviewerID: reviewers[i%4], Timestamp: fmt.Sprintf("2026-11-%02dT10:00:00Z", 10+i),
 			Comment:        fmt.Sprintf("The fetch loop qzloop%d retries forever without any backoff. Please use the shared retry helper qzhelp%d instead of a hand-written loop.", i, i),
 			AgentOutput:    fmt.Sprintf("for { fetchqz%d() }", i),
@@ -118,6 +126,9 @@ func exportEvents() []exportEvent {
 			Tags:           []string{fmt.Sprintf("qztag%d", i), "reuse"},
 			ErrorCats:      []string{"ignored_constraints"},
 			QualityScores:  map[string]int32{"accuracy": int32(40 + i)},
+		}
+		if i%2 == 1 {
+			ev.PromptVersion = fmt.Sprintf("Qzara's prompt %d", i)
 		}
 		if i%4 == 3 {
 			ev.Decision, ev.Comment = "APPROVED", fmt.Sprintf("=HYPERLINK(\"http://qzevil%d\") looks fine", i)
@@ -131,7 +142,11 @@ func exportEvents() []exportEvent {
 // secrets are the strings of the events an anonymized export must not
 // hold.
 func (ev exportEvent) secrets() []string {
-	out := []string{ev.ReviewerID, ev.Comment, ev.AgentOutput, ev.ApprovedOutput, ev.CorrectionDiff}
+	out := []string{ev.ReviewerID, ev.Comment, ev.AgentOutput, ev.ApprovedOutput, ev.CorrectionDiff,
+		ev.DecisionID, ev.EpicID, ev.TaskID, ev.ScopePath}
+	if ev.PromptVersion != preceptVersion {
+		out = append(out, ev.PromptVersion)
+	}
 	out = append(out, ev.Tags[0])
 	// Sentences quoted on their own (a lesson's "said" and "asked").
 	for _, s := range strings.Split(ev.Comment, ". ") {
@@ -395,6 +410,19 @@ func TestAnonymizedExportsHoldNoReviewerIDAndNoFreeText(t *testing.T) {
 	}
 	if len(distinct) != 4 {
 		t.Fatalf("4 reviewers got %d pseudonyms", len(distinct))
+	}
+	// Hashed decision ids still join each decision to its evaluation;
+	// precept's own prompt versions are kept.
+	evaluations := ofKind(lines, "evaluation")
+	for i, d := range ofKind(lines, "decision") {
+		dec := d["decision"].(map[string]any)
+		id := dec["decision_id"].(string)
+		if !strings.HasPrefix(id, "anon-") || len(evaluations) <= i || evaluations[i]["decision_id"] != id {
+			t.Fatalf("decision %q does not join its evaluation %v", id, evaluations[min(i, len(evaluations)-1)])
+		}
+		if want := map[bool]any{true: preceptVersion, false: nil}[evs[i].PromptVersion == preceptVersion]; dec["prompt_version"] != want {
+			t.Errorf("%s: prompt version %v exported as %v", evs[i].DecisionID, evs[i].PromptVersion, dec["prompt_version"])
+		}
 	}
 	if strings.Contains(logs.String(), exportSalt) {
 		t.Fatal("the salt reached the log")

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/xitongsys/parquet-go-source/local"
 	"github.com/xitongsys/parquet-go/common"
 	"github.com/xitongsys/parquet-go/reader"
@@ -245,6 +247,113 @@ func TestParquetExportReadsBackThroughAnotherLibraryRowGroupByRowGroup(t *testin
 	}
 	if got := effects.cell(t, "shadow_change_low", 0); got != -0.5 {
 		t.Errorf("shadow_change_low %v", got)
+	}
+}
+
+// rowGroupRows lists the rows of each row group of a Parquet file, as its
+// footer says.
+func rowGroupRows(t *testing.T, path string) []int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	var rows []int64
+	for _, rg := range pf.RowGroups() {
+		rows = append(rows, rg.NumRows())
+	}
+	return rows
+}
+
+// TestParquetRowGroupsEndAtTheTextBudget writes decisions whose texts
+// are large: a row group must end once its rows hold
+// parquetRowGroupBytes of text, long before parquetRowGroupRows rows.
+func TestParquetRowGroupsEndAtTheTextBudget(t *testing.T) {
+	big := strings.Repeat("x", 8<<20)
+	perRow := textBytes(reflect.ValueOf(decisionRowOf(bigDecision(0, big).GetDecision())))
+	if perRow < len(big) {
+		t.Fatalf("a row with %d bytes of output counts %d bytes of text", len(big), perRow)
+	}
+	var recs []*preceptv1.ExportRecord
+	for i := range 9 {
+		recs = append(recs, bigDecision(i, big))
+	}
+	dir := t.TempDir()
+	writeExport(t, dir, "parquet", recs)
+	// 8 rows of 8 MiB and a little reach 64 MiB: a row group of 8, then 1.
+	first := (parquetRowGroupBytes + perRow - 1) / perRow
+	want := []int64{int64(first), int64(9 - first)}
+	if got := rowGroupRows(t, filepath.Join(dir, "decisions.parquet")); !slices.Equal(got, want) {
+		t.Fatalf("row groups of %v rows, want %v (%d bytes of text a row, budget %d)", got, want, perRow, parquetRowGroupBytes)
+	}
+}
+
+// bigDecision is a decision record whose agent output is out.
+func bigDecision(i int, out string) *preceptv1.ExportRecord {
+	return &preceptv1.ExportRecord{Record: &preceptv1.ExportRecord_Decision{Decision: &preceptv1.Feedback{
+		Decision: &preceptv1.HITLDecision{DecisionId: fmt.Sprintf("big-%d", i), Agent: "coder", ReviewerId: "erin", AgentOutput: out}}}}
+}
+
+func TestRowTextCountsStringsListsAndMapKeys(t *testing.T) {
+	row := decisionRow{DecisionID: "d-1", Tags: []string{"ab", "cde"}, QualityScores: map[string]int32{"accuracy": 40}, AgentOutput: "12345"}
+	if got, want := textBytes(reflect.ValueOf(row)), len("d-1")+len("abcde")+len("accuracy")+len("12345"); got != want {
+		t.Fatalf("textBytes = %d, want %d", got, want)
+	}
+}
+
+// TestARenameFailingPartWaySaysWhichFilesAreNew makes the second of the
+// three renames fail (rule_effects.csv is a directory): the error must
+// say that evaluations.csv is new and the other two are not, and the
+// abort that follows must leave decisions.csv as it was and no
+// temporary file.
+func TestARenameFailingPartWaySaysWhichFilesAreNew(t *testing.T) {
+	dir := t.TempDir()
+	writeExport(t, dir, "csv", sampleRecords(1))
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	decisions, evaluations := read("decisions.csv"), read("evaluations.csv")
+	effects := filepath.Join(dir, "rule_effects.csv")
+	if err := os.Remove(effects); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(effects, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	sink, err := openFileSink(dir, "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sampleRecords(3) {
+		if err := sink.write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = sink.commit()
+	sink.abort()
+	want := "now mixes two exports: evaluations.csv new, rule_effects.csv and decisions.csv as before (or absent); export again"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("commit: %v; want %q", err, want)
+	}
+	if read("decisions.csv") != decisions || read("evaluations.csv") == evaluations {
+		t.Fatal("decisions.csv replaced, or evaluations.csv not")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Fatalf("temporary files left: %q", left)
 	}
 }
 

@@ -4,6 +4,10 @@
 // Global flags: --addr (env PRECEPT_ADDR, default http://127.0.0.1:8080),
 // --token (env PRECEPT_TOKEN), -o text|json, --protocol connect|grpc.
 // Errors print one line to stderr and exit with status 1 (2 for usage).
+// SIGINT and SIGTERM cancel the command's context, so it stops cleanly
+// (an export removes its temporary files); the CLI then exits with 130 or
+// 143, as a shell reports a process those signals killed. A second signal
+// kills it outright.
 package main
 
 import (
@@ -13,7 +17,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -33,6 +39,8 @@ func main() {
 // (escapeWriter): a field holding ESC, CR, BS or BEL is shown escaped
 // rather than obeyed by the terminal.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, interrupted, stop := signalContext()
+	defer stop()
 	out := &escapeWriter{w: stdout}
 	defer out.Flush()
 	c := &cli{stdin: stdin, stdout: out}
@@ -40,10 +48,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	switch {
 	case err == nil:
 		return 0
+	case interrupted() != 0:
+		fmt.Fprintln(stderr, "precept:", oneLine(err))
+		return interrupted()
 	case errors.As(err, new(usageError)):
 		fmt.Fprintln(stderr, "precept:", safetext.EscapeLine(err.Error()))
 		return 2
@@ -51,6 +62,37 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "precept:", oneLine(err))
 		return 1
 	}
+}
+
+// signalContext returns a context that SIGINT or SIGTERM cancels, and
+// interrupted, which returns the exit status for the signal that did
+// (128 + its number), or 0. Once a signal has arrived the default
+// behaviour is back, so a second one kills a command that does not heed
+// its context (one reading stdin). stop releases the signals.
+func signalContext() (ctx context.Context, interrupted func() int, stop func()) {
+	term, stopTerm := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, stopInt := signal.NotifyContext(term, os.Interrupt)
+	stop = func() {
+		stopInt()
+		stopTerm()
+	}
+	context.AfterFunc(ctx, stop)
+	// A context stopped, not signalled, has context.Canceled itself as
+	// its cause; a signal's cause describes the signal (and matches
+	// context.Canceled under errors.Is, hence ==).
+	signalled := func(ctx context.Context) bool {
+		return ctx.Err() != nil && context.Cause(ctx) != context.Canceled
+	}
+	interrupted = func() int {
+		switch {
+		case signalled(term):
+			return 128 + int(syscall.SIGTERM)
+		case signalled(ctx):
+			return 128 + int(syscall.SIGINT)
+		}
+		return 0
+	}
+	return ctx, interrupted, stop
 }
 
 // usageError is a mistake in how the CLI was called.

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -27,28 +28,44 @@ const (
 	drop fieldPolicy = iota
 	// keep is an identifier or a label from a fixed vocabulary.
 	keep
-	// hash is a person's identity: it becomes a pseudonym.
+	// hash is a person's identity, or an id a producer chose (which may
+	// be made of one, such as an email address): it becomes a pseudonym.
+	// An id hashed in one field is hashed alike wherever it appears, so
+	// records still join.
 	hash
 	// hashNamed is "<kind>:<name>" where the name of an "api:" token or a
 	// "curator:" is a person's; other kinds ("stream:", "llm:") are kept.
 	hashNamed
+	// keepPromptVersion keeps a prompt version of the form precept gives
+	// (promptVersionPattern), which names no one, and drops any other
+	// text a producer put there.
+	keepPromptVersion
 )
+
+// promptVersionPattern is the form of the prompt versions precept
+// serves: "v1:" and 16 hex digits (docs/formats.md, "Assembled
+// prompts").
+var promptVersionPattern = regexp.MustCompile(`^v1:[0-9a-f]{16}$`)
 
 // anonymizedFields lists every string field an anonymized export keeps
 // or hashes (docs/formats.md, "Exports"). Every other string field is
 // dropped, including fields added to the messages later: a new field is
 // private until someone decides otherwise here.
+//
+// Producers choose decision, epic and task ids, and precept's checks
+// let an email address through: they are hashed, everywhere they
+// appear. A scope path is a producer's file path, which may name a
+// person (home/alice/...): it is dropped.
 var anonymizedFields = map[protoreflect.FullName]fieldPolicy{
-	"precept.v1.HITLDecision.decision_id":         keep,
+	"precept.v1.HITLDecision.decision_id":         hash,
 	"precept.v1.HITLDecision.gate_id":             keep,
-	"precept.v1.HITLDecision.epic_id":             keep,
-	"precept.v1.HITLDecision.task_id":             keep,
+	"precept.v1.HITLDecision.epic_id":             hash,
+	"precept.v1.HITLDecision.task_id":             hash,
 	"precept.v1.HITLDecision.agent":               keep,
 	"precept.v1.HITLDecision.reviewer_id":         hash,
 	"precept.v1.HITLDecision.agent_output_sha":    keep,
 	"precept.v1.HITLDecision.approved_output_sha": keep,
-	"precept.v1.HITLDecision.scope_path":          keep,
-	"precept.v1.HITLDecision.prompt_version":      keep,
+	"precept.v1.HITLDecision.prompt_version":      keepPromptVersion,
 	"precept.v1.HITLDecision.rating":              keep,
 	"precept.v1.HITLDecision.error_categories":    keep,
 	// Quality dimension names (accuracy, style_match, ...); the scores
@@ -59,8 +76,8 @@ var anonymizedFields = map[protoreflect.FullName]fieldPolicy{
 	"precept.v1.Feedback.producer": hashNamed,
 	"precept.v1.Feedback.commit":   keep,
 
-	"precept.v1.Evaluation.decision_id":          keep,
-	"precept.v1.Evaluation.similar_feedback_ids": keep,
+	"precept.v1.Evaluation.decision_id":          hash,
+	"precept.v1.Evaluation.similar_feedback_ids": hash,
 	"precept.v1.Evaluation.cluster_id":           keep,
 	"precept.v1.Evaluation.evaluator":            keep,
 	"precept.v1.ProposedAction.target_agent":     keep,
@@ -185,6 +202,13 @@ func (a *anonymizer) text(m protoreflect.Message, fd protoreflect.FieldDescripto
 		rewrite = a.pseudonym
 	case hashNamed:
 		rewrite = a.pseudonymNamed
+	case keepPromptVersion:
+		rewrite = func(s string) string {
+			if promptVersionPattern.MatchString(s) {
+				return s
+			}
+			return ""
+		}
 	default:
 		m.Clear(fd)
 		return

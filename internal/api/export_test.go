@@ -103,6 +103,8 @@ func TestAnonymizingKeepsOnlyListedFieldsAndHashesIdentities(t *testing.T) {
 						t.Errorf("%s: no pseudonym of %q in\n%s", field, v, out)
 					}
 				default:
+					// drop, and keepPromptVersion, whose markers are
+					// not precept's versions.
 					if present {
 						t.Errorf("%s: free text %q kept", field, v)
 					}
@@ -123,6 +125,8 @@ func TestPeoplesWordsAndNamesAreNeverKept(t *testing.T) {
 		"precept.v1.Evaluation.rationale", "precept.v1.RubricAttribute.evidence", "precept.v1.RubricAttribute.description",
 		"precept.v1.Lesson.said", "precept.v1.Lesson.asked", "precept.v1.Lesson.problem", "precept.v1.Lesson.desired",
 		"precept.v1.LessonEvidence.text", "precept.v1.RuleEffect.summary",
+		// Producers' text, which may name people.
+		"precept.v1.HITLDecision.scope_path",
 	} {
 		if p := anonymizedFields[f]; p != drop {
 			t.Errorf("%s is free text, but anonymization does not drop it", f)
@@ -131,6 +135,9 @@ func TestPeoplesWordsAndNamesAreNeverKept(t *testing.T) {
 	for _, f := range []protoreflect.FullName{
 		"precept.v1.HITLDecision.reviewer_id", "precept.v1.Feedback.source", "precept.v1.Feedback.producer",
 		"precept.v1.ClusterStats.producers", "precept.v1.Lesson.by",
+		// Ids producers choose, which may be email addresses.
+		"precept.v1.HITLDecision.decision_id", "precept.v1.HITLDecision.epic_id", "precept.v1.HITLDecision.task_id",
+		"precept.v1.Evaluation.decision_id", "precept.v1.Evaluation.similar_feedback_ids",
 	} {
 		if p := anonymizedFields[f]; p != hash && p != hashNamed {
 			t.Errorf("%s names people, but anonymization does not hash it", f)
@@ -167,6 +174,25 @@ func TestPseudonymsAreStablePrefixedAndKeyedBySalt(t *testing.T) {
 	}
 }
 
+func TestAnonymizingKeepsOnlyPreceptsOwnPromptVersions(t *testing.T) {
+	a := newAnonymizer(exportSalt)
+	for in, want := range map[string]string{
+		"v1:3f2a9c0d1e4b5a67":       "v1:3f2a9c0d1e4b5a67",
+		"v1:3F2A9C0D1E4B5A67":       "",
+		"v1:3f2a9c0d1e4b5a6":        "",
+		"v1:3f2a9c0d1e4b5a67 alice": "",
+		"v1:3f2a9c0d1e4b5a67\n":     "",
+		"v2:3f2a9c0d1e4b5a67":       "",
+		"alice-prompt-v1":           "",
+	} {
+		d := &preceptv1.HITLDecision{PromptVersion: in}
+		a.Anonymize(d)
+		if d.GetPromptVersion() != want {
+			t.Errorf("prompt version %q became %q, want %q", in, d.GetPromptVersion(), want)
+		}
+	}
+}
+
 // exportEvaluations is the evaluator's lookup for handler tests: the
 // evaluations the test made up, by decision.
 type exportEvaluations map[string]evaluator.Evaluation
@@ -189,8 +215,8 @@ func startExportServer(t *testing.T, n int, opts ExportOptions) (string, exportE
 	return startExportServerOver(t, n, opts, func(s ExportStore) ExportStore { return s })
 }
 
-// startExportServerOver is startExportServer with the store wrapped.
-func startExportServerOver(t *testing.T, n int, opts ExportOptions, wrap func(ExportStore) ExportStore) (string, exportEvaluations) {
+// openExportStore opens a real, empty feedback store.
+func openExportStore(t *testing.T) *feedbackstore.Store {
 	t.Helper()
 	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "feedback.git"), gitrepo.Options{NoFsync: true})
 	if err != nil {
@@ -202,6 +228,13 @@ func startExportServerOver(t *testing.T, n int, opts ExportOptions, wrap func(Ex
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// startExportServerOver is startExportServer with the store wrapped.
+func startExportServerOver(t *testing.T, n int, opts ExportOptions, wrap func(ExportStore) ExportStore) (string, exportEvaluations) {
+	t.Helper()
+	store := openExportStore(t)
 	evals := exportEvaluations{}
 	day := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	for i := range n {
@@ -376,6 +409,83 @@ func TestAnonymizedExportHashesReviewersAndLeavesTheProvidersEffectsAlone(t *tes
 	sum := recs[len(recs)-1].GetSummary()
 	if !sum.GetAnonymized() || sum.GetRuleEffects() != 1 {
 		t.Fatalf("summary %v", sum)
+	}
+}
+
+// TestAnonymizedExportHashesProducerChosenIDsAndDropsTheirText stores
+// decisions whose ids, prompt version and scope path a producer filled
+// with names: none may survive anonymization, the ids must still join a
+// decision to its evaluation and to the evaluations that cite it, and a
+// prompt version precept made is kept.
+func TestAnonymizedExportHashesProducerChosenIDsAndDropsTheirText(t *testing.T) {
+	store := openExportStore(t)
+	day := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	const precepts = "v1:3f2a9c0d1e4b5a67"
+	decisions := []precept.Decision{
+		{DecisionID: "alice.smith@example.com:pr-42", GateID: "HITL-1", EpicID: "alice.smith@example.com", TaskID: "bob@corp",
+			Agent: "coder", Decision: precept.Rejected, ReviewerID: "alice.smith@example.com", Timestamp: day,
+			PromptVersion: "Alice Smith: the agent ignored my note", ScopePath: "home/alice.smith/salary-review.md",
+			ReviewerComment: "secret comment"},
+		{DecisionID: "carol@corp:pr-43", GateID: "HITL-1", EpicID: "alice.smith@example.com", TaskID: "carol@corp",
+			Agent: "coder", Decision: precept.Rejected, ReviewerID: "carol@corp", Timestamp: day.Add(time.Minute),
+			PromptVersion: precepts, ScopePath: "home/carol/notes.md"},
+	}
+	var fbs []precept.Feedback
+	for _, d := range decisions {
+		if err := d.Validate(precept.DefaultLimits(), day.Add(time.Hour)); err != nil {
+			t.Fatalf("validate %s: %v", d.DecisionID, err)
+		}
+		fbs = append(fbs, precept.NewFeedback(d, "api:ops", day))
+	}
+	if _, err := store.Store(t.Context(), fbs); err != nil {
+		t.Fatal(err)
+	}
+	first, second := decisions[0].DecisionID, decisions[1].DecisionID
+	evals := exportEvaluations{
+		first:  {DecisionID: first, Class: evaluator.EdgeCase, Evaluator: "deterministic", EvaluatedAt: day},
+		second: {DecisionID: second, Class: evaluator.EdgeCase, Evaluator: "deterministic", EvaluatedAt: day, SimilarIDs: []string{first}},
+	}
+	var recs []*preceptv1.ExportRecord
+	_, err := NewExportService(store, evals, ExportOptions{Salt: exportSalt}).export(t.Context(), true, exportRange{},
+		func(r *preceptv1.ExportRecord) error {
+			recs = append(recs, r)
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 2 decisions and 2 evaluations", len(recs))
+	}
+	var all strings.Builder
+	for _, r := range recs {
+		all.WriteString(prototext.Format(r))
+	}
+	for _, leak := range []string{"alice", "Alice", "bob", "carol", "example.com", "corp", "salary", "home/", "ignored my note"} {
+		if strings.Contains(all.String(), leak) {
+			t.Errorf("anonymized export still holds %q:\n%s", leak, all.String())
+		}
+	}
+	a := newAnonymizer(exportSalt)
+	d1, e1 := recs[0].GetDecision().GetDecision(), recs[1].GetEvaluation()
+	d2, e2 := recs[2].GetDecision().GetDecision(), recs[3].GetEvaluation()
+	if d1.GetDecisionId() != a.pseudonym(first) || d1.GetEpicId() != a.pseudonym("alice.smith@example.com") || d1.GetTaskId() != a.pseudonym("bob@corp") {
+		t.Errorf("ids not hashed with the export's key: %v", d1)
+	}
+	if d1.GetEpicId() != d2.GetEpicId() {
+		t.Errorf("one epic got two pseudonyms: %q, %q", d1.GetEpicId(), d2.GetEpicId())
+	}
+	if e1.GetDecisionId() != d1.GetDecisionId() || e2.GetDecisionId() != d2.GetDecisionId() {
+		t.Errorf("evaluations do not join their decisions: %q %q for %q %q", e1.GetDecisionId(), e2.GetDecisionId(), d1.GetDecisionId(), d2.GetDecisionId())
+	}
+	if got := e2.GetSimilarFeedbackIds(); len(got) != 1 || got[0] != d1.GetDecisionId() {
+		t.Errorf("similar decisions %q do not join %q", got, d1.GetDecisionId())
+	}
+	if d1.GetPromptVersion() != "" || d1.GetScopePath() != "" || d2.GetScopePath() != "" {
+		t.Errorf("producer text kept: prompt_version %q, scope paths %q %q", d1.GetPromptVersion(), d1.GetScopePath(), d2.GetScopePath())
+	}
+	if d2.GetPromptVersion() != precepts {
+		t.Errorf("precept's prompt version %q became %q", precepts, d2.GetPromptVersion())
 	}
 }
 
