@@ -221,8 +221,18 @@ func TestExportEndToEndInEveryFormat(t *testing.T) {
 	if len(decisions) != len(evs) || len(evaluations) != len(evs) || len(ofKind(lines, "rule_effect")) != 2 || lines[len(lines)-1]["kind"] != "summary" {
 		t.Fatalf("%d lines: %d decisions, %d evaluations", len(lines), len(decisions), len(evaluations))
 	}
+	// Records come in commit order, which need not be the order the
+	// events were added in: compare each with its own event.
+	position := map[string]int{}
+	for i, d := range decisions {
+		position[d["decision"].(map[string]any)["decision_id"].(string)] = i
+	}
+	slices.SortFunc(evs, func(a, b exportEvent) int { return position[a.DecisionID] - position[b.DecisionID] })
 	for i, ev := range evs {
 		d := decisions[i]["decision"].(map[string]any)
+		if id, _ := evaluations[i]["decision_id"].(string); id != ev.DecisionID {
+			t.Fatalf("evaluation %d is of %s, its decision is %s", i, id, ev.DecisionID)
+		}
 		sent, _ := json.Marshal(ev)
 		var want map[string]any
 		json.Unmarshal(sent, &want)
@@ -291,6 +301,7 @@ func TestExportEndToEndInEveryFormat(t *testing.T) {
 	for _, d := range ofKind(jsonLines(t, r.stdout), "decision") {
 		ids = append(ids, d["decision"].(map[string]any)["decision_id"].(string))
 	}
+	slices.Sort(ids)
 	if r.code != 0 || !slices.Equal(ids, []string{"exp-2", "exp-3"}) {
 		t.Fatalf("range export: %v %+v", ids, r)
 	}

@@ -78,7 +78,7 @@ var anonymizedFields = map[protoreflect.FullName]fieldPolicy{
 
 	"precept.v1.Evaluation.decision_id":          hash,
 	"precept.v1.Evaluation.similar_feedback_ids": hash,
-	"precept.v1.Evaluation.cluster_id":           keep,
+	"precept.v1.Evaluation.cluster_id":           hash,
 	"precept.v1.Evaluation.evaluator":            keep,
 	"precept.v1.ProposedAction.target_agent":     keep,
 	"precept.v1.ProposedAction.proposal_id":      keep,
@@ -95,7 +95,7 @@ var anonymizedFields = map[protoreflect.FullName]fieldPolicy{
 	"precept.v1.RuleEffect.rule_id":    keep,
 	"precept.v1.RuleEffect.agents":     keep,
 	"precept.v1.RuleEffect.category":   keep,
-	"precept.v1.RuleEffect.cluster_id": keep,
+	"precept.v1.RuleEffect.cluster_id": hash,
 	"precept.v1.RuleEffect.method":     keep,
 	"precept.v1.RuleEffect.verdict":    keep,
 }

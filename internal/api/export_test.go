@@ -443,7 +443,7 @@ func TestAnonymizedExportHashesProducerChosenIDsAndDropsTheirText(t *testing.T) 
 	first, second := decisions[0].DecisionID, decisions[1].DecisionID
 	evals := exportEvaluations{
 		first:  {DecisionID: first, Class: evaluator.EdgeCase, Evaluator: "deterministic", EvaluatedAt: day},
-		second: {DecisionID: second, Class: evaluator.EdgeCase, Evaluator: "deterministic", EvaluatedAt: day, SimilarIDs: []string{first}},
+		second: {DecisionID: second, Class: evaluator.EdgeCase, Evaluator: "deterministic", EvaluatedAt: day, SimilarIDs: []string{first}, ClusterID: "c-4f2a9e0b1c3d"},
 	}
 	var recs []*preceptv1.ExportRecord
 	_, err := NewExportService(store, evals, ExportOptions{Salt: exportSalt}).export(t.Context(), true, exportRange{},
@@ -483,6 +483,10 @@ func TestAnonymizedExportHashesProducerChosenIDsAndDropsTheirText(t *testing.T) 
 	}
 	if d1.GetPromptVersion() != "" || d1.GetScopePath() != "" || d2.GetScopePath() != "" {
 		t.Errorf("producer text kept: prompt_version %q, scope paths %q %q", d1.GetPromptVersion(), d1.GetScopePath(), d2.GetScopePath())
+	}
+	// A cluster id derives from a decision id: hashed like one.
+	if e2.GetClusterId() != a.pseudonym("c-4f2a9e0b1c3d") {
+		t.Errorf("cluster id exported as %q", e2.GetClusterId())
 	}
 	if d2.GetPromptVersion() != precepts {
 		t.Errorf("precept's prompt version %q became %q", precepts, d2.GetPromptVersion())
