@@ -192,7 +192,7 @@ func readEvidence(ctx context.Context, fb Feedback, ids []string) ([]precept.Dec
 
 // scan reads every stored decision up to seq once and counts what t
 // looks for.
-func scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifier, t target, upTo uint64) (tally, error) {
+func scan(ctx context.Context, fb Feedback, ev Evaluations, classify func(precept.Decision) string, t target, upTo uint64) (tally, error) {
 	var out tally
 	var sampled []sampledOutput
 	for seq := uint64(0); seq < upTo; {
@@ -226,7 +226,7 @@ func scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifi
 			}
 			out.preview.ApprovalsInScope++
 			inCategory := t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" &&
-				cls.Classify(lesson.InputOf(d)).Category == t.category
+				classify(d) == t.category
 			if inCategory {
 				out.preview.OverCorrect.add(d.Agent, d.EpicID)
 			}

@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -122,6 +124,32 @@ type Service struct {
 	computeMu sync.Mutex
 	budget    callBudget
 	vectors   vectorCache
+	// categories memoises the category each approval's comment classifies
+	// into, for the classifier it was made with: a comment never changes,
+	// so each is classified once, not once per proposal per count.
+	categories categoryMemo
+}
+
+// categoryMemo maps decision ids to the category their comment
+// classifies into under one classifier; computeMu guards it.
+type categoryMemo struct {
+	cls *lesson.Classifier
+	m   map[string]string
+}
+
+// maxMemoCategories bounds the memo; past it, it starts afresh.
+const maxMemoCategories = 500_000
+
+func (c *categoryMemo) classify(cls *lesson.Classifier, d precept.Decision) string {
+	if c.cls != cls || len(c.m) >= maxMemoCategories {
+		c.cls, c.m = cls, map[string]string{}
+	}
+	cat, ok := c.m[d.DecisionID]
+	if !ok {
+		cat = cls.Classify(lesson.InputOf(d)).Category
+		c.m[d.DecisionID] = cat
+	}
+	return cat
 }
 
 // callBudget counts the replay calls of the current window.
@@ -380,7 +408,8 @@ func (s *Service) count(ctx context.Context, p rules.Proposal, seq uint64) (Prev
 	for _, id := range p.FeedbackIDs {
 		t.evidence[id] = true
 	}
-	tl, err := scan(ctx, s.src.Feedback, s.src.Evaluations, cls, t, seq)
+	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
+	tl, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, t, seq)
 	if err != nil {
 		return Preview{}, tally{}, err
 	}
