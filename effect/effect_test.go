@@ -63,12 +63,15 @@ func (w *world) Since(seq uint64, limit int) ([]feedbackstore.Record, error) {
 
 func (w *world) Changed() <-chan struct{} { return make(chan struct{}) }
 
-func (w *world) Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error) {
+func (w *world) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
 	ev, ok := w.evals[id]
 	if !ok {
-		return ev, "", precept.Errorf(precept.NotFound, "no evaluation")
+		return "", "", false, nil
 	}
-	return ev, "", nil
+	if ev.Lesson != nil {
+		category = ev.Lesson.Category
+	}
+	return ev.ClusterID, category, true, nil
 }
 
 func (w *world) Cluster(ctx context.Context, id string) (evaluator.ClusterView, error) {
@@ -596,11 +599,11 @@ type failing struct {
 	agent string
 }
 
-func (f failing) Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error) {
+func (f failing) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
 	if strings.Contains(id, "-"+f.agent+"-") {
-		return evaluator.Evaluation{}, "", errors.New("evaluator state unreadable")
+		return "", "", false, errors.New("evaluator state unreadable")
 	}
-	return f.world.Evaluation(ctx, id)
+	return f.world.Placement(ctx, id)
 }
 
 // Reports read an agent's facts while new ones arrive out of order.

@@ -28,9 +28,10 @@ type Feed interface {
 	Changed() <-chan struct{}
 }
 
-// Evaluations gives each negative decision's cluster and lesson category.
+// Evaluations gives each negative decision's cluster and lesson category
+// (ok false while it has no evaluation), and each cluster's category.
 type Evaluations interface {
-	Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error)
+	Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error)
 	Cluster(ctx context.Context, id string) (evaluator.ClusterView, error)
 }
 
@@ -248,18 +249,15 @@ func (c *computation) placement(ctx context.Context, id string) ([2]string, erro
 	if ok {
 		return p, nil
 	}
-	ev, _, err := c.t.evals.Evaluation(ctx, id)
-	if precept.ErrorCode(err) == precept.NotFound {
-		// Not evaluated yet: no pattern now, asked again next time.
-		return [2]string{}, nil
-	}
+	cluster, category, found, err := c.t.evals.Placement(ctx, id)
 	if err != nil {
 		return [2]string{}, err
 	}
-	p = [2]string{ev.ClusterID, ""}
-	if ev.Lesson != nil {
-		p[1] = ev.Lesson.Category
+	if !found {
+		// Not evaluated yet: no pattern now, asked again next time.
+		return [2]string{}, nil
 	}
+	p = [2]string{cluster, category}
 	c.t.placeMu.Lock()
 	c.t.placements[id] = p
 	c.t.placeMu.Unlock()
