@@ -33,78 +33,78 @@ func BenchmarkLearningLoopCost(b *testing.B) {
 	if os.Getenv("PRECEPT_BENCH_SIZES") == "10000" {
 		sizes = sizes[:1]
 	}
-	medians := map[string]map[int]float64{}
 	variant := os.Getenv("PRECEPT_BENCH_LOOP")
 	if variant == "" {
 		loopCostInSubprocesses(b, sizes)
 		return
 	}
-	{
-		medians[variant] = map[int]float64{}
-		redisAddr := testenv.Redis(b)
-		rdb := testenv.RedisClient(b, redisAddr)
-		loop := "effects: {enabled: false}\nanalytics: {enabled: false}"
-		if variant == "on" {
-			loop = "effects: {enabled: true}\nanalytics: {enabled: true}"
-		}
-		cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n%s\n", b.TempDir(), redisAddr, loop))
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx) }()
-		g := newFeedbackGen(b)
-		if variant == "on" {
-			g.versions = map[string]string{}
-			for i, agent := range genAgents {
-				for j := range 2 {
-					id := fmt.Sprintf("r-bench%d%d", i, j)
-					benchRule(b, a, agent, id, fmt.Sprintf("Rule %d for %s: keep functions short and tested.", j, agent), []string{"tests-missing", "errors-ignored"}[j])
-				}
-			}
-			a.Prompts.Notify()
-			time.Sleep(500 * time.Millisecond)
-			for _, agent := range genAgents {
-				p, err := a.Prompts.Build(context.Background(), prompts.Request{Agent: agent, Stage: "implement", BasePrompt: new("You write Go.")})
-				if err != nil || len(p.RuleIDs) != 2 {
-					b.Fatalf("prompt for %s: %v, rules %v", agent, err, p)
-				}
-				g.versions[agent] = p.Version
-			}
-		}
-		stored := 0
-		for _, size := range sizes {
-			fillAndEvaluate(b, a, g, stored, size)
-			if a.Effects != nil {
-				if _, err := a.Effects.CatchUp(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				start := time.Now()
-				rep, err := a.Effects.Round(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(time.Since(start).Seconds(), fmt.Sprintf("effects-round-s@%dk", size/1000))
-				b.Logf("effects round at %d stored: %d rules in %s", size, len(rep.Effects), time.Since(start).Round(time.Millisecond))
-			}
-			var rates []float64
-			for w := range 3 {
-				rates = append(rates, ingestClassifyRate(b, a, rdb, g, fmt.Sprintf("live%s%d-%d", variant, size, w), 5000))
-			}
-			stored = size + 15000
-			medians[variant][size] = median(rates)
-			b.ReportMetric(median(rates), fmt.Sprintf("ingest+classify/s-%s@%dk", variant, size/1000))
-			b.Logf("learning loop %s, %d stored: ingest+classify %.0f/s, windows %v", variant, size, median(rates), round0(rates))
-		}
-		cancel()
-		<-done
-		a.Close()
+	loopCostVariant(b, variant, sizes)
+}
+
+// loopCostVariant measures one variant, "off" or "on", in this process.
+func loopCostVariant(b *testing.B, variant string, sizes []int) {
+	redisAddr := testenv.Redis(b)
+	rdb := testenv.RedisClient(b, redisAddr)
+	loop := "effects: {enabled: false}\nanalytics: {enabled: false}"
+	if variant == "on" {
+		loop = "effects: {enabled: true}\nanalytics: {enabled: true}"
 	}
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n%s\n", b.TempDir(), redisAddr, loop))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	g := newFeedbackGen(b)
+	if variant == "on" {
+		g.versions = map[string]string{}
+		for i, agent := range genAgents {
+			for j := range 2 {
+				id := fmt.Sprintf("r-bench%d%d", i, j)
+				benchRule(b, a, agent, id, fmt.Sprintf("Rule %d for %s: keep functions short and tested.", j, agent), []string{"tests-missing", "errors-ignored"}[j])
+			}
+		}
+		a.Prompts.Notify()
+		time.Sleep(500 * time.Millisecond)
+		for _, agent := range genAgents {
+			p, err := a.Prompts.Build(context.Background(), prompts.Request{Agent: agent, Stage: "implement", BasePrompt: new("You write Go.")})
+			if err != nil || len(p.RuleIDs) != 2 {
+				b.Fatalf("prompt for %s: %v, rules %v", agent, err, p)
+			}
+			g.versions[agent] = p.Version
+		}
+	}
+	stored := 0
+	for _, size := range sizes {
+		fillAndEvaluate(b, a, g, stored, size)
+		if a.Effects != nil {
+			if _, err := a.Effects.CatchUp(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			rep, err := a.Effects.Round(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(time.Since(start).Seconds(), fmt.Sprintf("effects-round-s@%dk", size/1000))
+			b.Logf("effects round at %d stored: %d rules in %s", size, len(rep.Effects), time.Since(start).Round(time.Millisecond))
+		}
+		var rates []float64
+		for w := range 3 {
+			rates = append(rates, ingestClassifyRate(b, a, rdb, g, fmt.Sprintf("live%s%d-%d", variant, size, w), 5000))
+		}
+		stored = size + 15000
+		b.ReportMetric(median(rates), fmt.Sprintf("ingest+classify/s-%s@%dk", variant, size/1000))
+		b.Logf("learning loop %s, %d stored: ingest+classify %.0f/s, windows %v", variant, size, median(rates), round0(rates))
+	}
+	cancel()
+	<-done
+	a.Close()
 }
 
 // loopCostInSubprocesses runs each variant of BenchmarkLearningLoopCost in
