@@ -101,11 +101,13 @@ func CorrectionSummary(diff string) string {
 // Edit distance is computed character by character for outputs up to
 // charDiffMax bytes and line by line (over at most maxDiffLines lines)
 // above that. Myers' diff costs O(N·D), so bounding N bounds the work on
-// any input; for large outputs the line diff counts the characters of the
-// changed lines.
+// any input — a review measured 22 ms for two entirely different 2 KiB
+// outputs and 34 ms for 3,000 different lines, on the ingest path, so the
+// bounds are 1 KiB and 500 lines; for large outputs the line diff counts
+// the characters of the changed lines.
 const (
-	charDiffMax  = 2 << 10
-	maxDiffLines = 2000
+	charDiffMax  = 1 << 10
+	maxDiffLines = 500
 )
 
 // EditDistancePercent returns the share of characters changed between two

@@ -246,7 +246,7 @@ func (a *Aggregate) Run(ctx context.Context) error {
 		recs, queued, err := a.step(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return a.finalStep()
 			}
 			a.opts.Logger.Warn("analytics step failed; will retry", "err", err)
 		} else if recs == a.opts.BatchSize {
@@ -260,7 +260,7 @@ func (a *Aggregate) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return a.finalStep()
 		case <-changed:
 		case <-a.wake:
 		case <-time.After(a.opts.PollInterval):
@@ -270,8 +270,27 @@ func (a *Aggregate) Run(ctx context.Context) error {
 		// instead of one per feedback commit and evaluator batch.
 		select {
 		case <-ctx.Done():
-			return nil
+			return a.finalStep()
 		case <-time.After(a.opts.StepInterval):
+		}
+	}
+}
+
+// finalStep applies, at shutdown, the reclassifications the evaluator
+// handed over and no step took yet: they are not reported again, so a
+// queue left behind would keep old categories until a rebuild. A crash
+// can still lose them (docs/analytics.md, "Lesson categories").
+func (a *Aggregate) finalStep() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		recs, queued, err := a.step(ctx)
+		if err != nil {
+			a.opts.Logger.Warn("analytics: last step at shutdown failed", "err", err)
+			return nil
+		}
+		if recs == 0 && queued == 0 {
+			return nil
 		}
 	}
 }
@@ -319,7 +338,9 @@ func (a *Aggregate) step(ctx context.Context) (int, int, error) {
 		return 0, 0, fmt.Errorf("read decisions: %w", err)
 	}
 	if len(recs) == 0 {
-		if err := a.checkRenumbered(pos); err != nil {
+		reset, err := a.checkRenumbered(pos)
+		if err != nil || reset {
+			// After a reset the position is stale: start again next step.
 			return 0, 0, err
 		}
 	}
@@ -350,16 +371,16 @@ func (a *Aggregate) step(ctx context.Context) (int, int, error) {
 
 // checkRenumbered starts again when the feed's numbering no longer
 // reaches the position (its history was rewritten and renumbered).
-func (a *Aggregate) checkRenumbered(pos uint64) error {
+func (a *Aggregate) checkRenumbered(pos uint64) (bool, error) {
 	last, err := a.feed.LastSeq()
 	if err != nil || last >= pos {
-		return err
+		return false, err
 	}
 	a.opts.Logger.Warn("the feedback store's numbering is behind the analytics position; rebuilding", "position", pos, "last", last)
 	if err := a.db.reset(); err != nil {
-		return err
+		return false, err
 	}
-	return a.load()
+	return true, a.load()
 }
 
 // lookupLessons asks the evaluator for the lesson categories of the

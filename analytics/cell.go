@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,6 +225,10 @@ func editPercent(f precept.Feedback) (int32, bool) {
 // its file headers: one pass over the text.
 func LinesChanged(diff string) int {
 	n := 0
+	// Inside a hunk its header's line counts say which lines belong to
+	// it, so a removed "-- comment" or an added "++i" is a change, not a
+	// file header.
+	oldLeft, newLeft := 0, 0
 	for len(diff) > 0 {
 		line := diff
 		if i := strings.IndexByte(diff, '\n'); i >= 0 {
@@ -231,14 +236,50 @@ func LinesChanged(diff string) int {
 		} else {
 			diff = ""
 		}
-		if strings.HasPrefix(line, "+++") || strings.HasPrefix(line, "---") {
-			continue
-		}
-		if strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-") {
+		switch {
+		case oldLeft > 0 || newLeft > 0:
+			switch {
+			case strings.HasPrefix(line, "-"):
+				n++
+				oldLeft--
+			case strings.HasPrefix(line, "+"):
+				n++
+				newLeft--
+			case strings.HasPrefix(line, "\\"):
+				// "\ No newline at end of file"
+			default:
+				oldLeft--
+				newLeft--
+			}
+		case strings.HasPrefix(line, "@@"):
+			oldLeft, newLeft = hunkSizes(line)
+		case strings.HasPrefix(line, "+++") || strings.HasPrefix(line, "---"):
+		case strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-"):
 			n++
 		}
 	}
 	return n
+}
+
+// hunkSizes reads "@@ -l[,s] +l[,s] @@": the old and new line counts
+// (1 when a count is left out), 0 and 0 when the header is not one.
+func hunkSizes(header string) (int, int) {
+	f := strings.Fields(header)
+	if len(f) < 3 || !strings.HasPrefix(f[1], "-") || !strings.HasPrefix(f[2], "+") {
+		return 0, 0
+	}
+	size := func(r string) int {
+		_, s, ok := strings.Cut(r[1:], ",")
+		if !ok {
+			return 1
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return 0
+		}
+		return n
+	}
+	return size(f[1]), size(f[2])
 }
 
 // acc adds cells up for a query: dense counts indexed by interned id,

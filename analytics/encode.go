@@ -20,9 +20,23 @@ type interner struct {
 
 func newInterner(mu sync.Locker) *interner { return &interner{mu: mu, ids: map[string]uint32{}} }
 
+// MaxLabels bounds the distinct tag, category and quality-score names
+// analytics keeps; later names count as OtherLabel. Producers choose
+// tags, and every query's accumulators are sized by the names known, so
+// without a bound a stream of one-off tags would make each request
+// allocate without limit (docs/analytics.md, "Cost").
+const MaxLabels = 2000
+
+// OtherLabel stands for the names past MaxLabels; no tag can be written
+// so.
+const OtherLabel = "(other)"
+
 func (in *interner) id(name string) uint32 {
 	if id, ok := in.ids[name]; ok {
 		return id
+	}
+	if len(in.names) >= MaxLabels && name != OtherLabel {
+		return in.id(OtherLabel)
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
