@@ -303,33 +303,15 @@ func (m *Manager) activateShadowRules(ctx context.Context) error {
 func (m *Manager) activate(ctx context.Context, ruleID string) error {
 	var r *Rule
 	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		r = nil
-		paths, err := m.store.ruleFiles(s, ruleID)
+		var changes []gitrepo.Change
+		var err error
+		changes, r, err = m.store.editRule(s, ruleID, func(cur *Rule) (Rule, bool) {
+			next := cur.clone()
+			next.Status, next.ActivatedAt = Active, m.now()
+			return next, cur.Status == Shadow
+		})
 		if err != nil {
 			return nil, err
-		}
-		var changes []gitrepo.Change
-		for _, p := range paths {
-			blob, err := s.Stat(p)
-			if err != nil {
-				return nil, err
-			}
-			cur, err := m.store.rule(blob)
-			if err != nil {
-				return nil, err
-			}
-			if cur.Status != Shadow {
-				continue
-			}
-			next := cur.clone()
-			next.Status = Active
-			next.ActivatedAt = m.now()
-			data, err := next.Marshal()
-			if err != nil {
-				return nil, err
-			}
-			changes = append(changes, gitrepo.Change{Path: p, Data: data})
-			r = &next
 		}
 		if len(changes) == 0 {
 			return nil, nil

@@ -213,43 +213,33 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 // makes a SHADOW rule ACTIVE. It returns nil when there is nothing left to
 // do (the rule is gone, or already in the wanted state).
 func (st *store) lifecycleSpec(s *gitrepo.Snapshot, p Proposal, now time.Time, g *gitApproval) (*gitrepo.CommitSpec, error) {
-	paths, err := st.ruleFiles(s, p.RuleID)
-	if err != nil || len(paths) == 0 {
-		return nil, err
-	}
 	var changes []gitrepo.Change
-	for _, path := range paths {
-		if p.Kind == KindSunset {
+	if p.Kind == KindSunset {
+		paths, err := st.ruleFiles(s, p.RuleID)
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range paths {
 			changes = append(changes, gitrepo.Change{Path: path, Delete: true})
-			continue
 		}
-		blob, err := s.Stat(path)
-		if err != nil {
-			return nil, err
-		}
-		cur, err := st.rule(blob)
-		if err != nil {
-			return nil, err
-		}
-		next := cur.clone()
-		switch p.Kind {
-		case KindReapprove:
-			if cur.Status != Active {
-				continue
+	} else {
+		var err error
+		changes, _, err = st.editRule(s, p.RuleID, func(cur *Rule) (Rule, bool) {
+			if cur.Status != lifecycleStatus(p.Kind) {
+				return Rule{}, false
 			}
-			t := now
-			next.ReapprovedAt = &t
-		case KindActivate:
-			if cur.Status != Shadow {
-				continue
+			next := cur.clone()
+			if p.Kind == KindReapprove {
+				t := now
+				next.ReapprovedAt = &t
+			} else {
+				next.Status, next.ActivatedAt, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = Active, now, nil, "", nil
 			}
-			next.Status, next.ActivatedAt, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = Active, now, nil, "", nil
-		}
-		data, err := next.Marshal()
+			return next, true
+		})
 		if err != nil {
 			return nil, err
 		}
-		changes = append(changes, gitrepo.Change{Path: path, Data: data})
 	}
 	if len(changes) == 0 {
 		return nil, nil
@@ -303,46 +293,21 @@ func firstLine(s string) string {
 // proposal brings it back.
 func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why string) error {
 	m := l.m
-	st, err := m.store.State(ctx, proposalID)
-	if err != nil {
-		return err
-	}
-	if st.open(proposalID) {
-		// Closed by precept itself, past the policy for people's decisions.
-		req := RejectRequest{ProposalID: proposalID, By: SystemProposer, Reason: "unanswered: " + why, Via: "precept"}
-		if err := m.commitRejection(ctx, req, ""); err != nil {
-			return fmt.Errorf("close re-approval %s: %w", proposalID, err)
-		}
+	if err := l.CloseLifecycle(ctx, proposalID, "unanswered: "+why); err != nil {
+		return fmt.Errorf("close re-approval %s: %w", proposalID, err)
 	}
 	var r *Rule
 	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		r = nil
-		paths, err := m.store.ruleFiles(s, ruleID)
-		if err != nil {
-			return nil, err
-		}
 		var changes []gitrepo.Change
-		for _, p := range paths {
-			blob, err := s.Stat(p)
-			if err != nil {
-				return nil, err
-			}
-			cur, err := m.store.rule(blob)
-			if err != nil {
-				return nil, err
-			}
-			if cur.Status != Active {
-				continue
-			}
+		var err error
+		changes, r, err = m.store.editRule(s, ruleID, func(cur *Rule) (Rule, bool) {
 			next := cur.clone()
 			at := m.now()
 			next.Status, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = Shadow, nil, why, &at
-			data, err := next.Marshal()
-			if err != nil {
-				return nil, err
-			}
-			changes = append(changes, gitrepo.Change{Path: p, Data: data})
-			r = &next
+			return next, cur.Status == Active
+		})
+		if err != nil {
+			return nil, err
 		}
 		if len(changes) == 0 {
 			return nil, nil
@@ -409,20 +374,7 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 		var changes []gitrepo.Change
 		for _, id := range slices.Sorted(maps.Keys(byID)) {
 			u := byID[id]
-			paths, err := m.store.ruleFiles(s, id)
-			if err != nil {
-				return nil, err
-			}
-			touched := false
-			for _, p := range paths {
-				blob, err := s.Stat(p)
-				if err != nil {
-					return nil, err
-				}
-				cur, err := m.store.rule(blob)
-				if err != nil {
-					return nil, err
-				}
+			edited, r, err := m.store.editRule(s, id, func(cur *Rule) (Rule, bool) {
 				next := cur.clone()
 				// Raised, never lowered: a curator's lower setting stays
 				// until the validations cross the next threshold.
@@ -433,18 +385,14 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 				next.PositiveValidations, next.NegativeValidations = u.Validations, u.Recurrences
 				eff := u.Effect
 				next.Effect = &eff
-				if cur.sameEffect(next) {
-					continue
-				}
-				data, err := next.Marshal()
-				if err != nil {
-					return nil, err
-				}
-				changes = append(changes, gitrepo.Change{Path: p, Data: data})
-				touched = true
-				agents = append(agents, cur.Agents...)
+				return next, !cur.sameEffect(next)
+			})
+			if err != nil {
+				return nil, err
 			}
-			if touched {
+			if r != nil {
+				changes = append(changes, edited...)
+				agents = append(agents, r.Agents...)
 				changed++
 			}
 		}

@@ -134,6 +134,39 @@ func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, erro
 	return out, nil
 }
 
+// editRule rewrites the files of rule id at snap: edit gets each file's
+// rule and returns the new content, or false to leave that file alone. It
+// returns the changes and the last rule written (nil when none was).
+func (s *store) editRule(snap *gitrepo.Snapshot, ruleID string, edit func(cur *Rule) (Rule, bool)) ([]gitrepo.Change, *Rule, error) {
+	paths, err := s.ruleFiles(snap, ruleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var changes []gitrepo.Change
+	var last *Rule
+	for _, p := range paths {
+		blob, err := snap.Stat(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		cur, err := s.rule(blob)
+		if err != nil {
+			return nil, nil, err
+		}
+		next, ok := edit(cur)
+		if !ok {
+			continue
+		}
+		data, err := next.Marshal()
+		if err != nil {
+			return nil, nil, err
+		}
+		changes = append(changes, gitrepo.Change{Path: p, Data: data})
+		last = &next
+	}
+	return changes, last, nil
+}
+
 // hasRule reports whether any agent's directory holds rule id at snap.
 func (s *store) hasRule(snap *gitrepo.Snapshot, ruleID string) (bool, error) {
 	paths, err := s.ruleFiles(snap, ruleID)
