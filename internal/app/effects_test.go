@@ -114,7 +114,7 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 	xaddAll(t, r.rdb, events)
 	effects := effectClient(r.app.URL(), viewerToken)
 	var eff *preceptv1.RuleEffect
-	eventually(t, "the recurrences to be evaluated", 30*time.Second, func() bool {
+	eventually(t, "the recurrences to be evaluated", 90*time.Second, func() bool {
 		if _, err := r.app.Effects.CatchUp(ctx); err != nil {
 			return false
 		}
@@ -202,9 +202,11 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	// A second round asks nothing new.
-	if rep, err := r.app.Effects.Round(ctx); err != nil || len(rep.Proposed) != 0 {
-		t.Fatalf("second round = %+v, %v", rep, err)
+	// A second round asks nothing new. On a slow machine the idle rule's
+	// 1 s grace may already be over: it is then shadowed here.
+	second, err := r.app.Effects.Round(ctx)
+	if err != nil || len(second.Proposed) != 0 {
+		t.Fatalf("second round = %+v, %v", second, err)
 	}
 
 	// Approved by two people, the sunset takes the rule out of the prompt
@@ -231,7 +233,7 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 	// shadow prompt, still on main.
 	time.Sleep(1100 * time.Millisecond)
 	rep, err = r.app.Effects.Round(ctx)
-	if err != nil || !slices.Equal(rep.Shadowed, []string{"r-idle"}) {
+	if err != nil || !slices.Equal(append(second.Shadowed, rep.Shadowed...), []string{"r-idle"}) {
 		t.Fatalf("round = %+v, %v", rep, err)
 	}
 	eventually(t, "the idle rule in the shadow prompt only", 10*time.Second, func() bool {
@@ -285,7 +287,9 @@ func TestASunsetProposalIsPostedAndDecidedInSlack(t *testing.T) {
 		got, err := ruleClient(r.app.URL(), "connect", viewerToken).GetRule(ctx, connect.NewRequest(&preceptv1.GetRuleRequest{RuleId: ruleID}))
 		return err == nil && got.Msg.GetRule().GetStatus() == preceptv1.RuleStatus_RULE_STATUS_SUNSET
 	})
-	if got := gitIn(t, r.app.RulesRepo.Path(), "log", "-1", "--format=%(trailers)", "main"); !strings.Contains(got, "Sunsets: "+ruleID) || !strings.Contains(got, "Approved-by: alice") {
+	// The sunset commit, not whatever the proposer committed after it
+	// (its cluster is held as rejected before).
+	if got := gitIn(t, r.app.RulesRepo.Path(), "log", "-1", "--grep=^Sunset rule "+ruleID, "--format=%(trailers)", "main"); !strings.Contains(got, "Sunsets: "+ruleID) || !strings.Contains(got, "Approved-by: alice") {
 		t.Errorf("sunset commit trailers:\n%s", got)
 	}
 }
