@@ -69,11 +69,12 @@ var layers = map[string]int{
 	"internal/llm":      5,
 	"internal/slackapp": 5,
 	"internal/api":      7,
+	"internal/console":  8,
 	// Wiring and binaries.
-	"internal/app":     8,
-	"cmd/preceptd":     9,
-	"cmd/precept":      9,
-	"cmd/precept-eval": 9,
+	"internal/app":     9,
+	"cmd/preceptd":     10,
+	"cmd/precept":      10,
+	"cmd/precept-eval": 10,
 }
 
 // domain are the packages that hold precept's logic; adapters to the

@@ -41,6 +41,28 @@ func NewAuthenticator(tokens []config.Token) (*Authenticator, error) {
 	return a, nil
 }
 
+// IdentifyToken returns the identity a token authenticates and the
+// token's SHA-256 digest, which sessions keep instead of the token.
+func (a *Authenticator) IdentifyToken(token string) (precept.Identity, string, error) {
+	if token == "" {
+		return precept.Identity{}, "", precept.Errorf(precept.Unauthenticated, "missing token")
+	}
+	sum := sha256.Sum256([]byte(token))
+	digest := hex.EncodeToString(sum[:])
+	id, ok := a.byDigest[digest]
+	if !ok {
+		return precept.Identity{}, "", precept.Errorf(precept.Unauthenticated, "unknown token")
+	}
+	return id, digest, nil
+}
+
+// IdentifyDigest returns the identity of the token with this digest, if
+// it is still configured.
+func (a *Authenticator) IdentifyDigest(digest string) (precept.Identity, bool) {
+	id, ok := a.byDigest[digest]
+	return id, ok
+}
+
 // Open reports whether no tokens are configured.
 func (a *Authenticator) Open() bool { return len(a.byDigest) == 0 }
 
@@ -55,12 +77,8 @@ func (a *Authenticator) Identify(h http.Header) (precept.Identity, error) {
 	if !ok || token == "" {
 		return precept.Identity{}, precept.Errorf(precept.Unauthenticated, "missing bearer token (Authorization: Bearer <token>)")
 	}
-	sum := sha256.Sum256([]byte(token))
-	id, ok := a.byDigest[hex.EncodeToString(sum[:])]
-	if !ok {
-		return precept.Identity{}, precept.Errorf(precept.Unauthenticated, "unknown token")
-	}
-	return id, nil
+	id, _, err := a.IdentifyToken(token)
+	return id, err
 }
 
 // procedureRoles says which role each procedure needs. Procedures not
@@ -134,9 +152,12 @@ type AuthInterceptor struct {
 var _ connect.Interceptor = (*AuthInterceptor)(nil)
 
 func (i *AuthInterceptor) authorize(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
-	id, err := i.Auth.Identify(h)
-	if err != nil {
-		return ctx, unauthenticated(err)
+	id, ok := ctx.Value(inProcessKey{}).(precept.Identity)
+	if !ok {
+		var err error
+		if id, err = i.Auth.Identify(h); err != nil {
+			return ctx, unauthenticated(err)
+		}
 	}
 	if need := RequiredRole(procedure); !id.Allows(need) {
 		return ctx, permissionDenied(id, procedure, need)
@@ -183,6 +204,19 @@ func (i *AuthInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc
 		}
 		return next(ctx, conn)
 	}
+}
+
+// inProcessKey marks a context carrying the identity of an in-process
+// caller.
+type inProcessKey struct{}
+
+// InProcess returns ctx carrying id as the caller of RPCs made in the same
+// process, such as the web console's on behalf of a signed-in user (who
+// proved the identity with a token at sign-in). Requests from the network
+// cannot carry it: net/http builds their contexts. The role check still
+// applies to id.
+func InProcess(ctx context.Context, id precept.Identity) context.Context {
+	return context.WithValue(ctx, inProcessKey{}, id)
 }
 
 // caller returns the identity the interceptor put in the context.

@@ -37,6 +37,7 @@ import (
 	"github.com/precept-dev/precept/impact"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/internal/console"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
@@ -103,6 +104,9 @@ type App struct {
 	// RuleEffects, when set (before Run), replaces the learning loop as
 	// the source of exports' rule-effect records.
 	RuleEffects api.RuleEffectsFunc
+	// Console is the web console at /ui/ (docs/console.md), nil with
+	// ui.enabled off.
+	Console *console.Console
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -229,6 +233,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	a.serveAnalytics()
 	a.serveExport()
 	if err := a.openSlack(); err != nil {
+		return nil, err
+	}
+	if err := a.serveConsole(); err != nil {
 		return nil, err
 	}
 	return a, nil

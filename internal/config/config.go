@@ -49,6 +49,7 @@ type Config struct {
 	// Effects configures the learning loop (docs/effects.md).
 	Effects Effects `yaml:"effects"`
 	Export  Export  `yaml:"export"`
+	UI      UI      `yaml:"ui"`
 	// Maintenance keeps the git repositories' object stores small in files.
 	Maintenance Maintenance `yaml:"maintenance"`
 }
@@ -210,6 +211,7 @@ func Default() Config {
 		Analytics: defaultAnalytics(),
 		Slack:     defaultSlack(),
 		Effects:   defaultEffects(),
+		UI:        defaultUI(),
 
 		Maintenance: defaultMaintenance(),
 	}
@@ -364,7 +366,7 @@ func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
 		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate, c.Effects.validate,
-		c.Maintenance.validate, c.Export.validate,
+		c.Maintenance.validate, c.Export.validate, c.UI.validate,
 	} {
 		if err := check(); err != nil {
 			return err

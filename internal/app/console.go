@@ -1,0 +1,45 @@
+package app
+
+import (
+	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/internal/api"
+	"github.com/precept-dev/precept/internal/console"
+	"github.com/precept-dev/precept/rules"
+)
+
+// serveConsole mounts the web console at /ui/ (docs/console.md) unless
+// ui.enabled is off. It calls the API's handlers in process, so it must
+// come after every service is registered on the mux; it is told of rule
+// and cluster changes so open pages reload.
+func (a *App) serveConsole() error {
+	ui := a.Config.UI
+	if !ui.Enabled {
+		return nil
+	}
+	auth, err := api.NewAuthenticator(a.Config.Auth.Tokens)
+	if err != nil {
+		return err
+	}
+	c, err := console.New(console.Options{
+		Auth:          auth,
+		API:           a.mux,
+		Redis:         a.Redis,
+		KeyPrefix:     a.Config.Redis.Stream + ":ui:",
+		SessionIdle:   ui.SessionIdle,
+		SessionMax:    ui.SessionMax,
+		SecureCookies: ui.SecureCookies,
+		Versions:      a.Versions,
+		Prompts:       a.Prompts,
+		Log:           a.Log.With("component", "console"),
+	})
+	if err != nil {
+		return err
+	}
+	a.Console = c
+	a.Rules.OnChange(func(rules.Change) { c.Changed("rules") })
+	if a.Evaluator != nil {
+		a.OnEvaluatorChange(func(evaluator.Change) { c.Changed("clusters") })
+	}
+	a.Handle(console.Prefix, c)
+	return nil
+}

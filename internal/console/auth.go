@@ -1,0 +1,267 @@
+package console
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/api"
+)
+
+// signinCookie carries the sign-in form's CSRF token (double submit): a
+// page on another site cannot sign a browser in under its own token.
+const signinCookie = "precept_signin"
+
+// handlerFunc is a page handler; an error it returns is rendered as an
+// error page with the status the error calls for.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, q *request) error
+
+// page serves a GET: the visitor must have a session (or the server has
+// no tokens) and the role need.
+func (c *Console) page(need precept.Role, fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, ok := c.visitor(w, r, false)
+		if !ok {
+			return
+		}
+		c.serve(w, r, q, need, fn)
+	})
+}
+
+// action serves a POST: as page, and the form must carry the session's
+// CSRF token and come from the console's own pages.
+func (c *Console) action(need precept.Role, fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		q, ok := c.visitor(w, r, true)
+		if !ok {
+			return
+		}
+		if err := checkOrigin(r); err != nil {
+			c.fail(w, r, q, err)
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			c.fail(w, r, q, invalidArgument("the form could not be read: %v", err))
+			return
+		}
+		if !sameToken(r.PostForm.Get("csrf"), q.session.CSRF) {
+			c.fail(w, r, q, forbidden("this form has no valid CSRF token; reload the page and try again"))
+			return
+		}
+		c.serve(w, r, q, need, fn)
+	})
+}
+
+// maxFormBytes bounds a console form: a note or a reason.
+const maxFormBytes = 64 << 10
+
+func (c *Console) serve(w http.ResponseWriter, r *http.Request, q *request, need precept.Role, fn handlerFunc) {
+	if !q.id.Allows(need) {
+		c.fail(w, r, q, forbidden("%s has role %s; this needs %s", q.id.Name, q.id.Role, need))
+		return
+	}
+	if err := fn(w, r, q); err != nil {
+		c.fail(w, r, q, err)
+	}
+}
+
+// visitor finds the request's session. Without one it sends a browser
+// to sign in (GET) or refuses (POST); a server without tokens gives the
+// local admin a session on the first GET, for its CSRF token.
+func (c *Console) visitor(w http.ResponseWriter, r *http.Request, post bool) (*request, bool) {
+	ctx := r.Context()
+	var sess *session
+	cookie, err := r.Cookie(sessionCookie)
+	if err == nil {
+		sess, err = c.sessions.get(ctx, cookie.Value)
+	}
+	if err != nil && !errors.Is(err, errNoSession) && !errors.Is(err, http.ErrNoCookie) {
+		c.fail(w, r, nil, unavailable("sessions cannot be read: %v", err))
+		return nil, false
+	}
+	var id precept.Identity
+	if sess != nil {
+		var ok bool
+		if id, ok = c.identity(sess); !ok {
+			c.sessions.revoke(ctx, sess.Key)
+			sess = nil
+		}
+	}
+	if sess == nil {
+		if c.opts.Auth.Open() && !post {
+			sid, s, err := c.sessions.create(ctx, api.LocalIdentity.Name, "", r.UserAgent())
+			if err != nil {
+				c.fail(w, r, nil, unavailable("%v", err))
+				return nil, false
+			}
+			c.setCookie(w, r, sessionCookie, sid, c.opts.SessionMax)
+			sess, id = s, api.LocalIdentity
+		} else if post || r.URL.Path == Prefix+"events" {
+			c.fail(w, r, nil, unauthenticated("your session has expired or was revoked; sign in again"))
+			return nil, false
+		} else {
+			http.Redirect(w, r, Prefix+"signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return nil, false
+		}
+	}
+	return &request{ctx: api.InProcess(ctx, id), id: id, session: sess}, true
+}
+
+// identity is who a session is now: its token's current identity.
+func (c *Console) identity(s *session) (precept.Identity, bool) {
+	if s.Digest == "" {
+		return api.LocalIdentity, c.opts.Auth.Open()
+	}
+	id, ok := c.opts.Auth.IdentifyDigest(s.Digest)
+	return id, ok && id.Name == s.Name
+}
+
+// checkOrigin refuses a state change a browser says came from another
+// site. SameSite=Strict already keeps the cookie off such requests; this
+// also covers the local admin of a server without tokens.
+func checkOrigin(r *http.Request) error {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return forbidden("cross-site form submissions are refused")
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return forbidden("cross-origin form submissions are refused")
+		}
+	}
+	return nil
+}
+
+func sameToken(got, want string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, age time.Duration) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: value, Path: Prefix,
+		MaxAge:   int(age / time.Second),
+		HttpOnly: true,
+		Secure:   r.TLS != nil || c.opts.SecureCookies,
+		SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// signinData is the sign-in form.
+type signinData struct {
+	CSRF  string
+	Next  string
+	Error string
+}
+
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Auth.Open() {
+		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
+		return
+	}
+	c.renderSignin(w, r, http.StatusOK, "")
+}
+
+func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	token := randomToken()
+	c.setCookie(w, r, signinCookie, token, 15*time.Minute)
+	c.render(w, r, status, "signin", &view{Title: "Sign in", Data: signinData{CSRF: token, Next: safeNext(r.FormValue("next")), Error: msg}})
+}
+
+// signin exchanges a token for a session.
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := checkOrigin(r); err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, nil, invalidArgument("the form could not be read: %v", err))
+		return
+	}
+	cookie, err := r.Cookie(signinCookie)
+	if err != nil || !sameToken(r.PostForm.Get("csrf"), cookie.Value) {
+		c.renderSignin(w, r, http.StatusForbidden, "The sign-in form expired; try again.")
+		return
+	}
+	if c.opts.Auth.Open() {
+		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
+		return
+	}
+	id, tokenDigest, err := c.opts.Auth.IdentifyToken(strings.TrimSpace(r.PostForm.Get("token")))
+	if err != nil {
+		c.opts.Log.Info("console sign-in refused", "reason", precept.ErrorMessage(err), "remote", r.RemoteAddr)
+		c.renderSignin(w, r, http.StatusUnauthorized, "That token is not known.")
+		return
+	}
+	sid, _, err := c.sessions.create(r.Context(), id.Name, tokenDigest, r.UserAgent())
+	if err != nil {
+		c.fail(w, r, nil, unavailable("%v", err))
+		return
+	}
+	c.opts.Log.Info("console sign-in", "identity", id.Name, "role", id.Role.String())
+	c.setCookie(w, r, signinCookie, "", -time.Second)
+	c.setCookie(w, r, sessionCookie, sid, c.opts.SessionMax)
+	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
+}
+
+// safeNext keeps a post-sign-in redirect inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return Prefix + "queue"
+	}
+	return next
+}
+
+func (c *Console) signout(w http.ResponseWriter, r *http.Request, q *request) error {
+	if err := c.sessions.revoke(r.Context(), q.session.Key); err != nil {
+		return unavailable("%v", err)
+	}
+	c.setCookie(w, r, sessionCookie, "", -time.Second)
+	if c.opts.Auth.Open() {
+		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
+		return nil
+	}
+	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
+	return nil
+}
+
+// sessionRow is one session on the sessions page.
+type sessionRow struct {
+	*session
+	Current bool
+}
+
+func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request, q *request) error {
+	list, err := c.sessions.list(r.Context())
+	if err != nil {
+		return unavailable("%v", err)
+	}
+	rows := make([]sessionRow, len(list))
+	for i, s := range list {
+		rows[i] = sessionRow{session: s, Current: s.Key == q.session.Key}
+	}
+	c.render(w, r, http.StatusOK, "sessions", &view{Title: "Sessions", Nav: "sessions", Data: rows, q: q})
+	return nil
+}
+
+func (c *Console) revokeSession(w http.ResponseWriter, r *http.Request, q *request) error {
+	key := r.PostForm.Get("session")
+	if len(key) != sha256HexLen {
+		return invalidArgument("no session named")
+	}
+	if err := c.sessions.revoke(r.Context(), key); err != nil {
+		return unavailable("%v", err)
+	}
+	c.opts.Log.Info("console session revoked", "by", q.id.Name)
+	http.Redirect(w, r, Prefix+"sessions?done=revoked", http.StatusSeeOther)
+	return nil
+}
+
+const sha256HexLen = 64

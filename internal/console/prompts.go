@@ -1,0 +1,7 @@
+package console
+
+import "net/http"
+
+func (c *Console) promptsPage(w http.ResponseWriter, r *http.Request, q *request) error {
+	return newPageError(http.StatusNotImplemented, "not built yet")
+}

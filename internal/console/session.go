@@ -1,0 +1,188 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// sessionCookie holds a session's id; the id itself is never stored, only
+// its SHA-256, so reading Redis does not let anyone sign in.
+const sessionCookie = "precept_session"
+
+// touchEvery is how often a session in use has its idle deadline moved:
+// not on every request.
+const touchEvery = time.Minute
+
+// maxUserAgent bounds the browser description kept with a session.
+const maxUserAgent = 160
+
+// session is a signed-in browser (docs/console.md, "Sessions").
+type session struct {
+	// Key is the SHA-256 of the session id in hex.
+	Key string `json:"-"`
+	// Name is the identity signed in; Digest is the SHA-256 of its token,
+	// empty for the local admin of a server without tokens. The role is
+	// looked up from the digest at every request, so removing a token
+	// from the configuration ends its sessions.
+	Name   string `json:"name"`
+	Digest string `json:"digest,omitempty"`
+	// CSRF is the token every state-changing form must carry.
+	CSRF      string    `json:"csrf"`
+	Created   time.Time `json:"created"`
+	Seen      time.Time `json:"seen"`
+	UserAgent string    `json:"user_agent,omitempty"`
+}
+
+// sessions keeps sessions in Redis, each under its own key that expires
+// when the session is idle too long, plus a sorted set listing them for
+// the sessions page.
+type sessions struct {
+	redis  redis.UniversalClient
+	prefix string
+	idle   time.Duration
+	max    time.Duration
+	now    func() time.Time
+}
+
+var errNoSession = errors.New("no session")
+
+func (s *sessions) key(k string) string { return s.prefix + "session:" + k }
+func (s *sessions) index() string       { return s.prefix + "sessions" }
+
+// randomToken returns 32 random bytes, URL-safe.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func digest(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// create stores a new session and returns its id, for the cookie.
+func (s *sessions) create(ctx context.Context, name, tokenDigest, userAgent string) (string, *session, error) {
+	id := randomToken()
+	now := s.now().UTC()
+	if len(userAgent) > maxUserAgent {
+		userAgent = userAgent[:maxUserAgent]
+	}
+	sess := &session{Key: digest(id), Name: name, Digest: tokenDigest, CSRF: randomToken(), Created: now, Seen: now, UserAgent: userAgent}
+	if err := s.save(ctx, sess); err != nil {
+		return "", nil, err
+	}
+	if err := s.redis.ZAdd(ctx, s.index(), redis.Z{Score: float64(now.Unix()), Member: sess.Key}).Err(); err != nil {
+		return "", nil, fmt.Errorf("store session: %w", err)
+	}
+	return id, sess, nil
+}
+
+func (s *sessions) save(ctx context.Context, sess *session) error {
+	data, err := json.Marshal(sess)
+	if err != nil {
+		return err
+	}
+	if err := s.redis.Set(ctx, s.key(sess.Key), data, s.ttl(sess)).Err(); err != nil {
+		return fmt.Errorf("store session: %w", err)
+	}
+	return nil
+}
+
+// ttl is how long a session may stay unused: idle, but never past its
+// maximum age.
+func (s *sessions) ttl(sess *session) time.Duration {
+	left := sess.Created.Add(s.max).Sub(s.now())
+	return max(min(s.idle, left), time.Second)
+}
+
+// get returns the session with this id; errNoSession when there is none
+// or it expired.
+func (s *sessions) get(ctx context.Context, id string) (*session, error) {
+	if id == "" {
+		return nil, errNoSession
+	}
+	key := digest(id)
+	data, err := s.redis.Get(ctx, s.key(key)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, errNoSession
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	var sess session
+	if err := json.Unmarshal(data, &sess); err != nil {
+		return nil, errNoSession
+	}
+	sess.Key = key
+	now := s.now()
+	if now.Sub(sess.Created) >= s.max {
+		s.revoke(ctx, key)
+		return nil, errNoSession
+	}
+	if now.Sub(sess.Seen) >= touchEvery {
+		sess.Seen = now.UTC()
+		if err := s.save(ctx, &sess); err != nil {
+			return nil, err
+		}
+	}
+	return &sess, nil
+}
+
+// revoke ends a session by its key.
+func (s *sessions) revoke(ctx context.Context, key string) error {
+	pipe := s.redis.TxPipeline()
+	pipe.Del(ctx, s.key(key))
+	pipe.ZRem(ctx, s.index(), key)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("revoke session: %w", err)
+	}
+	return nil
+}
+
+// maxListed bounds the sessions page.
+const maxListed = 500
+
+// list returns the live sessions, newest first, and forgets expired ones.
+func (s *sessions) list(ctx context.Context) ([]*session, error) {
+	keys, err := s.redis.ZRevRange(ctx, s.index(), 0, maxListed-1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = s.key(k)
+	}
+	vals, err := s.redis.MGet(ctx, full...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var out []*session
+	var gone []any
+	for i, v := range vals {
+		str, ok := v.(string)
+		var sess session
+		if !ok || json.Unmarshal([]byte(str), &sess) != nil {
+			gone = append(gone, keys[i])
+			continue
+		}
+		sess.Key = keys[i]
+		out = append(out, &sess)
+	}
+	if len(gone) > 0 {
+		s.redis.ZRem(ctx, s.index(), gone...)
+	}
+	return out, nil
+}
