@@ -24,7 +24,8 @@ var templateFS embed.FS
 type pages map[string]*template.Template
 
 func parsePages() (pages, error) {
-	layout, err := template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	// The layout and the partials (files named _*.html) go with every page.
+	layout, err := template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
 	}
@@ -35,7 +36,7 @@ func parsePages() (pages, error) {
 	p := pages{}
 	for _, n := range names {
 		name := strings.TrimSuffix(path.Base(n), ".html")
-		if name == "layout" {
+		if name == "layout" || strings.HasPrefix(name, "_") {
 			continue
 		}
 		t, err := template.Must(layout.Clone()).ParseFS(templateFS, n)
