@@ -53,7 +53,7 @@ type Options struct {
 	// commit without its sha (".../commit/"): history links to it.
 	CommitURL string
 	Log       *slog.Logger
-	Now      func() time.Time
+	Now       func() time.Time
 }
 
 func (o Options) withDefaults() Options {

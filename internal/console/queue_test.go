@@ -57,7 +57,7 @@ func TestAProposalIsReviewedApprovedAndRolledBackInTheConsole(t *testing.T) {
 	if status != http.StatusSeeOther || loc != "/ui/proposals/"+id+"?done=approved" {
 		t.Fatalf("approve: %d %q", status, loc)
 	}
-	status, body = alice.get(loc)
+	_, body = alice.get(loc)
 	mustContain(t, body, "Your approval was recorded.", "alice via", "reads well", "You approved this revision already")
 	// A second approval by alice is what the API makes of it: a no-op,
 	// still one of two distinct approvers.
