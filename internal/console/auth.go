@@ -101,6 +101,9 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request, post bool) (*r
 			}
 			c.setCookie(w, r, sessionCookie, sid, c.opts.SessionMax)
 			sess, id = s, api.LocalIdentity
+		} else if post && c.opts.Auth.Open() {
+			c.fail(w, r, nil, forbidden("this form has no valid CSRF token; reload the page and try again"))
+			return nil, false
 		} else if post || r.URL.Path == Prefix+"events" {
 			c.fail(w, r, nil, unauthenticated("your session has expired or was revoked; sign in again"))
 			return nil, false
