@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -197,8 +198,15 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return
 	}
+	addr := client(r)
+	if !c.signins.allowed(addr) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(failureWindow/time.Second)))
+		c.renderSignin(w, r, http.StatusTooManyRequests, "Too many failed sign-ins from your address; wait a few minutes.")
+		return
+	}
 	id, tokenDigest, err := c.opts.Auth.IdentifyToken(strings.TrimSpace(r.PostForm.Get("token")))
 	if err != nil {
+		c.signins.failed(addr)
 		c.opts.Log.Info("console sign-in refused", "reason", precept.ErrorMessage(err), "remote", r.RemoteAddr)
 		c.renderSignin(w, r, http.StatusUnauthorized, "That token is not known.")
 		return

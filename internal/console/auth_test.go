@@ -3,6 +3,7 @@ package console_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +214,21 @@ func TestChangesReachOpenPagesAsEvents(t *testing.T) {
 	if status, _ := s.visitor(t).post("/ui/signout", nil); status != http.StatusForbidden {
 		t.Fatalf("post without session: %d", status)
 	}
+}
+
+func TestRepeatedFailedSignInsAreThrottled(t *testing.T) {
+	s := startServer(t, tokensYAML)
+	v := s.visitor(t)
+	for i := range 10 {
+		v.get("/ui/signin")
+		if status, _ := v.post("/ui/signin", url.Values{"token": {"guess-" + strconv.Itoa(i)}}); status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	v.get("/ui/signin")
+	status, body := v.post("/ui/signin", url.Values{"token": {aliceToken}})
+	if status != http.StatusTooManyRequests {
+		t.Fatalf("11th sign-in after 10 failures: %d", status)
+	}
+	mustContain(t, body, "Too many failed sign-ins")
 }

@@ -82,6 +82,7 @@ type Console struct {
 	rpc      clients
 	pages    pages
 	events   *hub
+	signins  *throttle
 	mux      *http.ServeMux
 }
 
@@ -101,6 +102,7 @@ func New(opts Options) (*Console, error) {
 		rpc:      newClients(opts.API),
 		pages:    pages,
 		events:   newHub(maxListeners),
+		signins:  newThrottle(opts.Now),
 		mux:      http.NewServeMux(),
 	}
 	c.routes()
