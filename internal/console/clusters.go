@@ -178,10 +178,8 @@ type clusterData struct {
 	Producers       int32
 	Tags            []string
 	Representatives []*preceptv1.RepresentativeComment
-	// RepLink maps a representative's decision id to its row's address.
-	RepLink    map[string]string
-	Confidence float64
-	Rationale  string
+	Confidence      float64
+	Rationale       string
 	// Pending says why the classification's evidence is not available.
 	Pending    string
 	Members    []memberRow
@@ -209,7 +207,7 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request, q *request
 	}
 	cl := resp.Msg.GetCluster()
 	d := clusterData{clusterRow: rowOf(cl), Producers: cl.GetStats().GetDistinctProducers(), Tags: cl.GetTags(),
-		Representatives: cl.GetRepresentatives(), RepLink: map[string]string{}, MemberFrom: from,
+		Representatives: cl.GetRepresentatives(), MemberFrom: from,
 		Categories: lesson.DefaultTaxonomy().Categories}
 	members := cl.GetMemberIds()
 	if from >= len(members) && from > 0 {
@@ -219,9 +217,6 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request, q *request
 	self := Prefix + "clusters/" + url.PathEscape(id)
 	for _, rep := range d.Representatives {
 		comments[rep.GetDecisionId()] = rep.GetText()
-		if i := slices.Index(members, rep.GetDecisionId()); i >= 0 {
-			d.RepLink[rep.GetDecisionId()] = listLink(self, "members", memberPage(i)) + "#d-" + rep.GetDecisionId()
-		}
 	}
 	for _, m := range members[from:min(from+memberPageSize, len(members))] {
 		d.Members = append(d.Members, memberRow{ID: m, Comment: comments[m]})
@@ -247,15 +242,6 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request, q *request
 	}
 	c.render(w, r, http.StatusOK, "cluster", &view{Title: "Cluster " + id, Nav: "clusters", Live: true, Data: d, q: q})
 	return nil
-}
-
-// memberPage is the ?members= offset of the page that shows member i.
-func memberPage(i int) string {
-	p := i / memberPageSize * memberPageSize
-	if p == 0 {
-		return ""
-	}
-	return strconv.Itoa(p)
 }
 
 // correctionKinds are the corrections the cluster page offers, by the

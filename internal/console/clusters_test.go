@@ -78,8 +78,8 @@ func TestClustersListTheProblemsAndShowTheirMembers(t *testing.T) {
 	if strings.Contains(body, `action="/ui/clusters/correct"`) {
 		t.Error("a reader sees the correction forms")
 	}
-	// Representative comments link to their member's row.
-	mustContain(t, body, `href="/ui/clusters/`+cl.GetId()+`#d-`)
+	// Representative comments and members link to their decision's page.
+	mustContain(t, body, `on decision <a href="/ui/decisions/rule-d`, `<a href="/ui/decisions/rule-d3">rule-d3</a></td>`)
 
 	status, body = rita.get("/ui/clusters/no-such-cluster")
 	if status != http.StatusNotFound {
