@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -176,4 +177,42 @@ func TestCuratorsCorrectClustersFromTheClusterPage(t *testing.T) {
 	}
 	_, body = alice.get(loc)
 	mustContain(t, body, "not a pattern</span>")
+}
+
+func TestALargeClusterShowsItsMembersFiftyAtATime(t *testing.T) {
+	s := startServer(t, tokensYAML)
+	var events []map[string]any
+	for i := range 55 {
+		events = append(events, event(fmt.Sprintf("big-%02d", i),
+			"reviewer_id", fmt.Sprintf("rev-%d", i%5), "epic_id", fmt.Sprintf("EPIC-%d", i%3),
+			"reviewer_comment", []string{
+				"missing unit tests for the new retry helper",
+				"the new retry helper is missing unit tests",
+				"unit tests are missing for the new retry helper",
+			}[i%3]))
+	}
+	s.xadd(t, events...)
+	cl := s.firstCluster(t, 55)
+	rita := s.signIn(t, ritaToken)
+	status, first := rita.get("/ui/clusters/" + cl.GetId())
+	if status != http.StatusOK {
+		t.Fatalf("cluster page: %d", status)
+	}
+	mustContain(t, first, "Members 1 to 50 of 55.")
+	if n := strings.Count(first, `<tr id="d-`); n != 50 {
+		t.Fatalf("the first page shows %d members, want 50", n)
+	}
+	status, second := rita.next(first)
+	if status != http.StatusOK {
+		t.Fatalf("second page of members: %d", status)
+	}
+	mustContain(t, second, "Members 51 to 55 of 55.", `href="/ui/clusters/`+cl.GetId()+`#h-members">First page</a>`)
+	if n := strings.Count(second, `<tr id="d-`); n != 5 {
+		t.Fatalf("the second page shows %d members, want 5", n)
+	}
+	for _, id := range s.cluster(t, cl.GetId()).GetMemberIds() {
+		if strings.Contains(first, `id="d-`+id+`"`) == strings.Contains(second, `id="d-`+id+`"`) {
+			t.Errorf("member %s is on both pages or on neither", id)
+		}
+	}
 }
