@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -115,5 +116,51 @@ func TestDeadLettersShowReasonsAndHostileBytesSafely(t *testing.T) {
 	}
 	if status, _ := rita.get("/ui/deadletters?page=forged"); status != http.StatusBadRequest {
 		t.Fatalf("a forged page token: %d", status)
+	}
+
+	// Replay and drop are for admins, behind a confirmation page.
+	list, err := fc.ListDeadLetters(context.Background(), connect.NewRequest(&preceptv1.ListDeadLettersRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, oldest := list.Msg.GetDeadLetters()[0].GetId(), list.Msg.GetDeadLetters()[2].GetId()
+	if strings.Contains(body, "/ui/deadletters/confirm") {
+		t.Error("a reader sees the replay and drop buttons")
+	}
+	if status, _ := rita.get("/ui/deadletters/confirm?action=drop&id=" + newest); status != http.StatusForbidden {
+		t.Fatalf("a reader's confirmation page: %d", status)
+	}
+	if status, _ := rita.post("/ui/deadletters/drop", url.Values{"id": {newest}}); status != http.StatusForbidden {
+		t.Fatalf("a reader's drop: %d", status)
+	}
+	root := s.signIn(t, rootToken)
+	_, body = root.get("/ui/deadletters")
+	mustContain(t, body, `name="action" value="replay"`, `name="action" value="drop"`)
+	status, body = root.get("/ui/deadletters/confirm?action=drop&id=" + newest)
+	if status != http.StatusOK {
+		t.Fatalf("confirmation page: %d\n%s", status, body)
+	}
+	mustContain(t, body, "Drop dead letter", `action="/ui/deadletters/drop"`, `name="id" value="`+newest+`"`, "for good")
+	if status, _ := root.post("/ui/deadletters/drop", url.Values{"id": {newest}, "csrf": {"forged"}}); status != http.StatusForbidden {
+		t.Fatalf("a drop without the CSRF token: %d", status)
+	}
+	if status, loc := root.post("/ui/deadletters/drop", url.Values{"id": {newest}}); status != http.StatusSeeOther || loc != "/ui/deadletters?done=dropped" {
+		t.Fatalf("drop: %d %q", status, loc)
+	}
+	_, body = root.get("/ui/deadletters?done=dropped")
+	mustContain(t, body, "The dead letter was dropped.", "2 stream entries")
+	if strings.Contains(body, newest) {
+		t.Error("the dropped dead letter is still listed")
+	}
+	status, body = root.post("/ui/deadletters/drop", url.Values{"id": {newest}})
+	if status != http.StatusConflict {
+		t.Fatalf("dropping it again: %d", status)
+	}
+	mustContain(t, body, "does not exist")
+	if status, loc := root.post("/ui/deadletters/replay", url.Values{"id": {oldest}}); status != http.StatusSeeOther || loc != "/ui/deadletters?done=replayed" {
+		t.Fatalf("replay: %d %q", status, loc)
+	}
+	if status, _ := root.post("/ui/deadletters/rename", url.Values{"id": {oldest}}); status != http.StatusNotFound {
+		t.Fatalf("an unknown action: %d", status)
 	}
 }
