@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/lesson"
 )
 
@@ -53,10 +54,12 @@ func listLink(path string, query ...string) string {
 	return path + "?" + v.Encode()
 }
 
-// pager is the previous/next navigation of a list paged by the RPC's
-// tokens: the API pages forward only, so "back" is the first page.
+// pager is the navigation of a list: a list paged by its RPC's tokens
+// pages forward only, so "back" is its first page; a list the console
+// pages itself has a previous page.
 type pager struct {
 	First string
+	Prev  string
 	Next  string
 }
 
@@ -132,23 +135,55 @@ func growth(size int32, first, last time.Time) float64 {
 // clustersData is the clusters page.
 type clustersData struct {
 	Agent string
+	// Order is "size" (largest first) or "growth" (fastest-growing first).
+	Order string
 	Rows  []clusterRow
 	Pager pager
+	// Capped says the growth order was taken over the largest
+	// maxGrowthScan clusters only.
+	Capped bool
 }
 
-// clustersPage lists clusters, largest first as ListClusters returns
-// them; clusters of one size are ordered fastest-growing first.
+// maxGrowthScan bounds the clusters read to order them by growth: the
+// largest ones, as ListClusters returns them; past it the page says so.
+const maxGrowthScan = 1000
+
+// clustersPage lists clusters (docs/console.md, "Clusters"): largest
+// first, one page of ListClusters, clusters of one size fastest-growing
+// first; or, with ?order=growth, fastest-growing first.
 func (c *Console) clustersPage(w http.ResponseWriter, r *http.Request, q *request) error {
 	size, err := askedPageSize(r)
 	if err != nil {
 		return err
 	}
-	agent, page := strings.TrimSpace(r.URL.Query().Get("agent")), r.URL.Query().Get("page")
-	resp, err := c.rpc.evaluator.ListClusters(q.ctx, connect.NewRequest(&preceptv1.ListClustersRequest{Agent: agent, PageSize: size, PageToken: page}))
+	agent := strings.TrimSpace(r.URL.Query().Get("agent"))
+	var d clustersData
+	switch order := r.URL.Query().Get("order"); order {
+	case "", "size":
+		d, err = clustersBySize(q, c.rpc.evaluator, agent, size, r.URL.Query().Get("page"))
+	case "growth":
+		var page int
+		if page, err = pageNumber(r); err == nil {
+			d, err = clustersByGrowth(q, c.rpc.evaluator, agent, size, page)
+		}
+	default:
+		return invalidArgument("order must be size or growth")
+	}
 	if err != nil {
 		return err
 	}
-	d := clustersData{Agent: agent}
+	c.render(w, r, http.StatusOK, "clusters", &view{Title: "Clusters", Nav: "clusters", Live: true, Data: d, q: q})
+	return nil
+}
+
+// clustersBySize reads one page of ListClusters, which pages largest
+// first, and orders clusters of one size fastest-growing first.
+func clustersBySize(q *request, ev preceptv1connect.EvaluatorServiceClient, agent string, size int32, page string) (clustersData, error) {
+	resp, err := ev.ListClusters(q.ctx, connect.NewRequest(&preceptv1.ListClustersRequest{Agent: agent, PageSize: size, PageToken: page}))
+	if err != nil {
+		return clustersData{}, err
+	}
+	d := clustersData{Agent: agent, Order: "size"}
 	for _, cl := range resp.Msg.GetClusters() {
 		d.Rows = append(d.Rows, rowOf(cl))
 	}
@@ -161,8 +196,40 @@ func (c *Console) clustersPage(w http.ResponseWriter, r *http.Request, q *reques
 	if page != "" {
 		d.Pager.First = listLink(Prefix+"clusters", "agent", agent, "size", sizeParam(size))
 	}
-	c.render(w, r, http.StatusOK, "clusters", &view{Title: "Clusters", Nav: "clusters", Live: true, Data: d, q: q})
-	return nil
+	return d, nil
+}
+
+// clustersByGrowth orders the largest maxGrowthScan clusters by growth,
+// then size, and shows page page of them: growth is not an order the API
+// pages by.
+func clustersByGrowth(q *request, ev preceptv1connect.EvaluatorServiceClient, agent string, size int32, page int) (clustersData, error) {
+	resp, err := ev.ListClusters(q.ctx, connect.NewRequest(&preceptv1.ListClustersRequest{Agent: agent, PageSize: maxGrowthScan}))
+	if err != nil {
+		return clustersData{}, err
+	}
+	all := make([]clusterRow, 0, len(resp.Msg.GetClusters()))
+	for _, cl := range resp.Msg.GetClusters() {
+		all = append(all, rowOf(cl))
+	}
+	slices.SortStableFunc(all, func(a, b clusterRow) int {
+		return cmp.Or(cmp.Compare(b.Growth, a.Growth), cmp.Compare(b.Size, a.Size))
+	})
+	pages := max(1, (len(all)+int(size)-1)/int(size))
+	if page > pages {
+		return clustersData{}, notFound("the clusters fill %d pages", pages)
+	}
+	from := (page - 1) * int(size)
+	d := clustersData{Agent: agent, Order: "growth", Rows: all[from:min(from+int(size), len(all))], Capped: resp.Msg.GetNextPageToken() != ""}
+	link := func(p int) string {
+		return listLink(Prefix+"clusters", "agent", agent, "order", "growth", "size", sizeParam(size), "page", strconv.Itoa(p))
+	}
+	if page > 1 {
+		d.Pager.Prev = link(page - 1)
+	}
+	if page < pages {
+		d.Pager.Next = link(page + 1)
+	}
+	return d, nil
 }
 
 // memberRow is one member of a cluster; Comment is set for the members

@@ -216,3 +216,64 @@ func TestALargeClusterShowsItsMembersFiftyAtATime(t *testing.T) {
 		}
 	}
 }
+
+func TestClustersCanBeOrderedByGrowth(t *testing.T) {
+	s := startServer(t, tokensYAML)
+	// coding-agent: three decisions in one day, 3 a day. docs-agent: four
+	// over 40 days, 0.1 a day.
+	events := clusterEvents()
+	for i, day := range []string{"2026-10-01", "2026-10-15", "2026-10-30", "2026-11-10"} {
+		events = append(events, event(fmt.Sprintf("slow-%d", i), "agent", "docs-agent", "timestamp", day+"T10:00:00Z",
+			"reviewer_id", fmt.Sprintf("rev-%d", i), "epic_id", fmt.Sprintf("EPIC-%d", i%2),
+			"reviewer_comment", []string{
+				"missing unit tests for the new retry helper",
+				"the new retry helper is missing unit tests",
+				"unit tests are missing for the new retry helper",
+			}[i%3]))
+	}
+	s.xadd(t, events...)
+	var fast, slow string
+	eventually(t, "both clusters", 30*time.Second, func() bool {
+		resp, err := s.evaluator(ritaToken).ListClusters(context.Background(), connect.NewRequest(&preceptv1.ListClustersRequest{}))
+		if err != nil {
+			return false
+		}
+		for _, c := range resp.Msg.GetClusters() {
+			switch {
+			case c.GetAgent() == "coding-agent" && c.GetStats().GetSize() == 3:
+				fast = c.GetId()
+			case c.GetAgent() == "docs-agent" && c.GetStats().GetSize() == 4:
+				slow = c.GetId()
+			}
+		}
+		return fast != "" && slow != ""
+	})
+	rita := s.signIn(t, ritaToken)
+	_, body := rita.get("/ui/clusters")
+	if a, b := strings.Index(body, slow), strings.Index(body, fast); a < 0 || b < 0 || a > b {
+		t.Fatalf("largest first: the cluster of 4 (%s) should come before the cluster of 3 (%s)", slow, fast)
+	}
+	mustContain(t, body, "0.1 a day", "3.0 a day")
+	status, body := rita.get("/ui/clusters?order=growth")
+	if status != http.StatusOK {
+		t.Fatalf("growth order: %d", status)
+	}
+	if a, b := strings.Index(body, fast), strings.Index(body, slow); a < 0 || b < 0 || a > b {
+		t.Fatalf("fastest-growing first: %s (3 a day) should come before %s (0.1 a day)", fast, slow)
+	}
+	mustContain(t, body, `<option value="growth" selected>`, "Fastest-growing first; among")
+
+	// One a page: the second page holds the slow cluster and links back.
+	_, first := rita.get("/ui/clusters?order=growth&size=1")
+	status, second := rita.next(first)
+	if status != http.StatusOK || !strings.Contains(second, slow) || strings.Contains(second, fast) {
+		t.Fatalf("second page by growth: %d\n%s", status, second)
+	}
+	mustContain(t, second, `rel="prev">Previous page</a>`)
+	if status, _ := rita.get("/ui/clusters?order=growth&size=1&page=3"); status != http.StatusNotFound {
+		t.Fatalf("a page past the end: %d", status)
+	}
+	if status, _ := rita.get("/ui/clusters?order=newest"); status != http.StatusBadRequest {
+		t.Fatalf("an unknown order: %d", status)
+	}
+}
