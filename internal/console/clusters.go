@@ -327,7 +327,7 @@ var correctionKinds = map[string]preceptv1.CorrectionKind{
 func correctionRequest(f url.Values) (*preceptv1.CorrectClustersRequest, string, error) {
 	kind, ok := correctionKinds[f.Get("kind")]
 	if !ok {
-		return nil, "", invalidArgument("unknown correction %q: merge, split, move, set_category or not_a_pattern", f.Get("kind"))
+		return nil, "", invalidArgument("unknown correction %q: merge, split, move, set_category or not_a_pattern", clip(f.Get("kind")))
 	}
 	cluster, other := strings.TrimSpace(f.Get("cluster")), strings.TrimSpace(f.Get("other"))
 	var decisions []string
