@@ -113,6 +113,9 @@ func TestRebuildGivesTheTextOfEachRecordedVersion(t *testing.T) {
 	if len(records) != 8 {
 		t.Fatalf("%d versions recorded, want 8", len(records))
 	}
+	if shadows := versions.Select(func(r VersionRecord) bool { return r.Shadow }); len(shadows) != 4 {
+		t.Fatalf("Select(shadow) = %d records, want 4", len(shadows))
+	}
 	ctx := context.Background()
 	for _, r := range records {
 		text, err := a.Rebuild(ctx, r)
