@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/precept-dev/precept/prompts"
 )
 
 // render writes a diff as the page's <pre> shows it, one line each.
@@ -107,5 +109,63 @@ func TestLineDiffIsBoundedOnUnrelatedTexts(t *testing.T) {
 	lines, _ = lineDiff(long, changed)
 	if got := renderDiff(lines); !strings.Contains(got, "- old line 2000\n+ old line 2000, changed\n") || strings.Count(got, "\n") != 2*diffContext+4 {
 		t.Errorf("one changed line of %d:\n%s", maxDiffLines, got)
+	}
+}
+
+func TestCompareVersionsNamesRulesAddedRemovedAndMoved(t *testing.T) {
+	rec := func(version string, ids []string, files ...string) prompts.VersionRecord {
+		return prompts.VersionRecord{Version: version, RuleIDs: ids, RulesFiles: files, BasePrompt: "prompts/implement.md", BaseDigest: "b1"}
+	}
+	for _, tc := range []struct {
+		name                  string
+		from, to              prompts.VersionRecord
+		added, removed, moved string
+		filesAdded, filesGone string
+		base                  bool
+	}{
+		{name: "one rule added on top shifts the others but moves none",
+			from: rec("v1", []string{"a", "b", "c"}), to: rec("v2", []string{"n", "a", "b", "c"}),
+			added: "n@0>1"},
+		{name: "one rule removed",
+			from: rec("v1", []string{"a", "b", "c"}), to: rec("v2", []string{"a", "c"}),
+			removed: "b@2>0"},
+		{name: "the last rule moved first: only it moved",
+			from: rec("v1", []string{"a", "b", "c", "d"}), to: rec("v2", []string{"d", "a", "b", "c"}),
+			moved: "d@4>1"},
+		{name: "two swapped",
+			from: rec("v1", []string{"a", "b"}), to: rec("v2", []string{"b", "a"}),
+			moved: "a@1>2"},
+		{name: "files and base",
+			from: rec("v1", nil, "prompts/_rules.md"), to: prompts.VersionRecord{Version: "v2", RulesFiles: []string{"prompts/src/_rules.md"}, BasePrompt: "request", BaseDigest: "sha256:x"},
+			filesAdded: "prompts/src/_rules.md", filesGone: "prompts/_rules.md", base: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := compareVersions(tc.from, tc.to)
+			changes := func(cs []ruleChange) string {
+				var out []string
+				for _, c := range cs {
+					out = append(out, fmt.Sprintf("%s@%d>%d", c.ID, c.From, c.To))
+				}
+				return strings.Join(out, ",")
+			}
+			if got := changes(d.Added); got != tc.added {
+				t.Errorf("added %q, want %q", got, tc.added)
+			}
+			if got := changes(d.Removed); got != tc.removed {
+				t.Errorf("removed %q, want %q", got, tc.removed)
+			}
+			if got := changes(d.Moved); got != tc.moved {
+				t.Errorf("moved %q, want %q", got, tc.moved)
+			}
+			if got := strings.Join(d.FilesAdded, ","); got != tc.filesAdded {
+				t.Errorf("files added %q, want %q", got, tc.filesAdded)
+			}
+			if got := strings.Join(d.FilesRemoved, ","); got != tc.filesGone {
+				t.Errorf("files removed %q, want %q", got, tc.filesGone)
+			}
+			if d.BaseChanged != tc.base || d.Same {
+				t.Errorf("base changed %v, same %v", d.BaseChanged, d.Same)
+			}
+		})
 	}
 }

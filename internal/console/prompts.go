@@ -72,7 +72,7 @@ type ruleRow struct {
 // pagerLinks are the links to the neighbouring pages of a list, "" at
 // either end.
 type pagerLinks struct {
-	Prev, Next string
+	Prev, Next  string
 	Page, Pages int
 }
 

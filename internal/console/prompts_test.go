@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/gitrepo"
 )
 
@@ -151,6 +152,41 @@ func TestPromptExplorerShowsTheRulesOfAPromptAndDiffsTwoVersions(t *testing.T) {
 		t.Errorf("a version of another stage: %d\n%s", status, body)
 	}
 	mustContain(t, body, "is a prompt of agent coding-agent, stage review, not of agent coding-agent, stage implement")
+
+	// An agent that sends its own base prompt: only its digest is
+	// recorded, so the diff is structural.
+	hc := &http.Client{Transport: bearer{aliceToken}}
+	own := "Your own instructions."
+	resp, err := preceptv1connect.NewPromptServiceClient(hc, s.url).BuildPrompt(context.Background(),
+		connect.NewRequest(&preceptv1.BuildPromptRequest{Agent: "coding-agent", Stage: "implement", ScopePath: "src/api/handler.go", BasePrompt: &own}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body = v.get(page + "&from=" + url.QueryEscape(third) + "&to=" + url.QueryEscape(resp.Msg.GetVersion()))
+	if status != http.StatusOK {
+		t.Fatalf("diff with a client's base prompt: %d\n%s", status, body)
+	}
+	mustContain(t, body, "Changed: <code>prompts/implement.md</code>", "then <code>request</code>",
+		"The texts cannot be compared line by line", "only its digest is recorded")
+	if strings.Contains(body, `<pre class="diff"`) {
+		t.Errorf("a text that cannot be rebuilt was diffed:\n%s", body)
+	}
+}
+
+func TestPromptExplorerWithoutRecordedVersionsSaysTheDiffIsUnavailable(t *testing.T) {
+	s := startServer(t, tokensYAML+"effects: {enabled: false}\n")
+	s.commitRules(t, "stage prompt", map[string]string{"prompts/implement.md": "You implement the task you are given."})
+	v := s.signIn(t, ritaToken)
+	status, body := v.get("/ui/prompts?agent=coding-agent&stage=implement")
+	if status != http.StatusOK {
+		t.Fatalf("explorer: %d\n%s", status, body)
+	}
+	mustContain(t, body, "Versions are not recorded on this server (effects.enabled is off)")
+	status, body = v.get("/ui/prompts?agent=coding-agent&stage=implement&from=" + url.QueryEscape(shownVersion(t, body)) + "&to=v1:0000000000000000")
+	if status != http.StatusServiceUnavailable {
+		t.Errorf("diff without versions: %d\n%s", status, body)
+	}
+	mustContain(t, body, "so two cannot be compared")
 }
 
 func TestPromptExplorerAnswersABadRequestWithTheFormAndTheProblem(t *testing.T) {
