@@ -10,10 +10,6 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, q *request) e
 	return newPageError(http.StatusNotImplemented, "not built yet")
 }
 
-func (c *Console) ruleEffectChart(w http.ResponseWriter, r *http.Request, q *request) error {
-	return newPageError(http.StatusNotImplemented, "not built yet")
-}
-
 func (c *Console) rollbackPage(w http.ResponseWriter, r *http.Request, q *request) error {
 	return newPageError(http.StatusNotImplemented, "not built yet")
 }
