@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // analyticsFilters are the analytics page's filters as the visitor gave
@@ -109,12 +110,7 @@ func parseDay(field, s string, def time.Time) (time.Time, error) {
 }
 
 // clip keeps an echoed value short.
-func clip(s string) string {
-	if r := []rune(s); len(r) > 40 {
-		return string(r[:40]) + "…"
-	}
-	return s
-}
+func clip(s string) string { return text.ClipRunes(s, 40) }
 
 // query is the filters as a URL query, defaults included, so that an
 // export link draws what the page shows even on another day.
@@ -329,8 +325,8 @@ func (in *analyticsInput) perSeries(id, title, yLabel, desc string, yMax float64
 
 func acceptanceFigure(in *analyticsInput) (figure, error) {
 	t := in.all.GetTotals()
-	desc := fmt.Sprintf("Share of first attempts approved without changes, per %s from %s to %s: %s of %d first attempts overall.",
-		in.filters.By, in.filters.From, in.filters.To, percent(t.GetFirstPassAcceptance()), t.GetFirstAttempts())
+	desc := fmt.Sprintf("Share of first attempts approved without changes, per %s from %s to %s: %s of %s overall.",
+		in.filters.By, in.filters.From, in.filters.To, percent(t.GetFirstPassAcceptance()), count(t.GetFirstAttempts(), "first attempt", "first attempts"))
 	return in.perSeries("acceptance", "First-pass acceptance", "accepted first attempts", desc, 1, rateTicks,
 		[]string{"period", "series", "first_attempts", "first_pass_accepted", "first_pass_acceptance"},
 		func(f *preceptv1.AnalyticsFigures) (float64, bool) {
@@ -343,8 +339,8 @@ func acceptanceFigure(in *analyticsInput) (figure, error) {
 
 func editsFigure(in *analyticsInput) (figure, error) {
 	t := in.all.GetTotals()
-	desc := fmt.Sprintf("Mean character edit distance between the agent's output and the approved output, per %s: %s over %d decisions overall.",
-		in.filters.By, strconv.FormatFloat(t.GetEditDistanceMeanPercent(), 'f', 1, 64)+"%", t.GetEditDistanceCount())
+	desc := fmt.Sprintf("Mean character edit distance between the agent's output and the approved output, per %s: %s over %s overall.",
+		in.filters.By, strconv.FormatFloat(t.GetEditDistanceMeanPercent(), 'f', 1, 64)+"%", count(t.GetEditDistanceCount(), "decision", "decisions"))
 	return in.perSeries("edits", "Edit distance", "mean edit distance (%)", desc, 0, nil,
 		[]string{"period", "series", "decisions_with_outputs", "edit_distance_mean_percent"},
 		func(f *preceptv1.AnalyticsFigures) (float64, bool) {
@@ -418,8 +414,8 @@ func durationsFigure(in *analyticsInput) (figure, error) {
 		rows = append(rows, []string{long[i], itoa(n), floatCell(n, f.GetReviewDurationP50Seconds()), floatCell(n, f.GetReviewDurationP90Seconds())})
 	}
 	t := in.all.GetTotals()
-	desc := fmt.Sprintf("Review duration per %s, median and 90th percentile: overall %s and %s over %d reviews that reported one.",
-		in.filters.By, seconds(t.GetReviewDurationP50Seconds()), seconds(t.GetReviewDurationP90Seconds()), t.GetReviewDurations())
+	desc := fmt.Sprintf("Review duration per %s, median and 90th percentile: overall %s and %s over %s that reported one.",
+		in.filters.By, seconds(t.GetReviewDurationP50Seconds()), seconds(t.GetReviewDurationP90Seconds()), count(t.GetReviewDurations(), "review", "reviews"))
 	p, err := lineChart("Review duration", unit, short, []series{p50, p90}, 0, nil)
 	if err != nil {
 		return figure{}, err
@@ -470,6 +466,11 @@ func floatCell(n int64, v float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// count is n with its noun.
+func count(n int64, one, many string) string {
+	return itoa(n) + " " + text.Plural(int(n), one, many)
 }
 
 // seconds shows a duration given in seconds.

@@ -172,7 +172,7 @@ func TestAnalyticsPageShowsTheDecisionsAndExportsEachChart(t *testing.T) {
 		"<h1>Analytics</h1>", `value="2026-11-20"`, `value="2026-11-21"`,
 		"5: 2 approved, 1 approved with changes, 2 rejected",
 		// First attempts: an-1 (approved), an-2, an-4, an-5; an-3 is T2's second.
-		"25.0% of 4 first attempts",
+		"25.0% (first attempts: 4)",
 		`<figure class="chart" id="acceptance">`, `<figure class="chart" id="verdicts">`, `<figure class="chart" id="edits">`,
 		`<figure class="chart" id="durations">`, `<figure class="chart" id="categories">`, `<figure class="chart" id="lessons">`,
 		`role="img" aria-labelledby="verdicts-title verdicts-desc"`,

@@ -56,11 +56,11 @@ func (f figure) ExportURL(format string) string {
 }
 
 // The size of a chart in points (SVG user units, CSS pixels when inlined
-// at full size). Small enough that a 390 px screen shows the text at
-// three quarters of its size; the page scales it to its width.
+// at full size). Small enough that a 390 px screen, which scales the
+// chart to its width, still shows the tick labels at about 9 px.
 const (
-	chartWidth  = 520
-	chartHeight = 300
+	chartWidth  = 440
+	chartHeight = 260
 	// pngScale draws the PNG at twice the size in pixels (a point is a
 	// pixel at 72 dpi), sharp on dense screens.
 	pngScale = 2
@@ -120,14 +120,14 @@ var fills = []color.Color{
 func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
-	p.Title.TextStyle.Font = font.From(chartFont, 12)
+	p.Title.TextStyle.Font = font.From(chartFont, 13)
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(chartFont, 11)
-		a.Tick.Label.Font = font.From(chartFont, 10)
+		a.Label.TextStyle.Font = font.From(chartFont, 12)
+		a.Tick.Label.Font = font.From(chartFont, 11)
 	}
-	p.Legend.TextStyle.Font = font.From(chartFont, 10)
+	p.Legend.TextStyle.Font = font.From(chartFont, 11)
 	p.Legend.Top = true
 	return p
 }
@@ -387,7 +387,7 @@ func periodTicks(p *plot.Plot, names []string) {
 // starts at 0 and fits the data.
 func lineChart(title, yLabel string, periods []string, ss []series, yMax float64, yTicks plot.Ticker) (*plot.Plot, error) {
 	p := newPlot(title, "", yLabel)
-	drawn := 0
+	drawn, legend := 0, 0
 	for i, s := range ss {
 		var xys plotter.XYs
 		for j, y := range s.Y {
@@ -406,6 +406,7 @@ func lineChart(title, yLabel string, periods []string, ss []series, yMax float64
 		p.Add(l, sc)
 		if len(ss) > 1 || s.Name != "" {
 			p.Legend.Add(s.Name, l, sc)
+			legend++
 		}
 		drawn++
 	}
@@ -416,6 +417,9 @@ func lineChart(title, yLabel string, periods []string, ss []series, yMax float64
 	p.Y.Min = 0
 	if yMax > 0 {
 		p.Y.Max = yMax
+	}
+	if legend > 0 {
+		legendRoom(p, legend)
 	}
 	if yTicks != nil {
 		p.Y.Tick.Marker = yTicks
@@ -454,7 +458,16 @@ func stackedBars(title, yLabel string, periods []string, stacks []series) (*plot
 	}
 	periodTicks(p, periods)
 	p.Y.Min = 0
+	legendRoom(p, len(stacks))
 	return p, nil
+}
+
+// legendRoom raises the top of the y axis so that a legend of n entries
+// in the top right corner does not cover the data.
+func legendRoom(p *plot.Plot, n int) {
+	// An entry takes about 14 points of the plot area's ~200.
+	share := min(0.5, float64(n)*14/(chartHeight-60))
+	p.Y.Max /= 1 - share
 }
 
 // horizontalBars draws one bar per name, the first at the top.
@@ -470,7 +483,9 @@ func horizontalBars(title, xLabel string, names []string, values []float64) (*pl
 		rev[len(values)-1-i] = values[i]
 		labels[len(names)-1-i] = names[i]
 	}
-	b, err := plotter.NewBarChart(rev, vg.Points(0.6*(chartHeight-60)/float64(len(names))))
+	// Thick enough to read, thin enough not to look like a block.
+	width := vg.Points(min(22, 0.6*(chartHeight-60)/float64(len(names))))
+	b, err := plotter.NewBarChart(rev, width)
 	if err != nil {
 		return nil, fmt.Errorf("chart %q: %w", title, err)
 	}
@@ -479,6 +494,7 @@ func horizontalBars(title, xLabel string, names []string, values []float64) (*pl
 	b.LineStyle.Width = 0
 	p.Add(b)
 	p.NominalY(labels...)
+	p.Y.Min, p.Y.Max = -0.5, float64(len(names))-0.5
 	p.X.Min = 0
 	return p, nil
 }
