@@ -157,7 +157,6 @@ var analyticsCharts = []analyticsChart{
 type analyticsData struct {
 	Filters  analyticsFilters
 	Totals   *preceptv1.AnalyticsFigures
-	Range    string
 	Figures  []figure
 	Position uint64
 }
@@ -169,8 +168,7 @@ func (c *Console) analyticsPage(w http.ResponseWriter, r *http.Request, q *reque
 	if err != nil {
 		return err
 	}
-	d := analyticsData{Filters: in.filters, Totals: in.all.GetTotals(), Position: in.all.GetPosition(),
-		Range: in.filters.From + " to " + in.filters.To + " by " + in.filters.By}
+	d := analyticsData{Filters: in.filters, Totals: in.all.GetTotals(), Position: in.all.GetPosition()}
 	for _, ch := range analyticsCharts {
 		f, err := ch.build(in)
 		if err != nil {
@@ -318,9 +316,17 @@ func (in *analyticsInput) perSeries(id, title, yLabel, desc string, yMax float64
 	if err != nil {
 		return figure{}, err
 	}
-	f, err := newFigure(id, title, desc+splitNote(len(shown), of), p, header, rows)
+	return in.figure(id, title, desc+splitNote(len(shown), of), p, header, rows)
+}
+
+// figure is newFigure with the export URL of the page's filters.
+func (in *analyticsInput) figure(id, title, desc string, p *plot.Plot, header []string, rows [][]string) (figure, error) {
+	f, err := newFigure(id, title, desc, p, header, rows)
+	if err != nil {
+		return figure{}, err
+	}
 	f.Export = "/ui/analytics/" + id + "?" + in.filters.query()
-	return f, err
+	return f, nil
 }
 
 func acceptanceFigure(in *analyticsInput) (figure, error) {
@@ -376,10 +382,8 @@ func verdictsFigure(in *analyticsInput) (figure, error) {
 	if err != nil {
 		return figure{}, err
 	}
-	f, err := newFigure("verdicts", "Verdict mix", desc, p,
+	return in.figure("verdicts", "Verdict mix", desc, p,
 		[]string{"period", "approved", "approved_with_changes", "rejected", "decisions"}, rows)
-	f.Export = "/ui/analytics/verdicts?" + in.filters.query()
-	return f, err
 }
 
 func durationsFigure(in *analyticsInput) (figure, error) {
@@ -420,10 +424,8 @@ func durationsFigure(in *analyticsInput) (figure, error) {
 	if err != nil {
 		return figure{}, err
 	}
-	f, err := newFigure("durations", "Review duration", desc, p,
+	return in.figure("durations", "Review duration", desc, p,
 		[]string{"period", "reviews", "p50_seconds", "p90_seconds"}, rows)
-	f.Export = "/ui/analytics/durations?" + in.filters.query()
-	return f, err
 }
 
 // topCategories is how many categories a distribution chart shows.
@@ -454,9 +456,7 @@ func categoryFigure(in *analyticsInput, id, title, what string, counts []*precep
 	if err != nil {
 		return figure{}, err
 	}
-	f, err := newFigure(id, title, desc, p, []string{strings.ReplaceAll(what, " ", "_"), "decisions"}, rows)
-	f.Export = "/ui/analytics/" + id + "?" + in.filters.query()
-	return f, err
+	return in.figure(id, title, desc, p, []string{strings.ReplaceAll(what, " ", "_"), "decisions"}, rows)
 }
 
 // floatCell is a mean or percentile in the data, empty when nothing was
