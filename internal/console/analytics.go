@@ -109,9 +109,6 @@ func parseDay(field, s string, def time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// clip keeps an echoed value short.
-func clip(s string) string { return text.ClipRunes(s, 40) }
-
 // query is the filters as a URL query, defaults included, so that an
 // export link draws what the page shows even on another day.
 func (f analyticsFilters) query() string {

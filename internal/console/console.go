@@ -49,8 +49,11 @@ type Options struct {
 	// versions served and rebuild an older one for a diff.
 	Versions *prompts.Versions
 	Prompts  *prompts.Assembler
-	Log      *slog.Logger
-	Now      func() time.Time
+	// CommitURL, when set, is the rules repository's web address of a
+	// commit without its sha (".../commit/"): history links to it.
+	CommitURL string
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -79,6 +82,7 @@ type Console struct {
 	rpc      clients
 	pages    pages
 	events   *hub
+	signins  *throttle
 	mux      *http.ServeMux
 }
 
@@ -98,6 +102,7 @@ func New(opts Options) (*Console, error) {
 		rpc:      newClients(opts.API),
 		pages:    pages,
 		events:   newHub(maxListeners),
+		signins:  newThrottle(opts.Now),
 		mux:      http.NewServeMux(),
 	}
 	c.routes()
@@ -138,6 +143,7 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /ui/proposals/{id}", c.page(reader, c.proposalPage))
 	c.mux.Handle("POST /ui/proposals/{id}/approve", c.action(approver, c.approve))
 	c.mux.Handle("POST /ui/proposals/{id}/reject", c.action(approver, c.reject))
+	c.mux.Handle("GET /ui/decisions/{id}", c.page(reader, c.decisionPage))
 
 	c.mux.Handle("GET /ui/rules", c.page(reader, c.rulesPage))
 	c.mux.Handle("GET /ui/rules/{id}", c.page(reader, c.rulePage))

@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,11 +108,7 @@ func event(id string, extra ...string) map[string]any {
 func (s *server) xadd(t *testing.T, events ...map[string]any) {
 	t.Helper()
 	for _, e := range events {
-		data, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: s.app.Config.Redis.Stream, Values: map[string]any{"event": string(data)}}).Err(); err != nil {
+		if err := s.rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: s.app.Config.Redis.Stream, Values: e}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -212,6 +207,10 @@ func (s *server) signIn(t *testing.T, token string) *visitor {
 	status, loc := v.post("/ui/signin", url.Values{"token": {token}, "next": {"/ui/queue"}})
 	if status != http.StatusSeeOther || loc != "/ui/queue" {
 		t.Fatalf("sign in: %d %q", status, loc)
+	}
+	// The session's CSRF token, for v.post.
+	if status, body := v.get(loc); status != http.StatusOK {
+		t.Fatalf("%s after sign-in: %d\n%s", loc, status, body)
 	}
 	return v
 }
