@@ -190,10 +190,10 @@ func drawPlot(p *plot.Plot, c draw.Canvas) (err error) {
 // before it (the XML prolog and a comment).
 var svgOpen = regexp.MustCompile(`(?s)\A.*?<svg\b[^>]*>`)
 
-// styleAttr is a style="" attribute. The canvas escapes the text it
-// draws (html.EscapeString turns " into &#34;), so the pattern cannot
-// match inside a label.
-var styleAttr = regexp.MustCompile(`style="([^"]*)"`)
+// styleAttr starts a style="" attribute. The canvas escapes the text it
+// draws (html.EscapeString turns " into &#34;), so it cannot occur inside
+// a label.
+var styleAttr = []byte(`style="`)
 
 // presentation are the properties gonum writes in style="" that SVG also
 // takes as presentation attributes; anything else is dropped.
@@ -214,26 +214,9 @@ func inlineSVG(raw []byte, id, title, desc string) ([]byte, error) {
 	if loc == nil {
 		return nil, fmt.Errorf("draw chart %s: no <svg> element in the canvas output", id)
 	}
-	body := styleAttr.ReplaceAllFunc(raw[loc[1]:], func(m []byte) []byte {
-		decl := string(styleAttr.FindSubmatch(m)[1])
-		var out []string
-		for _, d := range strings.Split(decl, ";") {
-			k, v, ok := strings.Cut(d, ":")
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			if !ok || !presentation[k] || strings.ContainsAny(v, `"<>&`) {
-				continue
-			}
-			if k == "font-family" {
-				// Browsers without the face the labels were measured
-				// with use one of about the same width.
-				v += ", Arial, Helvetica, sans-serif"
-			}
-			out = append(out, k+`="`+v+`"`)
-		}
-		return []byte(strings.Join(out, " "))
-	})
+	body := presentationAttrs(raw[loc[1]:])
 	var b bytes.Buffer
-	b.Grow(len(body) + 512)
+	b.Grow(len(body) + 1024)
 	esc := template.HTMLEscapeString
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-labelledby="%s-title %s-desc">`,
 		chartWidth, chartHeight, chartWidth, chartHeight, esc(id), esc(id))
@@ -242,6 +225,64 @@ func inlineSVG(raw []byte, id, title, desc string) ([]byte, error) {
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", chartWidth, chartHeight)
 	b.Write(body)
 	return b.Bytes(), nil
+}
+
+// presentationAttrs rewrites every style="a:b;c:d" in svg as a="b" c="d".
+// A chart repeats a handful of styles hundreds of times, so each is
+// rewritten once.
+func presentationAttrs(svg []byte) []byte {
+	out := make([]byte, 0, len(svg))
+	done := map[string][]byte{}
+	for {
+		i := bytes.Index(svg, styleAttr)
+		if i < 0 {
+			return append(out, svg...)
+		}
+		start := i + len(styleAttr)
+		if i == 0 || !isSpace(svg[i-1]) {
+			// Part of another name (font-style="").
+			out = append(out, svg[:start]...)
+			svg = svg[start:]
+			continue
+		}
+		n := bytes.IndexByte(svg[start:], '"')
+		if n < 0 {
+			return append(out, svg...)
+		}
+		decl := string(svg[start : start+n])
+		attrs, ok := done[decl]
+		if !ok {
+			attrs = styleToAttrs(decl)
+			done[decl] = attrs
+		}
+		out = append(append(out, svg[:i]...), attrs...)
+		svg = svg[start+n+1:]
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// styleToAttrs turns CSS declarations into presentation attributes,
+// keeping only the properties SVG takes as such.
+func styleToAttrs(decl string) []byte {
+	var out []byte
+	for d := range strings.SplitSeq(decl, ";") {
+		k, v, ok := strings.Cut(d, ":")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || !presentation[k] || strings.ContainsAny(v, `"<>&`) {
+			continue
+		}
+		if k == "font-family" {
+			// Browsers without the face the labels were measured with
+			// use one of about the same width.
+			v += ", Arial, Helvetica, sans-serif"
+		}
+		if len(out) > 0 {
+			out = append(out, ' ')
+		}
+		out = append(out, k+`="`+v+`"`...)
+	}
+	return out
 }
 
 // formulaStarts are the characters that make a spreadsheet read a cell
@@ -398,7 +439,11 @@ func lineChart(title, yLabel string, periods []string, ss []series, yMax float64
 		if len(xys) == 0 {
 			continue
 		}
-		l, sc, err := plotter.NewLinePoints(xys)
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("chart %q: %w", title, err)
+		}
+		sc, err := plotter.NewScatter(markerPoints(xys))
 		if err != nil {
 			return nil, fmt.Errorf("chart %q: %w", title, err)
 		}
@@ -425,6 +470,28 @@ func lineChart(title, yLabel string, periods []string, ss []series, yMax float64
 		p.Y.Tick.Marker = yTicks
 	}
 	return p, nil
+}
+
+// maxMarkers is about the most markers a line gets: enough to tell it
+// from the others, few enough not to hide it (and to draw quickly; each
+// marker is an SVG path).
+const maxMarkers = 16
+
+// markerPoints are the points of a line that get a marker: all of them,
+// or every k-th and the last on a long line.
+func markerPoints(xys plotter.XYs) plotter.XYs {
+	if len(xys) <= maxMarkers {
+		return xys
+	}
+	step := (len(xys) + maxMarkers - 1) / maxMarkers
+	out := make(plotter.XYs, 0, maxMarkers+1)
+	for i := 0; i < len(xys); i += step {
+		out = append(out, xys[i])
+	}
+	if last := xys[len(xys)-1]; out[len(out)-1] != last {
+		out = append(out, last)
+	}
+	return out
 }
 
 // stackedBars draws, per period, one bar made of the stacks' values.
