@@ -1,10 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -105,6 +108,21 @@ func (s *RuleService) ListProposals(ctx context.Context, req *connect.Request[pr
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
+	switch req.Msg.GetOrder() {
+	case preceptv1.ProposalOrder_PROPOSAL_ORDER_UNSPECIFIED:
+	case preceptv1.ProposalOrder_PROPOSAL_ORDER_EVIDENCE:
+		slices.SortStableFunc(list, func(a, b rules.Proposal) int {
+			if d := cmp.Compare(len(b.FeedbackIDs), len(a.FeedbackIDs)); d != 0 {
+				return d
+			}
+			if d := a.CreatedAt.Compare(b.CreatedAt); d != 0 {
+				return d
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	default:
+		return nil, s.fail(ctx, proc, invalid("order", "unknown order %d", req.Msg.GetOrder()))
+	}
 	start := 0
 	if tok := req.Msg.GetPageToken(); tok != "" {
 		after, err := base64.RawURLEncoding.DecodeString(tok)
@@ -122,7 +140,7 @@ func (s *RuleService) ListProposals(ctx context.Context, req *connect.Request[pr
 			return nil, s.fail(ctx, proc, invalid("page_token", "unknown; list again from the start"))
 		}
 	}
-	resp := &preceptv1.ListProposalsResponse{}
+	resp := &preceptv1.ListProposalsResponse{Total: int32(len(list))}
 	end := min(start+n, len(list))
 	for _, p := range list[start:end] {
 		resp.Proposals = append(resp.Proposals, s.proposal(ctx, p))

@@ -1,10 +1,8 @@
 package console
 
 import (
-	"cmp"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -17,76 +15,49 @@ import (
 // queuePageSize is how many proposals a queue page shows.
 const queuePageSize = 20
 
-// maxQueue bounds the pending proposals read to order the queue. The
-// proposal rate cap keeps far fewer pending (docs/thresholds.md); past
-// the bound the page says so.
-const maxQueue = 1000
-
 // queueData is the review queue.
 type queueData struct {
 	Agent     string
 	Proposals []*preceptv1.Proposal
-	Page      int
-	Pages     int
-	Total     int
-	Capped    bool
-	PrevURL   string
-	NextURL   string
+	Total     int32
+	// First is set past the first page; NextURL when there is more.
+	First   string
+	NextURL string
 }
 
 // queuePage lists pending proposals, the most evidence first and, among
-// equals, the longest waiting first (docs/console.md, "Review queue").
+// equals, the longest waiting first (docs/console.md, "Review queue"):
+// one ListProposals call in that order, one page of it.
 func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, q *request) error {
-	agent := strings.TrimSpace(r.URL.Query().Get("agent"))
-	page, err := pageNumber(r)
+	query := r.URL.Query()
+	agent := strings.TrimSpace(query.Get("agent"))
+	token := query.Get("after")
+	resp, err := c.rpc.rules.ListProposals(q.ctx, connect.NewRequest(&preceptv1.ListProposalsRequest{
+		Status: preceptv1.ProposalStatus_PROPOSAL_STATUS_PENDING, Agent: agent, PageSize: queuePageSize, PageToken: token,
+		Order: preceptv1.ProposalOrder_PROPOSAL_ORDER_EVIDENCE,
+	}))
 	if err != nil {
 		return err
 	}
-	var all []*preceptv1.Proposal
-	capped := false
-	token := ""
-	for {
-		resp, err := c.rpc.rules.ListProposals(q.ctx, connect.NewRequest(&preceptv1.ListProposalsRequest{
-			Status: preceptv1.ProposalStatus_PROPOSAL_STATUS_PENDING, Agent: agent, PageSize: 200, PageToken: token,
-		}))
-		if err != nil {
-			return err
-		}
-		all = append(all, resp.Msg.GetProposals()...)
-		token = resp.Msg.GetNextPageToken()
-		if token == "" {
-			break
-		}
-		if len(all) >= maxQueue {
-			capped = true
-			break
-		}
-	}
-	slices.SortStableFunc(all, func(a, b *preceptv1.Proposal) int {
-		if d := cmp.Compare(len(b.GetCreatedFromFeedbackIds()), len(a.GetCreatedFromFeedbackIds())); d != 0 {
-			return d
-		}
-		return a.GetCreatedAt().AsTime().Compare(b.GetCreatedAt().AsTime())
-	})
-	d := queueData{Agent: agent, Total: len(all), Capped: capped, Page: page}
-	d.Pages = max(1, (len(all)+queuePageSize-1)/queuePageSize)
-	if page > d.Pages {
-		return notFound("the queue has %d pages", d.Pages)
-	}
-	from := (page - 1) * queuePageSize
-	d.Proposals = all[from:min(from+queuePageSize, len(all))]
-	link := func(p int) string {
-		v := url.Values{"page": {strconv.Itoa(p)}}
+	d := queueData{Agent: agent, Proposals: resp.Msg.GetProposals(), Total: resp.Msg.GetTotal()}
+	link := func(after string) string {
+		v := url.Values{}
 		if agent != "" {
 			v.Set("agent", agent)
 		}
+		if after != "" {
+			v.Set("after", after)
+		}
+		if len(v) == 0 {
+			return Prefix + "queue"
+		}
 		return Prefix + "queue?" + v.Encode()
 	}
-	if page > 1 {
-		d.PrevURL = link(page - 1)
+	if token != "" {
+		d.First = link("")
 	}
-	if page < d.Pages {
-		d.NextURL = link(page + 1)
+	if next := resp.Msg.GetNextPageToken(); next != "" {
+		d.NextURL = link(next)
 	}
 	c.render(w, r, http.StatusOK, "queue", &view{Title: "Review queue", Nav: "queue", Live: true, Data: d, q: q})
 	return nil

@@ -150,8 +150,8 @@ func TestPagesAnswerUnknownIdsAndBadInputWithTheRightStatus(t *testing.T) {
 		{"GET", "/ui/rules/r-doesnotexist/rollback", http.StatusNotFound},
 		{"GET", "/ui/decisions/nope", http.StatusNotFound},
 		{"GET", "/ui/rules?status=everything", http.StatusBadRequest},
-		{"GET", "/ui/queue?page=0", http.StatusBadRequest},
-		{"GET", "/ui/queue?page=7", http.StatusNotFound},
+		{"GET", "/ui/queue?after=@@@", http.StatusBadRequest},
+		{"GET", "/ui/queue?after=cC11bmtub3du", http.StatusBadRequest},
 		{"GET", "/ui/nothing-here", http.StatusNotFound},
 		{"GET", "/ui/static/nothing.js", http.StatusNotFound},
 		{"POST", "/ui/proposals/p-doesnotexist/approve", http.StatusNotFound},
@@ -213,4 +213,39 @@ func revisionOf(t *testing.T, body string) string {
 		t.Fatal(err)
 	}
 	return m[1]
+}
+
+func TestTheQueueShowsTheMostEvidenceFirstOnePageAtATime(t *testing.T) {
+	s := startServer(t, tokensYAML)
+	ctx := context.Background()
+	texts := []string{
+		"Name every exported function after what it returns.",
+		"Return errors wrapped with the operation that failed.",
+		"Close every file you open, on every path.",
+	}
+	// Evidence 1, 3 and 2, proposed in that order.
+	evidence := [][]string{{"q-1"}, {"q-2", "q-3", "q-4"}, {"q-5", "q-6"}}
+	var ids []string
+	for i, text := range texts {
+		resp, err := s.rules(aliceToken).ProposeRule(ctx, connect.NewRequest(&preceptv1.ProposeRuleRequest{
+			AffectedAgents: []string{"coding-agent"}, RuleContent: text, Rationale: "seen in review", FeedbackIds: evidence[i],
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, resp.Msg.GetProposal().GetProposalId())
+	}
+	v := s.signIn(t, ritaToken)
+	_, body := v.get("/ui/queue")
+	mustContain(t, body, "3 pending")
+	at := func(id string) int { return strings.Index(body, `id="proposal-`+id+`"`) }
+	if !(at(ids[1]) >= 0 && at(ids[1]) < at(ids[2]) && at(ids[2]) < at(ids[0])) {
+		t.Fatalf("queue order: 3 decisions at %d, 2 at %d, 1 at %d; want most evidence first", at(ids[1]), at(ids[2]), at(ids[0]))
+	}
+	if strings.Contains(body, "Next page") {
+		t.Fatal("a next page with 3 proposals")
+	}
+	if got := strings.Count(body, `class="card proposal"`); got != 3 {
+		t.Fatalf("%d cards", got)
+	}
 }

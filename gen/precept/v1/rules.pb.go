@@ -317,6 +317,56 @@ func (Importance) EnumDescriptor() ([]byte, []int) {
 	return file_precept_v1_rules_proto_rawDescGZIP(), []int{4}
 }
 
+// ProposalOrder is the order ListProposals lists in.
+type ProposalOrder int32
+
+const (
+	// Newest first.
+	ProposalOrder_PROPOSAL_ORDER_UNSPECIFIED ProposalOrder = 0
+	// The most evidence (feedback ids) first; among equals, the longest
+	// waiting first: the review queue's order.
+	ProposalOrder_PROPOSAL_ORDER_EVIDENCE ProposalOrder = 1
+)
+
+// Enum value maps for ProposalOrder.
+var (
+	ProposalOrder_name = map[int32]string{
+		0: "PROPOSAL_ORDER_UNSPECIFIED",
+		1: "PROPOSAL_ORDER_EVIDENCE",
+	}
+	ProposalOrder_value = map[string]int32{
+		"PROPOSAL_ORDER_UNSPECIFIED": 0,
+		"PROPOSAL_ORDER_EVIDENCE":    1,
+	}
+)
+
+func (x ProposalOrder) Enum() *ProposalOrder {
+	p := new(ProposalOrder)
+	*p = x
+	return p
+}
+
+func (x ProposalOrder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProposalOrder) Descriptor() protoreflect.EnumDescriptor {
+	return file_precept_v1_rules_proto_enumTypes[5].Descriptor()
+}
+
+func (ProposalOrder) Type() protoreflect.EnumType {
+	return &file_precept_v1_rules_proto_enumTypes[5]
+}
+
+func (x ProposalOrder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProposalOrder.Descriptor instead.
+func (ProposalOrder) EnumDescriptor() ([]byte, []int) {
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{5}
+}
+
 // Approval is one person's approval of a proposal.
 type Approval struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -1356,6 +1406,7 @@ type ListProposalsRequest struct {
 	Agent         string         `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
 	PageSize      int32          `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	PageToken     string         `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Order         ProposalOrder  `protobuf:"varint,5,opt,name=order,proto3,enum=precept.v1.ProposalOrder" json:"order,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1418,11 +1469,20 @@ func (x *ListProposalsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListProposalsRequest) GetOrder() ProposalOrder {
+	if x != nil {
+		return x.Order
+	}
+	return ProposalOrder_PROPOSAL_ORDER_UNSPECIFIED
+}
+
 type ListProposalsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Newest first.
+	// In the requested order, newest first by default.
 	Proposals     []*Proposal `protobuf:"bytes,1,rep,name=proposals,proto3" json:"proposals,omitempty"`
 	NextPageToken string      `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many proposals match the filters, on every page.
+	Total         int32 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1469,6 +1529,13 @@ func (x *ListProposalsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListProposalsResponse) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
 }
 
 type GetProposalRequest struct {
@@ -2626,16 +2693,18 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\x10evidence_summary\x18\x16 \x01(\tR\x0fevidenceSummary\x12#\n" +
 	"\rshadow_reason\x18\x17 \x01(\tR\fshadowReason\x12?\n" +
 	"\rreapproved_at\x18\x18 \x01(\v2\x1a.google.protobuf.TimestampR\freapprovedAt\x12#\n" +
-	"\rsunset_reason\x18\x19 \x01(\tR\fsunsetReason\"\x9c\x01\n" +
+	"\rsunset_reason\x18\x19 \x01(\tR\fsunsetReason\"\xcd\x01\n" +
 	"\x14ListProposalsRequest\x122\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1a.precept.v1.ProposalStatusR\x06status\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\"s\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12/\n" +
+	"\x05order\x18\x05 \x01(\x0e2\x19.precept.v1.ProposalOrderR\x05order\"\x89\x01\n" +
 	"\x15ListProposalsResponse\x122\n" +
 	"\tproposals\x18\x01 \x03(\v2\x14.precept.v1.ProposalR\tproposals\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"5\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x05R\x05total\"5\n" +
 	"\x12GetProposalRequest\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\"G\n" +
@@ -2731,7 +2800,10 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\x16IMPORTANCE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11IMPORTANCE_NORMAL\x10\x01\x12\x18\n" +
 	"\x14IMPORTANCE_IMPORTANT\x10\x02\x12\x17\n" +
-	"\x13IMPORTANCE_CRITICAL\x10\x032\xe3\x06\n" +
+	"\x13IMPORTANCE_CRITICAL\x10\x03*L\n" +
+	"\rProposalOrder\x12\x1e\n" +
+	"\x1aPROPOSAL_ORDER_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17PROPOSAL_ORDER_EVIDENCE\x10\x012\xe3\x06\n" +
 	"\vRuleService\x12Y\n" +
 	"\rListProposals\x12 .precept.v1.ListProposalsRequest\x1a!.precept.v1.ListProposalsResponse\"\x03\x90\x02\x01\x12S\n" +
 	"\vGetProposal\x12\x1e.precept.v1.GetProposalRequest\x1a\x1f.precept.v1.GetProposalResponse\"\x03\x90\x02\x01\x12N\n" +
@@ -2761,7 +2833,7 @@ func file_precept_v1_rules_proto_rawDescGZIP() []byte {
 	return file_precept_v1_rules_proto_rawDescData
 }
 
-var file_precept_v1_rules_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_precept_v1_rules_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_precept_v1_rules_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_precept_v1_rules_proto_goTypes = []any{
 	(RuleType)(0),                   // 0: precept.v1.RuleType
@@ -2769,103 +2841,105 @@ var file_precept_v1_rules_proto_goTypes = []any{
 	(ProposalKind)(0),               // 2: precept.v1.ProposalKind
 	(RuleStatus)(0),                 // 3: precept.v1.RuleStatus
 	(Importance)(0),                 // 4: precept.v1.Importance
-	(*Approval)(nil),                // 5: precept.v1.Approval
-	(*Rejection)(nil),               // 6: precept.v1.Rejection
-	(*ConflictReport)(nil),          // 7: precept.v1.ConflictReport
-	(*GuardResult)(nil),             // 8: precept.v1.GuardResult
-	(*SlackPost)(nil),               // 9: precept.v1.SlackPost
-	(*Proposal)(nil),                // 10: precept.v1.Proposal
-	(*RuleCommit)(nil),              // 11: precept.v1.RuleCommit
-	(*Rule)(nil),                    // 12: precept.v1.Rule
-	(*ListProposalsRequest)(nil),    // 13: precept.v1.ListProposalsRequest
-	(*ListProposalsResponse)(nil),   // 14: precept.v1.ListProposalsResponse
-	(*GetProposalRequest)(nil),      // 15: precept.v1.GetProposalRequest
-	(*GetProposalResponse)(nil),     // 16: precept.v1.GetProposalResponse
-	(*ProposeRuleRequest)(nil),      // 17: precept.v1.ProposeRuleRequest
-	(*ProposeRuleResponse)(nil),     // 18: precept.v1.ProposeRuleResponse
-	(*ApproveRuleRequest)(nil),      // 19: precept.v1.ApproveRuleRequest
-	(*ApproveRuleResponse)(nil),     // 20: precept.v1.ApproveRuleResponse
-	(*RejectRuleRequest)(nil),       // 21: precept.v1.RejectRuleRequest
-	(*RejectRuleResponse)(nil),      // 22: precept.v1.RejectRuleResponse
-	(*ListActiveRulesRequest)(nil),  // 23: precept.v1.ListActiveRulesRequest
-	(*ListActiveRulesResponse)(nil), // 24: precept.v1.ListActiveRulesResponse
-	(*GetRuleRequest)(nil),          // 25: precept.v1.GetRuleRequest
-	(*GetRuleResponse)(nil),         // 26: precept.v1.GetRuleResponse
-	(*RollbackRuleRequest)(nil),     // 27: precept.v1.RollbackRuleRequest
-	(*RollbackRuleResponse)(nil),    // 28: precept.v1.RollbackRuleResponse
-	(*CheckConflictsRequest)(nil),   // 29: precept.v1.CheckConflictsRequest
-	(*CandidateRule)(nil),           // 30: precept.v1.CandidateRule
-	(*CheckConflictsResponse)(nil),  // 31: precept.v1.CheckConflictsResponse
-	(*GetRuleHistoryRequest)(nil),   // 32: precept.v1.GetRuleHistoryRequest
-	(*GetRuleHistoryResponse)(nil),  // 33: precept.v1.GetRuleHistoryResponse
-	nil,                             // 34: precept.v1.RuleCommit.TrailersEntry
-	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
-	(*ImpactPreview)(nil),           // 36: precept.v1.ImpactPreview
+	(ProposalOrder)(0),              // 5: precept.v1.ProposalOrder
+	(*Approval)(nil),                // 6: precept.v1.Approval
+	(*Rejection)(nil),               // 7: precept.v1.Rejection
+	(*ConflictReport)(nil),          // 8: precept.v1.ConflictReport
+	(*GuardResult)(nil),             // 9: precept.v1.GuardResult
+	(*SlackPost)(nil),               // 10: precept.v1.SlackPost
+	(*Proposal)(nil),                // 11: precept.v1.Proposal
+	(*RuleCommit)(nil),              // 12: precept.v1.RuleCommit
+	(*Rule)(nil),                    // 13: precept.v1.Rule
+	(*ListProposalsRequest)(nil),    // 14: precept.v1.ListProposalsRequest
+	(*ListProposalsResponse)(nil),   // 15: precept.v1.ListProposalsResponse
+	(*GetProposalRequest)(nil),      // 16: precept.v1.GetProposalRequest
+	(*GetProposalResponse)(nil),     // 17: precept.v1.GetProposalResponse
+	(*ProposeRuleRequest)(nil),      // 18: precept.v1.ProposeRuleRequest
+	(*ProposeRuleResponse)(nil),     // 19: precept.v1.ProposeRuleResponse
+	(*ApproveRuleRequest)(nil),      // 20: precept.v1.ApproveRuleRequest
+	(*ApproveRuleResponse)(nil),     // 21: precept.v1.ApproveRuleResponse
+	(*RejectRuleRequest)(nil),       // 22: precept.v1.RejectRuleRequest
+	(*RejectRuleResponse)(nil),      // 23: precept.v1.RejectRuleResponse
+	(*ListActiveRulesRequest)(nil),  // 24: precept.v1.ListActiveRulesRequest
+	(*ListActiveRulesResponse)(nil), // 25: precept.v1.ListActiveRulesResponse
+	(*GetRuleRequest)(nil),          // 26: precept.v1.GetRuleRequest
+	(*GetRuleResponse)(nil),         // 27: precept.v1.GetRuleResponse
+	(*RollbackRuleRequest)(nil),     // 28: precept.v1.RollbackRuleRequest
+	(*RollbackRuleResponse)(nil),    // 29: precept.v1.RollbackRuleResponse
+	(*CheckConflictsRequest)(nil),   // 30: precept.v1.CheckConflictsRequest
+	(*CandidateRule)(nil),           // 31: precept.v1.CandidateRule
+	(*CheckConflictsResponse)(nil),  // 32: precept.v1.CheckConflictsResponse
+	(*GetRuleHistoryRequest)(nil),   // 33: precept.v1.GetRuleHistoryRequest
+	(*GetRuleHistoryResponse)(nil),  // 34: precept.v1.GetRuleHistoryResponse
+	nil,                             // 35: precept.v1.RuleCommit.TrailersEntry
+	(*timestamppb.Timestamp)(nil),   // 36: google.protobuf.Timestamp
+	(*ImpactPreview)(nil),           // 37: precept.v1.ImpactPreview
 }
 var file_precept_v1_rules_proto_depIdxs = []int32{
-	35, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
-	35, // 1: precept.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	35, // 2: precept.v1.SlackPost.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
+	36, // 1: precept.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	36, // 2: precept.v1.SlackPost.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: precept.v1.Proposal.rule_type:type_name -> precept.v1.RuleType
 	1,  // 4: precept.v1.Proposal.status:type_name -> precept.v1.ProposalStatus
-	35, // 5: precept.v1.Proposal.created_at:type_name -> google.protobuf.Timestamp
+	36, // 5: precept.v1.Proposal.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: precept.v1.Proposal.kind:type_name -> precept.v1.ProposalKind
-	5,  // 7: precept.v1.Proposal.approvals:type_name -> precept.v1.Approval
-	6,  // 8: precept.v1.Proposal.rejection:type_name -> precept.v1.Rejection
-	7,  // 9: precept.v1.Proposal.conflicts:type_name -> precept.v1.ConflictReport
-	8,  // 10: precept.v1.Proposal.guards:type_name -> precept.v1.GuardResult
-	9,  // 11: precept.v1.Proposal.slack:type_name -> precept.v1.SlackPost
-	35, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
-	35, // 14: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
-	34, // 15: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
+	6,  // 7: precept.v1.Proposal.approvals:type_name -> precept.v1.Approval
+	7,  // 8: precept.v1.Proposal.rejection:type_name -> precept.v1.Rejection
+	8,  // 9: precept.v1.Proposal.conflicts:type_name -> precept.v1.ConflictReport
+	9,  // 10: precept.v1.Proposal.guards:type_name -> precept.v1.GuardResult
+	10, // 11: precept.v1.Proposal.slack:type_name -> precept.v1.SlackPost
+	36, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
+	37, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
+	36, // 14: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
+	35, // 15: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
 	0,  // 16: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
 	3,  // 17: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
 	4,  // 18: precept.v1.Rule.importance:type_name -> precept.v1.Importance
-	5,  // 19: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
-	35, // 20: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
-	35, // 21: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
-	35, // 22: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
+	6,  // 19: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
+	36, // 20: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
+	36, // 21: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
+	36, // 22: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
 	1,  // 23: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
-	10, // 24: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
-	10, // 25: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
-	0,  // 26: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
-	10, // 27: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
-	10, // 28: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
-	12, // 29: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
-	10, // 30: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
-	12, // 31: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
-	12, // 32: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
-	11, // 33: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
-	12, // 34: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
-	30, // 35: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
-	7,  // 36: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
-	11, // 37: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
-	13, // 38: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
-	15, // 39: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
-	17, // 40: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
-	19, // 41: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
-	21, // 42: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
-	23, // 43: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
-	25, // 44: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
-	27, // 45: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
-	29, // 46: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
-	32, // 47: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
-	14, // 48: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
-	16, // 49: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
-	18, // 50: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
-	20, // 51: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
-	22, // 52: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
-	24, // 53: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
-	26, // 54: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
-	28, // 55: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
-	31, // 56: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
-	33, // 57: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
-	48, // [48:58] is the sub-list for method output_type
-	38, // [38:48] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	5,  // 24: precept.v1.ListProposalsRequest.order:type_name -> precept.v1.ProposalOrder
+	11, // 25: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
+	11, // 26: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
+	0,  // 27: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
+	11, // 28: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
+	11, // 29: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
+	13, // 30: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
+	11, // 31: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
+	13, // 32: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
+	13, // 33: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
+	12, // 34: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
+	13, // 35: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
+	31, // 36: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
+	8,  // 37: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
+	12, // 38: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
+	14, // 39: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
+	16, // 40: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
+	18, // 41: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
+	20, // 42: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
+	22, // 43: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
+	24, // 44: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
+	26, // 45: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
+	28, // 46: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
+	30, // 47: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
+	33, // 48: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
+	15, // 49: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
+	17, // 50: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
+	19, // 51: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
+	21, // 52: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
+	23, // 53: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
+	25, // 54: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
+	27, // 55: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
+	29, // 56: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
+	32, // 57: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
+	34, // 58: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
+	49, // [49:59] is the sub-list for method output_type
+	39, // [39:49] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_rules_proto_init() }
@@ -2883,7 +2957,7 @@ func file_precept_v1_rules_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_rules_proto_rawDesc), len(file_precept_v1_rules_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      6,
 			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
