@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,11 +108,7 @@ func event(id string, extra ...string) map[string]any {
 func (s *server) xadd(t *testing.T, events ...map[string]any) {
 	t.Helper()
 	for _, e := range events {
-		data, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: s.app.Config.Redis.Stream, Values: map[string]any{"event": string(data)}}).Err(); err != nil {
+		if err := s.rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: s.app.Config.Redis.Stream, Values: e}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
