@@ -193,7 +193,9 @@ func (f focused) String() string {
 	return s
 }
 
-const focusedJS = `(e => ({tag: e.tagName.toLowerCase(), id: e.id, href: e.getAttribute('href') || '', text: (e.innerText || '').trim().slice(0, 40)}))(document.activeElement || document.body)`
+// focusedJS describes document.activeElement; "none" while a page is
+// being replaced (a key press that followed a link).
+const focusedJS = `(e => e ? {tag: e.tagName.toLowerCase(), id: e.id, href: e.getAttribute('href') || '', text: (e.innerText || '').trim().slice(0, 40)} : {tag: 'none'})(document.activeElement || document.body)`
 
 // press sends one key to the page and returns what has the focus then.
 func (b *tab) press(t *testing.T, key string) focused {
