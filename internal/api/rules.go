@@ -43,7 +43,10 @@ type RuleService struct {
 	Posts SlackPosts
 	// Impact gives each proposal's impact preview; nil leaves it out.
 	Impact ImpactPreviews
-	Log    *slog.Logger
+	// Retired lists the ids of the rules that left main, for
+	// ListActiveRules' include_retired; nil lists none.
+	Retired func(ctx context.Context, agent string) ([]string, error)
+	Log     *slog.Logger
 }
 
 // SlackPosts says where proposals were posted to Slack; slackapp.Posts
@@ -210,6 +213,19 @@ func (s *RuleService) ListActiveRules(ctx context.Context, req *connect.Request[
 			continue
 		}
 		resp.Rules = append(resp.Rules, ruleToProto(r, nil))
+	}
+	if req.Msg.GetIncludeRetired() && s.Retired != nil {
+		ids, err := s.Retired(ctx, req.Msg.GetAgent())
+		if err != nil {
+			return nil, s.fail(ctx, proc, err)
+		}
+		for _, id := range ids {
+			r, _, err := s.Rules.Rule(ctx, id)
+			if err != nil {
+				return nil, s.fail(ctx, proc, err)
+			}
+			resp.Rules = append(resp.Rules, ruleToProto(r, nil))
+		}
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"strings"
+
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/console"
@@ -30,6 +32,7 @@ func (a *App) serveConsole() error {
 		SecureCookies: ui.SecureCookies,
 		Versions:      a.Versions,
 		Prompts:       a.Prompts,
+		CommitURL:     commitURL(a.Config.Rules.Git.WebURL),
 		Log:           a.Log.With("component", "console"),
 	})
 	if err != nil {
@@ -42,4 +45,13 @@ func (a *App) serveConsole() error {
 	}
 	a.Handle(console.Prefix, c)
 	return nil
+}
+
+// commitURL is where the rules repository's web page shows a commit:
+// forges (GitHub, Gitea, GitLab) answer <web_url>/commit/<sha>.
+func commitURL(webURL string) string {
+	if webURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(webURL, "/") + "/commit/"
 }

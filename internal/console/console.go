@@ -49,8 +49,11 @@ type Options struct {
 	// versions served and rebuild an older one for a diff.
 	Versions *prompts.Versions
 	Prompts  *prompts.Assembler
-	Log      *slog.Logger
-	Now      func() time.Time
+	// CommitURL, when set, is the rules repository's web address of a
+	// commit without its sha (".../commit/"): history links to it.
+	CommitURL string
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -138,6 +141,7 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /ui/proposals/{id}", c.page(reader, c.proposalPage))
 	c.mux.Handle("POST /ui/proposals/{id}/approve", c.action(approver, c.approve))
 	c.mux.Handle("POST /ui/proposals/{id}/reject", c.action(approver, c.reject))
+	c.mux.Handle("GET /ui/decisions/{id}", c.page(reader, c.decisionPage))
 
 	c.mux.Handle("GET /ui/rules", c.page(reader, c.rulesPage))
 	c.mux.Handle("GET /ui/rules/{id}", c.page(reader, c.rulePage))

@@ -208,6 +208,10 @@ func (s *server) signIn(t *testing.T, token string) *visitor {
 	if status != http.StatusSeeOther || loc != "/ui/queue" {
 		t.Fatalf("sign in: %d %q", status, loc)
 	}
+	// The session's CSRF token, for v.post.
+	if status, body := v.get(loc); status != http.StatusOK {
+		t.Fatalf("%s after sign-in: %d\n%s", loc, status, body)
+	}
 	return v
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/precept-dev/precept"
 )
@@ -218,23 +220,64 @@ func wantsHTML(r *http.Request) bool {
 
 // funcs are the helpers templates use.
 var funcs = template.FuncMap{
-	"when": func(t time.Time) string {
+	"when": func(v any) string {
+		t := asTime(v)
 		if t.IsZero() {
 			return "—"
 		}
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"ago": ago,
-	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
+	"iso":  func(v any) string { return asTime(v).UTC().Format(time.RFC3339) },
+	"ago":  func(v any) string { return ago(asTime(v)) },
+	"word": word,
+	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
 	"short": func(s string) string {
 		if len(s) > 10 {
 			return s[:10]
 		}
 		return s
 	},
-	"join": strings.Join,
-	"add":  func(a, b int) int { return a + b },
+	"join":      strings.Join,
+	"hasPrefix": strings.HasPrefix,
+	"add":       func(a, b int) int { return a + b },
+}
+
+// asTime accepts a time.Time or a protobuf timestamp (nil is zero).
+func asTime(v any) time.Time {
+	switch t := v.(type) {
+	case time.Time:
+		return t
+	case *timestamppb.Timestamp:
+		if t == nil {
+			return time.Time{}
+		}
+		return t.AsTime()
+	}
+	return time.Time{}
+}
+
+// word names an enum value as people read it: PROPOSAL_STATUS_PENDING is
+// "PENDING", RULE_STATUS_ROLLED_BACK "ROLLED BACK".
+func word(e protoreflect.Enum) string {
+	d := e.Descriptor()
+	v := d.Values().ByNumber(e.Number())
+	if v == nil {
+		return fmt.Sprint(e.Number())
+	}
+	return strings.ReplaceAll(strings.TrimPrefix(string(v.Name()), screaming(string(d.Name()))+"_"), "_", " ")
+}
+
+// screaming turns a Go-style name into SCREAMING_SNAKE: ProposalStatus
+// is PROPOSAL_STATUS.
+func screaming(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
 }
 
 // ago says how long ago t was, in the largest whole unit.

@@ -1921,8 +1921,11 @@ type ListActiveRulesRequest struct {
 	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	// Also list rules in their shadow period.
 	IncludeShadow bool `protobuf:"varint,2,opt,name=include_shadow,json=includeShadow,proto3" json:"include_shadow,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Also list rules that left main (SUNSET, ROLLED_BACK, superseded),
+	// after the rules on main.
+	IncludeRetired bool `protobuf:"varint,3,opt,name=include_retired,json=includeRetired,proto3" json:"include_retired,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListActiveRulesRequest) Reset() {
@@ -1965,6 +1968,13 @@ func (x *ListActiveRulesRequest) GetAgent() string {
 func (x *ListActiveRulesRequest) GetIncludeShadow() bool {
 	if x != nil {
 		return x.IncludeShadow
+	}
+	return false
+}
+
+func (x *ListActiveRulesRequest) GetIncludeRetired() bool {
+	if x != nil {
+		return x.IncludeRetired
 	}
 	return false
 }
@@ -2655,10 +2665,11 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x05R\brevision\"F\n" +
 	"\x12RejectRuleResponse\x120\n" +
-	"\bproposal\x18\x01 \x01(\v2\x14.precept.v1.ProposalR\bproposal\"U\n" +
+	"\bproposal\x18\x01 \x01(\v2\x14.precept.v1.ProposalR\bproposal\"~\n" +
 	"\x16ListActiveRulesRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12%\n" +
-	"\x0einclude_shadow\x18\x02 \x01(\bR\rincludeShadow\"A\n" +
+	"\x0einclude_shadow\x18\x02 \x01(\bR\rincludeShadow\x12'\n" +
+	"\x0finclude_retired\x18\x03 \x01(\bR\x0eincludeRetired\"A\n" +
 	"\x17ListActiveRulesResponse\x12&\n" +
 	"\x05rules\x18\x01 \x03(\v2\x10.precept.v1.RuleR\x05rules\")\n" +
 	"\x0eGetRuleRequest\x12\x17\n" +
