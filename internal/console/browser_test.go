@@ -390,8 +390,9 @@ func (b *tab) checkSignInPage(t *testing.T, dir string, width int) {
 }
 
 // widestJS names the elements that make the page wider than the
-// viewport: those past its right edge that no scrolling box clips (an
-// absolutely placed element escapes a scrolling box that is not its
+// viewport, innermost first: those whose box or content (an unbroken
+// word) reaches past its right edge, where no scrolling box clips them
+// (an absolutely placed element escapes a scrolling box that is not its
 // containing block).
 const widestJS = `(() => {
   const clipped = e => {
@@ -401,12 +402,17 @@ const widestJS = `(() => {
     }
     return false;
   };
+  const right = e => {
+    const r = e.getBoundingClientRect();
+    return Math.max(r.right, r.left + e.scrollWidth);
+  };
+  const depth = e => { let d = 0; for (; e; e = e.parentElement) d++; return d; };
   const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
     (typeof e.className === 'string' && e.className.trim() ? '.' + e.className.trim().split(/\s+/).join('.') : '');
   return Array.from(document.querySelectorAll('body *'))
-    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !clipped(e))
-    .sort((a, b) => b.getBoundingClientRect().right - a.getBoundingClientRect().right)
-    .slice(0, 5)
-    .map(e => name(e) + ' "' + (e.innerText || '').trim().slice(0, 30) + '" (right edge ' + Math.round(e.getBoundingClientRect().right) + ' px)')
-    .join(', ') || 'none found';
+    .filter(e => right(e) > window.innerWidth + 1 && !clipped(e))
+    .sort((a, b) => depth(b) - depth(a))
+    .slice(0, 3)
+    .map(e => name(e) + ' "' + (e.innerText || '').trim().slice(0, 40) + '…" (to ' + Math.round(right(e)) + ' px)')
+    .join('; ') || 'none found';
 })()`
