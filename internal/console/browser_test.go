@@ -108,7 +108,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 
 	var ruleID string
 	t.Run("two approvals make a rule that can be rolled back", func(t *testing.T) {
-		ruleID = approveAndRollBack(t, alice, bob, flow)
+		approveAndRollBack(t, alice, bob, flow, &ruleID)
 	})
 
 	t.Run("every page at 1280 and 390 px", func(t *testing.T) {
@@ -242,8 +242,8 @@ func (b *tab) followsRejection(t *testing.T, s *server, p *preceptv1.Proposal) {
 
 // approveAndRollBack has alice approve p from the keyboard and bob with
 // the mouse, follows the proposal to its rule and rolls the rule back;
-// it returns the rule's id.
-func approveAndRollBack(t *testing.T, alice, bob *tab, p *preceptv1.Proposal) string {
+// it sets *ruleID as soon as the rule is made.
+func approveAndRollBack(t *testing.T, alice, bob *tab, p *preceptv1.Proposal, ruleID *string) {
 	id := p.GetProposalId()
 	page := "/ui/proposals/" + id
 	alice.open(t, "/ui/queue")
@@ -296,17 +296,19 @@ func approveAndRollBack(t *testing.T, alice, bob *tab, p *preceptv1.Proposal) st
 		t.Errorf("the approvals read %q, want alice and bob", a)
 	}
 	href := eval[string](t, bob, `document.getElementById('rule-link').getAttribute('href')`)
-	ruleID, ok := strings.CutPrefix(href, "/ui/rules/")
-	if !ok || ruleID == "" {
+	id, ok := strings.CutPrefix(href, "/ui/rules/")
+	if !ok || id == "" {
 		t.Fatalf("the rule link points to %q", href)
 	}
+	*ruleID = id
+	rule := "/ui/rules/" + id
 
 	// The rule in the list and on its own page, with its effect chart.
 	bob.open(t, "/ui/rules")
-	if !bob.has(t, "#rule-"+ruleID) {
-		t.Errorf("the rules page lacks #rule-%s", ruleID)
+	if !bob.has(t, "#rule-"+id) {
+		t.Errorf("the rules page lacks #rule-%s", id)
 	}
-	if status := bob.open(t, "/ui/rules/"+ruleID); status != http.StatusOK {
+	if status := bob.open(t, rule); status != http.StatusOK {
 		t.Fatalf("rule page: %d", status)
 	}
 	for _, sel := range []string{"#status", "#effect svg", "#history", "#rollback-link"} {
@@ -316,19 +318,18 @@ func approveAndRollBack(t *testing.T, alice, bob *tab, p *preceptv1.Proposal) st
 	}
 
 	// Alice rolls it back through the confirmation page.
-	alice.open(t, "/ui/rules/"+ruleID)
-	if status := alice.follow(t, "follow the rollback link", chromedp.Click(chromedp.ID("rollback-link"))); status != http.StatusOK || alice.path(t) != "/ui/rules/"+ruleID+"/rollback" {
+	alice.open(t, rule)
+	if status := alice.follow(t, "follow the rollback link", chromedp.Click(chromedp.ID("rollback-link"))); status != http.StatusOK || alice.path(t) != rule+"/rollback" {
 		t.Fatalf("the rollback link leads to %s (%d)", alice.path(t), status)
 	}
 	alice.do(t, "give a reason", chromedp.SendKeys(chromedp.ID("rollback-reason"), "Too broad for the parser package."))
 	if status := alice.follow(t, "confirm the rollback", chromedp.Click(chromedp.ID("rollback-button"))); status != http.StatusOK {
 		t.Fatalf("the rollback leads to a %d page", status)
 	}
-	alice.open(t, "/ui/rules/"+ruleID)
+	alice.open(t, rule)
 	alice.eventually(t, "ROLLED BACK", 10*time.Second, func() bool {
 		return strings.Contains(alice.text(t, "#status"), "ROLLED BACK")
 	})
-	return ruleID
 }
 
 // navLinks are the console's menu entries an admin sees.
