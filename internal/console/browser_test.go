@@ -45,12 +45,20 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	}
 
 	s.xadd(t, clusterEvents()...)
-	s.xadd(t, liveEvents()...)
-	flow, live := s.twoProposals(t)
+	s.xadd(t, reviewEvents("live", "the parser error does not name the file that failed",
+		"parser errors should name the file that failed to parse",
+		"the error from the parser never names the failing file")...)
+	s.xadd(t, reviewEvents("wait", "the changelog has no entry for this user-facing change",
+		"a user-facing change like this needs a changelog entry",
+		"add a changelog entry: users will notice this change")...)
+	// flow is approved and rolled back, live is rejected while the queue
+	// is open, waiting stays pending for the screenshots.
+	drafted := s.proposalsFrom(t, "rule-d", "live-d", "wait-d")
+	flow, live, waiting := drafted[0], drafted[1], drafted[2]
 	t.Run("the queue shows drafted proposals", func(t *testing.T) {
 		alice.open(t, "/ui/queue")
-		alice.eventually(t, "both proposals in the queue", 10*time.Second, func() bool {
-			return alice.has(t, "#proposal-"+flow.GetProposalId()) && alice.has(t, "#proposal-"+live.GetProposalId())
+		alice.eventually(t, "the proposals in the queue", 10*time.Second, func() bool {
+			return alice.has(t, "#proposal-"+flow.GetProposalId()) && alice.has(t, "#proposal-"+live.GetProposalId()) && alice.has(t, "#proposal-"+waiting.GetProposalId())
 		})
 	})
 
@@ -115,7 +123,8 @@ func TestConsoleInARealBrowser(t *testing.T) {
 		guest := s.newTab(t, browser, "guest")
 		pages := []struct{ name, path string }{
 			{"queue", "/ui/queue"},
-			{"proposal", "/ui/proposals/" + flow.GetProposalId()},
+			{"proposal", "/ui/proposals/" + waiting.GetProposalId()},
+			{"proposal-approved", "/ui/proposals/" + flow.GetProposalId()},
 			{"rules", "/ui/rules"},
 			{"rule", "/ui/rules/" + ruleID},
 			{"clusters", "/ui/clusters"},
@@ -142,45 +151,40 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	t.Logf("browser test took %s", time.Since(began).Round(time.Millisecond))
 }
 
-// liveEvents are reviews of a second recurring problem, for the proposal
-// the live-update check has decided elsewhere.
-func liveEvents() []map[string]any {
-	comments := []string{
-		"the parser error does not name the file that failed",
-		"parser errors should name the file that failed to parse",
-		"the error from the parser never names the failing file",
-	}
+// reviewEvents are three reviews of one recurring problem, worded as
+// comments, by three reviewers in two epics: enough for a proposal. Their
+// decision ids start with prefix-d.
+func reviewEvents(prefix string, comments ...string) []map[string]any {
 	var out []map[string]any
 	for i, c := range comments {
-		out = append(out, event(fmt.Sprintf("live-d%d", i+1),
-			"reviewer_id", []string{"rev-dan", "rev-eve", "rev-fay"}[i],
-			"epic_id", []string{"EPIC-3", "EPIC-4", "EPIC-3"}[i],
+		out = append(out, event(fmt.Sprintf("%s-d%d", prefix, i+1),
+			"reviewer_id", fmt.Sprintf("%s-rev-%d", prefix, i+1),
+			"epic_id", fmt.Sprintf("EPIC-%s-%d", prefix, i%2),
 			"reviewer_comment", c))
 	}
 	return out
 }
 
-// twoProposals waits for the proposals drafted from clusterEvents (flow)
-// and from liveEvents (live).
-func (s *server) twoProposals(t *testing.T) (flow, live *preceptv1.Proposal) {
+// proposalsFrom waits for a pending proposal drafted from the decisions
+// whose ids start with each prefix, and returns them in that order.
+func (s *server) proposalsFrom(t *testing.T, prefixes ...string) []*preceptv1.Proposal {
 	t.Helper()
-	eventually(t, "two drafted proposals", 30*time.Second, func() bool {
+	found := make([]*preceptv1.Proposal, len(prefixes))
+	eventually(t, fmt.Sprintf("proposals drafted from %v", prefixes), 30*time.Second, func() bool {
 		resp, err := s.rules(aliceToken).ListProposals(context.Background(), connect.NewRequest(&preceptv1.ListProposalsRequest{Status: preceptv1.ProposalStatus_PROPOSAL_STATUS_PENDING}))
 		if err != nil {
 			return false
 		}
 		for _, p := range resp.Msg.GetProposals() {
-			ids := p.GetCreatedFromFeedbackIds()
-			switch {
-			case slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "rule-d") }):
-				flow = p
-			case slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "live-d") }):
-				live = p
+			for i, prefix := range prefixes {
+				if slices.ContainsFunc(p.GetCreatedFromFeedbackIds(), func(id string) bool { return strings.HasPrefix(id, prefix) }) {
+					found[i] = p
+				}
 			}
 		}
-		return flow != nil && live != nil
+		return !slices.Contains(found, nil)
 	})
-	return flow, live
+	return found
 }
 
 // mustHaveApprovals fails unless the proposal has n approvals.
