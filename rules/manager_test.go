@@ -298,6 +298,9 @@ func TestListFiltersByStatusAndAgentNewestFirst(t *testing.T) {
 	if _, ok := f.m.ProposalForCluster(ctx, "c-none"); ok {
 		t.Fatal("ProposalForCluster found a proposal for an unknown cluster")
 	}
+	if got := f.m.ProposalsForClusters(ctx, []string{"c-docs", "c-none"}); len(got) != 1 || got["c-docs"] != b.ID {
+		t.Fatalf("ProposalsForClusters = %v", got)
+	}
 }
 
 func TestGetOfAnUnknownProposalIsNotFound(t *testing.T) {

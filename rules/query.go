@@ -116,6 +116,30 @@ func (m *Manager) ProposalForCluster(ctx context.Context, clusterID string) (str
 		m.log.Warn("look up the proposal of a cluster", "cluster_id", clusterID, "err", err)
 		return "", false
 	}
+	return st.proposalOfCluster(clusterID)
+}
+
+// ProposalsForClusters is ProposalForCluster for many clusters at once,
+// from one reading of the repository: a listing of clusters asks for a
+// page of them. Clusters without a proposal are absent from the map.
+func (m *Manager) ProposalsForClusters(ctx context.Context, clusterIDs []string) map[string]string {
+	st, err := m.store.State(ctx)
+	if err != nil {
+		m.log.Warn("look up the proposals of clusters", "clusters", len(clusterIDs), "err", err)
+		return nil
+	}
+	out := make(map[string]string, len(clusterIDs))
+	for _, c := range clusterIDs {
+		if id, ok := st.proposalOfCluster(c); ok {
+			out[c] = id
+		}
+	}
+	return out
+}
+
+// proposalOfCluster is the open proposal drafted from a cluster, else the
+// newest one.
+func (st *state) proposalOfCluster(clusterID string) (string, bool) {
 	best, bestAt, found := "", time.Time{}, false
 	for _, id := range st.byCluster[clusterID] {
 		if st.open(id) {

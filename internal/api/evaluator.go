@@ -44,6 +44,8 @@ type CorrectionRecorder interface {
 // rules.Manager implements it.
 type ProposalFinder interface {
 	ProposalForCluster(ctx context.Context, clusterID string) (string, bool)
+	// ProposalsForClusters answers for a page of clusters at once.
+	ProposalsForClusters(ctx context.Context, clusterIDs []string) map[string]string
 }
 
 // proposalFor returns the proposal drafted from a cluster, "" when there
@@ -145,8 +147,16 @@ func (s *EvaluatorService) ListClusters(ctx context.Context, req *connect.Reques
 		return nil, s.fail(ctx, proc, err)
 	}
 	resp := &preceptv1.ListClustersResponse{}
+	var ids []string
 	for i := offset; i < len(all) && len(resp.Clusters) < n; i++ {
-		resp.Clusters = append(resp.Clusters, s.cluster(ctx, all[i], false))
+		resp.Clusters = append(resp.Clusters, ClusterToProto(all[i], false))
+		ids = append(ids, all[i].ID)
+	}
+	if s.Proposals != nil && len(ids) > 0 {
+		proposals := s.Proposals.ProposalsForClusters(ctx, ids)
+		for _, c := range resp.Clusters {
+			c.ProposalId = proposals[c.GetId()]
+		}
 	}
 	if end := offset + len(resp.Clusters); end < len(all) {
 		resp.NextPageToken = strconv.Itoa(end)

@@ -104,6 +104,8 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"server: {max_body_bytes: 1048576}\ningest: {max_event_bytes: 2097152}", "server.max_body_bytes"},
 		{"slack: {bot_token: xoxb-1, channel: C1}", "slack.signing_secret"},
 		{"export: {salt: tooshort}", "export.salt"},
+		{"ui: {session_idle: 10s}", "ui.session_idle"},
+		{"ui: {session_idle: 2h, session_max: 1h}", "ui.session_max"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.yaml)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,6 +102,9 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request, post bool) (*r
 			}
 			c.setCookie(w, r, sessionCookie, sid, c.opts.SessionMax)
 			sess, id = s, api.LocalIdentity
+		} else if post && c.opts.Auth.Open() {
+			c.fail(w, r, nil, forbidden("this form has no valid CSRF token; reload the page and try again"))
+			return nil, false
 		} else if post || r.URL.Path == Prefix+"events" {
 			c.fail(w, r, nil, unauthenticated("your session has expired or was revoked; sign in again"))
 			return nil, false
@@ -194,8 +198,15 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return
 	}
+	addr := client(r)
+	if !c.signins.allowed(addr) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(failureWindow/time.Second)))
+		c.renderSignin(w, r, http.StatusTooManyRequests, "Too many failed sign-ins from your address; wait a few minutes.")
+		return
+	}
 	id, tokenDigest, err := c.opts.Auth.IdentifyToken(strings.TrimSpace(r.PostForm.Get("token")))
 	if err != nil {
+		c.signins.failed(addr)
 		c.opts.Log.Info("console sign-in refused", "reason", precept.ErrorMessage(err), "remote", r.RemoteAddr)
 		c.renderSignin(w, r, http.StatusUnauthorized, "That token is not known.")
 		return

@@ -3,8 +3,10 @@ package console_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSignInExchangesATokenForAStrictHttpOnlySession(t *testing.T) {
@@ -160,4 +162,73 @@ func sessionKeyOf(t *testing.T, body, name string) string {
 		t.Fatalf("no revoke form for %s", name)
 	}
 	return m[1]
+}
+
+func TestTheConsoleIsOffWithUIEnabledFalse(t *testing.T) {
+	s := startServer(t, "ui: {enabled: false}\n")
+	v := s.visitor(t)
+	if status, _ := v.get("/ui/queue"); status != http.StatusNotFound {
+		t.Fatalf("/ui/queue with ui.enabled false: %d", status)
+	}
+	if s.app.Console != nil {
+		t.Fatal("a console was built")
+	}
+}
+
+func TestChangesReachOpenPagesAsEvents(t *testing.T) {
+	s := startServer(t, "")
+	v := s.visitor(t)
+	v.get("/ui/queue")
+	resp, err := v.hc.Get(s.url + "/ui/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("events: %d %s", resp.StatusCode, ct)
+	}
+	// A decision drafted into a proposal by the server is a change.
+	s.xadd(t, clusterEvents()...)
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		var all strings.Builder
+		for {
+			n, err := resp.Body.Read(buf)
+			all.Write(buf[:n])
+			if strings.Contains(all.String(), "event: change\ndata: rules\n") || err != nil {
+				got <- all.String()
+				return
+			}
+		}
+	}()
+	select {
+	case text := <-got:
+		if !strings.Contains(text, "data: rules") {
+			t.Fatalf("events: %q", text)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no change event after a proposal was drafted")
+	}
+	// Without a session cookie, the local admin's form is a forged one.
+	if status, _ := s.visitor(t).post("/ui/signout", nil); status != http.StatusForbidden {
+		t.Fatalf("post without session: %d", status)
+	}
+}
+
+func TestRepeatedFailedSignInsAreThrottled(t *testing.T) {
+	s := startServer(t, tokensYAML)
+	v := s.visitor(t)
+	for i := range 10 {
+		v.get("/ui/signin")
+		if status, _ := v.post("/ui/signin", url.Values{"token": {"guess-" + strconv.Itoa(i)}}); status != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	v.get("/ui/signin")
+	status, body := v.post("/ui/signin", url.Values{"token": {aliceToken}})
+	if status != http.StatusTooManyRequests {
+		t.Fatalf("11th sign-in after 10 failures: %d", status)
+	}
+	mustContain(t, body, "Too many failed sign-ins")
 }

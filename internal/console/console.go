@@ -82,6 +82,7 @@ type Console struct {
 	rpc      clients
 	pages    pages
 	events   *hub
+	signins  *throttle
 	mux      *http.ServeMux
 }
 
@@ -101,6 +102,7 @@ func New(opts Options) (*Console, error) {
 		rpc:      newClients(opts.API),
 		pages:    pages,
 		events:   newHub(maxListeners),
+		signins:  newThrottle(opts.Now),
 		mux:      http.NewServeMux(),
 	}
 	c.routes()
@@ -159,7 +161,10 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /ui/analytics/{chart}", c.page(reader, c.analyticsExport))
 
 	c.mux.Handle("GET /ui/review", c.page(reader, c.needsReviewPage))
-	c.mux.Handle("GET /ui/deadletters", c.page(reader, c.deadLettersPage))
+	dlq := deadLetterPages{c}
+	c.mux.Handle("GET /ui/deadletters", c.page(reader, dlq.list))
+	c.mux.Handle("GET /ui/deadletters/confirm", c.page(admin, dlq.confirm))
+	c.mux.Handle("POST /ui/deadletters/{action}", c.action(admin, dlq.act))
 
 	c.mux.Handle("/ui/", c.page(reader, func(w http.ResponseWriter, r *http.Request, q *request) error {
 		return notFound("no console page at %s", r.URL.Path)

@@ -103,6 +103,8 @@ var doneMessages = map[string]string{
 	"rolledback": "The rule was rolled back.",
 	"corrected":  "The correction was recorded.",
 	"revoked":    "The session was revoked.",
+	"replayed":   "The dead letter was put back on the decision stream.",
+	"dropped":    "The dead letter was dropped.",
 }
 
 // render writes a page. A template error after the first byte cannot

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -81,7 +82,12 @@ func (s *sessions) create(ctx context.Context, name, tokenDigest, userAgent stri
 	if err := s.save(ctx, sess); err != nil {
 		return "", nil, err
 	}
-	if err := s.redis.ZAdd(ctx, s.index(), redis.Z{Score: float64(now.Unix()), Member: sess.Key}).Err(); err != nil {
+	// The index forgets sessions past their maximum age as new ones come,
+	// so it stays as small as the sessions that can still be alive.
+	pipe := s.redis.TxPipeline()
+	pipe.ZAdd(ctx, s.index(), redis.Z{Score: float64(now.Unix()), Member: sess.Key})
+	pipe.ZRemRangeByScore(ctx, s.index(), "-inf", strconv.FormatInt(now.Add(-s.max).Unix(), 10))
+	if _, err := pipe.Exec(ctx); err != nil {
 		return "", nil, fmt.Errorf("store session: %w", err)
 	}
 	return id, sess, nil
