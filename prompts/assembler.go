@@ -90,6 +90,9 @@ type Assembler struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 
+	// rebuilt holds texts of past versions Rebuild assembled.
+	rebuilt *textLRU
+
 	hits, misses, rebuilds, refreshErrors atomic.Uint64
 	watchers                              atomic.Int64
 }
@@ -104,6 +107,7 @@ func New(repo Repo, opts Options) (*Assembler, error) {
 		log:     opts.Logger,
 		notify:  make(chan struct{}, 1),
 		stopped: make(chan struct{}),
+		rebuilt: newTextLRU(rebuiltTexts),
 	}
 	a.loader = loader{repo: repo, cacheSize: opts.CacheSize, denylist: opts.Denylist, warn: func(path, problem string) {
 		a.log.Warn("rules repository file left out of prompts", "path", path, "problem", problem)

@@ -55,3 +55,48 @@ func BenchmarkAssemble(b *testing.B) {
 		}
 	}
 }
+
+// bench200 commits a repository of 200 active rules over ten agents, then
+// a second commit that changes one rule, and returns an assembler on the
+// second and the first commit's hash.
+func bench200(b *testing.B) (*Assembler, string) {
+	repo := openRepo(b)
+	fs := benchFiles(b)
+	for i := range 180 {
+		agent := fmt.Sprintf("agent-%d", i%9)
+		fs = merge(fs, ruleFiles(b, agent, ruleSpec{id: fmt.Sprintf("r-x%03d", i), confidence: 0.7,
+			content: "When a retry loop gives up, return the last error wrapped with the attempt count so callers can tell a timeout from a refusal."}))
+	}
+	first := commit(b, repo, "bench", fs)
+	commit(b, repo, "one rule", ruleFiles(b, "coding-agent", ruleSpec{id: "r-05", content: "Changed."}))
+	return newAssembler(b, repo, Options{}), first.String()
+}
+
+// BenchmarkBuildAtPreviousCommit is the prompt explorer's diff: a version
+// one commit old, with the blobs of the current commit known.
+func BenchmarkBuildAtPreviousCommit(b *testing.B) {
+	a, first := bench200(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.BuildAt(ctx, implement, first); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuildAtNothingShared is the worst case: every file of the old
+// commit is read and parsed again.
+func BenchmarkBuildAtNothingShared(b *testing.B) {
+	a, first := bench200(b)
+	a.refreshMu.Lock()
+	a.loader.blobs = map[blobKey]parsed{}
+	a.refreshMu.Unlock()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.BuildAt(ctx, implement, first); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -103,7 +103,8 @@ type loader struct {
 	repo      Repo
 	cacheSize int
 	// blobs holds what the last index used, keyed by blob and by kind
-	// (the same content may be a document and a rule).
+	// (the same content may be a document and a rule). load replaces the
+	// map and never changes it in place (BuildAt reads it unlocked).
 	blobs map[blobKey]parsed
 	// warn is told once about each file that cannot be used.
 	warn func(path, problem string)

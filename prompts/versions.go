@@ -167,6 +167,20 @@ func (v *Versions) All() map[string]VersionRecord {
 	return out
 }
 
+// Select returns the known records keep accepts, in no particular order;
+// unlike All it copies only those.
+func (v *Versions) Select(keep func(VersionRecord) bool) []VersionRecord {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []VersionRecord
+	for _, r := range v.known {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Load reads the records on the branch when its tip moved since the last
 // read.
 func (v *Versions) Load(ctx context.Context) error {

@@ -93,14 +93,18 @@ func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 }
 
 // pageNumber reads ?page=, 1 when absent.
-func pageNumber(r *http.Request) (int, error) {
-	s := r.URL.Query().Get("page")
+func pageNumber(r *http.Request) (int, error) { return pageParam(r.URL.Query(), "page") }
+
+// pageParam reads a 1-based page number from the query parameter name; 1
+// when absent.
+func pageParam(qs url.Values, name string) (int, error) {
+	s := qs.Get(name)
 	if s == "" {
 		return 1, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > 1_000_000 {
-		return 0, invalidArgument("page: %q is not a page number", clip(s))
+		return 0, invalidArgument("%s: %q is not a page number", name, clip(s))
 	}
 	return n, nil
 }

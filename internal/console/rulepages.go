@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -130,7 +129,7 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, q *request) e
 		f.Export = Prefix + "rules/" + url.PathEscape(d.Rule.GetRuleId()) + "/effect"
 		d.Figure = &f
 	case connect.CodeOf(err) == connect.CodeFailedPrecondition || connect.CodeOf(err) == connect.CodeNotFound:
-		d.EffectNote = connectMessage(err)
+		d.EffectNote = rpcMessage(err)
 	default:
 		return err
 	}
@@ -147,15 +146,6 @@ func (c *Console) rule(q *request, id string) (ruleData, error) {
 	d := ruleData{Rule: ru, History: resp.Msg.GetHistory(), CommitURL: c.opts.CommitURL,
 		Active: ru.GetStatus() == preceptv1.RuleStatus_RULE_STATUS_ACTIVE || ru.GetStatus() == preceptv1.RuleStatus_RULE_STATUS_SHADOW}
 	return d, nil
-}
-
-// connectMessage is an RPC error's message for clients.
-func connectMessage(err error) string {
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return ce.Message()
-	}
-	return "unavailable"
 }
 
 // rollbackPage asks for confirmation and a reason before a rollback.
