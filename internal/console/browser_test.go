@@ -130,6 +130,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 			{"clusters", "/ui/clusters"},
 			{"cluster", "/ui/clusters/" + flow.GetClusterId()},
 			{"prompts", "/ui/prompts"},
+			{"prompt", "/ui/prompts?agent=coding-agent&stage=implementation&path=src/api/handler.go"},
 			{"analytics", "/ui/analytics"},
 			{"needs-review", "/ui/review"},
 			{"dead-letters", "/ui/deadletters"},
