@@ -64,8 +64,8 @@ func (pol policy) checkDecision(id, who, text, via string) error {
 	if err := checkProposalID(id); err != nil {
 		return err
 	}
-	if via != ViaAPI && via != ViaSlack {
-		return precept.Errorf(precept.Invalid, "via: %q is not api or slack", via)
+	if via != ViaAPI && via != ViaSlack && via != ViaConsole {
+		return precept.Errorf(precept.Invalid, "via: %q is not api, console or slack", via)
 	}
 	if err := pol.mayDecide(who); err != nil {
 		return err

@@ -54,6 +54,9 @@ const (
 	ViaAPI   = "api"
 	ViaSlack = "slack"
 	ViaGit   = "git"
+	// ViaConsole is the web console, which calls the API's handlers in
+	// process (docs/console.md).
+	ViaConsole = "console"
 )
 
 // SystemProposer is ProposedBy for proposals precept drafted from

@@ -26,7 +26,7 @@ type ApproveRequest struct {
 	// check. A decision made on a proposal that changed since (other than
 	// by approvals from others) is refused as stale.
 	Revision int
-	// Via is ViaAPI or ViaSlack.
+	// Via is ViaAPI, ViaConsole or ViaSlack.
 	Via string
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/rules"
 )
 
 // LocalIdentity is who callers are when no tokens are configured: the
@@ -217,6 +218,15 @@ type inProcessKey struct{}
 // applies to id.
 func InProcess(ctx context.Context, id precept.Identity) context.Context {
 	return context.WithValue(ctx, inProcessKey{}, id)
+}
+
+// via is the channel a decision came through: the console for in-process
+// calls, else the API.
+func via(ctx context.Context) string {
+	if _, ok := ctx.Value(inProcessKey{}).(precept.Identity); ok {
+		return rules.ViaConsole
+	}
+	return rules.ViaAPI
 }
 
 // caller returns the identity the interceptor put in the context.

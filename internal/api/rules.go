@@ -169,7 +169,7 @@ func (s *RuleService) ApproveRule(ctx context.Context, req *connect.Request[prec
 	const proc = preceptv1connect.RuleServiceApproveRuleProcedure
 	p, err := s.Rules.Approve(ctx, rules.ApproveRequest{
 		ProposalID: req.Msg.GetProposalId(), By: caller(ctx).Name, Note: req.Msg.GetNote(),
-		Revision: int(req.Msg.GetRevision()), Via: rules.ViaAPI,
+		Revision: int(req.Msg.GetRevision()), Via: via(ctx),
 	})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
@@ -192,7 +192,7 @@ func (s *RuleService) RejectRule(ctx context.Context, req *connect.Request[prece
 	const proc = preceptv1connect.RuleServiceRejectRuleProcedure
 	p, err := s.Rules.Reject(ctx, rules.RejectRequest{
 		ProposalID: req.Msg.GetProposalId(), By: caller(ctx).Name, Reason: req.Msg.GetReason(),
-		Revision: int(req.Msg.GetRevision()), Via: rules.ViaAPI,
+		Revision: int(req.Msg.GetRevision()), Via: via(ctx),
 	})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)

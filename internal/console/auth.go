@@ -1,13 +1,17 @@
 package console
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/api"
@@ -29,8 +33,30 @@ func (c *Console) page(need precept.Role, fn handlerFunc) http.Handler {
 		if !ok {
 			return
 		}
+		if err := validUTF8(r); err != nil {
+			c.fail(w, r, q, err)
+			return
+		}
 		c.serve(w, r, q, need, fn)
 	})
+}
+
+// validUTF8 refuses a path, query or form that is not UTF-8: ids and
+// filters become protobuf strings, which must be.
+func validUTF8(r *http.Request) error {
+	ok := utf8.ValidString(r.URL.Path)
+	for _, vals := range []url.Values{r.URL.Query(), r.PostForm} {
+		for k, vs := range vals {
+			ok = ok && utf8.ValidString(k)
+			for _, v := range vs {
+				ok = ok && utf8.ValidString(v)
+			}
+		}
+	}
+	if !ok {
+		return invalidArgument("the request is not valid UTF-8")
+	}
+	return nil
 }
 
 // action serves a POST: as page, and the form must carry the session's
@@ -54,6 +80,10 @@ func (c *Console) action(need precept.Role, fn handlerFunc) http.Handler {
 			c.fail(w, r, q, forbidden("this form has no valid CSRF token; reload the page and try again"))
 			return
 		}
+		if err := validUTF8(r); err != nil {
+			c.fail(w, r, q, err)
+			return
+		}
 		c.serve(w, r, q, need, fn)
 	})
 }
@@ -72,16 +102,26 @@ func (c *Console) serve(w http.ResponseWriter, r *http.Request, q *request, need
 }
 
 // visitor finds the request's session. Without one it sends a browser
-// to sign in (GET) or refuses (POST); a server without tokens gives the
-// local admin a session on the first GET, for its CSRF token.
+// to sign in (GET) or refuses (POST). A server without tokens stores no
+// sessions: the local admin's browser gets a random cookie on its first
+// GET, and its CSRF token is derived from that cookie (localSession).
 func (c *Console) visitor(w http.ResponseWriter, r *http.Request, post bool) (*request, bool) {
 	ctx := r.Context()
-	var sess *session
-	cookie, err := r.Cookie(sessionCookie)
-	if err == nil {
-		sess, err = c.sessions.get(ctx, cookie.Value)
+	value := c.cookies.value(r, sessionCookie)
+	if c.opts.Auth.Open() {
+		if !validID(value) {
+			if post {
+				c.fail(w, r, nil, forbidden("this form has no valid CSRF token; reload the page and try again"))
+				return nil, false
+			}
+			value = randomToken()
+			c.cookies.set(w, r, sessionCookie, value, c.opts.SessionMax)
+		}
+		id := api.LocalIdentity
+		return &request{ctx: api.InProcess(ctx, id), id: id, session: c.localSession(value)}, true
 	}
-	if err != nil && !errors.Is(err, errNoSession) && !errors.Is(err, http.ErrNoCookie) {
+	sess, err := c.sessions.get(ctx, value)
+	if err != nil && !errors.Is(err, errNoSession) {
 		c.fail(w, r, nil, unavailable("sessions cannot be read: %v", err))
 		return nil, false
 	}
@@ -94,26 +134,59 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request, post bool) (*r
 		}
 	}
 	if sess == nil {
-		if c.opts.Auth.Open() && !post {
-			sid, s, err := c.sessions.create(ctx, api.LocalIdentity.Name, "", r.UserAgent())
-			if err != nil {
-				c.fail(w, r, nil, unavailable("%v", err))
-				return nil, false
-			}
-			c.setCookie(w, r, sessionCookie, sid, c.opts.SessionMax)
-			sess, id = s, api.LocalIdentity
-		} else if post && c.opts.Auth.Open() {
-			c.fail(w, r, nil, forbidden("this form has no valid CSRF token; reload the page and try again"))
-			return nil, false
-		} else if post || r.URL.Path == Prefix+"events" {
+		if post || r.URL.Path == Prefix+"events" {
 			c.fail(w, r, nil, unauthenticated("your session has expired or was revoked; sign in again"))
-			return nil, false
 		} else {
 			http.Redirect(w, r, Prefix+"signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-			return nil, false
 		}
+		return nil, false
 	}
 	return &request{ctx: api.InProcess(ctx, id), id: id, session: sess}, true
+}
+
+// localSession is the local admin's session on a server without tokens:
+// nothing is stored, and the CSRF token is an HMAC of the cookie under a
+// key of this process (a restart asks for a page reload before a form).
+func (c *Console) localSession(cookie string) *session {
+	mac := hmac.New(sha256.New, c.localKey)
+	mac.Write([]byte(cookie))
+	return &session{Key: digest(cookie), Name: api.LocalIdentity.Name, CSRF: base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), local: true}
+}
+
+// validID reports whether s looks like a session id randomToken made.
+func validID(s string) bool {
+	if len(s) != 43 {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil
+}
+
+// cookies sets and reads the console's cookies: HttpOnly, SameSite=Strict,
+// Secure over TLS or when configured.
+type cookies struct {
+	// secureAlways marks cookies Secure on plain HTTP too (ui.secure_cookies).
+	secureAlways bool
+}
+
+// name is a cookie's name: with the __Secure- prefix when the cookie is
+// Secure, so a sibling host on plain HTTP cannot plant one.
+func (k cookies) name(r *http.Request, name string) string {
+	if k.secure(r) {
+		return "__Secure-" + name
+	}
+	return name
+}
+
+func (k cookies) secure(r *http.Request) bool { return r.TLS != nil || k.secureAlways }
+
+// value is the value of the request's cookie name, "" without one.
+func (k cookies) value(r *http.Request, name string) string {
+	ck, err := r.Cookie(k.name(r, name))
+	if err != nil {
+		return ""
+	}
+	return ck.Value
 }
 
 // identity is who a session is now: its token's current identity.
@@ -130,7 +203,11 @@ func (c *Console) identity(s *session) (precept.Identity, bool) {
 // also covers the local admin of a server without tokens.
 func checkOrigin(r *http.Request) error {
 	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	case "same-origin":
+		// The browser says so; a proxy that rewrites Host must not make
+		// the Origin comparison below refuse it.
+		return nil
+	case "", "none":
 	default:
 		return forbidden("cross-site form submissions are refused")
 	}
@@ -147,15 +224,18 @@ func sameToken(got, want string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, age time.Duration) {
+func (k cookies) set(w http.ResponseWriter, r *http.Request, name, value string, age time.Duration) {
 	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: value, Path: Prefix,
+		Name: k.name(r, name), Value: value, Path: Prefix,
 		MaxAge:   int(age / time.Second),
 		HttpOnly: true,
-		Secure:   r.TLS != nil || c.opts.SecureCookies,
+		Secure:   k.secure(r),
 		SameSite: http.SameSiteStrictMode,
 	})
 }
+
+// accounts serves signing in and out and the sessions page.
+type accounts struct{ *Console }
 
 // signinData is the sign-in form.
 type signinData struct {
@@ -164,7 +244,7 @@ type signinData struct {
 	Error string
 }
 
-func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
+func (c accounts) signinPage(w http.ResponseWriter, r *http.Request) {
 	if c.opts.Auth.Open() {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return
@@ -172,14 +252,14 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 	c.renderSignin(w, r, http.StatusOK, "")
 }
 
-func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+func (c accounts) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	token := randomToken()
-	c.setCookie(w, r, signinCookie, token, 15*time.Minute)
+	c.cookies.set(w, r, signinCookie, token, 15*time.Minute)
 	c.render(w, r, status, "signin", &view{Title: "Sign in", Data: signinData{CSRF: token, Next: safeNext(r.FormValue("next")), Error: msg}})
 }
 
 // signin exchanges a token for a session.
-func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+func (c accounts) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := checkOrigin(r); err != nil {
 		c.fail(w, r, nil, err)
@@ -189,8 +269,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, invalidArgument("the form could not be read: %v", err))
 		return
 	}
-	cookie, err := r.Cookie(signinCookie)
-	if err != nil || !sameToken(r.PostForm.Get("csrf"), cookie.Value) {
+	if !sameToken(r.PostForm.Get("csrf"), c.cookies.value(r, signinCookie)) {
 		c.renderSignin(w, r, http.StatusForbidden, "The sign-in form expired; try again.")
 		return
 	}
@@ -198,14 +277,16 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return
 	}
-	addr := client(r)
-	if !c.signins.allowed(addr) {
-		w.Header().Set("Retry-After", strconv.Itoa(int(failureWindow/time.Second)))
-		c.renderSignin(w, r, http.StatusTooManyRequests, "Too many failed sign-ins from your address; wait a few minutes.")
-		return
-	}
+	// A valid token is accepted whatever the throttle says: people behind
+	// one NAT or proxy must not lock each other out.
 	id, tokenDigest, err := c.opts.Auth.IdentifyToken(strings.TrimSpace(r.PostForm.Get("token")))
 	if err != nil {
+		addr := client(r)
+		if !c.signins.allowed(addr) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(failureWindow/time.Second)))
+			c.renderSignin(w, r, http.StatusTooManyRequests, "Too many failed sign-ins from your address; wait a few minutes.")
+			return
+		}
 		c.signins.failed(addr)
 		c.opts.Log.Info("console sign-in refused", "reason", precept.ErrorMessage(err), "remote", r.RemoteAddr)
 		c.renderSignin(w, r, http.StatusUnauthorized, "That token is not known.")
@@ -217,8 +298,8 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.opts.Log.Info("console sign-in", "identity", id.Name, "role", id.Role.String())
-	c.setCookie(w, r, signinCookie, "", -time.Second)
-	c.setCookie(w, r, sessionCookie, sid, c.opts.SessionMax)
+	c.cookies.set(w, r, signinCookie, "", -time.Second)
+	c.cookies.set(w, r, sessionCookie, sid, c.opts.SessionMax)
 	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
@@ -230,11 +311,13 @@ func safeNext(next string) string {
 	return next
 }
 
-func (c *Console) signout(w http.ResponseWriter, r *http.Request, q *request) error {
-	if err := c.sessions.revoke(r.Context(), q.session.Key); err != nil {
-		return unavailable("%v", err)
+func (c accounts) signout(w http.ResponseWriter, r *http.Request, q *request) error {
+	if !q.session.local {
+		if err := c.sessions.revoke(r.Context(), q.session.Key); err != nil {
+			return unavailable("%v", err)
+		}
 	}
-	c.setCookie(w, r, sessionCookie, "", -time.Second)
+	c.cookies.set(w, r, sessionCookie, "", -time.Second)
 	if c.opts.Auth.Open() {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return nil
@@ -249,20 +332,29 @@ type sessionRow struct {
 	Current bool
 }
 
-func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request, q *request) error {
-	list, err := c.sessions.list(r.Context())
-	if err != nil {
-		return unavailable("%v", err)
+// sessionsData is the sessions page.
+type sessionsData struct {
+	Rows []sessionRow
+	// Open is true on a server without tokens, which keeps no sessions.
+	Open bool
+}
+
+func (c accounts) sessionsPage(w http.ResponseWriter, r *http.Request, q *request) error {
+	d := sessionsData{Open: c.opts.Auth.Open()}
+	if !d.Open {
+		list, err := c.sessions.list(r.Context())
+		if err != nil {
+			return unavailable("%v", err)
+		}
+		for _, s := range list {
+			d.Rows = append(d.Rows, sessionRow{session: s, Current: s.Key == q.session.Key})
+		}
 	}
-	rows := make([]sessionRow, len(list))
-	for i, s := range list {
-		rows[i] = sessionRow{session: s, Current: s.Key == q.session.Key}
-	}
-	c.render(w, r, http.StatusOK, "sessions", &view{Title: "Sessions", Nav: "sessions", Data: rows, q: q})
+	c.render(w, r, http.StatusOK, "sessions", &view{Title: "Sessions", Nav: "sessions", Data: d, q: q})
 	return nil
 }
 
-func (c *Console) revokeSession(w http.ResponseWriter, r *http.Request, q *request) error {
+func (c accounts) revokeSession(w http.ResponseWriter, r *http.Request, q *request) error {
 	key := r.PostForm.Get("session")
 	if len(key) != sha256HexLen {
 		return invalidArgument("no session named")

@@ -83,6 +83,10 @@ type Console struct {
 	pages    pages
 	events   *hub
 	signins  *throttle
+	cookies  cookies
+	// localKey derives the local admin's CSRF tokens on a server
+	// without tokens.
+	localKey []byte
 	mux      *http.ServeMux
 }
 
@@ -103,6 +107,8 @@ func New(opts Options) (*Console, error) {
 		pages:    pages,
 		events:   newHub(maxListeners),
 		signins:  newThrottle(opts.Now),
+		cookies:  cookies{secureAlways: opts.SecureCookies},
+		localKey: []byte(randomToken()),
 		mux:      http.NewServeMux(),
 	}
 	c.routes()
@@ -131,13 +137,14 @@ func (c *Console) Changed(topic string) { c.events.publish(topic) }
 func (c *Console) routes() {
 	reader, approver, admin := precept.RoleReader, precept.RoleApprover, precept.RoleAdmin
 	c.mux.HandleFunc("GET /ui/static/{file}", c.static)
-	c.mux.HandleFunc("GET /ui/signin", c.signinPage)
-	c.mux.HandleFunc("POST /ui/signin", c.signin)
-	c.mux.Handle("POST /ui/signout", c.action(reader, c.signout))
+	acc := accounts{c}
+	c.mux.HandleFunc("GET /ui/signin", acc.signinPage)
+	c.mux.HandleFunc("POST /ui/signin", acc.signin)
+	c.mux.Handle("POST /ui/signout", c.action(reader, acc.signout))
 	c.mux.Handle("GET /ui/events", c.page(reader, c.eventStream))
 	c.mux.Handle("GET /ui/{$}", c.page(reader, c.home))
-	c.mux.Handle("GET /ui/sessions", c.page(admin, c.sessionsPage))
-	c.mux.Handle("POST /ui/sessions/revoke", c.action(admin, c.revokeSession))
+	c.mux.Handle("GET /ui/sessions", c.page(admin, acc.sessionsPage))
+	c.mux.Handle("POST /ui/sessions/revoke", c.action(admin, acc.revokeSession))
 
 	c.mux.Handle("GET /ui/queue", c.page(reader, c.queuePage))
 	c.mux.Handle("GET /ui/proposals/{id}", c.page(reader, c.proposalPage))
@@ -167,7 +174,7 @@ func (c *Console) routes() {
 	c.mux.Handle("POST /ui/deadletters/{action}", c.action(admin, dlq.act))
 
 	c.mux.Handle("/ui/", c.page(reader, func(w http.ResponseWriter, r *http.Request, q *request) error {
-		return notFound("no console page at %s", r.URL.Path)
+		return notFound("no console page at %q", clip(r.URL.Path))
 	}))
 }
 

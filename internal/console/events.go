@@ -7,9 +7,13 @@ import (
 	"time"
 )
 
-// maxListeners bounds the pages following changes at once; past it a
-// page falls back to its own reload button.
-const maxListeners = 256
+// maxListeners bounds the pages following changes at once, and
+// maxPerSession those of one session; past them a page is not updated
+// by itself.
+const (
+	maxListeners  = 256
+	maxPerSession = 8
+)
 
 // heartbeat keeps idle event streams open through proxies.
 const heartbeat = 25 * time.Second
@@ -19,27 +23,36 @@ const heartbeat = 25 * time.Second
 // "reload", so one is as good as many.
 type hub struct {
 	mu        sync.Mutex
-	listeners map[chan string]struct{}
+	listeners map[chan string]string
+	bySession map[string]int
 	max       int
 }
 
-func newHub(max int) *hub { return &hub{listeners: map[chan string]struct{}{}, max: max} }
+func newHub(max int) *hub {
+	return &hub{listeners: map[chan string]string{}, bySession: map[string]int{}, max: max}
+}
 
-func (h *hub) subscribe() (chan string, bool) {
+// subscribe adds a listener for session key.
+func (h *hub) subscribe(key string) (chan string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.listeners) >= h.max {
+	if len(h.listeners) >= h.max || h.bySession[key] >= maxPerSession {
 		return nil, false
 	}
 	ch := make(chan string, 1)
-	h.listeners[ch] = struct{}{}
+	h.listeners[ch] = key
+	h.bySession[key]++
 	return ch, true
 }
 
 func (h *hub) unsubscribe(ch chan string) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := h.listeners[ch]
 	delete(h.listeners, ch)
-	h.mu.Unlock()
+	if h.bySession[key]--; h.bySession[key] <= 0 {
+		delete(h.bySession, key)
+	}
 }
 
 func (h *hub) publish(topic string) {
@@ -60,7 +73,7 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request, q *request
 	if !ok {
 		return newPageError(http.StatusNotImplemented, "this connection cannot stream events")
 	}
-	ch, ok := c.events.subscribe()
+	ch, ok := c.events.subscribe(q.session.Key)
 	if !ok {
 		return newPageError(http.StatusServiceUnavailable, "too many pages are following changes; reload by hand")
 	}
@@ -78,10 +91,27 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request, q *request
 		case <-r.Context().Done():
 			return nil
 		case topic := <-ch:
+			if c.revoked(r, q) {
+				return nil
+			}
 			fmt.Fprintf(w, "event: change\ndata: %s\n\n", topic)
 		case <-tick.C:
+			if c.revoked(r, q) {
+				return nil
+			}
 			fmt.Fprint(w, ": still here\n\n")
 		}
 		flusher.Flush()
 	}
+}
+
+// revoked reports whether the session of an open event stream was
+// revoked or expired since it opened: the stream then ends, and the
+// browser's reconnection is refused.
+func (c *Console) revoked(r *http.Request, q *request) bool {
+	if q.session.local {
+		return false
+	}
+	ok, err := c.sessions.exists(r.Context(), q.session.Key)
+	return err == nil && !ok
 }

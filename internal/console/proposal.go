@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -90,7 +91,7 @@ func decision(r *http.Request, field string) (string, int32, error) {
 		return "", 0, invalidArgument("%s: at most %d bytes", field, maxNote)
 	}
 	rev, err := strconv.ParseInt(r.PostForm.Get("revision"), 10, 32)
-	if err != nil || rev < 0 {
+	if err != nil || rev < 1 {
 		return "", 0, invalidArgument("revision: the form does not say which revision you reviewed; reload the proposal")
 	}
 	return note, int32(rev), nil
@@ -136,7 +137,8 @@ func (c *Console) reject(w http.ResponseWriter, r *http.Request, q *request) err
 func staleHint(err error, id string) error {
 	var ce *connect.Error
 	if errors.As(err, &ce) && (ce.Code() == connect.CodeAborted || ce.Code() == connect.CodeFailedPrecondition) {
-		return newPageError(http.StatusConflict, "%s — reload /ui/proposals/%s to see what changed, then decide again.", ce.Message(), id)
+		return &pageError{status: http.StatusConflict, back: Prefix + "proposals/" + url.PathEscape(id),
+			msg: fmt.Sprintf("%s — reload the proposal to see what changed, then decide again.", ce.Message())}
 	}
 	return err
 }

@@ -58,7 +58,7 @@ func TestAProposalIsReviewedApprovedAndRolledBackInTheConsole(t *testing.T) {
 		t.Fatalf("approve: %d %q", status, loc)
 	}
 	_, body = alice.get(loc)
-	mustContain(t, body, "Your approval was recorded.", "alice via", "reads well", "You approved this revision already")
+	mustContain(t, body, "Your approval was recorded.", "alice via console", "reads well", "You approved this revision already")
 	// A second approval by alice is what the API makes of it: a no-op,
 	// still one of two distinct approvers.
 	if status, _ := alice.post("/ui/proposals/"+id+"/approve", url.Values{"revision": {revisionOf(t, body)}}); status != http.StatusSeeOther {
@@ -74,7 +74,7 @@ func TestAProposalIsReviewedApprovedAndRolledBackInTheConsole(t *testing.T) {
 	if status != http.StatusConflict {
 		t.Fatalf("approval of an unknown revision: %d\n%s", status, body)
 	}
-	mustContain(t, body, "revision 99", "reload /ui/proposals/"+id)
+	mustContain(t, body, "revision 99", `id="back" href="/ui/proposals/`+id+`"`)
 
 	status, body = bob.get("/ui/proposals/" + id)
 	if status != http.StatusOK {

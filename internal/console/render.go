@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -63,6 +64,27 @@ type view struct {
 	Data any
 
 	q *request
+}
+
+// liveTopics are the change topics each menu entry's pages follow.
+var liveTopics = map[string]string{
+	"queue":       "rules",
+	"rules":       "rules",
+	"prompts":     "rules",
+	"clusters":    "clusters rules",
+	"review":      "clusters",
+	"deadletters": "clusters",
+}
+
+// Topics are the changes that reload a Live page, "" for none.
+func (v *view) Topics() string {
+	if !v.Live {
+		return ""
+	}
+	if t, ok := liveTopics[v.Nav]; ok {
+		return t
+	}
+	return "rules clusters"
 }
 
 // Who is the signed-in identity's name, empty before sign-in.
@@ -137,6 +159,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 type pageError struct {
 	status int
 	msg    string
+	// back, when set, is the page to go back to (a proposal to reload).
+	back string
 }
 
 func (e *pageError) Error() string { return e.msg }
@@ -203,21 +227,17 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *request, err e
 	default:
 		c.opts.Log.Error("console page failed", "path", r.URL.Path, "err", err)
 	}
-	if status == http.StatusUnauthorized && q == nil && r.Method == http.MethodGet && wantsHTML(r) && r.URL.Path != Prefix+"events" {
-		http.Redirect(w, r, Prefix+"signin?next="+r.URL.RequestURI(), http.StatusSeeOther)
-		return
-	}
+	// Back goes to the page the visitor came from, on this console only.
 	back := r.Referer()
-	if !strings.HasPrefix(back, "http") {
+	if u, err := url.Parse(back); err != nil || u.Host != r.Host || !strings.HasPrefix(u.Path, Prefix) {
 		back = ""
+	}
+	var pe2 *pageError
+	if errors.As(err, &pe2) && pe2.back != "" {
+		back = pe2.back
 	}
 	c.render(w, r, status, "error", &view{Title: http.StatusText(status), q: q,
 		Data: errorData{Status: status, Heading: http.StatusText(status), Message: msg, Back: back}})
-}
-
-func wantsHTML(r *http.Request) bool {
-	a := r.Header.Get("Accept")
-	return a == "" || strings.Contains(a, "text/html")
 }
 
 // funcs are the helpers templates use.

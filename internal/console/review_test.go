@@ -45,7 +45,7 @@ func TestNeedsReviewListsAmbiguousDecisionsPageByPage(t *testing.T) {
 		t.Fatalf("needs review: %d\n%s", status, body)
 	}
 	mustContain(t, body, "vague-1", "vague-2", "vic", "<blockquote>fix this</blockquote>", "wrong &lt;b&gt;again&lt;/b&gt;",
-		`data-label="Missing">`, `data-live="true"`)
+		`data-label="Missing">`, `data-live="clusters"`)
 	if strings.Contains(body, "<b>again") {
 		t.Error("a reviewer's comment reached the page unescaped")
 	}
@@ -98,7 +98,7 @@ func TestDeadLettersShowReasonsAndHostileBytesSafely(t *testing.T) {
 		t.Fatalf("dead letters: %d\n%s", status, body)
 	}
 	mustContain(t, body, "3 stream entries", "invalid JSON", "&lt;script&gt;alert(1)&lt;/script&gt;", `\u{1B}[2J`, `\u{202E}evil`,
-		`<span class="badge">hex</span> fffe0062696e617279`, "… 1977 bytes more", "whole: every field byte for byte", `data-live="true"`)
+		`<span class="badge">hex</span> fffe0062696e617279`, "… 1977 bytes more", "whole: every field byte for byte", `data-live="clusters"`)
 	for _, bad := range []string{"<script>alert", "\x1b", "\u202e", "\xff"} {
 		if strings.Contains(body, bad) {
 			t.Errorf("the page carries %q raw", bad)

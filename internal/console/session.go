@@ -41,6 +41,9 @@ type session struct {
 	Created   time.Time `json:"created"`
 	Seen      time.Time `json:"seen"`
 	UserAgent string    `json:"user_agent,omitempty"`
+	// local marks the local admin's session on a server without tokens,
+	// which is not stored.
+	local bool
 }
 
 // sessions keeps sessions in Redis, each under its own key that expires
@@ -93,15 +96,24 @@ func (s *sessions) create(ctx context.Context, name, tokenDigest, userAgent stri
 	return id, sess, nil
 }
 
+// save stores a new session.
 func (s *sessions) save(ctx context.Context, sess *session) error {
-	data, err := json.Marshal(sess)
-	if err != nil {
-		return err
-	}
-	if err := s.redis.Set(ctx, s.key(sess.Key), data, s.ttl(sess)).Err(); err != nil {
+	if err := s.redis.Set(ctx, s.key(sess.Key), mustJSON(sess), s.ttl(sess)).Err(); err != nil {
 		return fmt.Errorf("store session: %w", err)
 	}
 	return nil
+}
+
+// mustJSON encodes a session: strings and times, which always encode.
+func mustJSON(sess *session) []byte {
+	data, _ := json.Marshal(sess)
+	return data
+}
+
+// exists reports whether a session is still stored.
+func (s *sessions) exists(ctx context.Context, key string) (bool, error) {
+	n, err := s.redis.Exists(ctx, s.key(key)).Result()
+	return n == 1, err
 }
 
 // ttl is how long a session may stay unused: idle, but never past its
@@ -136,9 +148,15 @@ func (s *sessions) get(ctx context.Context, id string) (*session, error) {
 		return nil, errNoSession
 	}
 	if now.Sub(sess.Seen) >= touchEvery {
+		// Only if it still exists: a revocation racing this request's
+		// touch stays a revocation.
 		sess.Seen = now.UTC()
-		if err := s.save(ctx, &sess); err != nil {
-			return nil, err
+		ok, err := s.redis.SetXX(ctx, s.key(key), mustJSON(&sess), s.ttl(&sess)).Result()
+		if err != nil {
+			return nil, fmt.Errorf("store session: %w", err)
+		}
+		if !ok {
+			return nil, errNoSession
 		}
 	}
 	return &sess, nil
