@@ -222,8 +222,8 @@ func (b *tab) followsRejection(t *testing.T, s *server, p *preceptv1.Proposal) {
 		}
 	}
 	card := "#proposal-" + p.GetProposalId()
-	if !b.has(t, card) || eval[string](t, b, "document.body.dataset.live || ''") != "true" {
-		t.Fatalf("the queue lacks %s or is not live", card)
+	if !b.has(t, card) || !eval[bool](t, b, "(document.body.dataset.live || '').split(' ').includes('rules')") {
+		t.Fatalf("the queue lacks %s or does not follow rule changes (data-live %q)", card, eval[string](t, b, "document.body.dataset.live || ''"))
 	}
 	// A navigation would drop this mark; a content reload keeps it.
 	eval[bool](t, b, "window.stillHere = true")
