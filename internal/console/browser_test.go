@@ -410,7 +410,8 @@ const widestJS = `(() => {
   };
   const right = e => {
     const r = e.getBoundingClientRect();
-    return Math.max(r.right, r.left + e.scrollWidth);
+    // A scrolling box keeps its content's overflow to itself.
+    return getComputedStyle(e).overflowX !== 'visible' ? r.right : Math.max(r.right, r.left + e.scrollWidth);
   };
   const depth = e => { let d = 0; for (; e; e = e.parentElement) d++; return d; };
   const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
