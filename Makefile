@@ -11,6 +11,9 @@ BIN      := $(abspath .tmp/bin)
 export PATH := $(BIN):$(PATH)
 GO       ?= go
 CONFIG   ?=
+# The console's browser tests write their screenshots here
+# (docs/console.md, "Tests in a real browser").
+SCREENSHOTS ?= $(abspath test-output/console)
 
 .PHONY: all run build test test-short deps fuzz bench eval generate checkgenerate lint tools clean
 
@@ -24,10 +27,12 @@ run:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: the full suite against real Redis, Chroma and git; installs what
-## it needs first (.ci/install-deps: apt-get redis-server, npm Chroma)
+## test: the full suite against real Redis, Chroma, git and chromium;
+## installs what it needs first (.ci/install-deps: apt-get redis-server,
+## chromium, npm Chroma)
 test: deps $(BIN)/grpcurl
-	$(GO) test -race -count=1 -timeout 30m ./...
+	@echo "console screenshots: $(SCREENSHOTS)"
+	PRECEPT_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) fuzz
 
 ## deps: system packages and the pinned Chroma server the tests use
