@@ -174,6 +174,11 @@ func consoleSeed(b *testing.B, a *App) consoleSeeded {
 	s.promptAgent, s.fromVer, s.toVer = consolePromptVersions(b, a)
 	s.pendingProposals = consoleProposalsFill(b, a)
 	consoleDeadLetters(b, a)
+	branches, err := a.RulesRepo.Branches(rules.BranchPrefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("the rules repository has %d proposal branches (every rules read lists them)", len(branches))
 	b.Logf("seeded %d active, %d shadow and %d rolled-back rules, %d pending proposals, %d dead letters; seeding took %s",
 		consoleRules, consoleShadow, consoleRetired, s.pendingProposals, consoleDead, time.Since(start).Round(time.Second))
 	return s
@@ -230,22 +235,40 @@ func consoleRulesFill(b *testing.B, a *App) (active, retired string) {
 	ctx := context.Background()
 	for i, text := range consoleRetiredTexts[:consoleRetired] {
 		agent := consoleAgent(i * 5)
-		p, err := a.Rules.Propose(ctx, rules.ManualProposal{Agents: []string{agent}, Content: text, Rationale: "benchmark"},
-			precept.Identity{Name: "carol", Role: precept.RoleApprover})
-		if err != nil {
-			b.Fatal(err)
-		}
+		var p rules.Proposal
+		again(b, "propose", func() (err error) {
+			p, err = a.Rules.Propose(ctx, rules.ManualProposal{Agents: []string{agent}, Content: text, Rationale: "benchmark"},
+				precept.Identity{Name: "carol", Role: precept.RoleApprover})
+			return err
+		})
 		for _, by := range []string{"alice", "bob"} {
-			if _, err := a.Rules.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: by, Via: rules.ViaAPI}); err != nil {
-				b.Fatal(err)
-			}
+			again(b, "approve", func() error {
+				_, err := a.Rules.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: by, Via: rules.ViaAPI})
+				return err
+			})
 		}
 		retired = "r-" + strings.TrimPrefix(p.ID, "p-")
-		if _, err := a.Rules.Rollback(ctx, rules.RollbackRequest{RuleID: retired, By: "alice", Reason: "benchmark: retired"}); err != nil {
-			b.Fatal(err)
-		}
+		again(b, "roll back", func() error {
+			_, err := a.Rules.Rollback(ctx, rules.RollbackRequest{RuleID: retired, By: "alice", Reason: "benchmark: retired"})
+			return err
+		})
 	}
 	return "r-ui0000", retired
+}
+
+// again runs a rule manager call, and once more if it fails: at 100k
+// stored, with the proposer drafting and the repositories maintained in
+// the background, a call failed once with "ancestry of <sha>: object not
+// found" (gitrepo.Repo.IsAncestor). The failure is logged, not hidden.
+func again(b *testing.B, what string, call func() error) {
+	err := call()
+	if err == nil {
+		return
+	}
+	b.Logf("%s failed, trying once more: %v", what, err)
+	if err := call(); err != nil {
+		b.Fatalf("%s: %v", what, err)
+	}
 }
 
 // consolePromptVersions builds one agent's prompt before and after a rule
@@ -584,4 +607,3 @@ func shortPath(p string) string {
 	}
 	return p[:57] + "…"
 }
-
