@@ -280,10 +280,11 @@ func consoleRulesFill(b *testing.B, a *App) (active, retired string) {
 	return "r-ui0000", retired
 }
 
-// again runs a rule manager call, and once more if it fails: at 100k
-// stored, with the proposer drafting and the repositories maintained in
-// the background, a call failed once with "ancestry of <sha>: object not
-// found" (gitrepo.Repo.IsAncestor). The failure is logged, not hidden.
+// again runs a rule manager call, and once more if it fails, logging
+// the failure: at 100k stored, seeding the rules after the decisions, a
+// Propose failed twice in a row with "ancestry of <sha>: object not
+// found" (gitrepo.Repo.IsAncestor under rules' store.reachable) while the
+// proposer drafted; the rules are now seeded first.
 func again(b *testing.B, what string, call func() error) {
 	err := call()
 	if err == nil {
