@@ -15,7 +15,7 @@ CONFIG   ?=
 # (docs/console.md, "Tests in a real browser").
 SCREENSHOTS ?= $(abspath test-output/console)
 
-.PHONY: all run build test test-short deps fuzz bench eval generate checkgenerate lint tools clean
+.PHONY: all run build test test-short deps fuzz bench bench-console eval generate checkgenerate lint tools clean
 
 all: lint test
 
@@ -62,11 +62,18 @@ fuzz:
 ## internal/app measure themselves once (ingest vs raw Redis; classify and
 ## ingest+classify per index backend at 10k and 100k stored; BuildPrompt vs
 ## echo, latency, approval-to-watcher; ingest while repositories are
-## maintained); the others are micro-benchmarks.
+## maintained; every console page's server time at 100k stored decisions
+## and 200 rules, BenchmarkConsolePages, about 6 minutes); the others are
+## micro-benchmarks.
 ## PRECEPT_BENCH_SIZES=10000 and PRECEPT_BENCH_BACKENDS=embedded shorten it.
 bench:
-	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest|BenchmarkLearningLoopCost' -benchtime 1x -timeout 90m ./internal/app
+	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest|BenchmarkLearningLoopCost|BenchmarkConsolePages' -benchtime 1x -timeout 90m ./internal/app
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./analytics/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
+
+## bench-console: BenchmarkConsolePages alone (docs/console.md,
+## "Performance"); PRECEPT_BENCH_SIZES=10000 for a quick run.
+bench-console:
+	$(GO) test -run '^$$' -bench 'BenchmarkConsolePages$$' -benchtime 1x -timeout 30m ./internal/app
 
 ## eval: precept's judgement on the labelled feedback in testdata/feedback,
 ## through the real evaluator on its embedded defaults: pairwise

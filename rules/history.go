@@ -45,6 +45,13 @@ func (s *store) history(ctx context.Context) (*historyIndex, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.historyAt(st)
+}
+
+// historyAt is history for a state the caller has read already: reading
+// the state lists every proposal branch, so a caller that needs both
+// reads it once.
+func (s *store) historyAt(st *state) (*historyIndex, error) {
 	s.mu.Lock()
 	if h := s.hist; h != nil && h.key == st.key {
 		s.mu.Unlock()

@@ -430,11 +430,11 @@ func (r Rule) sameEffect(next Rule) bool {
 // superseded — of an agent (every agent's when agent is empty), by id.
 func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, error) {
 	m := l.m
-	idx, err := m.store.history(ctx)
+	st, err := m.store.State(ctx)
 	if err != nil {
 		return nil, err
 	}
-	st, err := m.store.State(ctx)
+	idx, err := m.store.historyAt(st)
 	if err != nil {
 		return nil, err
 	}

@@ -183,6 +183,11 @@ func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error
 	if err != nil {
 		return nil, err
 	}
+	return historyOf(idx, id), nil
+}
+
+// historyOf picks the entries of a proposal or rule id out of the index.
+func historyOf(idx *historyIndex, id string) []HistoryEntry {
 	proposals, ruleID := map[string]bool{id: true}, RuleIDFor(id)
 	if ValidRuleID(id) {
 		// The rule's own proposal and every lifecycle proposal about it.
@@ -201,7 +206,7 @@ func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Rule returns a rule with its provenance: on main while it is active or
@@ -216,10 +221,11 @@ func (m *Manager) Rule(ctx context.Context, id string) (Rule, []HistoryEntry, er
 	if err != nil {
 		return Rule{}, nil, err
 	}
-	hist, err := m.History(ctx, id)
+	idx, err := m.store.historyAt(st)
 	if err != nil {
 		return Rule{}, nil, err
 	}
+	hist := historyOf(idx, id)
 	if r, ok := st.rules[id]; ok {
 		out := r.clone()
 		fillApprovalCommits(out.Approvals, hist)

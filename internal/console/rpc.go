@@ -28,8 +28,10 @@ const inProcessURL = "http://precept.in-process"
 
 func newClients(h http.Handler) clients {
 	hc := &http.Client{Transport: inProcess{h}}
-	// Binary protobuf, the clients' default: the cheapest to encode; no
-	// compression of bytes that never leave the process.
+	// Binary protobuf, the clients' default: the cheapest to encode. No
+	// compression: the bytes never leave the process, and gzipping every
+	// response cost the review queue a fifth of its server time
+	// (BenchmarkConsolePages, docs/console.md "Performance").
 	opts := []connect.ClientOption{connect.WithAcceptCompression("gzip", nil, nil)}
 	return clients{
 		rules:     preceptv1connect.NewRuleServiceClient(hc, inProcessURL, opts...),
