@@ -80,6 +80,11 @@ func parseAnalyticsFilters(v url.Values, now time.Time) (analyticsFilters, *prec
 	if from.After(to) {
 		return f, nil, invalidArgument("from: %s is after to (%s)", from.Format(time.DateOnly), to.Format(time.DateOnly))
 	}
+	// A chart stays readable, and the page within its time budget, with
+	// at most maxPeriods points a line.
+	if gran == preceptv1.AnalyticsGranularity_ANALYTICS_GRANULARITY_DAY && to.Sub(from) >= maxDays*24*time.Hour {
+		return f, nil, invalidArgument("by: day covers at most %d days; choose week or month for %s to %s", maxDays, from.Format(time.DateOnly), to.Format(time.DateOnly))
+	}
 	f.From, f.To = from.Format(time.DateOnly), to.Format(time.DateOnly)
 	req := &preceptv1.GetAnalyticsRequest{
 		From:        timestamppb.New(from),
@@ -97,6 +102,9 @@ func parseAnalyticsFilters(v url.Values, now time.Time) (analyticsFilters, *prec
 }
 
 // parseDay reads a date field; empty means def.
+// maxDays is the longest range shown by day (docs/console.md, "Analytics").
+const maxDays = 92
+
 func parseDay(field, s string, def time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {

@@ -300,7 +300,8 @@ func TestAnalyticsRefusesBadFiltersNamingTheField(t *testing.T) {
 		{"by=year", `granularity: &#34;year&#34; is not day, week or month`},
 		{"split=reviewer", `split: &#34;reviewer&#34; is not agent or gate`},
 		{"from=1990-01-01&to=1990-01-02", "2000"},
-		{"from=2020-01-01&to=2026-11-01", "longer than the limit of 731 days"},
+		{"from=2020-01-01&to=2026-11-01&by=month", "longer than the limit of 731 days"},
+		{"from=2026-01-01&to=2026-06-30", "by: day covers at most 92 days; choose week or month"},
 	} {
 		for _, path := range []string{"/ui/analytics?", "/ui/analytics/verdicts?format=csv&"} {
 			status, body := v.get(path + tc.query)

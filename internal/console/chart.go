@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -432,7 +433,8 @@ func lineChart(title, yLabel string, periods []string, ss []series, yMax float64
 	for i, s := range ss {
 		var xys plotter.XYs
 		for j, y := range s.Y {
-			if j < len(s.Has) && s.Has[j] {
+			// A figure that is not a number is a gap, as a missing one is.
+			if j < len(s.Has) && s.Has[j] && !math.IsNaN(y) && !math.IsInf(y, 0) {
 				xys = append(xys, plotter.XY{X: float64(j), Y: y})
 			}
 		}

@@ -354,6 +354,11 @@ func correctionRequest(f url.Values) (*preceptv1.CorrectClustersRequest, string,
 		if len(decisions) == 0 {
 			return nil, "", invalidArgument("choose the decisions to split out of the cluster")
 		}
+		// A cluster or category typed in means another action was meant:
+		// never split when the curator asked to move or recategorize.
+		if other != "" || strings.TrimSpace(f.Get("category")) != "" {
+			return nil, "", invalidArgument("a split takes no target cluster or category; clear them, or choose Move or Set the category")
+		}
 		req.ClusterIds, req.DecisionIds = []string{cluster}, decisions
 	case "move":
 		if len(decisions) == 0 || other == "" {
