@@ -113,37 +113,55 @@ func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
 	return v, err
 }
 
-// Clusters lists clusters with at least minSize members that include
-// agent (any agent when empty), largest first.
-func (s *Service) Clusters(ctx context.Context, agent string, minSize int) ([]ClusterView, error) {
+// ClusterQuery selects clusters for Clusters.
+type ClusterQuery struct {
+	// Agent keeps clusters that include it; empty keeps every agent's.
+	Agent string
+	// MinSize keeps clusters with at least this many members.
+	MinSize int
+	// Offset and Limit pick a page of the ordered list; Limit 0 means
+	// to the end.
+	Offset, Limit int
+}
+
+// Clusters lists clusters largest first (then by id) and how many match
+// in all. Only the page asked for is read in full: a listing costs its
+// page, not the number of clusters.
+func (s *Service) Clusters(ctx context.Context, q ClusterQuery) ([]ClusterView, int, error) {
 	var picked []Cluster
 	err := eachJSON(s.state, bClusters, func(c Cluster) error {
-		if c.Size >= minSize && (agent == "" || c.Agents[agent] > 0) {
+		if c.Size >= q.MinSize && (q.Agent == "" || c.Agents[q.Agent] > 0) {
 			picked = append(picked, c)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list clusters: %w", err)
+		return nil, 0, fmt.Errorf("list clusters: %w", err)
+	}
+	sort.Slice(picked, func(i, j int) bool {
+		if a, b := picked[i].Size, picked[j].Size; a != b {
+			return a > b
+		}
+		return picked[i].ID < picked[j].ID
+	})
+	total := len(picked)
+	from := min(max(q.Offset, 0), total)
+	to := total
+	if q.Limit > 0 {
+		to = min(from+q.Limit, total)
 	}
 	// Views read members in transactions of their own, after the listing's
 	// has ended: a read transaction opened inside another can deadlock
 	// with a writer that waits to grow the database.
-	out := make([]ClusterView, 0, len(picked))
-	for _, c := range picked {
+	out := make([]ClusterView, 0, to-from)
+	for _, c := range picked[from:to] {
 		v, err := s.view(ctx, c, 3)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, v)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if a, b := out[i].Size, out[j].Size; a != b {
-			return a > b
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
+	return out, total, nil
 }
 
 // Generalizable lists the clusters whose statistics support a rule.

@@ -386,7 +386,7 @@ func TestStateAndIndexAgreeAfterARestartAndALostIndex(t *testing.T) {
 	e := newEnv(t, dir, feed, Options{})
 	e.drain(t)
 	count, _ := e.index.Count(context.Background())
-	clusters, _ := e.svc.Clusters(context.Background(), "", 1)
+	clusters, _, _ := e.svc.Clusters(context.Background(), ClusterQuery{MinSize: 1})
 	e.close()
 
 	e = newEnv(t, dir, feed, Options{})
@@ -400,7 +400,7 @@ func TestStateAndIndexAgreeAfterARestartAndALostIndex(t *testing.T) {
 	if n, _ := e.index.Count(context.Background()); n != count {
 		t.Fatalf("after losing the index it holds %d, want %d", n, count)
 	}
-	again, _ := e.svc.Clusters(context.Background(), "", 1)
+	again, _, _ := e.svc.Clusters(context.Background(), ClusterQuery{MinSize: 1})
 	if len(again) != len(clusters) {
 		t.Fatalf("%d clusters after re-index, %d before", len(again), len(clusters))
 	}
@@ -600,7 +600,7 @@ func TestClusterReadsDoNotDeadlockWithGrowingWrites(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := e.svc.Clusters(context.Background(), "", 1); err != nil {
+				if _, _, err := e.svc.Clusters(context.Background(), ClusterQuery{MinSize: 1}); err != nil {
 					t.Error(err)
 					return
 				}

@@ -142,15 +142,15 @@ func (s *EvaluatorService) ListClusters(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	all, err := s.Evaluator.Clusters(ctx, req.Msg.GetAgent(), minSize)
+	page, total, err := s.Evaluator.Clusters(ctx, evaluator.ClusterQuery{Agent: req.Msg.GetAgent(), MinSize: minSize, Offset: offset, Limit: n})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
 	resp := &preceptv1.ListClustersResponse{}
 	var ids []string
-	for i := offset; i < len(all) && len(resp.Clusters) < n; i++ {
-		resp.Clusters = append(resp.Clusters, ClusterToProto(all[i], false))
-		ids = append(ids, all[i].ID)
+	for _, c := range page {
+		resp.Clusters = append(resp.Clusters, ClusterToProto(c, false))
+		ids = append(ids, c.ID)
 	}
 	if s.Proposals != nil && len(ids) > 0 {
 		proposals := s.Proposals.ProposalsForClusters(ctx, ids)
@@ -158,7 +158,7 @@ func (s *EvaluatorService) ListClusters(ctx context.Context, req *connect.Reques
 			c.ProposalId = proposals[c.GetId()]
 		}
 	}
-	if end := offset + len(resp.Clusters); end < len(all) {
+	if end := offset + len(resp.Clusters); end < total {
 		resp.NextPageToken = strconv.Itoa(end)
 	}
 	return connect.NewResponse(resp), nil

@@ -435,7 +435,7 @@ func consoleRoutes(b *testing.B, a *App, cookie *http.Cookie, s consoleSeeded) [
 		}
 		proposal = list[0].ID
 	}
-	clusters, err := a.Evaluator.Clusters(ctx, "", 0)
+	clusters, _, err := a.Evaluator.Clusters(ctx, evaluator.ClusterQuery{})
 	if err != nil || len(clusters) == 0 {
 		b.Fatalf("no clusters: %v", err)
 	}
@@ -448,7 +448,6 @@ func consoleRoutes(b *testing.B, a *App, cookie *http.Cookie, s consoleSeeded) [
 	diffQ := url.Values{"agent": {s.promptAgent}, "stage": {"implement"}, "from": {s.fromVer}, "to": {s.toVer}}
 	routes := []consoleRoute{
 		{"queue", "/ui/queue", fmt.Sprintf("first 20 of %d pending", s.pendingProposals)},
-		{"queue page 2", "/ui/queue?page=2", "proposals 21–40"},
 		{"proposal", "/ui/proposals/" + esc(proposal), "one proposal, its cluster and impact"},
 		{"decision", "/ui/decisions/" + esc(s.decisionID), "one decision"},
 		{"rules active", "/ui/rules?status=active", fmt.Sprintf("25 of %d", consoleRules+1)},
