@@ -497,6 +497,18 @@ func TestReplicasAskOnceAndApplyTheSameRepliesInOrder(t *testing.T) {
 	b.add(fb)
 	a.drain()
 	b.drain()
+	// Either replica may win the claim and ask; call the one that asked
+	// a, the one that learns the thread from git b.
+	eventually(t, "the clarification question", func() bool {
+		if a.review("v").Thread != "" {
+			return true
+		}
+		if b.review("v").Thread != "" {
+			a, b = b, a
+			return true
+		}
+		return false
+	})
 	ch, root := a.asked("v")
 	time.Sleep(100 * time.Millisecond)
 	if n := len(a.ws.TopLevel(testChannel)); n != 1 {
