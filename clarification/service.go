@@ -29,7 +29,7 @@ type Store interface {
 type Reviews interface {
 	// CatchUp applies everything the feedback store's index holds.
 	CatchUp(ctx context.Context) error
-	NeedsReview(ctx context.Context, agent string) ([]evaluator.NeedsReview, error)
+	NeedsReview(ctx context.Context, q evaluator.ReviewQuery) ([]evaluator.NeedsReview, int, error)
 	Review(ctx context.Context, id string) (evaluator.NeedsReview, error)
 	Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error)
 }
@@ -86,7 +86,8 @@ func (s *Service) syncOrWarn(ctx context.Context) {
 // first.
 func (s *Service) Pending(ctx context.Context) ([]evaluator.NeedsReview, error) {
 	s.syncOrWarn(ctx)
-	return s.reviews.NeedsReview(ctx, "")
+	items, _, err := s.reviews.NeedsReview(ctx, evaluator.ReviewQuery{})
+	return items, err
 }
 
 // Situation returns where the clarification of a decision stands. It

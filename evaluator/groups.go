@@ -35,6 +35,11 @@ type centroid struct {
 	category string
 	size     int
 	sum      []float32
+	// listed is the cluster as listings show it, with its statistics:
+	// its counts per reviewer and per epic and its vector sum are left
+	// out, so memory holds what a listing needs and the listing reads
+	// no record (a large cluster's record holds thousands of epics).
+	listed ClusterView
 }
 
 func newGroups() *groups {
@@ -78,7 +83,51 @@ func (g *groups) put(cl *Cluster) {
 	if !ok || old.group != key {
 		g.byGroup[key] = append(g.byGroup[key], cl.ID)
 	}
-	g.byID[cl.ID] = centroid{group: key, category: cl.Category, size: cl.Size, sum: slices.Clone(cl.Sum)}
+	g.byID[cl.ID] = centroid{group: key, category: cl.Category, size: cl.Size, sum: slices.Clone(cl.Sum), listed: listedView(cl)}
+}
+
+// listedView is a cluster as listings show it (centroid.listed).
+func listedView(cl *Cluster) ClusterView {
+	v := ClusterView{Cluster: *cl, Stats: cl.Stats(), Tags: cl.Tags()}
+	v.Reviewers, v.Epics, v.Sum = nil, nil, nil
+	v.Agents, v.TagCounts, v.Producers = maps.Clone(cl.Agents), maps.Clone(cl.TagCounts), maps.Clone(cl.Producers)
+	return v
+}
+
+// list returns the page of committed clusters q selects, largest first,
+// then by id, and how many it selects in all, from memory.
+func (g *groups) list(q ClusterQuery) ([]ClusterView, int) {
+	type entry struct {
+		id   string
+		size int
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	picked := make([]entry, 0, len(g.byID))
+	for id, c := range g.byID {
+		if c.size >= q.MinSize && (q.Agent == "" || c.listed.Agents[q.Agent] > 0) {
+			picked = append(picked, entry{id, c.size})
+		}
+	}
+	slices.SortFunc(picked, func(a, b entry) int {
+		if a.size != b.size {
+			return b.size - a.size
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	total := len(picked)
+	from := min(max(q.Offset, 0), total)
+	to := total
+	if q.Limit > 0 {
+		to = min(from+q.Limit, total)
+	}
+	page := make([]ClusterView, 0, to-from)
+	for _, e := range picked[from:to] {
+		v := g.byID[e.id].listed
+		v.Stats.Agents, v.Stats.Producers, v.Tags = slices.Clone(v.Stats.Agents), slices.Clone(v.Stats.Producers), slices.Clone(v.Tags)
+		page = append(page, v)
+	}
+	return page, total
 }
 
 // remove forgets a cluster (merged away or emptied).

@@ -105,7 +105,7 @@ func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
 	if !ok {
 		return ClusterView{}, precept.Errorf(precept.NotFound, "cluster %q not found", id)
 	}
-	v, err := s.view(ctx, c, 5)
+	v, err := s.view(ctx, viewOf(c), 5)
 	if err != nil {
 		return ClusterView{}, err
 	}
@@ -125,43 +125,21 @@ type ClusterQuery struct {
 }
 
 // Clusters lists clusters largest first (then by id) and how many match
-// in all. Only the page asked for is read in full: a listing costs its
-// page, not the number of clusters.
+// in all, from the clusters held in memory (groups): a listing reads no
+// cluster record, so it costs its page, not the number or the size of
+// the clusters. Listed clusters carry their statistics but not their
+// counts per reviewer and per epic, nor their vector sum; Cluster
+// returns one in full.
 func (s *Service) Clusters(ctx context.Context, q ClusterQuery) ([]ClusterView, int, error) {
-	var picked []Cluster
-	err := eachJSON(s.state, bClusters, func(c Cluster) error {
-		if c.Size >= q.MinSize && (q.Agent == "" || c.Agents[q.Agent] > 0) {
-			picked = append(picked, c)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("list clusters: %w", err)
-	}
-	sort.Slice(picked, func(i, j int) bool {
-		if a, b := picked[i].Size, picked[j].Size; a != b {
-			return a > b
-		}
-		return picked[i].ID < picked[j].ID
-	})
-	total := len(picked)
-	from := min(max(q.Offset, 0), total)
-	to := total
-	if q.Limit > 0 {
-		to = min(from+q.Limit, total)
-	}
-	// Views read members in transactions of their own, after the listing's
-	// has ended: a read transaction opened inside another can deadlock
-	// with a writer that waits to grow the database.
-	out := make([]ClusterView, 0, to-from)
-	for _, c := range picked[from:to] {
-		v, err := s.view(ctx, c, 3)
+	page, total := s.groups.list(q)
+	for i := range page {
+		v, err := s.view(ctx, page[i], 3)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, fmt.Errorf("list clusters: %w", err)
 		}
-		out = append(out, v)
+		page[i] = v
 	}
-	return out, total, nil
+	return page, total, nil
 }
 
 // Generalizable lists the clusters whose statistics support a rule.
@@ -178,7 +156,7 @@ func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
 	}
 	out := make([]ClusterView, 0, len(picked))
 	for _, c := range picked {
-		v, err := s.view(ctx, c, 5)
+		v, err := s.view(ctx, viewOf(c), 5)
 		if err != nil {
 			return nil, err
 		}
@@ -188,11 +166,14 @@ func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
 	return out, nil
 }
 
-// view adds statistics and the n most central comments to a cluster.
+// viewOf is a cluster with its statistics.
+func viewOf(c Cluster) ClusterView { return ClusterView{Cluster: c, Stats: c.Stats(), Tags: c.Tags()} }
+
+// view adds the n most central comments to a cluster's view.
 // Centrality is a member's mean similarity to the others among the most
 // recent centralitySample members, from their vectors in the index.
-func (s *Service) view(ctx context.Context, c Cluster, n int) (ClusterView, error) {
-	v := ClusterView{Cluster: c, Stats: c.Stats(), Tags: c.Tags()}
+func (s *Service) view(ctx context.Context, v ClusterView, n int) (ClusterView, error) {
+	c := v.Cluster
 	if reps, conf, ok := s.views.get(c); ok {
 		v.Representatives, v.Confidence = reps[:min(n, len(reps))], conf
 		return v, nil

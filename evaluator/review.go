@@ -3,7 +3,6 @@ package evaluator
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -72,23 +71,33 @@ func newNeedsReview(d precept.Decision, r *RubricResult, now time.Time) NeedsRev
 	}
 }
 
-// NeedsReview lists ambiguous decisions waiting for a human, for agent
-// (every agent when empty), oldest first.
-func (s *Service) NeedsReview(ctx context.Context, agent string) ([]NeedsReview, error) {
-	var out []NeedsReview
-	err := eachJSON(s.state, bReview, func(r NeedsReview) error {
-		if (agent == "" || r.Agent == agent) && r.Status != Resolved {
-			out = append(out, r)
-		}
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.Before(out[j].UpdatedAt)
-		}
-		return out[i].DecisionID < out[j].DecisionID
-	})
-	return out, err
+// ReviewQuery selects needs-review records for NeedsReview.
+type ReviewQuery struct {
+	// Agent keeps one agent's records; empty keeps every agent's.
+	Agent string
+	// Offset and Limit pick a page of the ordered list; Limit 0 means
+	// to the end.
+	Offset, Limit int
+}
+
+// NeedsReview lists the ambiguous decisions waiting for a human that q
+// selects, oldest update first (then by decision id), and how many wait
+// in all. The order and the count come from an index in memory; only
+// the page is read from the state, so a listing costs its page, not the
+// number of records.
+func (s *Service) NeedsReview(ctx context.Context, q ReviewQuery) ([]NeedsReview, int, error) {
+	ids := s.state.open.pick(q.Agent)
+	total := len(ids)
+	from := min(max(q.Offset, 0), total)
+	to := total
+	if q.Limit > 0 {
+		to = min(from+q.Limit, total)
+	}
+	page, err := s.state.reviews(ids[from:to])
+	if err != nil {
+		return nil, 0, fmt.Errorf("list needs review: %w", err)
+	}
+	return page, total, nil
 }
 
 // Review returns one needs-review record.

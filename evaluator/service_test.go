@@ -519,7 +519,7 @@ func TestFindSimilarAndAmbiguousClarification(t *testing.T) {
 		t.Fatalf("agent filter ignored: %+v", hits)
 	}
 
-	review, _ := e.svc.NeedsReview(ctx, "")
+	review, _, _ := e.svc.NeedsReview(ctx, ReviewQuery{})
 	if len(review) != 1 || review[0].DecisionID != "v" || review[0].Status != PendingClarification || len(review[0].Missing) == 0 {
 		t.Fatalf("needs review = %+v", review)
 	}
@@ -550,7 +550,7 @@ func TestFindSimilarAndAmbiguousClarification(t *testing.T) {
 	if ev.ClusterID != clusterID("a") {
 		t.Fatalf("clarified feedback joined %s, want the timeout cluster %s", ev.ClusterID, clusterID("a"))
 	}
-	if review, _ := e.svc.NeedsReview(ctx, ""); len(review) != 0 {
+	if review, _, _ := e.svc.NeedsReview(ctx, ReviewQuery{}); len(review) != 0 {
 		t.Fatalf("resolved item still listed: %+v", review)
 	}
 }

@@ -47,6 +47,8 @@ var (
 // state is the evaluator's durable derived state, local to a replica.
 type state struct {
 	db *bolt.DB
+	// open indexes the needs-review records not resolved.
+	open openReviews
 	// evaluated is Options.OnEvaluated.
 	evaluated func([]Evaluation)
 }
@@ -85,7 +87,12 @@ func openState(path string) (*state, error) {
 		db.Close()
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
-	return &state{db: db}, nil
+	st := &state{db: db}
+	if err := st.open.load(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
+	}
+	return st, nil
 }
 
 func (s *state) close() error { return s.db.Close() }
@@ -180,6 +187,7 @@ func (s *state) apply(c commit) error {
 	if err := s.write(c); err != nil {
 		return err
 	}
+	s.open.written(c.reviews)
 	if s.evaluated != nil && len(c.evaluations) > 0 {
 		s.evaluated(c.evaluations)
 	}

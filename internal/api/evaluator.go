@@ -158,7 +158,7 @@ func (s *EvaluatorService) ListClusters(ctx context.Context, req *connect.Reques
 			c.ProposalId = proposals[c.GetId()]
 		}
 	}
-	if end := offset + len(resp.Clusters); end < total {
+	if end := offset + n; end < total {
 		resp.NextPageToken = strconv.Itoa(end)
 	}
 	return connect.NewResponse(resp), nil
@@ -201,20 +201,19 @@ func (s *EvaluatorService) ListNeedsReview(ctx context.Context, req *connect.Req
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	items, err := s.Evaluator.NeedsReview(ctx, req.Msg.GetAgent())
+	items, total, err := s.Evaluator.NeedsReview(ctx, evaluator.ReviewQuery{Agent: req.Msg.GetAgent(), Offset: offset, Limit: n})
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}
-	resp := &preceptv1.ListNeedsReviewResponse{}
-	for i := offset; i < len(items) && len(resp.Items) < n; i++ {
-		r := items[i]
+	resp := &preceptv1.ListNeedsReviewResponse{Total: int32(total)}
+	for _, r := range items {
 		resp.Items = append(resp.Items, &preceptv1.NeedsReview{
 			DecisionId: r.DecisionID, Agent: r.Agent, ReviewerId: r.ReviewerID, ReviewerComment: r.Comment,
 			MissingAttributes: r.Missing, Status: r.Status, Attempts: int32(r.Attempts), UpdatedAt: timestamppb.New(r.UpdatedAt),
 			Replies: r.Replies,
 		})
 	}
-	if end := offset + len(resp.Items); end < len(items) {
+	if end := offset + n; end < total {
 		resp.NextPageToken = strconv.Itoa(end)
 	}
 	return connect.NewResponse(resp), nil

@@ -26,6 +26,8 @@ type reviewRow struct {
 // reviewData is the needs-review page.
 type reviewData struct {
 	Agent string
+	// Total is how many wait for the agent filter, on every page.
+	Total int32
 	Rows  []reviewRow
 	Pager pager
 }
@@ -42,7 +44,7 @@ func (c *Console) needsReviewPage(w http.ResponseWriter, r *http.Request, q *req
 	if err != nil {
 		return err
 	}
-	d := reviewData{Agent: agent}
+	d := reviewData{Agent: agent, Total: resp.Msg.GetTotal()}
 	for _, it := range resp.Msg.GetItems() {
 		d.Rows = append(d.Rows, reviewRow{DecisionID: it.GetDecisionId(), Agent: it.GetAgent(), Reviewer: it.GetReviewerId(),
 			Comment: it.GetReviewerComment(), Missing: it.GetMissingAttributes(), Status: it.GetStatus(),

@@ -44,7 +44,7 @@ func TestNeedsReviewListsAmbiguousDecisionsPageByPage(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("needs review: %d\n%s", status, body)
 	}
-	mustContain(t, body, "vague-1", "vague-2", "vic", "<blockquote>fix this</blockquote>", "wrong &lt;b&gt;again&lt;/b&gt;",
+	mustContain(t, body, "<strong>2</strong> waiting.", "vague-1", "vague-2", "vic", "<blockquote>fix this</blockquote>", "wrong &lt;b&gt;again&lt;/b&gt;",
 		`data-label="Missing">`, `data-live="clusters"`)
 	if strings.Contains(body, "<b>again") {
 		t.Error("a reviewer's comment reached the page unescaped")
@@ -68,7 +68,7 @@ func TestNeedsReviewListsAmbiguousDecisionsPageByPage(t *testing.T) {
 			t.Errorf("%s is on both pages or on neither", id)
 		}
 	}
-	mustContain(t, second, `href="/ui/review?agent=coding-agent&amp;size=1">First page</a>`)
+	mustContain(t, second, `href="/ui/review?agent=coding-agent&amp;size=1">First page</a>`, "<strong>2</strong> waiting for coding-agent.")
 	if nextLink.MatchString(second) {
 		t.Error("the last page links to a next one")
 	}

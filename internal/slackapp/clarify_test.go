@@ -241,7 +241,7 @@ func TestReviewerRepliesReEvaluateTheDecisionUntilItIsClear(t *testing.T) {
 
 	// A clear reply resolves it.
 	r.reply(ch, root, uVic, "The retry loop has no timeout and hangs forever; set a timeout on the HTTP client in client.go.")
-	if items, _ := r.ev.NeedsReview(context.Background(), ""); len(items) != 0 {
+	if items, _, _ := r.ev.NeedsReview(context.Background(), evaluator.ReviewQuery{}); len(items) != 0 {
 		t.Fatalf("still waiting for review: %+v", items)
 	}
 	ev, _, err := r.ev.Evaluation(context.Background(), "v")
@@ -361,7 +361,7 @@ func TestSchedulerRecoversRepliesWhoseEventsWereLost(t *testing.T) {
 	r.ws.Reply(ch, root, uVic, "The CSV export in export.go swallows the write error from the csv writer; return it so callers know the file is incomplete.")
 	r.clock.Advance(31 * time.Minute)
 	r.svc.clarify.scanAll(ctx)
-	if items, _ := r.ev.NeedsReview(ctx, ""); len(items) != 0 {
+	if items, _, _ := r.ev.NeedsReview(ctx, evaluator.ReviewQuery{}); len(items) != 0 {
 		t.Fatalf("the missed reply was not applied: %+v", items)
 	}
 	if bots := r.bots(ch, root); len(bots) != 1 || !strings.Contains(bots[0].Text, "that is clear now") {
@@ -530,7 +530,7 @@ func TestReplicasAskOnceAndApplyTheSameRepliesInOrder(t *testing.T) {
 	b.reply(ch, root, uVic, "The retry loop has no timeout and hangs forever; set a timeout on the HTTP client in client.go.")
 	a.svc.clarify.scanAll(context.Background())
 	for name, rep := range map[string]*replica{"a": a, "b": b} {
-		if items, _ := rep.ev.NeedsReview(context.Background(), ""); len(items) != 0 {
+		if items, _, _ := rep.ev.NeedsReview(context.Background(), evaluator.ReviewQuery{}); len(items) != 0 {
 			t.Errorf("replica %s still waits: %+v", name, items)
 		}
 	}
@@ -586,7 +586,7 @@ func TestAQuestionWhoseRecordFailedIsRecordedLaterInItsThread(t *testing.T) {
 	if got := r.ws.TopLevel(testChannel); len(got) != 1 {
 		t.Fatalf("%d questions posted, want the first one only", len(got))
 	}
-	if items, _ := r.ev.NeedsReview(ctx, ""); len(items) != 0 {
+	if items, _, _ := r.ev.NeedsReview(ctx, evaluator.ReviewQuery{}); len(items) != 0 {
 		t.Fatalf("the reply in the first thread was lost: %+v", items)
 	}
 }

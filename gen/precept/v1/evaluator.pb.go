@@ -2154,6 +2154,8 @@ type ListNeedsReviewResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Items         []*NeedsReview         `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// total is how many records the request's agent filter selects.
+	Total         int32 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2200,6 +2202,13 @@ func (x *ListNeedsReviewResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListNeedsReviewResponse) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
 }
 
 var File_precept_v1_evaluator_proto protoreflect.FileDescriptor
@@ -2382,10 +2391,11 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"p\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x86\x01\n" +
 	"\x17ListNeedsReviewResponse\x12-\n" +
 	"\x05items\x18\x01 \x03(\v2\x17.precept.v1.NeedsReviewR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\xd6\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x05R\x05total*\xd6\x01\n" +
 	"\x0eClassification\x12\x1e\n" +
 	"\x1aCLASSIFICATION_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CLASSIFICATION_POSITIVE\x10\x01\x12\x1c\n" +
