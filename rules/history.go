@@ -215,6 +215,27 @@ func (s *store) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error)
 // ruleBefore reads a rule as it was in the first parent of commit c, with
 // the agents whose directories held it.
 func (s *store) ruleBefore(c gitrepo.Hash, id string) (Rule, error) {
+	key := c.String() + "/" + id
+	s.mu.Lock()
+	r, ok := s.before[key]
+	s.mu.Unlock()
+	if ok {
+		return r.clone(), nil
+	}
+	r, err := s.readRuleBefore(c, id)
+	if err != nil {
+		return Rule{}, err
+	}
+	s.mu.Lock()
+	if len(s.before) >= maxParsed {
+		clear(s.before)
+	}
+	s.before[key] = r.clone()
+	s.mu.Unlock()
+	return r, nil
+}
+
+func (s *store) readRuleBefore(c gitrepo.Hash, id string) (Rule, error) {
 	ci, err := s.commitInfo(c)
 	if err != nil {
 		return Rule{}, err

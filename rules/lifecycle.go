@@ -426,9 +426,20 @@ func (r Rule) sameEffect(next Rule) bool {
 		a.BaseConfidence == b.BaseConfidence && a.FirstActivatedAt.Equal(b.FirstActivatedAt)
 }
 
-// RetiredRules lists the rules that left main — rolled back, sunset, or
-// superseded — of an agent (every agent's when agent is empty), by id.
+// RetiredRules lists the ids of the rules that left main (Retired).
 func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, error) {
+	list, err := l.Retired(ctx, agent)
+	ids := make([]string, len(list))
+	for i, r := range list {
+		ids[i] = r.ID
+	}
+	return ids, err
+}
+
+// Retired lists the rules that left main — rolled back, sunset, or
+// superseded — of an agent (every agent's when agent is empty), by id,
+// each as it was when it left, from one reading of the repository.
+func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]Rule, error) {
 	m := l.m
 	st, err := m.store.State(ctx)
 	if err != nil {
@@ -455,15 +466,18 @@ func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, e
 			}
 		}
 	}
-	var out []string
+	var out []Rule
 	for _, id := range slices.Sorted(maps.Keys(seen)) {
-		if agent != "" {
-			r, _, err := m.Rule(ctx, id)
-			if err != nil || !slices.Contains(r.Agents, agent) {
-				continue
-			}
+		r, _, err := m.ruleAt(st, idx, id)
+		if precept.ErrorCode(err) == precept.NotFound {
+			continue
 		}
-		out = append(out, id)
+		if err != nil {
+			return nil, err
+		}
+		if agent == "" || slices.Contains(r.Agents, agent) {
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,18 @@ func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 	retired, err := lc.RetiredRules(ctx, "coding-agent")
 	if err != nil || len(retired) != 1 || retired[0] != ruleID {
 		t.Fatalf("retired = %v, %v", retired, err)
+	}
+	if other, err := lc.RetiredRules(ctx, "docs-agent"); err != nil || len(other) != 0 {
+		t.Fatalf("another agent's retired rules = %v, %v", other, err)
+	}
+	// As they were when they left, from one reading of the repository,
+	// twice (the second from the cache of what a commit's parent held).
+	for range 2 {
+		all, err := lc.Retired(ctx, "")
+		if err != nil || len(all) != 1 || all[0].ID != ruleID || all[0].Status != Sunset || !slices.Contains(all[0].Agents, "coding-agent") {
+			t.Fatalf("retired rules = %+v, %v", all, err)
+		}
+		all[0].Agents[0] = "changed by a caller"
 	}
 	f.fsck()
 }

@@ -225,6 +225,11 @@ func (m *Manager) Rule(ctx context.Context, id string) (Rule, []HistoryEntry, er
 	if err != nil {
 		return Rule{}, nil, err
 	}
+	return m.ruleAt(st, idx, id)
+}
+
+// ruleAt is Rule as of one reading of the repository.
+func (m *Manager) ruleAt(st *state, idx *historyIndex, id string) (Rule, []HistoryEntry, error) {
 	hist := historyOf(idx, id)
 	if r, ok := st.rules[id]; ok {
 		out := r.clone()

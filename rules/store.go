@@ -35,8 +35,11 @@ type store struct {
 	// creates says, per commit, whether it added the rule its Rule-Id
 	// trailer names.
 	creates map[gitrepo.Hash]bool
-	reach   *reachSet
-	hist    *historyIndex
+	// before caches ruleBefore by commit and rule id: what a commit's
+	// parent held never changes.
+	before map[string]Rule
+	reach  *reachSet
+	hist   *historyIndex
 }
 
 // Bounds on the caches; a full cache is emptied and refilled.
@@ -52,6 +55,7 @@ func newStore(repo *gitrepo.Repo, main string, log *slog.Logger) *store {
 		rules:     map[gitrepo.Hash]*Rule{},
 		commits:   map[gitrepo.Hash]gitrepo.CommitInfo{},
 		creates:   map[gitrepo.Hash]bool{},
+		before:    map[string]Rule{},
 	}
 }
 

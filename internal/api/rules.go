@@ -46,9 +46,9 @@ type RuleService struct {
 	Posts SlackPosts
 	// Impact gives each proposal's impact preview; nil leaves it out.
 	Impact ImpactPreviews
-	// Retired lists the ids of the rules that left main, for
-	// ListActiveRules' include_retired; nil lists none.
-	Retired func(ctx context.Context, agent string) ([]string, error)
+	// Retired lists the rules that left main, as they were when they
+	// left, for ListActiveRules' include_retired; nil lists none.
+	Retired func(ctx context.Context, agent string) ([]rules.Rule, error)
 	Log     *slog.Logger
 }
 
@@ -233,15 +233,11 @@ func (s *RuleService) ListActiveRules(ctx context.Context, req *connect.Request[
 		resp.Rules = append(resp.Rules, ruleToProto(r, nil))
 	}
 	if req.Msg.GetIncludeRetired() && s.Retired != nil {
-		ids, err := s.Retired(ctx, req.Msg.GetAgent())
+		retired, err := s.Retired(ctx, req.Msg.GetAgent())
 		if err != nil {
 			return nil, s.fail(ctx, proc, err)
 		}
-		for _, id := range ids {
-			r, _, err := s.Rules.Rule(ctx, id)
-			if err != nil {
-				return nil, s.fail(ctx, proc, err)
-			}
+		for _, r := range retired {
 			resp.Rules = append(resp.Rules, ruleToProto(r, nil))
 		}
 	}
