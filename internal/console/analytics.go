@@ -135,6 +135,10 @@ type analyticsInput struct {
 	filters analyticsFilters
 	all     *preceptv1.GetAnalyticsResponse
 	split   *preceptv1.GetAnalyticsResponse
+	// key is the digest of the filters and the responses, under which
+	// the charts are kept drawn in cache.
+	key   string
+	cache *drawCache
 }
 
 // analyticsChart is one chart of the page; split says it draws one line
@@ -234,6 +238,11 @@ func (c *Console) analytics(r *http.Request, q *request, withSplit bool) (*analy
 		}
 		in.split = resp.Msg
 	}
+	in.key, err = dataDigest(filters.query(), in.all, in.split)
+	if err != nil {
+		return nil, err
+	}
+	in.cache = &c.draws
 	return in, nil
 }
 
@@ -326,7 +335,8 @@ func (in *analyticsInput) perSeries(id, title, yLabel, desc string, yMax float64
 
 // figure is newFigure with the export URL of the page's filters.
 func (in *analyticsInput) figure(id, title, desc string, p *plot.Plot, header []string, rows [][]string) (figure, error) {
-	f, err := newFigure(id, title, desc, p, header, rows)
+	f := figure{ID: id, Title: title, Desc: desc, Header: header, Rows: rows, plot: p, key: in.key, cache: in.cache}
+	f, err := f.drawn()
 	if err != nil {
 		return figure{}, err
 	}

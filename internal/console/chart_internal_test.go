@@ -173,7 +173,7 @@ func TestServeFigureAnswersEachFormatAsAFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b := img.Bounds(); b.Dx() != chartWidth*pngScale || b.Dy() != chartHeight*pngScale {
+			if b := img.Bounds(); b.Dx() != chartWidth*pngDPI/72 || b.Dy() != chartHeight*pngDPI/72 {
 				t.Errorf("PNG is %v", b)
 			}
 		}
@@ -272,5 +272,25 @@ func BenchmarkChartSVG(b *testing.B) {
 		if _, err := f.svg(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkChartPNG draws each analytics chart over 90 days as a PNG,
+// without the cache: what a PNG export costs the first time its data
+// is asked for.
+func BenchmarkChartPNG(b *testing.B) {
+	in := &analyticsInput{filters: analyticsFilters{From: "2026-09-01", To: "2026-11-29", By: "day"}, all: syntheticAnalytics(90)}
+	for _, ch := range analyticsCharts {
+		f, err := ch.build(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(ch.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := f.png(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

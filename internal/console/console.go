@@ -87,7 +87,9 @@ type Console struct {
 	// localKey derives the local admin's CSRF tokens on a server
 	// without tokens.
 	localKey []byte
-	mux      *http.ServeMux
+	// draws keeps the analytics charts drawn.
+	draws drawCache
+	mux   *http.ServeMux
 }
 
 // New returns a console; mount it at Prefix.

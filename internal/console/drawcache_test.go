@@ -1,0 +1,102 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+)
+
+// drawAll builds every analytics chart from in and returns each one's
+// inline SVG and PNG.
+func drawAll(t *testing.T, in *analyticsInput) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, ch := range analyticsCharts {
+		f, err := ch.build(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		png, err := f.png()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[ch.name+".svg"], out[ch.name+".png"] = []byte(f.SVG), png
+	}
+	return out
+}
+
+func cachedInput(t *testing.T, cache *drawCache, filters analyticsFilters, all, split *preceptv1.GetAnalyticsResponse) *analyticsInput {
+	t.Helper()
+	in := &analyticsInput{filters: filters, all: all, split: split, cache: cache}
+	var err error
+	if in.key, err = dataDigest(filters.query(), all, split); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// Charts are kept drawn under a digest of their data: the same data
+// draws from cache exactly what a fresh drawing gives, and any change
+// to the data, the filters or the split draws anew.
+func TestAnalyticsChartsAreKeptDrawnUnderADigestOfTheirData(t *testing.T) {
+	var cache drawCache
+	filters := analyticsFilters{From: "2026-09-01", To: "2026-10-01", By: "day"}
+	all := syntheticAnalytics(30)
+	fresh := drawAll(t, &analyticsInput{filters: filters, all: all})
+	first := drawAll(t, cachedInput(t, &cache, filters, all, nil))
+	kept := len(cache.m)
+	if kept != 2*len(analyticsCharts) {
+		t.Fatalf("%d drawings kept, want %d", kept, 2*len(analyticsCharts))
+	}
+	again := drawAll(t, cachedInput(t, &cache, filters, proto.Clone(all).(*preceptv1.GetAnalyticsResponse), nil))
+	if len(cache.m) != kept {
+		t.Fatalf("equal data drew anew: %d drawings kept, want %d", len(cache.m), kept)
+	}
+	for name, want := range fresh {
+		if !bytes.Equal(first[name], want) || !bytes.Equal(again[name], want) {
+			t.Errorf("%s from cache differs from a fresh drawing", name)
+		}
+	}
+
+	// One more approval on one day changes the acceptance chart.
+	changed := proto.Clone(all).(*preceptv1.GetAnalyticsResponse)
+	changed.Series[0].Buckets[3].Figures.FirstPassAccepted++
+	changed.Series[0].Buckets[3].Figures.FirstPassAcceptance += 0.25
+	got := drawAll(t, cachedInput(t, &cache, filters, changed, nil))
+	if bytes.Equal(got["acceptance.svg"], first["acceptance.svg"]) || bytes.Equal(got["acceptance.png"], first["acceptance.png"]) {
+		t.Error("the acceptance chart was served from cache after its data changed")
+	}
+	for _, tc := range []struct {
+		name    string
+		filters analyticsFilters
+		split   *preceptv1.GetAnalyticsResponse
+	}{
+		{"other filters", analyticsFilters{From: "2026-09-01", To: "2026-10-01", By: "day", Agent: "agent-1"}, nil},
+		{"a split", analyticsFilters{From: "2026-09-01", To: "2026-10-01", By: "day", Split: "agent"}, syntheticAnalytics(30, "agent-1", "agent-2")},
+	} {
+		before := len(cache.m)
+		drawAll(t, cachedInput(t, &cache, tc.filters, all, tc.split))
+		if len(cache.m) != before+2*len(analyticsCharts) {
+			t.Errorf("%s: %d new drawings, want %d", tc.name, len(cache.m)-before, 2*len(analyticsCharts))
+		}
+	}
+}
+
+func TestDrawCacheStaysWithinItsBound(t *testing.T) {
+	var cache drawCache
+	chunk := make([]byte, maxDrawCache/8)
+	for i := range 50 {
+		cache.put(fmt.Sprint(i), chunk)
+		if cache.size > maxDrawCache {
+			t.Fatalf("after %d puts the cache holds %d bytes", i+1, cache.size)
+		}
+	}
+	cache.put("huge", make([]byte, maxDrawCache/2))
+	if _, ok := cache.get("huge"); ok {
+		t.Error("a drawing larger than a quarter of the cache was kept")
+	}
+}
