@@ -404,16 +404,30 @@ func TestAnonymizedExportsHoldNoReviewerIDAndNoFreeText(t *testing.T) {
 	// The same reviewer has the same pseudonym throughout; different
 	// reviewers have different ones.
 	lines := jsonLines(t, outputs["stdout"])
+	// Exported decisions are told apart by their timestamps, which the
+	// export keeps: the order they were ingested in is not guaranteed.
+	event := func(d map[string]any) exportEvent {
+		t.Helper()
+		ts := d["decision"].(map[string]any)["timestamp"]
+		for _, ev := range evs {
+			if ev.Timestamp == ts {
+				return ev
+			}
+		}
+		t.Fatalf("no event has the timestamp %v", ts)
+		return exportEvent{}
+	}
 	pseudonyms := map[string]string{}
-	for i, d := range ofKind(lines, "decision") {
+	for _, d := range ofKind(lines, "decision") {
+		ev := event(d)
 		p := d["decision"].(map[string]any)["reviewer_id"].(string)
 		if !strings.HasPrefix(p, "anon-") {
 			t.Fatalf("reviewer id %q is not a pseudonym", p)
 		}
-		if prev, ok := pseudonyms[evs[i].ReviewerID]; ok && prev != p {
-			t.Fatalf("%s has two pseudonyms", evs[i].ReviewerID)
+		if prev, ok := pseudonyms[ev.ReviewerID]; ok && prev != p {
+			t.Fatalf("%s has two pseudonyms", ev.ReviewerID)
 		}
-		pseudonyms[evs[i].ReviewerID] = p
+		pseudonyms[ev.ReviewerID] = p
 	}
 	distinct := map[string]bool{}
 	for _, p := range pseudonyms {
@@ -431,8 +445,9 @@ func TestAnonymizedExportsHoldNoReviewerIDAndNoFreeText(t *testing.T) {
 		if !strings.HasPrefix(id, "anon-") || len(evaluations) <= i || evaluations[i]["decision_id"] != id {
 			t.Fatalf("decision %q does not join its evaluation %v", id, evaluations[min(i, len(evaluations)-1)])
 		}
-		if want := map[bool]any{true: preceptVersion, false: nil}[evs[i].PromptVersion == preceptVersion]; dec["prompt_version"] != want {
-			t.Errorf("%s: prompt version %v exported as %v", evs[i].DecisionID, evs[i].PromptVersion, dec["prompt_version"])
+		ev := event(d)
+		if want := map[bool]any{true: preceptVersion, false: nil}[ev.PromptVersion == preceptVersion]; dec["prompt_version"] != want {
+			t.Errorf("%s: prompt version %v exported as %v", ev.DecisionID, ev.PromptVersion, dec["prompt_version"])
 		}
 	}
 	if strings.Contains(logs.String(), exportSalt) {
