@@ -96,8 +96,16 @@ type ClusterView struct {
 // most recent ones, so a view costs the same for any cluster size.
 const centralitySample = 64
 
-// Cluster returns one cluster with its representatives.
+// Cluster returns one cluster with its representatives and all its
+// members.
 func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
+	return s.ClusterPage(ctx, id, 0, 0)
+}
+
+// ClusterPage returns one cluster with its representatives and limit of
+// its members (all when limit is 0) from position offset in join order:
+// a page of a large cluster reads only that page.
+func (s *Service) ClusterPage(ctx context.Context, id string, offset, limit int) (ClusterView, error) {
 	c, ok, err := getJSON[Cluster](s.state, bClusters, id)
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("get cluster: %w", err)
@@ -109,7 +117,7 @@ func (s *Service) Cluster(ctx context.Context, id string) (ClusterView, error) {
 	if err != nil {
 		return ClusterView{}, err
 	}
-	v.Members, err = s.state.members(id, 1)
+	v.Members, err = s.state.memberPage(id, max(offset, 0), limit)
 	return v, err
 }
 
@@ -396,11 +404,6 @@ func (s *Service) FindSimilar(ctx context.Context, q SimilarQuery) ([]SimilarHit
 		})
 	}
 	return out, nil
-}
-
-// Category returns a taxonomy category of the current classifier.
-func (s *Service) Category(id string) (lesson.Category, bool) {
-	return s.opts.Lessons.Classifier().Taxonomy().Category(id)
 }
 
 // placement is the part of a stored evaluation that says where its

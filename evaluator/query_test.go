@@ -212,3 +212,50 @@ func TestNeedsReviewListingsMatchTheOpenRecords(t *testing.T) {
 	defer e.close()
 	checkReviewListings(t, e.svc, 11)
 }
+
+// A page of a cluster's members is that stretch of the whole list, in
+// join order, whatever the page's size and position.
+func TestClusterPageReadsAStretchOfTheMembers(t *testing.T) {
+	feed := newFeed()
+	for _, it := range loadFixture(t, "labelled.jsonl") {
+		feed.add(it.Feedback)
+	}
+	e := newEnv(t, t.TempDir(), feed, Options{})
+	defer e.close()
+	e.drain(t)
+	ctx := context.Background()
+	largest, _, err := e.svc.Clusters(ctx, ClusterQuery{Limit: 1})
+	if err != nil || len(largest) != 1 || largest[0].Size < 5 {
+		t.Fatalf("largest cluster = %+v, %v", largest, err)
+	}
+	id := largest[0].ID
+	whole, err := e.svc.Cluster(ctx, id)
+	if err != nil || len(whole.Members) != whole.Size {
+		t.Fatalf("cluster %s: %d members of %d, %v", id, len(whole.Members), whole.Size, err)
+	}
+	ids := func(ms []Member) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = m.DecisionID
+		}
+		return out
+	}
+	all := ids(whole.Members)
+	for _, tc := range []struct{ offset, limit int }{{0, 1}, {0, 2}, {1, 2}, {2, 3}, {whole.Size - 1, 5}, {whole.Size, 5}, {whole.Size + 3, 1}, {3, 0}, {-1, 2}} {
+		page, err := e.svc.ClusterPage(ctx, id, tc.offset, tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := min(max(tc.offset, 0), len(all))
+		to := len(all)
+		if tc.limit > 0 {
+			to = min(from+tc.limit, len(all))
+		}
+		if got, want := ids(page.Members), all[from:to]; !slices.Equal(got, want) {
+			t.Errorf("offset %d, limit %d: %v, want %v", tc.offset, tc.limit, got, want)
+		}
+		if page.Size != whole.Size || page.Stats.Size != whole.Size {
+			t.Errorf("offset %d, limit %d: size %d", tc.offset, tc.limit, page.Size)
+		}
+	}
+}

@@ -372,6 +372,30 @@ func (s *state) members(clusterID string, from int) ([]Member, error) {
 	return out, err
 }
 
+// memberPage reads limit members of a cluster (all when limit is 0)
+// from position offset in join order; the members before offset are
+// skipped by key, unread.
+func (s *state) memberPage(clusterID string, offset, limit int) ([]Member, error) {
+	var out []Member
+	prefix := append([]byte(clusterID), 0)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bMembers).Cursor()
+		k, v := c.Seek(prefix)
+		for i := 0; i < offset && k != nil && bytes.HasPrefix(k, prefix); i++ {
+			k, v = c.Next()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && (limit <= 0 || len(out) < limit); k, v = c.Next() {
+			var m Member
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // eachMembership calls fn for every clustered decision.
 func (s *state) eachMembership(fn func(decisionID, clusterID string) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {

@@ -182,7 +182,14 @@ func (s *EvaluatorService) GetCluster(ctx context.Context, req *connect.Request[
 	if req.Msg.GetId() == "" {
 		return nil, s.fail(ctx, proc, invalid("id", "required"))
 	}
-	c, err := s.Evaluator.Cluster(ctx, req.Msg.GetId())
+	offset, limit := req.Msg.GetMemberOffset(), req.Msg.GetMemberLimit()
+	if offset < 0 {
+		return nil, s.fail(ctx, proc, invalid("member_offset", "must not be negative"))
+	}
+	if limit < 0 {
+		return nil, s.fail(ctx, proc, invalid("member_limit", "must not be negative"))
+	}
+	c, err := s.Evaluator.ClusterPage(ctx, req.Msg.GetId(), int(offset), int(limit))
 	if err != nil {
 		return nil, s.fail(ctx, proc, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )
@@ -47,7 +48,7 @@ func (a *App) openRules() error {
 		Logger:          a.Log.With("component", "rules"),
 	}
 	if a.Evaluator != nil {
-		opts.Evidence = clusterEvidence{a.Evaluator}
+		opts.Evidence = clusterEvidence{a.Evaluator, a.Lessons}
 	}
 	if a.LLM != nil {
 		opts.LLM = a.LLM
@@ -99,7 +100,12 @@ func (a *App) ruleThresholds() rules.Thresholds {
 
 // clusterEvidence offers the evaluator's generalizable clusters to the
 // rule proposer.
-type clusterEvidence struct{ ev *evaluator.Service }
+// clusterEvidence reads the evaluator's clusters as rule evidence, with
+// their lesson categories from the taxonomy it classifies with.
+type clusterEvidence struct {
+	ev      *evaluator.Service
+	lessons *lesson.Source
+}
 
 var _ rules.EvidenceSource = clusterEvidence{}
 
@@ -134,7 +140,7 @@ func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, e
 		for _, r := range v.Representatives {
 			e.Comments = append(e.Comments, rules.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
 		}
-		if cat, ok := c.ev.Category(v.Category); ok {
+		if cat, ok := c.lessons.Classifier().Taxonomy().Category(v.Category); ok {
 			e.Category, e.CategoryRule, e.Protected = cat.ID, cat.Rule, cat.Protected
 			// What the reviewers asked, the most central first.
 			central := map[string]int{}

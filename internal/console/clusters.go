@@ -2,6 +2,7 @@ package console
 
 import (
 	"cmp"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -268,7 +269,11 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request, q *request
 		}
 		from = n
 	}
-	resp, err := c.rpc.evaluator.GetCluster(q.ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: id}))
+	if from > math.MaxInt32-memberPageSize {
+		return invalidArgument("members must be a position in the member list")
+	}
+	resp, err := c.rpc.evaluator.GetCluster(q.ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: id,
+		MemberOffset: int32(from), MemberLimit: memberPageSize}))
 	if err != nil {
 		return err
 	}
@@ -276,19 +281,19 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request, q *request
 	d := clusterData{clusterRow: rowOf(cl), Producers: cl.GetStats().GetDistinctProducers(), Tags: cl.GetTags(),
 		Representatives: cl.GetRepresentatives(), MemberFrom: from,
 		Categories: lesson.DefaultTaxonomy().Categories}
-	members := cl.GetMemberIds()
-	if from >= len(members) && from > 0 {
-		return notFound("cluster %s has %d members; there is no page from member %d", id, len(members), from+1)
+	members, size := cl.GetMemberIds(), int(cl.GetStats().GetSize())
+	if len(members) == 0 && from > 0 {
+		return notFound("cluster %s has %d members; there is no page from member %d", id, size, from+1)
 	}
 	comments := map[string]string{}
 	self := Prefix + "clusters/" + url.PathEscape(id)
 	for _, rep := range d.Representatives {
 		comments[rep.GetDecisionId()] = rep.GetText()
 	}
-	for _, m := range members[from:min(from+memberPageSize, len(members))] {
+	for _, m := range members {
 		d.Members = append(d.Members, memberRow{ID: m, Comment: comments[m]})
 	}
-	if next := from + memberPageSize; next < len(members) {
+	if next := from + memberPageSize; next < size {
 		d.Pager.Next = listLink(self, "members", strconv.Itoa(next)) + "#h-members"
 	}
 	if from > 0 {

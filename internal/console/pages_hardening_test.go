@@ -18,7 +18,7 @@ func TestOddInputsAreClientErrors(t *testing.T) {
 		"/ui/clusters?size=0", "/ui/clusters?size=101", "/ui/clusters?size=99999999999999999999", "/ui/clusters?page=-5",
 		"/ui/clusters?page=zzz", "/ui/clusters?order=growth&page=0", "/ui/clusters?order=growth&page=99999999999999999999",
 		"/ui/clusters?order=growth&page=-1", "/ui/clusters?order=bogus", "/ui/clusters/nope", "/ui/clusters/%ff",
-		"/ui/clusters/nope?members=-1", "/ui/clusters/nope?members=1e9",
+		"/ui/clusters/nope?members=-1", "/ui/clusters/nope?members=1e9", "/ui/clusters/nope?members=99999999999",
 		"/ui/review?page=zzz", "/ui/review?size=-1", "/ui/review?agent=%ff",
 		"/ui/deadletters?page=zzz", "/ui/deadletters?page=-1", "/ui/deadletters?size=1000",
 		"/ui/analytics?from=2026-13-01", "/ui/analytics?from=0001-01-01&to=9999-12-31", "/ui/analytics?to=9999-12-31",

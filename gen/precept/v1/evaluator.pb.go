@@ -2003,8 +2003,13 @@ func (x *ListClustersResponse) GetNextPageToken() string {
 }
 
 type GetClusterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// member_offset and member_limit pick a page of member_ids, by
+	// position in join order; member_limit 0 returns every member
+	// (stats.size says how many there are).
+	MemberOffset  int32 `protobuf:"varint,2,opt,name=member_offset,json=memberOffset,proto3" json:"member_offset,omitempty"`
+	MemberLimit   int32 `protobuf:"varint,3,opt,name=member_limit,json=memberLimit,proto3" json:"member_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2044,6 +2049,20 @@ func (x *GetClusterRequest) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *GetClusterRequest) GetMemberOffset() int32 {
+	if x != nil {
+		return x.MemberOffset
+	}
+	return 0
+}
+
+func (x *GetClusterRequest) GetMemberLimit() int32 {
+	if x != nil {
+		return x.MemberLimit
+	}
+	return 0
 }
 
 type GetClusterResponse struct {
@@ -2382,9 +2401,11 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"o\n" +
 	"\x14ListClustersResponse\x12/\n" +
 	"\bclusters\x18\x01 \x03(\v2\x13.precept.v1.ClusterR\bclusters\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"#\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"k\n" +
 	"\x11GetClusterRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"C\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rmember_offset\x18\x02 \x01(\x05R\fmemberOffset\x12!\n" +
+	"\fmember_limit\x18\x03 \x01(\x05R\vmemberLimit\"C\n" +
 	"\x12GetClusterResponse\x12-\n" +
 	"\acluster\x18\x01 \x01(\v2\x13.precept.v1.ClusterR\acluster\"j\n" +
 	"\x16ListNeedsReviewRequest\x12\x14\n" +
