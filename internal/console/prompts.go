@@ -266,7 +266,7 @@ func (c *Console) listVersions(q *request, d *promptsData, page int) *versionLis
 	lo, hi, links := d.pager("vpage", page, versionsPerPage, len(recs))
 	l.Pager = links
 	for i, rec := range recs[lo:hi] {
-		row := versionRow{VersionRecord: rec, To: lo+i == 0, From: lo+i == 1}
+		row := versionRow{VersionRecord: rec, To: i == 0, From: i == 1}
 		if p := d.Prompt; p != nil {
 			row.Current = rec.Version == p.GetVersion() || rec.Version == p.GetShadowVersion()
 		}
