@@ -87,7 +87,8 @@ func consoleAgent(i int) string { return fmt.Sprintf("agent-%02d", i%consoleAgen
 // shows the garbage collector's share at 100k stored. A route that answers 501 is a page
 // not built yet: it is listed as such, and measured once it is. Run with
 // -benchtime 1x: it measures itself. PRECEPT_BENCH_CPUPROFILE=file
-// profiles the measured requests only.
+// profiles the measured requests only; PRECEPT_BENCH_HEAPPROFILE=file
+// writes the live heap once seeded.
 func BenchmarkConsolePages(b *testing.B) {
 	if os.Getenv("PRECEPT_BENCH_SIZES") == "10000" {
 		consoleDecisions = 10_000
@@ -122,6 +123,9 @@ func BenchmarkConsolePages(b *testing.B) {
 	if profile != "" {
 		quietProfile = strings.TrimSuffix(profile, ".prof") + "-quiet.prof"
 	}
+	if heap := os.Getenv("PRECEPT_BENCH_HEAPPROFILE"); heap != "" {
+		writeHeapProfile(b, heap)
+	}
 	for range b.N {
 		live := measureRoutes(b, a, cookie, routes, profile)
 		loop := loopbackRows(b, a, cookie, seed)
@@ -137,6 +141,20 @@ func BenchmarkConsolePages(b *testing.B) {
 		debug.SetMemoryLimit(limit)
 		reportPages(b, live, quiet, roomy, loop)
 		b.ReportMetric(seed.classifyTook.Seconds(), fmt.Sprintf("classify-%dk-s", consoleDecisions/1000))
+	}
+}
+
+// writeHeapProfile writes what the seeded server holds live, after a
+// collection, to path.
+func writeHeapProfile(b *testing.B, path string) {
+	runtime.GC()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+		b.Fatal(err)
 	}
 }
 
