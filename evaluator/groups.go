@@ -39,7 +39,7 @@ type centroid struct {
 	// its counts per reviewer and per epic and its vector sum are left
 	// out, so memory holds what a listing needs and the listing reads
 	// no record (a large cluster's record holds thousands of epics).
-	listed ClusterView
+	listed *ClusterView
 }
 
 func newGroups() *groups {
@@ -72,9 +72,23 @@ func (g *groups) takeDirty() []string {
 }
 
 // put records a cluster as committed.
-func (g *groups) put(cl *Cluster) {
+func (g *groups) put(cl *Cluster) { g.apply(nil, []*Cluster{cl}) }
+
+// apply brings the groups up to a commit at once: the clusters it
+// dropped go, the clusters it wrote are recorded, so no listing sees a
+// group halfway.
+func (g *groups) apply(drop []string, put []*Cluster) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	for _, id := range drop {
+		g.removeLocked(id)
+	}
+	for _, cl := range put {
+		g.putLocked(cl)
+	}
+}
+
+func (g *groups) putLocked(cl *Cluster) {
 	key := groupOf(cl.Agent, cl.Category)
 	old, ok := g.byID[cl.ID]
 	if ok && old.group != key {
@@ -86,34 +100,36 @@ func (g *groups) put(cl *Cluster) {
 	g.byID[cl.ID] = centroid{group: key, category: cl.Category, size: cl.Size, sum: slices.Clone(cl.Sum), listed: listedView(cl)}
 }
 
-// listedView is a cluster as listings show it (centroid.listed).
-func listedView(cl *Cluster) ClusterView {
+// listedView is a cluster as listings show it (centroid.listed); it is
+// never modified once made, so listings copy it outside the lock.
+func listedView(cl *Cluster) *ClusterView {
 	v := ClusterView{Cluster: *cl, Stats: cl.Stats(), Tags: cl.Tags()}
 	v.Reviewers, v.Epics, v.Sum = nil, nil, nil
 	v.Agents, v.TagCounts, v.Producers = maps.Clone(cl.Agents), maps.Clone(cl.TagCounts), maps.Clone(cl.Producers)
-	return v
+	return &v
 }
 
 // list returns the page of committed clusters q selects, largest first,
-// then by id, and how many it selects in all, from memory.
+// then by id, and how many it selects in all, from memory. The views are
+// the caller's: their maps and slices are copies.
 func (g *groups) list(q ClusterQuery) ([]ClusterView, int) {
 	type entry struct {
-		id   string
 		size int
+		v    *ClusterView
 	}
 	g.mu.RLock()
-	defer g.mu.RUnlock()
 	picked := make([]entry, 0, len(g.byID))
-	for id, c := range g.byID {
+	for _, c := range g.byID {
 		if c.size >= q.MinSize && (q.Agent == "" || c.listed.Agents[q.Agent] > 0) {
-			picked = append(picked, entry{id, c.size})
+			picked = append(picked, entry{c.size, c.listed})
 		}
 	}
+	g.mu.RUnlock()
 	slices.SortFunc(picked, func(a, b entry) int {
 		if a.size != b.size {
 			return b.size - a.size
 		}
-		return strings.Compare(a.id, b.id)
+		return strings.Compare(a.v.ID, b.v.ID)
 	})
 	total := len(picked)
 	from := min(max(q.Offset, 0), total)
@@ -123,17 +139,16 @@ func (g *groups) list(q ClusterQuery) ([]ClusterView, int) {
 	}
 	page := make([]ClusterView, 0, to-from)
 	for _, e := range picked[from:to] {
-		v := g.byID[e.id].listed
+		v := *e.v
+		v.Agents, v.TagCounts, v.Producers = maps.Clone(v.Agents), maps.Clone(v.TagCounts), maps.Clone(v.Producers)
 		v.Stats.Agents, v.Stats.Producers, v.Tags = slices.Clone(v.Stats.Agents), slices.Clone(v.Stats.Producers), slices.Clone(v.Tags)
 		page = append(page, v)
 	}
 	return page, total
 }
 
-// remove forgets a cluster (merged away or emptied).
-func (g *groups) remove(id string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// removeLocked forgets a cluster (merged away or emptied).
+func (g *groups) removeLocked(id string) {
 	old, ok := g.byID[id]
 	if !ok {
 		return

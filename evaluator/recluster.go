@@ -158,12 +158,11 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 		// Every decision left the group (a curator moved them): its
 		// clusters go.
 		if len(oldIDs) > 0 {
-			if err := s.state.apply(commit{dropClusters: oldIDs}); err != nil {
+			drop := commit{dropClusters: oldIDs}
+			if err := s.state.apply(drop); err != nil {
 				return RoundRecord{}, Change{}, err
 			}
-			for _, id := range oldIDs {
-				s.groups.remove(id)
-			}
+			s.committed(drop)
 		}
 		return rec, Change{}, nil
 	}
@@ -201,9 +200,6 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 	c.rounds = []RoundRecord{rec}
 	if err := s.state.apply(c); err != nil {
 		return RoundRecord{}, Change{}, err
-	}
-	for _, id := range oldIDs {
-		s.groups.remove(id)
 	}
 	s.committed(c)
 	return rec, change, nil

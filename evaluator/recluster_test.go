@@ -193,12 +193,15 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 		if ok, err := e.svc.CorrectionApplied(c.ID); err != nil || !ok {
 			t.Fatalf("%s not applied (%v)", c.Kind, err)
 		}
+		// Listings come from memory: they must follow every correction.
+		checkListings(t, e.svc)
 	}
 	round := func() {
 		t.Helper()
 		if _, err := e.svc.Recluster(ctx); err != nil {
 			t.Fatal(err)
 		}
+		checkListings(t, e.svc)
 	}
 
 	// Merge: the zorb decisions belong together, round or not.

@@ -436,11 +436,11 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	return len(items), nil
 }
 
-// committed brings the in-memory centroids up to what the state now holds.
+// committed brings the in-memory centroids up to what the state now
+// holds: the clusters a commit dropped go and those it wrote are
+// recorded, at once.
 func (s *Service) committed(c commit) {
-	for _, cl := range c.clusters {
-		s.groups.put(cl)
-	}
+	s.groups.apply(c.dropClusters, c.clusters)
 }
 
 // flushEdgeCases writes pending edge-case documents; failures are

@@ -426,29 +426,66 @@ func (r Rule) sameEffect(next Rule) bool {
 		a.BaseConfidence == b.BaseConfidence && a.FirstActivatedAt.Equal(b.FirstActivatedAt)
 }
 
-// RetiredRules lists the ids of the rules that left main (Retired).
+// RetiredRules lists the ids of the rules that left main — rolled back,
+// sunset, or superseded — of an agent (every agent's when agent is
+// empty), sorted. With no agent nothing is read beyond the history; an
+// agent's are those whose last version names it.
 func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, error) {
-	list, err := l.Retired(ctx, agent)
-	ids := make([]string, len(list))
-	for i, r := range list {
-		ids[i] = r.ID
+	st, idx, err := l.history(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return ids, err
+	ids := retiredIDs(st, idx)
+	if agent == "" {
+		return ids, nil
+	}
+	var out []string
+	for _, id := range ids {
+		if r, _, err := l.m.ruleAt(st, idx, id); err == nil && slices.Contains(r.Agents, agent) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
-// Retired lists the rules that left main — rolled back, sunset, or
-// superseded — of an agent (every agent's when agent is empty), by id,
-// each as it was when it left, from one reading of the repository.
+// Retired lists the rules that left main of an agent (every agent's when
+// agent is empty), by id, each as it was when it left, from one reading
+// of the repository. A rule whose last version cannot be found is left
+// out.
 func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]Rule, error) {
-	m := l.m
-	st, err := m.store.State(ctx)
+	st, idx, err := l.history(ctx)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := m.store.historyAt(st)
-	if err != nil {
-		return nil, err
+	var out []Rule
+	for _, id := range retiredIDs(st, idx) {
+		r, _, err := l.m.ruleAt(st, idx, id)
+		if precept.ErrorCode(err) == precept.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if agent == "" || slices.Contains(r.Agents, agent) {
+			out = append(out, r)
+		}
 	}
+	return out, nil
+}
+
+// history reads the repository's state and its history index.
+func (l *Lifecycle) history(ctx context.Context) (*state, *historyIndex, error) {
+	st, err := l.m.store.State(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := l.m.store.historyAt(st)
+	return st, idx, err
+}
+
+// retiredIDs are the ids of the rules the history retired that are not
+// on main, sorted.
+func retiredIDs(st *state, idx *historyIndex) []string {
 	seen := map[string]bool{}
 	for _, e := range idx.entries {
 		var ids []string
@@ -466,18 +503,5 @@ func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]Rule, error) {
 			}
 		}
 	}
-	var out []Rule
-	for _, id := range slices.Sorted(maps.Keys(seen)) {
-		r, _, err := m.ruleAt(st, idx, id)
-		if precept.ErrorCode(err) == precept.NotFound {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if agent == "" || slices.Contains(r.Agents, agent) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -158,8 +158,8 @@ func (s *EvaluatorService) ListClusters(ctx context.Context, req *connect.Reques
 			c.ProposalId = proposals[c.GetId()]
 		}
 	}
-	if end := offset + n; end < total {
-		resp.NextPageToken = strconv.Itoa(end)
+	if offset < total && n < total-offset {
+		resp.NextPageToken = strconv.Itoa(offset + n)
 	}
 	return connect.NewResponse(resp), nil
 }
@@ -220,8 +220,8 @@ func (s *EvaluatorService) ListNeedsReview(ctx context.Context, req *connect.Req
 			Replies: r.Replies,
 		})
 	}
-	if end := offset + n; end < total {
-		resp.NextPageToken = strconv.Itoa(end)
+	if offset < total && n < total-offset {
+		resp.NextPageToken = strconv.Itoa(offset + n)
 	}
 	return connect.NewResponse(resp), nil
 }

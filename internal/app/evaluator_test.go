@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -124,9 +127,33 @@ func TestIngestedDecisionsAreClassifiedAndServedOverBothProtocols(t *testing.T) 
 			if _, err := c.GetCluster(ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: "c-none"})); connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("missing cluster: %v", err)
 			}
+			// A page of members is that stretch of the whole list.
+			all := one.Msg.Cluster.GetMemberIds()
+			page, err := c.GetCluster(ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: first.GetId(), MemberOffset: 1, MemberLimit: 2}))
+			if err != nil || !slices.Equal(page.Msg.Cluster.GetMemberIds(), all[1:min(3, len(all))]) || page.Msg.Cluster.GetStats().GetSize() != first.GetStats().GetSize() {
+				t.Fatalf("members 2-3 of %v: %v, %v", all, page, err)
+			}
+			for _, bad := range []*preceptv1.GetClusterRequest{{Id: first.GetId(), MemberOffset: -1}, {Id: first.GetId(), MemberLimit: -5}} {
+				if _, err := c.GetCluster(ctx, connect.NewRequest(bad)); connect.CodeOf(err) != connect.CodeInvalidArgument {
+					t.Fatalf("GetCluster %v: %v, want invalid argument", bad, err)
+				}
+			}
 			review, err := c.ListNeedsReview(ctx, connect.NewRequest(&preceptv1.ListNeedsReviewRequest{}))
-			if err != nil || len(review.Msg.Items) == 0 || len(review.Msg.Items[0].MissingAttributes) == 0 {
+			if err != nil || len(review.Msg.Items) == 0 || len(review.Msg.Items[0].MissingAttributes) == 0 || int(review.Msg.GetTotal()) != len(review.Msg.Items) {
 				t.Fatalf("ListNeedsReview = %v, %v", review, err)
+			}
+			// One a page: the total stays, the last page has no token, and
+			// a token past the end (or near the largest int) is an empty page.
+			n := int(review.Msg.GetTotal())
+			last, err := c.ListNeedsReview(ctx, connect.NewRequest(&preceptv1.ListNeedsReviewRequest{PageSize: 1, PageToken: strconv.Itoa(n - 1)}))
+			if err != nil || len(last.Msg.Items) != 1 || last.Msg.GetNextPageToken() != "" || int(last.Msg.GetTotal()) != n {
+				t.Fatalf("the last page of needs review: %v, %v", last, err)
+			}
+			for _, token := range []string{strconv.Itoa(n), strconv.Itoa(math.MaxInt - 1)} {
+				past, err := c.ListNeedsReview(ctx, connect.NewRequest(&preceptv1.ListNeedsReviewRequest{PageToken: token}))
+				if err != nil || len(past.Msg.Items) != 0 || past.Msg.GetNextPageToken() != "" {
+					t.Fatalf("needs review from %s: %v, %v", token, past, err)
+				}
 			}
 			similar, err := fc.FindSimilar(ctx, connect.NewRequest(&preceptv1.FindSimilarRequest{Query: &preceptv1.FindSimilarRequest_Text{Text: "hardcoded API key in the source, use an environment variable"}}))
 			if err != nil || len(similar.Msg.Results) == 0 || similar.Msg.Results[0].Similarity < 0.8 {
