@@ -38,7 +38,9 @@ const (
 	consoleShadow    = 20
 	consoleRetired   = 6 // rolled back through the rule manager
 	consoleProposals = 40
-	consoleDead      = 30
+	// consoleVersions more versions of one prompt are recorded.
+	consoleVersions = 1000
+	consoleDead     = 30
 	// consoleWarmup requests are served and discarded before
 	// consoleRequests are measured, one after another, per route.
 	consoleWarmup   = 20
@@ -315,7 +317,8 @@ func again(b *testing.B, what string, call func() error) {
 }
 
 // consolePromptVersions builds one agent's prompt before and after a rule
-// more, so the prompt explorer has two recorded versions to compare.
+// more, so the prompt explorer has two recorded versions to compare, and
+// then with consoleVersions other base prompts, so it lists many.
 func consolePromptVersions(b *testing.B, a *App) (agent, from, to string) {
 	agent = consoleAgent(0)
 	req := prompts.Request{Agent: agent, Stage: "implement", ScopePath: "src/api/handler.go", BasePrompt: new("You write Go.")}
@@ -334,6 +337,13 @@ func consolePromptVersions(b *testing.B, a *App) (agent, from, to string) {
 	to = build()
 	if from == to {
 		b.Fatalf("the prompt of %s did not change with a rule more: %s", agent, from)
+	}
+	for i := range consoleVersions {
+		other := req
+		other.BasePrompt = new(fmt.Sprintf("You write Go, version %d of the base prompt.", i))
+		if _, err := a.Prompts.Build(context.Background(), other); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return agent, from, to
 }
@@ -482,7 +492,9 @@ func consoleRoutes(b *testing.B, a *App, cookie *http.Cookie, s consoleSeeded) [
 		{"clusters", "/ui/clusters", fmt.Sprintf("first page of %d clusters", len(clusters))},
 		{"clusters of one agent", "/ui/clusters?agent=" + consoleAgent(3), "one agent's clusters"},
 		{"cluster", "/ui/clusters/" + esc(largest.ID), fmt.Sprintf("the largest (%d members)", largest.Stats.Size)},
-		{"prompt explorer", "/ui/prompts?" + promptQ.Encode(), "assembled prompt, sources"},
+		{"cluster, last members", "/ui/clusters/" + esc(largest.ID) + fmt.Sprintf("?members=%d", (largest.Stats.Size-1)/50*50), "its last 50 members or fewer"},
+		{"prompt explorer", "/ui/prompts?" + promptQ.Encode(), fmt.Sprintf("assembled prompt, sources, %d versions", consoleVersions+2)},
+		{"prompt versions, last page", "/ui/prompts?" + promptQ.Encode() + fmt.Sprintf("&vpage=%d", (consoleVersions+2+19)/20), "the oldest versions"},
 		{"prompt diff", "/ui/prompts?" + diffQ.Encode(), "diff of two versions"},
 		{"analytics 30 days", "/ui/analytics", "default range"},
 		{"analytics 90 days", "/ui/analytics?" + rangeQ, "90-day range"},

@@ -198,7 +198,9 @@ func (f figure) drawPNG() ([]byte, error) {
 	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, c.Image()); err != nil {
 		return nil, fmt.Errorf("draw chart %s: %w", f.ID, err)
 	}
-	return buf.Bytes(), nil
+	// A copy the size of the PNG: the buffer grew by doubling, and the
+	// cache counts what it keeps by length.
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 // drawPlot draws p, turning a panic of the drawing code (gonum/plot

@@ -2,10 +2,13 @@ package console
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
+
+	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 )
 
 // drawCache keeps drawn charts (inline SVG, SVG and PNG files) under a
@@ -63,22 +66,32 @@ func (d *drawCache) drawn(key string, draw func() ([]byte, error)) ([]byte, erro
 	return b, err
 }
 
-// dataDigest identifies the data of a page: its filters and the responses
-// its charts are drawn from (deterministic encodings, so equal responses
-// give equal digests).
-func dataDigest(filters string, msgs ...proto.Message) (string, error) {
+// dataDigest identifies what a page's charts are drawn from: its
+// filters and the GetAnalytics responses (deterministic encodings, so
+// equal responses give equal digests). A response's position is left
+// out: it moves with every decision stored, of any agent and any day,
+// and no chart draws it.
+func dataDigest(filters string, resps ...*preceptv1.GetAnalyticsResponse) (string, error) {
 	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(filters)))
+	h.Write(n[:])
 	h.Write([]byte(filters))
-	for _, m := range msgs {
-		if m == nil || !m.ProtoReflect().IsValid() {
-			h.Write([]byte{1})
+	for _, r := range resps {
+		if r == nil {
+			h.Write([]byte{0})
 			continue
 		}
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		pos := r.Position
+		r.Position = 0
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+		r.Position = pos
 		if err != nil {
 			return "", err
 		}
-		h.Write([]byte{0})
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write([]byte{1})
+		h.Write(n[:])
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -52,9 +52,16 @@ func TestAnalyticsChartsAreKeptDrawnUnderADigestOfTheirData(t *testing.T) {
 	if kept != 2*len(analyticsCharts) {
 		t.Fatalf("%d drawings kept, want %d", kept, 2*len(analyticsCharts))
 	}
-	again := drawAll(t, cachedInput(t, &cache, filters, proto.Clone(all).(*preceptv1.GetAnalyticsResponse), nil))
+	// A decision stored elsewhere (another agent, another day) moves the
+	// position and changes no figure: nothing is drawn anew.
+	moved := proto.Clone(all).(*preceptv1.GetAnalyticsResponse)
+	moved.Position = all.GetPosition() + 7
+	again := drawAll(t, cachedInput(t, &cache, filters, moved, nil))
 	if len(cache.m) != kept {
-		t.Fatalf("equal data drew anew: %d drawings kept, want %d", len(cache.m), kept)
+		t.Fatalf("equal figures drew anew: %d drawings kept, want %d", len(cache.m), kept)
+	}
+	if moved.GetPosition() != all.GetPosition()+7 {
+		t.Fatal("the digest changed the response's position")
 	}
 	for name, want := range fresh {
 		if !bytes.Equal(first[name], want) || !bytes.Equal(again[name], want) {

@@ -64,7 +64,9 @@ func (c *Console) proposalPage(w http.ResponseWriter, r *http.Request, q *reques
 		d.Approvers = append(d.Approvers, a.GetApprover())
 	}
 	if id := p.GetClusterId(); id != "" {
-		cl, err := c.rpc.evaluator.GetCluster(q.ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: id}))
+		// The page shows the cluster's statistics, not its members: one
+		// member is the least GetCluster can be asked for.
+		cl, err := c.rpc.evaluator.GetCluster(q.ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: id, MemberLimit: 1}))
 		switch {
 		case err == nil:
 			d.Cluster = cl.Msg.GetCluster()
