@@ -500,3 +500,32 @@ func TestDistributionsListMostFrequentFirstThenByName(t *testing.T) {
 		}
 	}
 }
+
+// TotalsOnlyLists leaves each bucket's distributions out and nothing
+// else: every other figure, and the totals with their lists, are the
+// full report's.
+func TestTotalsOnlyListsLeavesOnlyTheBucketDistributionsOut(t *testing.T) {
+	h := loaded(t)
+	h.lessons.set("a6", "requirements")
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Category: "requirements"}})
+	h.drain(t)
+	lists := 0
+	for _, q := range []Query{{}, {Split: SplitAgent}, {Granularity: Week, Split: SplitGate}} {
+		full := h.query(t, q)
+		q.TotalsOnlyLists = true
+		short := h.query(t, q)
+		for i := range full.Series {
+			for j := range full.Series[i].Buckets {
+				b := &full.Series[i].Buckets[j]
+				lists += len(b.Tags) + len(b.ErrorCategories) + len(b.LessonCategories) + len(b.QualityScores)
+				b.Tags, b.ErrorCategories, b.LessonCategories, b.QualityScores = nil, nil, nil, nil
+			}
+		}
+		if !reflect.DeepEqual(full, short) {
+			t.Errorf("%+v: without the bucket lists\n%+v\nwant\n%+v", q, short, full)
+		}
+	}
+	if lists == 0 {
+		t.Fatal("the fixture's buckets hold no distributions: the test shows nothing")
+	}
+}

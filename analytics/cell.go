@@ -439,16 +439,19 @@ type Figures struct {
 	QualityScores    []Mean
 }
 
-func (a *acc) figures(names []string) Figures { return a.figuresIn(nil, names) }
+func (a *acc) figures(names []string) Figures { return a.figuresIn(nil, names, true) }
 
-// figuresIn is figures with its lists cut from slab.
-func (a *acc) figuresIn(slab *[]Count, names []string) Figures {
+// figuresIn is figures with its lists cut from slab; without lists the
+// distributions (tags, categories, quality scores) are left out.
+func (a *acc) figuresIn(slab *[]Count, names []string, lists bool) Figures {
 	c := a.c
 	f := Figures{
 		Decisions: c.decisions(), Approved: c.Approved, Rejected: c.Rejected, ApprovedWithChanges: c.ApprovedWithChanges,
 		FirstAttempts: c.FirstAttempts, FirstPassAccepted: c.FirstPassAccepted,
 		EditDistanceCount: c.EditPercent.N, CorrectionDiffs: c.LinesChanged.N, LinesChanged: c.LinesChanged.Total,
-		Tags: a.tags.countsIn(slab, names), ErrorCategories: a.errs.countsIn(slab, names), LessonCategories: a.less.countsIn(slab, names),
+	}
+	if lists {
+		f.Tags, f.ErrorCategories, f.LessonCategories = a.tags.countsIn(slab, names), a.errs.countsIn(slab, names), a.less.countsIn(slab, names)
 	}
 	if c.FirstAttempts > 0 {
 		f.FirstPassAcceptance = float64(c.FirstPassAccepted) / float64(c.FirstAttempts)
@@ -462,6 +465,9 @@ func (a *acc) figuresIn(slab *[]Count, names []string) Figures {
 	f.ReviewDurations = a.dur.count(a.hi)
 	f.ReviewP50Seconds = a.dur.quantile(0.5, f.ReviewDurations)
 	f.ReviewP90Seconds = a.dur.quantile(0.9, f.ReviewDurations)
+	if !lists {
+		return f
+	}
 	if len(a.qualIDs) > 0 {
 		f.QualityScores = make([]Mean, 0, len(a.qualIDs))
 	}

@@ -91,6 +91,11 @@ type Query struct {
 	From, To    time.Time
 	Granularity Granularity
 	Split       Split
+	// TotalsOnlyLists leaves the distributions (tags, error and lesson
+	// categories, quality scores) out of each bucket; the totals keep
+	// them. A chart of rates and counts per period needs none, and they
+	// are most of a long split report.
+	TotalsOnlyLists bool
 }
 
 // maxFilter bounds the agents or gates a query may name.
@@ -187,7 +192,7 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 			}
 		}
 		for _, g := range groups {
-			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(end), Figures: g.bucket.figuresIn(&slab, names)})
+			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(end), Figures: g.bucket.figuresIn(&slab, names, !q.TotalsOnlyLists)})
 			g.total.mergeAcc(g.bucket)
 			g.bucket.reset()
 		}

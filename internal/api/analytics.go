@@ -31,7 +31,7 @@ func (s *AnalyticsService) GetAnalytics(ctx context.Context, req *connect.Reques
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("analytics are disabled (analytics.enabled)"))
 	}
 	m := req.Msg
-	q := analytics.Query{Agents: m.GetAgents(), Gates: m.GetGates()}
+	q := analytics.Query{Agents: m.GetAgents(), Gates: m.GetGates(), TotalsOnlyLists: m.GetTotalsOnlyLists()}
 	var err error
 	if q.From, err = optionalTime("from", m.GetFrom()); err != nil {
 		return nil, toConnect(ctx, s.Log, proc, err)

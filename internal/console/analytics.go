@@ -91,6 +91,9 @@ func parseAnalyticsFilters(v url.Values, now time.Time) (analyticsFilters, *prec
 		To:          timestamppb.New(to.AddDate(0, 0, 1)), // the last day is included
 		Granularity: gran,
 		Split:       split,
+		// The charts draw rates and counts per period; the distributions
+		// come from the totals.
+		TotalsOnlyLists: true,
 	}
 	if f.Agent != "" {
 		req.Agents = []string{f.Agent}

@@ -135,12 +135,17 @@ type GetAnalyticsRequest struct {
 	Gates  []string `protobuf:"bytes,2,rep,name=gates,proto3" json:"gates,omitempty"`
 	// The range [from, to); every UTC day overlapping it counts whole.
 	// Default: to the end of today, from 30 days before to.
-	From          *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
-	To            *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
-	Granularity   AnalyticsGranularity   `protobuf:"varint,5,opt,name=granularity,proto3,enum=precept.v1.AnalyticsGranularity" json:"granularity,omitempty"`
-	Split         AnalyticsSplit         `protobuf:"varint,6,opt,name=split,proto3,enum=precept.v1.AnalyticsSplit" json:"split,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	From        *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	To          *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	Granularity AnalyticsGranularity   `protobuf:"varint,5,opt,name=granularity,proto3,enum=precept.v1.AnalyticsGranularity" json:"granularity,omitempty"`
+	Split       AnalyticsSplit         `protobuf:"varint,6,opt,name=split,proto3,enum=precept.v1.AnalyticsSplit" json:"split,omitempty"`
+	// totals_only_lists leaves the distributions (tags, error and lesson
+	// categories, quality scores) out of each bucket; the totals keep
+	// them. Charts of rates and counts per period need none of them, and
+	// they are most of a long split response.
+	TotalsOnlyLists bool `protobuf:"varint,7,opt,name=totals_only_lists,json=totalsOnlyLists,proto3" json:"totals_only_lists,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetAnalyticsRequest) Reset() {
@@ -213,6 +218,13 @@ func (x *GetAnalyticsRequest) GetSplit() AnalyticsSplit {
 		return x.Split
 	}
 	return AnalyticsSplit_ANALYTICS_SPLIT_UNSPECIFIED
+}
+
+func (x *GetAnalyticsRequest) GetTotalsOnlyLists() bool {
+	if x != nil {
+		return x.TotalsOnlyLists
+	}
+	return false
 }
 
 // LabelCount is how many decisions carried a label.
@@ -751,14 +763,15 @@ var File_precept_v1_analytics_proto protoreflect.FileDescriptor
 const file_precept_v1_analytics_proto_rawDesc = "" +
 	"\n" +
 	"\x1aprecept/v1/analytics.proto\x12\n" +
-	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x95\x02\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc1\x02\n" +
 	"\x13GetAnalyticsRequest\x12\x16\n" +
 	"\x06agents\x18\x01 \x03(\tR\x06agents\x12\x14\n" +
 	"\x05gates\x18\x02 \x03(\tR\x05gates\x12.\n" +
 	"\x04from\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12B\n" +
 	"\vgranularity\x18\x05 \x01(\x0e2 .precept.v1.AnalyticsGranularityR\vgranularity\x120\n" +
-	"\x05split\x18\x06 \x01(\x0e2\x1a.precept.v1.AnalyticsSplitR\x05split\"6\n" +
+	"\x05split\x18\x06 \x01(\x0e2\x1a.precept.v1.AnalyticsSplitR\x05split\x12*\n" +
+	"\x11totals_only_lists\x18\a \x01(\bR\x0ftotalsOnlyLists\"6\n" +
 	"\n" +
 	"LabelCount\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
