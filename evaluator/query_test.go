@@ -3,6 +3,7 @@ package evaluator
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sort"
@@ -256,6 +257,71 @@ func TestClusterPageReadsAStretchOfTheMembers(t *testing.T) {
 		}
 		if page.Size != whole.Size || page.Stats.Size != whole.Size {
 			t.Errorf("offset %d, limit %d: size %d", tc.offset, tc.limit, page.Size)
+		}
+	}
+}
+
+// The index of open records against a plain model, through random
+// writes: new records, updates to later, earlier and repeated times,
+// resolutions, and enough of them to compact the order.
+func TestOpenReviewIndexAgreesWithAModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var o openReviews
+	o.m, o.perAgent = map[string]reviewHead{}, map[string]int{}
+	model := map[string]NeedsReview{}
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for step := range 400 {
+		var batch []NeedsReview
+		for range 1 + rng.IntN(20) {
+			r := NeedsReview{DecisionID: fmt.Sprintf("d%03d", rng.IntN(300)), Agent: fmt.Sprintf("a%d", rng.IntN(3)),
+				Status: PendingClarification, UpdatedAt: t0.Add(time.Duration(rng.IntN(50)) * time.Minute)}
+			if old, ok := model[r.DecisionID]; ok {
+				r.Agent = old.Agent
+			}
+			if rng.IntN(4) == 0 {
+				r.Status = Resolved
+			}
+			batch = append(batch, r)
+		}
+		o.written(batch)
+		for _, r := range batch {
+			if r.Status == Resolved {
+				delete(model, r.DecisionID)
+			} else {
+				model[r.DecisionID] = r
+			}
+		}
+		if step%20 != 0 {
+			continue
+		}
+		for _, agent := range []string{"", "a0", "a1", "a2"} {
+			var want []NeedsReview
+			for _, r := range model {
+				if agent == "" || r.Agent == agent {
+					want = append(want, r)
+				}
+			}
+			sort.Slice(want, func(i, j int) bool {
+				if !want[i].UpdatedAt.Equal(want[j].UpdatedAt) {
+					return want[i].UpdatedAt.Before(want[j].UpdatedAt)
+				}
+				return want[i].DecisionID < want[j].DecisionID
+			})
+			for _, pg := range [][2]int{{0, 0}, {0, 7}, {5, 3}, {len(want) - 1, 10}, {len(want) + 4, 2}} {
+				ids, total := o.page(agent, max(pg[0], 0), pg[1])
+				from := min(max(pg[0], 0), len(want))
+				to := len(want)
+				if pg[1] > 0 {
+					to = min(from+pg[1], len(want))
+				}
+				var wantIDs []string
+				for _, r := range want[from:to] {
+					wantIDs = append(wantIDs, r.DecisionID)
+				}
+				if total != len(want) || !slices.Equal(ids, wantIDs) {
+					t.Fatalf("step %d, agent %q, page %v: %v of %d, want %v of %d", step, agent, pg, ids, total, wantIDs, len(want))
+				}
+			}
 		}
 	}
 }

@@ -82,18 +82,12 @@ type ReviewQuery struct {
 
 // NeedsReview lists the ambiguous decisions waiting for a human that q
 // selects, oldest update first (then by decision id), and how many wait
-// in all. The order and the count come from an index in memory; only
-// the page is read from the state, so a listing costs its page, not the
-// number of records.
+// in all. The order and the count come from an index in memory, kept in
+// order; only the page is read from the state, so a listing costs its
+// page, not the number of records.
 func (s *Service) NeedsReview(ctx context.Context, q ReviewQuery) ([]NeedsReview, int, error) {
-	ids := s.state.open.pick(q.Agent)
-	total := len(ids)
-	from := min(max(q.Offset, 0), total)
-	to := total
-	if q.Limit > 0 {
-		to = min(from+q.Limit, total)
-	}
-	page, err := s.state.reviews(ids[from:to])
+	ids, total := s.state.open.page(q.Agent, max(q.Offset, 0), max(q.Limit, 0))
+	page, err := s.state.reviews(ids)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list needs review: %w", err)
 	}
