@@ -65,6 +65,9 @@ type Options struct {
 	MaxLoose int
 	// TreeCacheSize bounds the decoded-tree cache; default 16384 trees.
 	TreeCacheSize int
+	// TreeCacheBytes bounds the memory the decoded trees hold; default
+	// 32 MiB.
+	TreeCacheBytes int
 	// Now is the clock for commit times; default time.Now.
 	Now func() time.Time
 }
@@ -87,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TreeCacheSize <= 0 {
 		o.TreeCacheSize = 16384
+	}
+	if o.TreeCacheBytes <= 0 {
+		o.TreeCacheBytes = 32 << 20
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -127,7 +133,7 @@ func Open(path string, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open repository: %w", err)
 	}
 	st := filesystem.NewStorageWithOptions(osfs.New(abs), cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{})
-	r := &Repo{path: abs, opts: opts, st: st, packs: newPackSet(abs), trees: newTreeCache(opts.TreeCacheSize)}
+	r := &Repo{path: abs, opts: opts, st: st, packs: newPackSet(abs), trees: newTreeCache(opts.TreeCacheSize, opts.TreeCacheBytes)}
 
 	if _, err := os.Stat(filepath.Join(abs, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := r.initBare(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -24,21 +25,36 @@ type treeEntry struct {
 func (e treeEntry) isDir() bool { return e.mode == filemode.Dir }
 
 // treeCache keeps decoded trees by hash. Trees are immutable, so entries
-// never go stale; the cache is bounded LRU.
+// never go stale; the cache is LRU, bounded in trees and in bytes: a
+// large directory is rewritten by every commit that changes a file in
+// it, and at 100,000 decisions a count bound alone let the versions of
+// large directories hold hundreds of MiB.
 type treeCache struct {
-	mu    sync.Mutex
-	max   int
-	ll    *list.List
-	items map[Hash]*list.Element
+	mu       sync.Mutex
+	max      int
+	maxBytes int
+	bytes    int
+	ll       *list.List
+	items    map[Hash]*list.Element
 }
 
 type cachedTree struct {
 	hash    Hash
 	entries []treeEntry
+	size    int
 }
 
-func newTreeCache(max int) *treeCache {
-	return &treeCache{max: max, ll: list.New(), items: make(map[Hash]*list.Element)}
+func newTreeCache(max, maxBytes int) *treeCache {
+	return &treeCache{max: max, maxBytes: maxBytes, ll: list.New(), items: make(map[Hash]*list.Element)}
+}
+
+// treeSize estimates the memory a decoded tree holds.
+func treeSize(entries []treeEntry) int {
+	n := 64 + cap(entries)*int(unsafe.Sizeof(treeEntry{}))
+	for _, e := range entries {
+		n += len(e.name)
+	}
+	return n
 }
 
 func (c *treeCache) get(h Hash) ([]treeEntry, bool) {
@@ -58,11 +74,15 @@ func (c *treeCache) put(h Hash, entries []treeEntry) {
 		c.ll.MoveToFront(el)
 		return
 	}
-	c.items[h] = c.ll.PushFront(&cachedTree{hash: h, entries: entries})
-	for c.ll.Len() > c.max {
+	t := &cachedTree{hash: h, entries: entries, size: treeSize(entries)}
+	c.items[h] = c.ll.PushFront(t)
+	c.bytes += t.size
+	for c.ll.Len() > 1 && (c.ll.Len() > c.max || c.bytes > c.maxBytes) {
 		old := c.ll.Back()
 		c.ll.Remove(old)
-		delete(c.items, old.Value.(*cachedTree).hash)
+		ot := old.Value.(*cachedTree)
+		delete(c.items, ot.hash)
+		c.bytes -= ot.size
 	}
 }
 
