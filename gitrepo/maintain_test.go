@@ -297,3 +297,33 @@ func TestMaintainRefusesToCopyADamagedObject(t *testing.T) {
 		}
 	}
 }
+
+// Ancestry is read through the repository's own object lookup: commits
+// another handle wrote and packed after this one indexed its storage are
+// found, not "object not found" from go-git's stale pack list.
+func TestAncestryAcrossPacksAnotherHandleWrote(t *testing.T) {
+	r := openTemp(t, Options{PackThreshold: 1, MaxPacks: 2, NoFsync: true})
+	first := write(t, r, "main", "first", Change{Path: "a", Data: []byte("1")})
+	other, err := Open(r.Path(), Options{PackThreshold: 1, MaxPacks: 2, NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	writeFiles(t, r, "main", 0, 3)
+	second := write(t, r, "main", "second", Change{Path: "c", Data: []byte("3")})
+	// other walks the history as it is packed now.
+	if ok, err := other.IsAncestor(first, second); err != nil || !ok {
+		t.Fatalf("IsAncestor(first, second) = %v, %v", ok, err)
+	}
+	writeFiles(t, r, "main", 3, 12)
+	if done, err := r.Maintain(); err != nil || !done {
+		t.Fatalf("Maintain = %v, %v", done, err)
+	}
+	last := write(t, r, "main", "last", Change{Path: "b", Data: []byte("2")})
+	if ok, err := other.IsAncestor(first, last); err != nil || !ok {
+		t.Fatalf("IsAncestor(first, last) from the other handle = %v, %v", ok, err)
+	}
+	if ok, err := other.IsAncestor(last, first); err != nil || ok {
+		t.Fatalf("IsAncestor(last, first) = %v, %v", ok, err)
+	}
+}

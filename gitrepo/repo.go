@@ -313,19 +313,33 @@ func (r *Repo) IsAncestor(a, b Hash) (bool, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ca, err := r.commitObject(a)
-	if err != nil {
+	if _, err := r.commitObject(a); err != nil {
 		return false, err
 	}
-	cb, err := r.commitObject(b)
-	if err != nil {
-		return false, err
+	// The walk reads each commit through r.object, which finds packs
+	// written since the storage was indexed; go-git's own walk read
+	// parents from its storage alone and failed with "object not found"
+	// on commits in a pack it had not seen.
+	seen := map[Hash]bool{b: true}
+	queue := []Hash{b}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if h == a {
+			return true, nil
+		}
+		c, err := r.commitObject(h)
+		if err != nil {
+			return false, fmt.Errorf("ancestry of %s: %w", a, err)
+		}
+		for _, p := range c.ParentHashes {
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
 	}
-	ok, err := ca.IsAncestor(cb)
-	if err != nil {
-		return false, fmt.Errorf("ancestry of %s: %w", a, err)
-	}
-	return ok, nil
+	return false, nil
 }
 
 // object reads an object; the caller holds mu. Undeltified objects in
