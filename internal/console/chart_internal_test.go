@@ -200,7 +200,7 @@ func TestRuleEffectFigure(t *testing.T) {
 	e := &preceptv1.RuleEffect{RuleId: "r-tests", BeforeDecisions: 10, BeforeRecurrences: 4, RateBefore: 0.4,
 		RateBeforeInterval: &preceptv1.Interval{Low: 0.168, High: 0.687}, Exposures: 20, Recurrences: 2, RateAfter: 0.1,
 		RateAfterInterval: &preceptv1.Interval{Low: 0.028, High: 0.301}, Validations: 7}
-	f, err := ruleEffectFigure(e)
+	f, err := ruleEffectFigure(e, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRuleEffectFigure(t *testing.T) {
 	}
 
 	// No evidence yet: an empty chart that says so, not an error.
-	f, err = ruleEffectFigure(&preceptv1.RuleEffect{RuleId: "r-new"})
+	f, err = ruleEffectFigure(&preceptv1.RuleEffect{RuleId: "r-new"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 )
@@ -105,5 +107,44 @@ func TestDrawCacheStaysWithinItsBound(t *testing.T) {
 	cache.put("huge", make([]byte, maxDrawCache/2))
 	if _, ok := cache.get("huge"); ok {
 		t.Error("a drawing larger than a quarter of the cache was kept")
+	}
+}
+
+// A rule's effect chart is kept under the figures it draws: computing
+// them again draws nothing new, a new recurrence draws anew.
+func TestEffectChartsAreKeptUnderTheFiguresTheyDraw(t *testing.T) {
+	var cache drawCache
+	e := &preceptv1.RuleEffect{RuleId: "r-tests", BeforeDecisions: 10, BeforeRecurrences: 4, RateBefore: 0.4,
+		RateBeforeInterval: &preceptv1.Interval{Low: 0.17, High: 0.69}, Exposures: 12, Recurrences: 1, RateAfter: 1.0 / 12,
+		RateAfterInterval: &preceptv1.Interval{Low: 0.01, High: 0.35}, Validations: 3, ComputedAt: timestamppb.Now()}
+	draw := func(e *preceptv1.RuleEffect) []byte {
+		t.Helper()
+		f, err := ruleEffectFigure(e, &cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		png, err := f.png()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(f.SVG), png...)
+	}
+	first := draw(e)
+	again := proto.Clone(e).(*preceptv1.RuleEffect)
+	again.ComputedAt = timestamppb.New(time.Now().Add(time.Hour))
+	if got := draw(again); !bytes.Equal(got, first) || len(cache.m) != 2 {
+		t.Fatalf("the same figures computed later: %d drawings kept, equal %v", len(cache.m), bytes.Equal(got, first))
+	}
+	more := proto.Clone(e).(*preceptv1.RuleEffect)
+	more.Recurrences, more.RateAfter = 2, 2.0/12
+	if got := draw(more); bytes.Equal(got, first) || len(cache.m) != 4 {
+		t.Fatalf("a new recurrence: %d drawings kept, equal %v", len(cache.m), bytes.Equal(got, first))
+	}
+	fresh, err := ruleEffectFigure(more, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(fresh.SVG) != string(draw(more)[:len(fresh.SVG)]) {
+		t.Error("the cached effect chart differs from a fresh drawing")
 	}
 }

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -27,7 +29,7 @@ func (c *Console) ruleEffectChart(w http.ResponseWriter, r *http.Request, q *req
 	if err != nil {
 		return err
 	}
-	f, err := ruleEffectFigure(resp.Msg.GetEffect())
+	f, err := ruleEffectFigure(resp.Msg.GetEffect(), &c.draws)
 	if err != nil {
 		return err
 	}
@@ -37,7 +39,8 @@ func (c *Console) ruleEffectChart(w http.ResponseWriter, r *http.Request, q *req
 // ruleEffectFigure is a rule's effect (docs/effects.md): the share of
 // decisions in the failure pattern the rule targets before it was
 // activated and with it in the prompt, each with its 95% interval.
-func ruleEffectFigure(e *preceptv1.RuleEffect) (figure, error) {
+// Its drawings are kept in cache under the figures they show.
+func ruleEffectFigure(e *preceptv1.RuleEffect, cache *drawCache) (figure, error) {
 	before, after := e.GetBeforeDecisions(), e.GetExposures()
 	p := newPlot("Failure pattern recurrence", "", "recurrence rate")
 	p.NominalX("before activation", "with the rule")
@@ -95,12 +98,24 @@ func ruleEffectFigure(e *preceptv1.RuleEffect) (figure, error) {
 		{"with the rule", itoa(after), itoa(e.GetRecurrences()), rateCell(after, e.GetRateAfter()),
 			rateCell(after, e.GetRateAfterInterval().GetLow()), rateCell(after, e.GetRateAfterInterval().GetHigh()), itoa(e.GetValidations())},
 	}
-	f, err := newFigure("effect", "Effect of rule "+e.GetRuleId(), effectDesc(e), p, header, rows)
+	f := figure{ID: "effect", Title: "Effect of rule " + e.GetRuleId(), Desc: effectDesc(e), Header: header, Rows: rows, plot: p,
+		key: effectKey(e), cache: cache}
+	f, err := f.drawn()
 	if err != nil {
 		return figure{}, err
 	}
 	f.Export = "/ui/rules/" + url.PathEscape(e.GetRuleId()) + "/effect"
 	return f, nil
+}
+
+// effectKey names the effect chart's drawings in cache: a digest of
+// exactly the figures it draws and states (not when they were computed).
+func effectKey(e *preceptv1.RuleEffect) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "effect\x00%q %d %d %d %d %v %v %v %v %v %v %d", e.GetRuleId(),
+		e.GetBeforeDecisions(), e.GetBeforeRecurrences(), e.GetExposures(), e.GetRecurrences(),
+		e.GetRateBefore(), e.GetRateBeforeInterval().GetLow(), e.GetRateBeforeInterval().GetHigh(),
+		e.GetRateAfter(), e.GetRateAfterInterval().GetLow(), e.GetRateAfterInterval().GetHigh(), e.GetValidations()))
+	return hex.EncodeToString(sum[:])
 }
 
 // effectDesc is the effect chart in one sentence.

@@ -122,7 +122,7 @@ func (c *Console) rulePage(w http.ResponseWriter, r *http.Request, q *request) e
 	switch {
 	case err == nil:
 		d.Effect = eff.Msg.GetEffect()
-		f, err := ruleEffectFigure(d.Effect)
+		f, err := ruleEffectFigure(d.Effect, &c.draws)
 		if err != nil {
 			return err
 		}
