@@ -294,3 +294,25 @@ func BenchmarkChartPNG(b *testing.B) {
 		})
 	}
 }
+
+// The data table's rows are written in Go: every cell is escaped, the
+// first of a row is its header, and no rows say so across every column.
+func TestFigureBodyEscapesEveryCell(t *testing.T) {
+	f := figure{Header: []string{"period", "agent", "rate"}, Rows: [][]string{
+		{"2026-11-01", hostile[0], "12.5%"},
+		{hostile[1], hostile[2], `x" onmouseover="alert(1)`},
+	}}
+	body := string(f.Body())
+	for _, h := range append(hostile, `onmouseover="`) {
+		if strings.Contains(body, h) {
+			t.Errorf("the table holds %q unescaped:\n%s", h, body)
+		}
+	}
+	want := `<tr><th scope="row">2026-11-01</th><td>&lt;script&gt;x&lt;/script&gt;</td><td>12.5%</td></tr>`
+	if !strings.Contains(body, want) || strings.Count(body, "<tr>") != 2 || strings.Count(body, `<th scope="row">`) != 2 {
+		t.Errorf("table body:\n%s\nwant a row like\n%s", body, want)
+	}
+	if got := string((figure{Header: []string{"a", "b"}}).Body()); got != `<tr><td colspan="2">No data in this range.</td></tr>` {
+		t.Errorf("empty table body: %s", got)
+	}
+}
