@@ -182,7 +182,7 @@ func (c *Console) analyticsPage(w http.ResponseWriter, r *http.Request, q *reque
 	}
 	d := analyticsData{Filters: in.filters, Totals: in.all.GetTotals(), Position: in.all.GetPosition()}
 	for _, ch := range analyticsCharts {
-		f, err := ch.build(in)
+		f, err := in.pageFigure(ch)
 		if err != nil {
 			return err
 		}
@@ -190,6 +190,29 @@ func (c *Console) analyticsPage(w http.ResponseWriter, r *http.Request, q *reque
 	}
 	c.render(w, r, http.StatusOK, "analytics", &view{Title: "Analytics", Nav: "analytics", Data: d, q: q})
 	return nil
+}
+
+// pageFigure is a chart as the page shows it — drawn, its data table
+// written — kept in cache under the data's digest without its plot and
+// rows: a page over the same figures builds nothing again.
+func (in *analyticsInput) pageFigure(ch analyticsChart) (figure, error) {
+	key := ""
+	if in.cache != nil && in.key != "" {
+		key = in.key + "/" + ch.name + ".page"
+		if f, ok := in.cache.getFigure(key); ok {
+			return f, nil
+		}
+	}
+	f, err := ch.build(in)
+	if err != nil {
+		return figure{}, err
+	}
+	f.body = f.Body()
+	f.plot, f.Rows = nil, nil
+	if key != "" {
+		in.cache.putFigure(key, f)
+	}
+	return f, nil
 }
 
 // analyticsExport serves one chart of the page as SVG or PNG, or its

@@ -50,6 +50,9 @@ type figure struct {
 	// figure with no key or no cache are not kept.
 	key   string
 	cache *drawCache
+	// body is the data table's rows written once (Body), for a figure
+	// kept in cache without its rows.
+	body template.HTML
 }
 
 // Body is the data table's rows as HTML: the first cell of a row is its
@@ -58,6 +61,9 @@ type figure struct {
 // the template's per-cell escaping was two thirds of the page's time
 // (docs/console.md, "Performance").
 func (f figure) Body() template.HTML {
+	if f.body != "" {
+		return f.body
+	}
 	if len(f.Rows) == 0 {
 		return template.HTML(`<tr><td colspan="` + strconv.Itoa(len(f.Header)) + `">No data in this range.</td></tr>`)
 	}

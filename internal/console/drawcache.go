@@ -20,6 +20,7 @@ import (
 type drawCache struct {
 	mu   sync.Mutex
 	m    map[string][]byte
+	figs map[string]figure
 	size int
 }
 
@@ -40,14 +41,48 @@ func (d *drawCache) put(key string, b []byte) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.m == nil || d.size+len(b) > maxDrawCache {
-		d.m, d.size = map[string][]byte{}, 0
-	}
+	d.roomLocked(len(b))
 	if old, ok := d.m[key]; ok {
 		d.size -= len(old)
 	}
 	d.m[key] = b
 	d.size += len(b)
+}
+
+// roomLocked empties the cache when n more bytes would not fit.
+func (d *drawCache) roomLocked(n int) {
+	if d.m == nil || d.size+n > maxDrawCache {
+		d.m, d.figs, d.size = map[string][]byte{}, map[string]figure{}, 0
+	}
+}
+
+// figureSize estimates what a kept page figure holds.
+func figureSize(f figure) int {
+	return 256 + len(f.SVG) + len(f.body) + len(f.Title) + len(f.Desc) + len(f.Export)
+}
+
+// getFigure returns a page figure kept under key: drawn, its data table
+// written, without its plot or rows.
+func (d *drawCache) getFigure(key string) (figure, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok := d.figs[key]
+	return f, ok
+}
+
+func (d *drawCache) putFigure(key string, f figure) {
+	n := figureSize(f)
+	if n > maxDrawCache/4 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.roomLocked(n)
+	if old, ok := d.figs[key]; ok {
+		d.size -= figureSize(old)
+	}
+	d.figs[key] = f
+	d.size += n
 }
 
 // drawn returns what draw makes for key, drawing it on a miss; callers
@@ -77,6 +112,8 @@ func dataDigest(filters string, resps ...*preceptv1.GetAnalyticsResponse) (strin
 	binary.BigEndian.PutUint64(n[:], uint64(len(filters)))
 	h.Write(n[:])
 	h.Write([]byte(filters))
+	buf := digestBuffers.Get().(*[]byte)
+	defer digestBuffers.Put(buf)
 	for _, r := range resps {
 		if r == nil {
 			h.Write([]byte{0})
@@ -84,11 +121,12 @@ func dataDigest(filters string, resps ...*preceptv1.GetAnalyticsResponse) (strin
 		}
 		pos := r.Position
 		r.Position = 0
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+		b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend((*buf)[:0], r)
 		r.Position = pos
 		if err != nil {
 			return "", err
 		}
+		*buf = b
 		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
 		h.Write([]byte{1})
 		h.Write(n[:])
@@ -96,3 +134,7 @@ func dataDigest(filters string, resps ...*preceptv1.GetAnalyticsResponse) (strin
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// digestBuffers are the encodings' buffers, reused: a split response is
+// a few hundred kB.
+var digestBuffers = sync.Pool{New: func() any { return new([]byte) }}

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -146,5 +147,40 @@ func TestEffectChartsAreKeptUnderTheFiguresTheyDraw(t *testing.T) {
 	}
 	if string(fresh.SVG) != string(draw(more)[:len(fresh.SVG)]) {
 		t.Error("the cached effect chart differs from a fresh drawing")
+	}
+}
+
+// A page figure kept in cache is what building it gives: the same
+// drawing and data table, the second time without building anything.
+func TestPageFiguresKeptInCacheAreWhatBuildingGives(t *testing.T) {
+	var cache drawCache
+	filters := analyticsFilters{From: "2026-09-01", To: "2026-11-29", By: "day", Split: "agent"}
+	all, split := syntheticAnalytics(90), syntheticAnalytics(90, "agent-1", "agent-2", "agent-3")
+	for _, ch := range analyticsCharts {
+		built, err := ch.build(&analyticsInput{filters: filters, all: all, split: split})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := cachedInput(t, &cache, filters, all, split)
+		first, err := in.pageFigure(ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := len(cache.figs)
+		again, err := cachedInput(t, &cache, filters, all, split).pageFigure(ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cache.figs) != kept {
+			t.Fatalf("%s: the same data built the page figure again", ch.name)
+		}
+		for name, f := range map[string]figure{"first": first, "again": again} {
+			if f.SVG != built.SVG || f.Body() != built.Body() || f.Desc != built.Desc || f.Export != built.Export || !slices.Equal(f.Header, built.Header) {
+				t.Errorf("%s, %s: the kept page figure differs from a built one", ch.name, name)
+			}
+		}
+		if built.Body() == "" || len(built.Rows) == 0 {
+			t.Fatalf("%s: the synthetic data draws an empty table", ch.name)
+		}
 	}
 }
