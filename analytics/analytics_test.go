@@ -1,12 +1,15 @@
 package analytics
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -527,5 +530,35 @@ func TestTotalsOnlyListsLeavesOnlyTheBucketDistributionsOut(t *testing.T) {
 	}
 	if lists == 0 {
 		t.Fatal("the fixture's buckets hold no distributions: the test shows nothing")
+	}
+}
+
+// Top keeps the busiest series, in key order, with their figures as in
+// the full report; the totals and the series count still cover all.
+func TestTopKeepsTheBusiestSeriesAndCountsAll(t *testing.T) {
+	h := loaded(t)
+	for _, split := range []Split{SplitAgent, SplitGate} {
+		full := h.query(t, Query{Split: split})
+		if len(full.Series) < 2 {
+			t.Fatalf("the fixture has %d series split by %v: the test shows nothing", len(full.Series), split)
+		}
+		busiest := slices.Clone(full.Series)
+		slices.SortStableFunc(busiest, func(a, b Series) int { return cmp.Compare(b.Totals.Decisions, a.Totals.Decisions) })
+		for top := 1; top <= len(full.Series)+1; top++ {
+			got := h.query(t, Query{Split: split, Top: top})
+			want := busiest[:min(top, len(busiest))]
+			if len(got.Series) != len(want) || got.SeriesTotal != len(full.Series) || !reflect.DeepEqual(got.Totals, full.Totals) {
+				t.Fatalf("split %v, top %d: %d series of %d, totals equal %v", split, top, len(got.Series), got.SeriesTotal, reflect.DeepEqual(got.Totals, full.Totals))
+			}
+			for _, w := range want {
+				i := slices.IndexFunc(got.Series, func(s Series) bool { return s.Agent == w.Agent && s.Gate == w.Gate })
+				if i < 0 || !reflect.DeepEqual(got.Series[i], w) {
+					t.Errorf("split %v, top %d: series %q/%q missing or changed", split, top, w.Agent, w.Gate)
+				}
+			}
+			if !slices.IsSortedFunc(got.Series, func(a, b Series) int { return strings.Compare(a.Agent+a.Gate, b.Agent+b.Gate) }) {
+				t.Errorf("split %v, top %d: series not in key order", split, top)
+			}
+		}
 	}
 }

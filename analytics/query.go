@@ -96,6 +96,10 @@ type Query struct {
 	// them. A chart of rates and counts per period needs none, and they
 	// are most of a long split report.
 	TotalsOnlyLists bool
+	// Top keeps only the Top series with the most decisions (then by
+	// agent or gate), in order; 0 keeps all. The totals still count
+	// every series.
+	Top int
 }
 
 // maxFilter bounds the agents or gates a query may name.
@@ -123,6 +127,9 @@ type Report struct {
 	Totals      Figures
 	// Position is the feedback-store position the figures include.
 	Position uint64
+	// SeriesTotal is how many series matched, Series holding them all
+	// unless the query asked for its Top.
+	SeriesTotal int
 }
 
 // Query computes the figures of q from the cells in memory: its cost
@@ -204,9 +211,21 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 		}
 		groups[""] = g
 	}
-	rep := Report{From: dayStart(from), To: dayStart(to), Granularity: q.Granularity, Position: a.pos}
+	keys := sortedKeys(groups)
+	rep := Report{From: dayStart(from), To: dayStart(to), Granularity: q.Granularity, Position: a.pos, SeriesTotal: len(keys)}
 	total := newAcc(len(names))
-	for _, gk := range sortedKeys(groups) {
+	for _, gk := range keys {
+		total.mergeAcc(groups[gk].total)
+	}
+	if q.Top > 0 && len(keys) > q.Top {
+		// The busiest first, then by key; the kept ones in key order.
+		slices.SortStableFunc(keys, func(a, b string) int {
+			return cmp.Compare(groups[b].total.c.decisions(), groups[a].total.c.decisions())
+		})
+		keys = keys[:q.Top]
+		slices.Sort(keys)
+	}
+	for _, gk := range keys {
 		g := groups[gk]
 		s := Series{Buckets: g.buckets, Totals: g.total.figures(names)}
 		switch q.Split {
@@ -215,7 +234,6 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 		case SplitGate:
 			s.Gate = gk
 		}
-		total.mergeAcc(g.total)
 		rep.Series = append(rep.Series, s)
 	}
 	rep.Totals = total.figures(names)

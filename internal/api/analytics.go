@@ -31,7 +31,10 @@ func (s *AnalyticsService) GetAnalytics(ctx context.Context, req *connect.Reques
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("analytics are disabled (analytics.enabled)"))
 	}
 	m := req.Msg
-	q := analytics.Query{Agents: m.GetAgents(), Gates: m.GetGates(), TotalsOnlyLists: m.GetTotalsOnlyLists()}
+	if m.GetTopSeries() < 0 {
+		return nil, toConnect(ctx, s.Log, proc, invalid("top_series", "must not be negative"))
+	}
+	q := analytics.Query{Agents: m.GetAgents(), Gates: m.GetGates(), TotalsOnlyLists: m.GetTotalsOnlyLists(), Top: int(m.GetTopSeries())}
 	var err error
 	if q.From, err = optionalTime("from", m.GetFrom()); err != nil {
 		return nil, toConnect(ctx, s.Log, proc, err)
@@ -79,7 +82,7 @@ func optionalTime(field string, ts *timestamppb.Timestamp) (time.Time, error) {
 // AnalyticsToProto converts a report.
 func AnalyticsToProto(r analytics.Report) *preceptv1.GetAnalyticsResponse {
 	out := &preceptv1.GetAnalyticsResponse{
-		From: timestamppb.New(r.From), To: timestamppb.New(r.To), Position: r.Position,
+		From: timestamppb.New(r.From), To: timestamppb.New(r.To), Position: r.Position, SeriesTotal: int32(r.SeriesTotal),
 		Totals: figuresToProto(r.Totals),
 	}
 	switch r.Granularity {

@@ -41,6 +41,7 @@ func TestGetAnalyticsRefusesBadRequestsWithTheirReason(t *testing.T) {
 		{"from after to", &preceptv1.GetAnalyticsRequest{From: timestamppb.New(day), To: timestamppb.New(day.AddDate(0, 0, -1))}, connect.CodeInvalidArgument, "must be before to"},
 		{"unknown granularity", &preceptv1.GetAnalyticsRequest{Granularity: 9}, connect.CodeInvalidArgument, "granularity: unknown value 9"},
 		{"unknown split", &preceptv1.GetAnalyticsRequest{Split: 7}, connect.CodeInvalidArgument, "split: unknown value 7"},
+		{"negative top", &preceptv1.GetAnalyticsRequest{Split: preceptv1.AnalyticsSplit_ANALYTICS_SPLIT_AGENT, TopSeries: -1}, connect.CodeInvalidArgument, "top_series: must not be negative"},
 		{"huge range", &preceptv1.GetAnalyticsRequest{From: timestamppb.New(day.AddDate(-10, 0, 0)), To: timestamppb.New(day)}, connect.CodeInvalidArgument, "longer than the limit of 731 days"},
 		{"invalid timestamp", &preceptv1.GetAnalyticsRequest{From: &timestamppb.Timestamp{Seconds: 1, Nanos: -5}}, connect.CodeInvalidArgument, "from: not a valid timestamp"},
 	} {

@@ -257,7 +257,9 @@ func (c *Console) analytics(r *http.Request, q *request, withSplit bool) (*analy
 	}
 	in := &analyticsInput{filters: filters, all: all.Msg}
 	if withSplit && split != preceptv1.AnalyticsSplit_ANALYTICS_SPLIT_UNSPECIFIED {
-		req.Split = split
+		// Only the series drawn: a 90-day split per agent is 30 series of
+		// 90 buckets, and the charts draw maxLines of them.
+		req.Split, req.TopSeries = split, maxLines
 		resp, err := c.rpc.analytics.GetAnalytics(q.ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -287,10 +289,11 @@ func (in *analyticsInput) lines() (shown []*preceptv1.AnalyticsSeries, of int) {
 	sort.SliceStable(all, func(i, j int) bool {
 		return all[i].GetTotals().GetDecisions() > all[j].GetTotals().GetDecisions()
 	})
+	of = max(len(all), int(in.split.GetSeriesTotal()))
 	if len(all) > maxLines {
-		return all[:maxLines], len(all)
+		return all[:maxLines], of
 	}
-	return all, len(all)
+	return all, of
 }
 
 // seriesName names a series in a legend and the data.

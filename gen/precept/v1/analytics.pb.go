@@ -144,8 +144,12 @@ type GetAnalyticsRequest struct {
 	// them. Charts of rates and counts per period need none of them, and
 	// they are most of a long split response.
 	TotalsOnlyLists bool `protobuf:"varint,7,opt,name=totals_only_lists,json=totalsOnlyLists,proto3" json:"totals_only_lists,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// top_series keeps, with a split, only this many series: those with
+	// the most decisions (then by agent or gate); 0 keeps all. The totals
+	// still count every series, and series_total says how many matched.
+	TopSeries     int32 `protobuf:"varint,8,opt,name=top_series,json=topSeries,proto3" json:"top_series,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetAnalyticsRequest) Reset() {
@@ -225,6 +229,13 @@ func (x *GetAnalyticsRequest) GetTotalsOnlyLists() bool {
 		return x.TotalsOnlyLists
 	}
 	return false
+}
+
+func (x *GetAnalyticsRequest) GetTopSeries() int32 {
+	if x != nil {
+		return x.TopSeries
+	}
+	return 0
 }
 
 // LabelCount is how many decisions carried a label.
@@ -681,7 +692,10 @@ type GetAnalyticsResponse struct {
 	Series      []*AnalyticsSeries     `protobuf:"bytes,4,rep,name=series,proto3" json:"series,omitempty"`
 	Totals      *AnalyticsFigures      `protobuf:"bytes,5,opt,name=totals,proto3" json:"totals,omitempty"`
 	// The feedback-store position the figures include.
-	Position      uint64 `protobuf:"varint,6,opt,name=position,proto3" json:"position,omitempty"`
+	Position uint64 `protobuf:"varint,6,opt,name=position,proto3" json:"position,omitempty"`
+	// How many series matched; series holds them all unless top_series
+	// kept fewer.
+	SeriesTotal   int32 `protobuf:"varint,7,opt,name=series_total,json=seriesTotal,proto3" json:"series_total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -758,12 +772,19 @@ func (x *GetAnalyticsResponse) GetPosition() uint64 {
 	return 0
 }
 
+func (x *GetAnalyticsResponse) GetSeriesTotal() int32 {
+	if x != nil {
+		return x.SeriesTotal
+	}
+	return 0
+}
+
 var File_precept_v1_analytics_proto protoreflect.FileDescriptor
 
 const file_precept_v1_analytics_proto_rawDesc = "" +
 	"\n" +
 	"\x1aprecept/v1/analytics.proto\x12\n" +
-	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc1\x02\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\x02\n" +
 	"\x13GetAnalyticsRequest\x12\x16\n" +
 	"\x06agents\x18\x01 \x03(\tR\x06agents\x12\x14\n" +
 	"\x05gates\x18\x02 \x03(\tR\x05gates\x12.\n" +
@@ -771,7 +792,9 @@ const file_precept_v1_analytics_proto_rawDesc = "" +
 	"\x02to\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12B\n" +
 	"\vgranularity\x18\x05 \x01(\x0e2 .precept.v1.AnalyticsGranularityR\vgranularity\x120\n" +
 	"\x05split\x18\x06 \x01(\x0e2\x1a.precept.v1.AnalyticsSplitR\x05split\x12*\n" +
-	"\x11totals_only_lists\x18\a \x01(\bR\x0ftotalsOnlyLists\"6\n" +
+	"\x11totals_only_lists\x18\a \x01(\bR\x0ftotalsOnlyLists\x12\x1d\n" +
+	"\n" +
+	"top_series\x18\b \x01(\x05R\ttopSeries\"6\n" +
 	"\n" +
 	"LabelCount\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -809,14 +832,15 @@ const file_precept_v1_analytics_proto_rawDesc = "" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x12\n" +
 	"\x04gate\x18\x02 \x01(\tR\x04gate\x125\n" +
 	"\abuckets\x18\x03 \x03(\v2\x1b.precept.v1.AnalyticsBucketR\abuckets\x124\n" +
-	"\x06totals\x18\x04 \x01(\v2\x1c.precept.v1.AnalyticsFiguresR\x06totals\"\xbd\x02\n" +
+	"\x06totals\x18\x04 \x01(\v2\x1c.precept.v1.AnalyticsFiguresR\x06totals\"\xe0\x02\n" +
 	"\x14GetAnalyticsResponse\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12B\n" +
 	"\vgranularity\x18\x03 \x01(\x0e2 .precept.v1.AnalyticsGranularityR\vgranularity\x123\n" +
 	"\x06series\x18\x04 \x03(\v2\x1b.precept.v1.AnalyticsSeriesR\x06series\x124\n" +
 	"\x06totals\x18\x05 \x01(\v2\x1c.precept.v1.AnalyticsFiguresR\x06totals\x12\x1a\n" +
-	"\bposition\x18\x06 \x01(\x04R\bposition*\x9d\x01\n" +
+	"\bposition\x18\x06 \x01(\x04R\bposition\x12!\n" +
+	"\fseries_total\x18\a \x01(\x05R\vseriesTotal*\x9d\x01\n" +
 	"\x14AnalyticsGranularity\x12%\n" +
 	"!ANALYTICS_GRANULARITY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19ANALYTICS_GRANULARITY_DAY\x10\x01\x12\x1e\n" +
