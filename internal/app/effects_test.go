@@ -114,17 +114,33 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 	xaddAll(t, r.rdb, events)
 	effects := effectClient(r.app.URL(), viewerToken)
 	var eff *preceptv1.RuleEffect
-	eventually(t, "the recurrences to be evaluated", 90*time.Second, func() bool {
-		if _, err := r.app.Effects.CatchUp(ctx); err != nil {
-			return false
+	// It timed out twice under the full suite's load and never alone:
+	// say where it stood, to find out why.
+	var lastErr error
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		_, lastErr = r.app.Effects.CatchUp(ctx)
+		if lastErr == nil {
+			resp, err := effects.GetRuleEffect(ctx, connect.NewRequest(&preceptv1.GetRuleEffectRequest{RuleId: ruleID}))
+			if lastErr = err; err == nil {
+				eff = resp.Msg.GetEffect()
+				if eff.GetRecurrences() == 4 {
+					break
+				}
+			}
 		}
-		resp, err := effects.GetRuleEffect(ctx, connect.NewRequest(&preceptv1.GetRuleEffectRequest{RuleId: ruleID}))
-		if err != nil {
-			return false
+		if time.Now().After(deadline) {
+			var evaluated []string
+			for i := range recurring {
+				id := fmt.Sprintf("eff-after-neg-%d", i)
+				ev, _, err := r.app.Evaluator.Evaluation(ctx, id)
+				evaluated = append(evaluated, fmt.Sprintf("%s: cluster %q class %s lesson %+v err %v", id, ev.ClusterID, ev.Class, ev.Lesson, err))
+			}
+			t.Fatalf("timed out waiting for the recurrences to be evaluated: last error %v, effect %v, activated %s, after %s\n%s",
+				lastErr, eff, activated.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), strings.Join(evaluated, "\n"))
 		}
-		eff = resp.Msg.GetEffect()
-		return eff.GetRecurrences() == 4
-	})
+		time.Sleep(50 * time.Millisecond)
+	}
 	// By hand: 10 exposures, all by prompt_version; 4 recurrences; the
 	// 10 decisions before activation held none; the approvals were at a
 	// gate where the pattern was never flagged, so none validates it.

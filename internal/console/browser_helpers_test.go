@@ -93,6 +93,30 @@ func (b *tab) follow(t *testing.T, what string, a chromedp.Action[chromedp.Void]
 	return resp.Status
 }
 
+// followLink clicks a link and waits for the page it opens, clicking
+// again (up to three times) when no page loads within 8 s: on a page that
+// follows changes, the content holding the link may be swapped for a
+// fresh copy just as it is clicked, and the click then lands on nothing.
+// Only for links (GET): a form is never submitted twice.
+func (b *tab) followLink(t *testing.T, what, sel string) int64 {
+	t.Helper()
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(b.ctx, 8*time.Second)
+		var resp *network.Response
+		resp, err = chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return resp.Status
+		}
+		if b.ctx.Err() != nil {
+			break
+		}
+	}
+	t.Fatalf("%s: %s: %v", b.name, what, err)
+	return 0
+}
+
 // path is the path of the page the tab shows.
 func (b *tab) path(t *testing.T) string {
 	t.Helper()

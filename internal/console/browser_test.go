@@ -256,7 +256,7 @@ func approveAndRollBack(t *testing.T, alice, bob *tab, p *preceptv1.Proposal, ru
 	if !alice.has(t, link) {
 		t.Fatalf("the queue has no %s", link)
 	}
-	if status := alice.follow(t, "open the proposal from the queue", chromedp.Click(chromedp.CSS(link))); status != http.StatusOK || alice.path(t) != page {
+	if status := alice.followLink(t, "open the proposal from the queue", link); status != http.StatusOK || alice.path(t) != page {
 		t.Fatalf("the queue's link leads to %s (%d), want %s", alice.path(t), status, page)
 	}
 	if st := alice.text(t, "#status"); !strings.Contains(st, "PENDING") {
