@@ -12,6 +12,16 @@ import (
 	"time"
 )
 
+// labelledFeed is a feed holding the labelled fixture's decisions.
+func labelledFeed(t *testing.T) *memFeed {
+	t.Helper()
+	feed := newFeed()
+	for _, it := range loadFixture(t, "labelled.jsonl") {
+		feed.add(it.Feedback)
+	}
+	return feed
+}
+
 // storedClusters is the reference for a listing: every stored cluster
 // record that q selects, largest first, then by id.
 func storedClusters(t *testing.T, s *Service, q ClusterQuery) []string {
@@ -98,10 +108,7 @@ func checkListings(t *testing.T, s *Service) {
 // after clustering, after re-clustering rounds, and after a restart.
 func TestClusterListingsMatchTheStoredClusters(t *testing.T) {
 	dir := t.TempDir()
-	feed := newFeed()
-	for _, it := range loadFixture(t, "labelled.jsonl") {
-		feed.add(it.Feedback)
-	}
+	feed := labelledFeed(t)
 	e := newEnv(t, dir, feed, Options{})
 	e.drain(t)
 	checkListings(t, e.svc)
@@ -217,11 +224,7 @@ func TestNeedsReviewListingsMatchTheOpenRecords(t *testing.T) {
 // A page of a cluster's members is that stretch of the whole list, in
 // join order, whatever the page's size and position.
 func TestClusterPageReadsAStretchOfTheMembers(t *testing.T) {
-	feed := newFeed()
-	for _, it := range loadFixture(t, "labelled.jsonl") {
-		feed.add(it.Feedback)
-	}
-	e := newEnv(t, t.TempDir(), feed, Options{})
+	e := newEnv(t, t.TempDir(), labelledFeed(t), Options{})
 	defer e.close()
 	e.drain(t)
 	ctx := context.Background()

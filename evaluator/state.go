@@ -357,17 +357,12 @@ func (s *state) clusterOf(decisionID string) (string, error) {
 // (1-based) on.
 func (s *state) members(clusterID string, from int) ([]Member, error) {
 	var out []Member
-	prefix := append([]byte(clusterID), 0)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bMembers).Cursor()
-		for k, v := c.Seek(memberKey(clusterID, max(from, 1))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			var m Member
-			if err := json.Unmarshal(v, &m); err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-		return nil
+		k, v := c.Seek(memberKey(clusterID, max(from, 1)))
+		var err error
+		out, err = readMembers(c, k, v, clusterID, 0)
+		return err
 	})
 	return out, err
 }
@@ -384,16 +379,26 @@ func (s *state) memberPage(clusterID string, offset, limit int) ([]Member, error
 		for i := 0; i < offset && k != nil && bytes.HasPrefix(k, prefix); i++ {
 			k, v = c.Next()
 		}
-		for ; k != nil && bytes.HasPrefix(k, prefix) && (limit <= 0 || len(out) < limit); k, v = c.Next() {
-			var m Member
-			if err := json.Unmarshal(v, &m); err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-		return nil
+		var err error
+		out, err = readMembers(c, k, v, clusterID, limit)
+		return err
 	})
 	return out, err
+}
+
+// readMembers decodes a cluster's members from the cursor's position
+// (k, v) on, at most limit of them (all when limit is 0).
+func readMembers(c *bolt.Cursor, k, v []byte, clusterID string, limit int) ([]Member, error) {
+	var out []Member
+	prefix := append([]byte(clusterID), 0)
+	for ; k != nil && bytes.HasPrefix(k, prefix) && (limit <= 0 || len(out) < limit); k, v = c.Next() {
+		var m Member
+		if err := json.Unmarshal(v, &m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // eachMembership calls fn for every clustered decision.
