@@ -41,11 +41,19 @@ type historyIndex struct {
 // history returns the index for the current tips, walking only when a tip
 // moved; commit metadata is cached, so a walk after a new commit is cheap.
 func (s *store) history(ctx context.Context) (*historyIndex, error) {
+	_, idx, err := s.stateAndHistory(ctx)
+	return idx, err
+}
+
+// stateAndHistory is history with the state it was read at, for
+// answers that need both from one reading of the repository.
+func (s *store) stateAndHistory(ctx context.Context) (*state, *historyIndex, error) {
 	st, err := s.State(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.historyAt(st)
+	idx, err := s.historyAt(st)
+	return st, idx, err
 }
 
 // historyAt is history for a state the caller has read already: reading

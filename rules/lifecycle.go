@@ -431,7 +431,7 @@ func (r Rule) sameEffect(next Rule) bool {
 // empty), sorted. With no agent nothing is read beyond the history; an
 // agent's are those whose last version names it.
 func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, error) {
-	st, idx, err := l.history(ctx)
+	st, idx, err := l.m.store.stateAndHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +453,7 @@ func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, e
 // of the repository. A rule whose last version cannot be found is left
 // out.
 func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]Rule, error) {
-	st, idx, err := l.history(ctx)
+	st, idx, err := l.m.store.stateAndHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -471,16 +471,6 @@ func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]Rule, error) {
 		}
 	}
 	return out, nil
-}
-
-// history reads the repository's state and its history index.
-func (l *Lifecycle) history(ctx context.Context) (*state, *historyIndex, error) {
-	st, err := l.m.store.State(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	idx, err := l.m.store.historyAt(st)
-	return st, idx, err
 }
 
 // retiredIDs are the ids of the rules the history retired that are not

@@ -217,11 +217,7 @@ func (m *Manager) Rule(ctx context.Context, id string) (Rule, []HistoryEntry, er
 	if !ValidRuleID(id) {
 		return Rule{}, nil, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(id, 64))
 	}
-	st, err := m.store.State(ctx)
-	if err != nil {
-		return Rule{}, nil, err
-	}
-	idx, err := m.store.historyAt(st)
+	st, idx, err := m.store.stateAndHistory(ctx)
 	if err != nil {
 		return Rule{}, nil, err
 	}
