@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -24,14 +26,17 @@ func (c *cli) dlqCmd() *cobra.Command {
 func (c *cli) dlqListCmd() *cobra.Command {
 	var limit int32
 	var token string
+	var wait time.Duration
 	list := &cobra.Command{
-		Use:   "list",
+		Use:   "list [--wait DURATION]",
 		Short: "List dead-lettered entries with their reasons, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().ListDeadLetters(ctx, connect.NewRequest(&preceptv1.ListDeadLettersRequest{PageSize: limit, PageToken: token}))
+			var resp *connect.Response[preceptv1.ListDeadLettersResponse]
+			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+				resp, err = c.feedbackClient().ListDeadLetters(ctx, connect.NewRequest(&preceptv1.ListDeadLettersRequest{PageSize: limit, PageToken: token}))
+				return err == nil && len(resp.Msg.GetDeadLetters()) > 0, err
+			})
 			if err != nil {
 				return err
 			}
@@ -48,6 +53,7 @@ func (c *cli) dlqListCmd() *cobra.Command {
 	}
 	list.Flags().Int32Var(&limit, "limit", 50, "entries per page (max 1000; a page also ends at 4 MiB)")
 	list.Flags().StringVar(&token, "page-token", "", "continue a previous listing")
+	addWait(list, &wait, "for at least one entry")
 	return list
 }
 

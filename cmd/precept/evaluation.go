@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -39,14 +41,17 @@ func (c *cli) evaluatorClient() preceptv1connect.EvaluatorServiceClient {
 
 func (c *cli) evaluationCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "evaluation", Short: "Read the evaluator's decisions"}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "get DECISION_ID",
+	var wait time.Duration
+	get := &cobra.Command{
+		Use:   "get DECISION_ID [--wait DURATION]",
 		Short: "Show how a decision was classified, and why",
 		Args:  exactArgs(1, "get needs one DECISION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.evaluatorClient().GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: args[0]}))
+			var resp *connect.Response[preceptv1.GetEvaluationResponse]
+			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+				resp, err = c.evaluatorClient().GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: args[0]}))
+				return err == nil, err
+			})
 			if err != nil {
 				return err
 			}
@@ -60,7 +65,9 @@ func (c *cli) evaluationCmd() *cobra.Command {
 				printRubric(w, ev.GetRubric())
 			})
 		},
-	})
+	}
+	addWait(get, &wait, "for the decision to be evaluated")
+	cmd.AddCommand(get)
 	return cmd
 }
 

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -57,20 +59,24 @@ func (c *cli) feedbackCmd() *cobra.Command {
 	}
 	record.Flags().StringVarP(&file, "file", "f", "", "event JSON file, or - for stdin")
 
+	var wait time.Duration
 	get := &cobra.Command{
-		Use:   "get DECISION_ID",
+		Use:   "get DECISION_ID [--wait DURATION]",
 		Short: "Show one stored decision",
 		Args:  exactArgs(1, "get needs one DECISION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().GetFeedback(ctx, connect.NewRequest(&preceptv1.GetFeedbackRequest{DecisionId: args[0]}))
+			var resp *connect.Response[preceptv1.GetFeedbackResponse]
+			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+				resp, err = c.feedbackClient().GetFeedback(ctx, connect.NewRequest(&preceptv1.GetFeedbackRequest{DecisionId: args[0]}))
+				return err == nil, err
+			})
 			if err != nil {
 				return err
 			}
 			return c.emit(resp.Msg, func(w io.Writer) { printFeedback(w, resp.Msg.Feedback) })
 		},
 	}
+	addWait(get, &wait, "for the decision to be stored")
 
 	var agent, token string
 	var limit int32
@@ -114,14 +120,17 @@ func (c *cli) feedbackCmd() *cobra.Command {
 }
 
 func (c *cli) pingCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "ping",
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "ping [--wait DURATION]",
 		Short: "Check connectivity and show who the server thinks you are",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.pingClient().Ping(ctx, connect.NewRequest(&preceptv1.PingRequest{Message: "ping"}))
+			var resp *connect.Response[preceptv1.PingResponse]
+			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+				resp, err = c.pingClient().Ping(ctx, connect.NewRequest(&preceptv1.PingRequest{Message: "ping"}))
+				return err == nil, err
+			})
 			if err != nil {
 				return err
 			}
@@ -130,6 +139,8 @@ func (c *cli) pingCmd() *cobra.Command {
 			})
 		},
 	}
+	addWait(cmd, &wait, "for preceptd to answer")
+	return cmd
 }
 
 func printFeedback(w io.Writer, f *preceptv1.Feedback) {

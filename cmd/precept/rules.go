@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -53,8 +55,9 @@ func (c *cli) proposalsCmd() *cobra.Command {
 func (c *cli) proposalsListCmd() *cobra.Command {
 	var status, agent, token string
 	var limit int32
+	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "list [--status pending|approved|rejected|blocked|deferred|merged] [--agent NAME]",
+		Use:   "list [--status pending|approved|rejected|blocked|deferred|merged] [--agent NAME] [--wait DURATION]",
 		Short: "List proposals, newest first; blocked and deferred drafts show why",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,9 +69,11 @@ func (c *cli) proposalsListCmd() *cobra.Command {
 				}
 				req.Status = s
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().ListProposals(ctx, connect.NewRequest(req))
+			var resp *connect.Response[preceptv1.ListProposalsResponse]
+			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+				resp, err = c.rulesClient().ListProposals(ctx, connect.NewRequest(req))
+				return err == nil && len(resp.Msg.GetProposals()) > 0, err
+			})
 			if err != nil {
 				return err
 			}
@@ -89,6 +94,7 @@ func (c *cli) proposalsListCmd() *cobra.Command {
 	cmd.Flags().StringVar(&agent, "agent", "", "only proposals for this agent")
 	cmd.Flags().Int32Var(&limit, "limit", 50, "proposals per page (max 500)")
 	cmd.Flags().StringVar(&token, "page-token", "", "continue a previous listing")
+	addWait(cmd, &wait, "for at least one proposal")
 	return cmd
 }
 
