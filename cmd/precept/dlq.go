@@ -33,7 +33,7 @@ func (c *cli) dlqListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *connect.Response[preceptv1.ListDeadLettersResponse]
-			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+			err := poll(cmd, c.timeout, wait, func(ctx context.Context) (done bool, err error) {
 				resp, err = c.feedbackClient().ListDeadLetters(ctx, connect.NewRequest(&preceptv1.ListDeadLettersRequest{PageSize: limit, PageToken: token}))
 				return err == nil && len(resp.Msg.GetDeadLetters()) > 0, err
 			})

@@ -48,7 +48,7 @@ func (c *cli) evaluationCmd() *cobra.Command {
 		Args:  exactArgs(1, "get needs one DECISION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *connect.Response[preceptv1.GetEvaluationResponse]
-			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+			err := poll(cmd, c.timeout, wait, func(ctx context.Context) (done bool, err error) {
 				resp, err = c.evaluatorClient().GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: args[0]}))
 				return err == nil, err
 			})

@@ -66,7 +66,7 @@ func (c *cli) feedbackCmd() *cobra.Command {
 		Args:  exactArgs(1, "get needs one DECISION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *connect.Response[preceptv1.GetFeedbackResponse]
-			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+			err := poll(cmd, c.timeout, wait, func(ctx context.Context) (done bool, err error) {
 				resp, err = c.feedbackClient().GetFeedback(ctx, connect.NewRequest(&preceptv1.GetFeedbackRequest{DecisionId: args[0]}))
 				return err == nil, err
 			})
@@ -127,7 +127,7 @@ func (c *cli) pingCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *connect.Response[preceptv1.PingResponse]
-			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+			err := poll(cmd, c.timeout, wait, func(ctx context.Context) (done bool, err error) {
 				resp, err = c.pingClient().Ping(ctx, connect.NewRequest(&preceptv1.PingRequest{Message: "ping"}))
 				return err == nil, err
 			})

@@ -70,7 +70,7 @@ func (c *cli) proposalsListCmd() *cobra.Command {
 				req.Status = s
 			}
 			var resp *connect.Response[preceptv1.ListProposalsResponse]
-			err := c.poll(cmd, wait, func(ctx context.Context) (done bool, err error) {
+			err := poll(cmd, c.timeout, wait, func(ctx context.Context) (done bool, err error) {
 				resp, err = c.rulesClient().ListProposals(ctx, connect.NewRequest(req))
 				return err == nil && len(resp.Msg.GetProposals()) > 0, err
 			})

@@ -22,10 +22,10 @@ func addWait(cmd *cobra.Command, wait *time.Duration, what string) {
 // cannot cure, or wait has passed; it returns try's last error. Each try
 // has the request timeout. Waiting cures a server that does not answer
 // yet (unavailable) and a thing not there yet (not found).
-func (c *cli) poll(cmd *cobra.Command, wait time.Duration, try func(ctx context.Context) (done bool, err error)) error {
+func poll(cmd *cobra.Command, timeout, wait time.Duration, try func(ctx context.Context) (done bool, err error)) error {
 	deadline := time.Now().Add(wait)
 	for {
-		ctx, cancel := c.ctx(cmd)
+		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 		done, err := try(ctx)
 		cancel()
 		if done || !curable(err) || !time.Now().Before(deadline) {
