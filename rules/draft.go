@@ -15,6 +15,7 @@ import (
 
 	"github.com/precept-dev/precept/internal/safetext"
 	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lesson"
 )
 
 // LLM completes prompts; the langchaingo adapter in internal/llm
@@ -33,6 +34,9 @@ type draft struct {
 	// By is "extractive", "lesson" (the category's canonical rule) or
 	// "llm:<model>".
 	By string
+	// Left are the clauses of the category's canonical rule a lesson
+	// draft left out because no comment of the evidence asked for them.
+	Left []string
 }
 
 // draftTemplateName names the LLM prompt template beside this file.
@@ -210,12 +214,21 @@ func extractiveDraft(ev Evidence) draft {
 	return draft{Type: NegativeExample, Content: "Avoid this problem reviewers keep flagging: " + problem + ".", By: "extractive"}
 }
 
-// lessonDraft drafts from the cluster's lesson: the category's canonical
-// rule, specialised by the first prescription of the cluster's own that
-// says more than the rule, with the support behind it ("… — flagged 7
-// times by 5 reviewers in 4 epics").
+// lessonDraft drafts from the cluster's lesson: the clauses of the
+// category's canonical rule that the comments ask for (lesson.Narrow),
+// specialised by the first prescription of the cluster's own that says
+// more than the rule, with the support behind it ("… — flagged 7 times
+// by 5 reviewers in 4 epics").
 func lessonDraft(ev Evidence) draft {
-	rule := strings.TrimSpace(text.OneLine(ev.CategoryRule))
+	said := make([]string, 0, len(ev.Comments)+len(ev.Asked))
+	for _, c := range ev.Comments {
+		said = append(said, text.ClipRunes(c.Text, maxCommentRunes))
+	}
+	for _, a := range ev.Asked {
+		said = append(said, text.ClipRunes(a, maxCommentRunes))
+	}
+	narrowed := lesson.Narrow(text.OneLine(ev.CategoryRule), said)
+	rule := narrowed.Text
 	content := strings.TrimRight(rule, ". ")
 	ruleWords := map[string]bool{}
 	for _, w := range strings.Fields(strings.ToLower(rule)) {
@@ -245,7 +258,7 @@ func lessonDraft(ev Evidence) draft {
 	if ev.Protected {
 		typ = Constraint
 	}
-	return draft{Type: typ, Content: content, By: "lesson"}
+	return draft{Type: typ, Content: content, By: "lesson", Left: narrowed.Left}
 }
 
 // directiveVerbs start a sentence that already reads as an instruction.

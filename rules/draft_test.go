@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/precept-dev/precept/lesson"
 )
 
 func TestExtractiveDraftReadsAsAnInstruction(t *testing.T) {
@@ -178,5 +180,30 @@ func TestLessonDraftsStartFromTheCategoryRuleAndSayWhatBacksThem(t *testing.T) {
 	d = extractiveDraft(ev)
 	if d.Content != "Check every returned error and caught exception: return it or handle it; never discard it — flagged 2 times by 2 reviewers in 1 epic." || d.Type != Guideline {
 		t.Fatalf("draft = %+v", d)
+	}
+}
+
+func TestLessonDraftsSayNoMoreThanTheReviewersAsked(t *testing.T) {
+	retry, _ := lesson.DefaultTaxonomy().Category("retry-timeout")
+	comment := "The HTTP client has no timeout and requests can hang forever; always set a timeout."
+	ev := Evidence{
+		ClusterID: "c1", Class: ClassGeneralizableHigh, Agents: []string{"coding-agent"},
+		CategoryRule: retry.Rule, Asked: []string{"always set a timeout"},
+		FeedbackIDs: []string{"d1", "d2", "d3"}, Size: 3,
+		Reviewers: []string{"r1", "r2", "r3"}, Epics: []string{"E1", "E2", "E3"},
+		Comments: []Comment{{DecisionID: "d1", ReviewerID: "r1", Text: comment}, {DecisionID: "d2", ReviewerID: "r2", Text: comment}},
+	}
+	d := extractiveDraft(ev)
+	want := "Give every network or external call a timeout or deadline (client timeout or context) — flagged 3 times by 3 reviewers in 3 epics."
+	if d.Content != want {
+		t.Fatalf("draft = %q\nwant    %q", d.Content, want)
+	}
+	if reason := DefaultQuality().Check(d.Content); reason != "" {
+		t.Fatalf("the quality gate refuses the draft: %s", reason)
+	}
+	// The curator is told what was left out.
+	p := policy{opts: Options{RequiredApprovals: 2}}.drafted(ev, draftPlan{id: "p-1"}, d, time.Unix(0, 0))
+	if !strings.Contains(p.EvidenceSummary, "Left out of the category's guidance, as no comment asked for it: “retry only idempotent operations") {
+		t.Fatalf("evidence summary does not name the clause left out:\n%s", p.EvidenceSummary)
 	}
 }

@@ -438,10 +438,15 @@ func (pol policy) planDraft(st *state, retired []retiredRule, ev Evidence, now t
 // drafted is the proposal a drafted text makes of a cluster, before the
 // guards record their results on it.
 func (pol policy) drafted(ev Evidence, plan draftPlan, d draft, now time.Time) Proposal {
+	summary := evidenceSummary(ev)
+	if len(d.Left) > 0 {
+		// The curator sees what the drafter chose not to say.
+		summary += " Left out of the category's guidance, as no comment asked for it: “" + strings.Join(d.Left, "”; “") + "”."
+	}
 	return Proposal{
 		ID: plan.id, Kind: KindNewRule, Status: Pending, Revision: 1, ContentRevision: 1,
 		FeedbackIDs: ev.FeedbackIDs, Confidence: ev.Confidence, Agents: ev.Agents, Type: d.Type,
-		InsertionPoint: DefaultInsertionPoint, EvidenceSummary: evidenceSummary(ev), CreatedAt: now, UpdatedAt: now,
+		InsertionPoint: DefaultInsertionPoint, EvidenceSummary: summary, CreatedAt: now, UpdatedAt: now,
 		ProposedBy: SystemProposer, ClusterID: ev.ClusterID, Generation: plan.generation, Class: ev.Class, Priority: ev.priority(),
 		Support: ev.support(), Reviewers: ev.Reviewers, Epics: ev.Epics, Producers: ev.Producers, Tags: ev.Tags, DraftedBy: d.By,
 		Required: pol.opts.RequiredApprovals, RuleID: RuleIDFor(plan.id), Content: d.Content,
