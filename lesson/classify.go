@@ -396,7 +396,13 @@ func (c *Classifier) matchCues(ts []string, weight float64, kind string, scores 
 		pos[t] = append(pos[t], i)
 	}
 	added := map[int]float64{}
-	for t := range pos {
+	// Terms in the order of the text, not of the map: which cues count
+	// under the cap, the order of the evidence and the float sums are
+	// then the same on every run and every replica.
+	for j, t := range ts {
+		if pos[t][0] != j {
+			continue
+		}
 		for _, i := range c.cuesByTerm[t] {
 			cu := c.cues[i]
 			if !cueAt(cu.terms, pos) || added[cu.category] >= maxCueScore {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -342,5 +343,24 @@ func TestMergeLearnedLeavesOutWhatATaxonomyCannotHold(t *testing.T) {
 	}
 	if strings.Contains(string(out), "long long") {
 		t.Fatal("a phrasing longer than an entry may be was merged")
+	}
+}
+
+// Every replica re-classifies every decision: the same comment must give
+// the same category, confidence and evidence on every run, whatever the
+// order Go walks a map in.
+func TestClassificationIsTheSameOnEveryRun(t *testing.T) {
+	c := NewClassifier(DefaultTaxonomy())
+	comments := []string{
+		"The HTTP client has no timeout and requests can hang forever; always set a timeout.",
+		"retry loop without backoff or max retries, and no deadline on the context; http.DefaultClient everywhere",
+	}
+	for _, comment := range comments {
+		first := c.Classify(Input{Comment: comment})
+		for range 50 {
+			if got := c.Classify(Input{Comment: comment}); !reflect.DeepEqual(got, first) {
+				t.Fatalf("%q classified differently on two runs:\n%+v\n%+v", comment, first, got)
+			}
+		}
 	}
 }
