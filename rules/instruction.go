@@ -188,7 +188,7 @@ between within without against like inside outside around to`)
 	// them belongs to a subordinate or a contrasted clause ("return errors
 	// that are …", "name them for what they return, not how they work").
 	clauseBreaks = toSet(`that which who whom whose what how why when where whether if because so than as while since
-until unless not but`)
+until unless before after once not but`)
 	// politeAsks open a request ("could you …") or a question about
 	// something ("could this hang").
 	politeAsks = toSet(`can could would will`)

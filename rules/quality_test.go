@@ -22,6 +22,9 @@ func TestQualityGateParsesImperativesAndProblemStatements(t *testing.T) {
 		"Give every outbound request a timeout.",
 		"Give every outbound call a deadline.",
 		"Name every exported Go function for what it returns, not how it works.",
+		// A subordinate clause after "before"/"after" has its own verb.
+		"Ask for a rollback plan in every database migration before it is merged.",
+		"Run the migration in a transaction after the backup has finished.",
 		"Name the receiver with one or two letters of its type.",
 		"Document each public type and what its fields mean.",
 		"Document every exported function with one sentence that starts with its name.",
