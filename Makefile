@@ -15,7 +15,7 @@ CONFIG   ?=
 # (docs/console.md, "Tests in a real browser").
 SCREENSHOTS ?= $(abspath test-output/console)
 
-.PHONY: all run build test test-short deps fuzz bench bench-console eval generate checkgenerate lint tools clean
+.PHONY: all run build test test-short deps fuzz bench bench-smoke bench-console eval generate checkgenerate lint tools clean
 
 all: lint test
 
@@ -27,12 +27,13 @@ run:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: the full suite against real Redis, Chroma, git and chromium;
-## installs what it needs first (.ci/install-deps: apt-get redis-server,
-## chromium, npm Chroma)
+## test: the full suite against real Redis, Chroma, git and chromium,
+## then bench-smoke and fuzz; installs what it needs first
+## (.ci/install-deps: apt-get redis-server, chromium, npm Chroma)
 test: deps $(BIN)/grpcurl
 	@echo "console screenshots: $(SCREENSHOTS)"
 	PRECEPT_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) bench-smoke
 	$(MAKE) fuzz
 
 ## deps: system packages and the pinned Chroma server the tests use
@@ -65,10 +66,32 @@ fuzz:
 ## maintained; every console page's server time at 100k stored decisions
 ## and 200 rules, BenchmarkConsolePages, about 6 minutes); the others are
 ## micro-benchmarks.
-## PRECEPT_BENCH_SIZES=10000 and PRECEPT_BENCH_BACKENDS=embedded shorten it.
+## PRECEPT_BENCH_SIZES lists the counts of stored decisions to measure at
+## instead of 10000,100000 (testenv.BenchSizes; benchmarks of one size
+## scale with the largest); PRECEPT_BENCH_SIZES=10000 and
+## PRECEPT_BENCH_BACKENDS=embedded shorten it.
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest|BenchmarkLearningLoopCost|BenchmarkConsolePages' -benchtime 1x -timeout 90m ./internal/app
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./analytics/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
+
+## bench-smoke: every benchmark of the module once (-benchtime 1x) at
+## PRECEPT_BENCH_SIZES=$(BENCH_SMOKE_SIZES), against the real servers the
+## tests start; about 3 minutes on 2 cores. It checks that each benchmark
+## still runs on its own fixture, not its figures (a benchmark that holds
+## itself to a budget, such as the console's p99, still fails over it).
+## It prints how many benchmarks ran, and fails when one fails, panics,
+## skips or does not report.
+BENCH_SMOKE_SIZES ?= 1000
+bench-smoke:
+	@log=$$(mktemp) && rc=$$(mktemp) && trap 'rm -f "$$log" "$$rc"' EXIT && \
+	{ PRECEPT_BENCH_SIZES=$(BENCH_SMOKE_SIZES) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m -v ./... 2>&1; \
+		echo $$? >"$$rc"; } | tee "$$log" && \
+	declared=$$(git ls-files -co --exclude-standard '*_test.go' | xargs grep -h '^func Benchmark' | wc -l); \
+	ran=$$(awk '/^pkg: /{pkg=$$2} /^Benchmark[^ \t]*[ \t]+[0-9]+[ \t]+[0-9.]+ ns\/op/{split($$1, n, "[/-]"); print pkg, n[1]}' "$$log" | sort -u | wc -l); \
+	echo "bench-smoke: $$ran of $$declared benchmarks ran at PRECEPT_BENCH_SIZES=$(BENCH_SMOKE_SIZES)"; \
+	if grep -E '^ *--- (SKIP|FAIL): Benchmark|^panic:|^FAIL' "$$log"; then exit 1; fi; \
+	test "$$(cat "$$rc")" = 0 || exit 1; \
+	test "$$ran" -eq "$$declared" || { echo "bench-smoke: $$((declared - ran)) benchmarks reported no result"; exit 1; }
 
 ## bench-console: BenchmarkConsolePages alone (docs/console.md,
 ## "Performance"); PRECEPT_BENCH_SIZES=10000 for a quick run.

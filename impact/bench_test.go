@@ -7,19 +7,22 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/lesson"
 )
 
 // BenchmarkComputeOverTenThousandDecisions measures one preview's count
-// and comparison with main over the fixture plus 10,000 decisions of the
-// proposal's agent: half negatives in the category, half approvals in
-// scope with a comment the classifier reads.
+// and comparison with main over the fixture plus 10,000 decisions
+// (scaled by testenv.BenchSize) of the proposal's agent: half negatives
+// in the category, half approvals in scope with a comment the classifier
+// reads.
 func BenchmarkComputeOverTenThousandDecisions(b *testing.B) {
+	n := testenv.BenchSize(b, 10_000)
 	e := newEnv(b)
 	ctx := context.Background()
 	ev := e.sources.Evaluations.(*evaluations)
 	var batch []precept.Feedback
-	for i := range 10000 {
+	for i := range n {
 		d := precept.Decision{DecisionID: fmt.Sprintf("bench-%05d", i), GateID: "HITL-2", EpicID: fmt.Sprintf("EPIC-%d", i%40), Agent: "coder",
 			ReviewerID: fmt.Sprintf("rev-%d", i%25), Timestamp: t0, ScopePath: "src/api/client.go"}
 		if i%2 == 0 {
@@ -46,8 +49,9 @@ func BenchmarkComputeOverTenThousandDecisions(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if pv.CategoryNegatives.Total != 5004 {
-			b.Fatalf("category negatives = %d, want 5004", pv.CategoryNegatives.Total)
+		// The fixture's 4, and every other decision of the n.
+		if want := 4 + (n+1)/2; pv.CategoryNegatives.Total != want {
+			b.Fatalf("category negatives = %d, want %d", pv.CategoryNegatives.Total, want)
 		}
 	}
 }

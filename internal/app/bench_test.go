@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,10 +132,12 @@ func ingestRate(b *testing.B, a *App, rdb *redis.Client, prefix string, n int) f
 }
 
 // BenchmarkIngest measures stream-to-git ingest throughput with 10k and
-// 100k decisions already stored, the raw Redis rate as a baseline in the
-// same run, and the restart time with 100k stored. Run it with
-// -benchtime 1x: each phase measures itself.
+// 100k decisions already stored (testenv.BenchSizes), the raw Redis rate
+// as a baseline in the same run, and the restart time with the most
+// stored. Run it with -benchtime 1x: each phase measures itself.
+// PRECEPT_BENCH_CPUPROFILE=file profiles the ingest at the largest size.
 func BenchmarkIngest(b *testing.B) {
+	sizes := testenv.BenchSizes(b)
 	redisAddr := testenv.Redis(b)
 	rdb := testenv.RedisClient(b, redisAddr)
 	dir := b.TempDir()
@@ -145,15 +148,22 @@ func BenchmarkIngest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		prefill(b, a, 0, 10000)
-		at10k := ingestRate(b, a, rdb, "ten", batch)
-		prefill(b, a, 10000, 100000)
-		if f := os.Getenv("PRECEPT_BENCH_CPUPROFILE"); f != "" {
-			out, _ := os.Create(f)
-			pprof.StartCPUProfile(out)
+		var rates []string
+		prefilled := 0
+		for i, size := range sizes {
+			prefill(b, a, prefilled, size)
+			prefilled = size
+			if f := os.Getenv("PRECEPT_BENCH_CPUPROFILE"); f != "" && i == len(sizes)-1 {
+				out, _ := os.Create(f)
+				pprof.StartCPUProfile(out)
+			}
+			rate := ingestRate(b, a, rdb, sizeLabel(size), batch)
+			pprof.StopCPUProfile()
+			label := "@" + sizeLabel(size)
+			b.ReportMetric(rate, "decisions/s"+label)
+			b.ReportMetric(rate/base, "ratio"+label)
+			rates = append(rates, fmt.Sprintf("%.0f/s at %d stored (%.2f of baseline)", rate, size, rate/base))
 		}
-		at100k := ingestRate(b, a, rdb, "hundred", batch)
-		pprof.StopCPUProfile()
 		stored, _ := a.Feedback.Count()
 		a.Close()
 
@@ -169,12 +179,17 @@ func BenchmarkIngest(b *testing.B) {
 		a.Close()
 
 		b.ReportMetric(base, "baseline-decisions/s")
-		b.ReportMetric(at10k, "decisions/s@10k")
-		b.ReportMetric(at100k, "decisions/s@100k")
-		b.ReportMetric(at10k/base, "ratio@10k")
-		b.ReportMetric(at100k/base, "ratio@100k")
 		b.ReportMetric(restart.Seconds(), "restart-s")
-		b.Logf("baseline %.0f/s; ingest %.0f/s at 10k stored (%.2f of baseline), %.0f/s at 100k (%.2f); restart with %d stored: %s",
-			base, at10k, at10k/base, at100k, at100k/base, stored, restart.Round(time.Millisecond))
+		b.Logf("baseline %.0f/s; ingest %s; restart with %d stored: %s",
+			base, strings.Join(rates, ", "), stored, restart.Round(time.Millisecond))
 	}
+}
+
+// sizeLabel names a count of stored decisions in a metric's unit:
+// "10k" for 10,000, "1500" for 1,500.
+func sizeLabel(n int) string {
+	if n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }

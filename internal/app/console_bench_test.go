@@ -49,9 +49,13 @@ const (
 	consoleBudget = 50 * time.Millisecond
 )
 
-// consoleDecisions is how many decisions are stored: 100,000, or 10,000
-// with PRECEPT_BENCH_SIZES=10000 (a quick run).
-var consoleDecisions = 100_000
+// consoleFullDecisions is how many decisions are stored when
+// PRECEPT_BENCH_SIZES is unset; with it set, as many as its largest size
+// (testenv.BenchSize): 10,000 with PRECEPT_BENCH_SIZES=10000, a quick run.
+const consoleFullDecisions = 100_000
+
+// consoleDecisions is how many decisions this run stores.
+var consoleDecisions = consoleFullDecisions
 
 // consoleRetiredTexts are the rules approved and rolled back.
 var consoleRetiredTexts = []string{
@@ -70,11 +74,12 @@ func consoleAgent(i int) string { return fmt.Sprintf("agent-%02d", i%consoleAgen
 // BenchmarkConsolePages measures the server time of every console page
 // (docs/console.md, "Performance") on a preceptd on its embedded
 // defaults, with no tokens (every visitor is the local admin), holding
-// 100,000 decisions over 30 agents, 4 gates and 90 days, all classified
-// by the evaluator (it catches up on the stored decisions in order, the
-// way a restarted server does; the time it took is reported), 200 active
-// rules, 20 shadow and 6 rolled back, 40 pending proposals, two recorded
-// versions of a prompt and 30 dead letters.
+// 100,000 decisions (consoleDecisions) over 30 agents, 4 gates and 90
+// days, all classified by the evaluator (it catches up on the stored
+// decisions in order, the way a restarted server does; the time it took
+// is reported), 200 active rules, 20 shadow and 6 rolled back, 40
+// pending proposals, two recorded versions of a prompt and 30 dead
+// letters.
 //
 // Server time is ServeHTTP of the console handler in process, from the
 // request to the last byte written: what a page costs preceptd, without
@@ -92,9 +97,7 @@ func consoleAgent(i int) string { return fmt.Sprintf("agent-%02d", i%consoleAgen
 // profiles the measured requests only; PRECEPT_BENCH_HEAPPROFILE=file
 // writes the live heap once seeded.
 func BenchmarkConsolePages(b *testing.B) {
-	if os.Getenv("PRECEPT_BENCH_SIZES") == "10000" {
-		consoleDecisions = 10_000
-	}
+	consoleDecisions = testenv.BenchSize(b, consoleFullDecisions)
 	redisAddr := testenv.Redis(b)
 	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n", b.TempDir(), redisAddr))
 	if err != nil {
@@ -142,7 +145,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		roomy := measureRoutes(b, a, cookie, routes, "")
 		debug.SetMemoryLimit(limit)
 		reportPages(b, live, quiet, roomy, loop)
-		b.ReportMetric(seed.classifyTook.Seconds(), fmt.Sprintf("classify-%dk-s", consoleDecisions/1000))
+		b.ReportMetric(seed.classifyTook.Seconds(), "classify-"+sizeLabel(consoleDecisions)+"-s")
 	}
 }
 

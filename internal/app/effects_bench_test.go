@@ -19,8 +19,10 @@ import (
 
 // BenchmarkLearningLoopCost measures what the learning loop costs
 // ingestion: ingest+classify on the embedded defaults at 10k and 100k
-// stored decisions, with the loop off (effects.enabled and
-// analytics.enabled off) and on, in the same run. One preceptd at a time
+// stored decisions (testenv.BenchSizes), with the loop off
+// (effects.enabled and analytics.enabled off) and on, in the same run,
+// each variant in a process of its own that inherits the environment,
+// PRECEPT_BENCH_SIZES with it. One preceptd at a time
 // runs — a twin's background work (re-clustering rounds, previews) would
 // otherwise land in the other's measurements — filled to each size and
 // measured in three windows of 5,000 decisions; the medians are reported.
@@ -29,10 +31,7 @@ import (
 // a full effects round runs before the windows. Reported: decisions/s per
 // variant and size, the ratio on/off, and how long the round took.
 func BenchmarkLearningLoopCost(b *testing.B) {
-	sizes := []int{10000, 100000}
-	if os.Getenv("PRECEPT_BENCH_SIZES") == "10000" {
-		sizes = sizes[:1]
-	}
+	sizes := testenv.BenchSizes(b)
 	variant := os.Getenv("PRECEPT_BENCH_LOOP")
 	if variant == "" {
 		loopCostInSubprocesses(b, sizes)
@@ -91,15 +90,15 @@ func loopCostVariant(b *testing.B, variant string, sizes []int) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(time.Since(start).Seconds(), fmt.Sprintf("effects-round-s@%dk", size/1000))
+			b.ReportMetric(time.Since(start).Seconds(), "effects-round-s@"+sizeLabel(size))
 			b.Logf("effects round at %d stored: %d rules in %s", size, len(rep.Effects), time.Since(start).Round(time.Millisecond))
 		}
 		var rates []float64
 		for w := range 3 {
 			rates = append(rates, ingestClassifyRate(b, a, rdb, g, fmt.Sprintf("live%s%d-%d", variant, size, w), 5000))
 		}
-		stored = size + 15000
-		b.ReportMetric(median(rates), fmt.Sprintf("ingest+classify/s-%s@%dk", variant, size/1000))
+		stored = max(stored, size) + 15000
+		b.ReportMetric(median(rates), fmt.Sprintf("ingest+classify/s-%s@%s", variant, sizeLabel(size)))
 		b.Logf("learning loop %s, %d stored: ingest+classify %.0f/s, windows %v", variant, size, median(rates), round0(rates))
 	}
 	cancel()
@@ -134,7 +133,7 @@ func loopCostInSubprocesses(b *testing.B, sizes []int) {
 		}
 	}
 	for _, size := range sizes {
-		k := fmt.Sprintf("@%dk", size/1000)
+		k := "@" + sizeLabel(size)
 		if off, on := got["ingest+classify/s-off"+k], got["ingest+classify/s-on"+k]; off > 0 && on > 0 {
 			b.ReportMetric(on/off, "ratio-on/off"+k)
 		} else {

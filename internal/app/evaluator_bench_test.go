@@ -96,8 +96,12 @@ func (g *feedbackGen) decision(id string, at time.Time) precept.Feedback {
 }
 
 // fillAndEvaluate stores decisions [from, to) and waits until the
-// evaluator has classified all of them.
+// evaluator has classified all of them. With from >= to (a size the
+// previous size's live windows already passed) it stores nothing.
 func fillAndEvaluate(b *testing.B, a *App, g *feedbackGen, from, to int) {
+	if from >= to {
+		return
+	}
 	ctx := context.Background()
 	now := time.Now()
 	for start := from; start < to; start += 2000 {
@@ -167,14 +171,11 @@ func ingestClassifyRate(b *testing.B, a *App, rdb *redis.Client, g *feedbackGen,
 // BenchmarkIngestClassify reports, per index backend, the classification
 // cost per decision (p50/p99) and end-to-end ingest+classify throughput
 // with 10k and 100k decisions stored and evaluated. Run with -benchtime
-// 1x; PRECEPT_BENCH_SIZES=10000 limits the sizes and
+// 1x; PRECEPT_BENCH_SIZES lists other sizes (testenv.BenchSizes),
 // PRECEPT_BENCH_BACKENDS=embedded the backends; PRECEPT_BENCH_ANALYTICS=off
 // runs without analytics, to measure what it costs.
 func BenchmarkIngestClassify(b *testing.B) {
-	sizes := []int{10000, 100000}
-	if os.Getenv("PRECEPT_BENCH_SIZES") == "10000" {
-		sizes = sizes[:1]
-	}
+	sizes := testenv.BenchSizes(b)
 	backends := []string{"embedded", "chroma"}
 	if b := os.Getenv("PRECEPT_BENCH_BACKENDS"); b != "" {
 		backends = strings.Split(b, ",")
@@ -207,12 +208,12 @@ func BenchmarkIngestClassify(b *testing.B) {
 				for _, size := range sizes {
 					fill := time.Now()
 					fillAndEvaluate(b, a, g, stored, size)
-					fillRate := float64(size-stored) / time.Since(fill).Seconds()
-					stored = size
+					fillRate := float64(max(size-stored, 0)) / time.Since(fill).Seconds()
+					stored = max(stored, size)
 					p50, p99 := classifyLatency(b, a, g, 300)
 					rate := ingestClassifyRate(b, a, rdb, g, fmt.Sprintf("live%d", size), 5000)
 					stored += 5000
-					label := fmt.Sprintf("@%dk", size/1000)
+					label := "@" + sizeLabel(size)
 					// A full re-clustering round over everything stored,
 					// while nothing else runs.
 					round, err := a.Evaluator.ReclusterAll(context.Background())

@@ -11,10 +11,12 @@ import (
 )
 
 // BenchmarkMaintainDuringIngest measures what repository maintenance costs
-// ingestion: the ingest rate with 50k decisions stored, without and then
-// with maintenance rolling packs up the whole time, in the same run, and
-// the object-store shape before and after. Run it with -benchtime 1x.
+// ingestion: the ingest rate with 50k decisions stored (scaled by
+// testenv.BenchSize), without and then with maintenance rolling packs up
+// the whole time, in the same run, and the object-store shape before and
+// after. Run it with -benchtime 1x.
 func BenchmarkMaintainDuringIngest(b *testing.B) {
+	stored := testenv.BenchSize(b, 50_000)
 	redisAddr := testenv.Redis(b)
 	rdb := testenv.RedisClient(b, redisAddr)
 	for range b.N {
@@ -24,7 +26,7 @@ func BenchmarkMaintainDuringIngest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		prefill(b, a, 0, 50000)
+		prefill(b, a, 0, stored)
 		before, _ := a.FeedbackRepo.Stats()
 		const batch = 20000
 		plain := ingestRate(b, a, rdb, "plain", batch)
@@ -58,7 +60,7 @@ func BenchmarkMaintainDuringIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 		after, _ := a.FeedbackRepo.Stats()
-		stored, _ := a.Feedback.Count()
+		count, _ := a.Feedback.Count()
 		a.Close()
 
 		b.ReportMetric(plain, "decisions/s")
@@ -66,7 +68,7 @@ func BenchmarkMaintainDuringIngest(b *testing.B) {
 		b.ReportMetric(maintained/plain, "ratio")
 		b.ReportMetric(longest.Seconds(), "longest-round-s")
 		b.Logf("%d stored; ingest %.0f/s without maintenance, %.0f/s with maintenance running (%.2f); %d rounds, %d rewrote, longest %s; packs %d→%d, loose %d→%d",
-			stored, plain, maintained, maintained/plain, rounds, rewrites, longest.Round(time.Millisecond),
+			count, plain, maintained, maintained/plain, rounds, rewrites, longest.Round(time.Millisecond),
 			before.Packs, after.Packs, before.Loose, after.Loose)
 	}
 }

@@ -4,7 +4,7 @@
 // Helpers skip under -short; when a server cannot be started they fail the
 // test with what to install, never skip silently. The package also holds
 // the small helpers several packages' tests share: the git CLI, a
-// concurrent log buffer and a settable clock.
+// concurrent log buffer, a settable clock and the benchmarks' sizes.
 package testenv
 
 import (

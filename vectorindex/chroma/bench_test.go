@@ -15,19 +15,20 @@ import (
 
 // BenchmarkQuery measures one classification's similarity lookup against
 // the pinned local Chroma server, HTTP round trip included: the top 10 at
-// cosine ≥ 0.8 among 10k vectors of dimension 384.
+// cosine ≥ 0.8 among 10k vectors (scaled by testenv.BenchSize) of
+// dimension 384.
 func BenchmarkQuery(b *testing.B) {
-	const n = 10_000
+	n := testenv.BenchSize(b, 10_000)
 	spec := vectorindex.Spec{Embedder: "bench", Dimension: 384}
 	idx, _, err := Open(context.Background(), Options{URL: testenv.Chroma(b), CollectionPrefix: prefix("bench"), Spec: spec})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer idx.Close()
-	rng := rand.New(rand.NewPCG(n, 1))
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
 	start := time.Now()
 	for i := 0; i < n; i += 1000 {
-		vs := indextest.RandomVectors(rng, 1000, spec.Dimension, fmt.Sprint("b", i))
+		vs := indextest.RandomVectors(rng, min(1000, n-i), spec.Dimension, fmt.Sprint("b", i))
 		for j := range vs {
 			vs[j].Metadata = map[string]string{"agent": fmt.Sprint("agent-", (i+j)%10)}
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/vectorindex"
 	"github.com/precept-dev/precept/vectorindex/indextest"
 )
@@ -43,9 +44,10 @@ func buildIndex(b *testing.B, dir string, n int) *Index {
 
 // BenchmarkQuery measures one classification's similarity lookup: the top
 // 10 at cosine ≥ 0.8 (random vectors rarely reach it, so every vector is
-// scored and few are returned).
+// scored and few are returned), among 10k and 100k vectors
+// (testenv.BenchSizes).
 func BenchmarkQuery(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range testenv.BenchSizes(b) {
 		idx := buildIndex(b, b.TempDir(), n)
 		rng := rand.New(rand.NewPCG(7, 7))
 		queries := make([][]float32, 256)
@@ -108,10 +110,10 @@ func BenchmarkUpsert(b *testing.B) {
 	}
 }
 
-// BenchmarkReopen measures start-up: opening a 100k-vector index from disk
-// and replaying its journal.
+// BenchmarkReopen measures start-up: opening a 100k-vector index
+// (scaled by testenv.BenchSize) from disk and replaying its journal.
 func BenchmarkReopen(b *testing.B) {
-	const n = 100_000
+	n := testenv.BenchSize(b, 100_000)
 	dir := b.TempDir()
 	if err := buildIndex(b, dir, n).Close(); err != nil {
 		b.Fatal(err)
