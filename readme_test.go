@@ -443,11 +443,14 @@ func (s *shell) run(code string, timeout time.Duration) (string, error) {
 }
 
 // userEnv is the test's environment less what would make the examples
-// see something a new user does not: precept's own variables.
+// see something a new user's shell does not: precept's own variables,
+// and those of the make that runs the tests (a nested make announces
+// its directories).
 func userEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRECEPT_") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "PRECEPT_") && !strings.HasPrefix(name, "MAKE") && name != "MFLAGS" {
 			env = append(env, kv)
 		}
 	}
