@@ -364,12 +364,18 @@ func runPage(t *testing.T, dir string, blocks []docBlock) {
 	}
 }
 
-// shell is one bash session reading blocks from a pipe.
+// shell is one bash session reading blocks from a pipe. What it prints
+// is read for its whole life, so a command that prints between blocks
+// never blocks on a full pipe.
 type shell struct {
 	in   io.Writer
-	out  *bufio.Reader
 	done chan struct{}
 	n    int
+
+	mu   sync.Mutex
+	out  []string // lines printed and not yet taken by run
+	eof  bool
+	more chan struct{}
 }
 
 func startShell(t *testing.T, dir string) *shell {
@@ -382,79 +388,130 @@ func startShell(t *testing.T, dir string) *shell {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, w := io.Pipe()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &shell{in: in, out: bufio.NewReader(r), done: make(chan struct{})}
-	go func() { cmd.Wait(); w.Close(); close(s.done) }()
+	w.Close()
+	s := &shell{in: in, done: make(chan struct{}), more: make(chan struct{}, 1)}
+	go s.read(r)
+	go func() { cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
 		// Whatever the blocks left running (a `make run &`) ends with
-		// the session.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-s.done
+		// the session, and is gone before the next page starts one.
+		if !stopGroup(cmd.Process.Pid, syscall.SIGTERM) {
+			t.Errorf("processes the page started were still running 30s after SIGTERM, and were killed")
 		}
+		<-s.done
 	})
 	// A failing command ends the session, as `set -e` ends a script.
 	fmt.Fprintln(in, "set -eo pipefail; exec 2>&1")
 	return s
 }
 
-// run sends one block and returns what it printed. A block that fails
-// ends the session with an error.
+func (s *shell) read(r io.ReadCloser) {
+	defer r.Close()
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadString('\n')
+		s.mu.Lock()
+		if line != "" {
+			s.out = append(s.out, strings.TrimSuffix(line, "\n"))
+		}
+		s.eof = err != nil
+		s.mu.Unlock()
+		select {
+		case s.more <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// run sends one block and returns what it printed. The block's commands
+// read no input from the session (they get /dev/null), so none can eat
+// the lines that follow. A block that fails ends the session with an
+// error.
 func (s *shell) run(code string, timeout time.Duration) (string, error) {
 	s.n++
 	end := fmt.Sprintf("__doc_block_%d_done__", s.n)
-	if _, err := fmt.Fprintf(s.in, "%s\necho; echo %s\n", code, end); err != nil {
+	if _, err := fmt.Fprintf(s.in, "{\n%s\n} </dev/null\necho; echo %s\n", code, end); err != nil {
 		return "", fmt.Errorf("the shell ended: %w", err)
 	}
-	type result struct {
-		out string
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var b strings.Builder
-		for {
-			line, err := s.out.ReadString('\n')
-			if strings.TrimSpace(line) == end {
-				out := strings.TrimSuffix(b.String(), "\n")
-				ch <- result{out, nil}
-				return
+	deadline := time.After(timeout)
+	for {
+		s.mu.Lock()
+		if i := slices.Index(s.out, end); i >= 0 {
+			// The echo before the marker ends a last line left open, or
+			// adds an empty one.
+			lines := s.out[:i]
+			if n := len(lines); n > 0 && lines[n-1] == "" {
+				lines = lines[:n-1]
 			}
-			b.WriteString(line)
-			if err != nil {
-				ch <- result{b.String(), fmt.Errorf("a command failed and ended the shell")}
-				return
+			out := strings.Join(lines, "\n")
+			s.out = s.out[i+1:]
+			s.mu.Unlock()
+			return out, nil
+		}
+		if s.eof {
+			out := strings.Join(s.out, "\n")
+			s.mu.Unlock()
+			return out, fmt.Errorf("a command failed and ended the shell")
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.more:
+		case <-deadline:
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return strings.Join(s.out, "\n"), fmt.Errorf("still running after %s", timeout)
+		}
+	}
+}
+
+// stopGroup sends sig to the process group pgid and waits until no
+// process of it is left; after 30s it kills what is left and reports
+// false.
+func stopGroup(pgid int, sig syscall.Signal) bool {
+	gone := func(within time.Duration) bool {
+		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+				return true
 			}
 		}
-	}()
-	select {
-	case r := <-ch:
-		return r.out, r.err
-	case <-time.After(timeout):
-		return "", fmt.Errorf("still running after %s", timeout)
+		return false
 	}
+	syscall.Kill(-pgid, sig)
+	if gone(30 * time.Second) {
+		return true
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	gone(10 * time.Second)
+	return false
 }
 
 // userEnv is the test's environment less what would make the examples
 // see something a new user's shell does not: precept's own variables,
 // and those of the make that runs the tests (a nested make announces
-// its directories).
+// its directories, and GO names the go command it echoes).
 func userEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "PRECEPT_") && !strings.HasPrefix(name, "MAKE") && name != "MFLAGS" {
+		if !strings.HasPrefix(name, "PRECEPT_") && !strings.HasPrefix(name, "MAKE") && name != "MFLAGS" && name != "GO" &&
+			!strings.HasPrefix(name, "GIT_CONFIG") {
 			env = append(env, kv)
 		}
 	}
-	return env
+	// Git as it comes: this machine's git configuration (colours,
+	// signing, pagers) does not change what the examples print.
+	return append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 }
 
 // background is a block run as in a second terminal.
@@ -479,8 +536,9 @@ func startBackground(t *testing.T, dir string, b docBlock) *background {
 	// The reader of the page waits for the server to come up before
 	// typing in the other terminal.
 	deadline := time.Now().Add(blockTimeout)
+	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		resp, err := http.Get("http://" + docPorts[0] + "/readyz")
+		resp, err := client.Get("http://" + docPorts[0] + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -499,19 +557,16 @@ func startBackground(t *testing.T, dir string, b docBlock) *background {
 	}
 }
 
-// stop interrupts the block as Ctrl-C would, and waits for it to end.
+// stop interrupts the block as Ctrl-C would, and waits until every
+// process it started is gone, so the ports are free again.
 func (bg *background) stop(t *testing.T) {
 	if bg == nil {
 		return
 	}
-	syscall.Kill(-bg.cmd.Process.Pid, syscall.SIGINT)
-	select {
-	case <-bg.done:
-	case <-time.After(30 * time.Second):
-		syscall.Kill(-bg.cmd.Process.Pid, syscall.SIGKILL)
-		<-bg.done
+	if !stopGroup(bg.cmd.Process.Pid, syscall.SIGINT) {
 		t.Errorf("the background block did not stop on Ctrl-C within 30s\n%s", bg.log.String())
 	}
+	<-bg.done
 }
 
 // tail is the end of the background block's output, for a failure
@@ -589,4 +644,22 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// The session survives what a page's commands may do: read standard
+// input, print from the background between blocks, fail.
+func TestDocumentationShellSession(t *testing.T) {
+	sh := startShell(t, t.TempDir())
+	if out, err := sh.run("export GREETING=hi\ncat; echo read-nothing", 10*time.Second); err != nil || out != "read-nothing" {
+		t.Fatalf("a block with cat: %q, %v", out, err)
+	}
+	if out, err := sh.run("for i in $(seq 20000); do echo noise; done &\nwait", time.Minute); err != nil || strings.Count(out, "noise") != 20000 {
+		t.Fatalf("a block printing from the background: %d lines, %v", strings.Count(out, "noise"), err)
+	}
+	if out, err := sh.run(`echo "$GREETING again"`, 10*time.Second); err != nil || out != "hi again" {
+		t.Fatalf("the session forgot its variables: %q, %v", out, err)
+	}
+	if out, err := sh.run("echo before; false; echo after", 10*time.Second); err == nil || !strings.Contains(out, "before") || strings.Contains(out, "after") {
+		t.Fatalf("a failing command did not end the session: %q, %v", out, err)
+	}
 }
