@@ -1,10 +1,12 @@
 package lesson
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/precept-dev/precept/internal/text"
 )
 
 // Narrowed is what a category's canonical rule says that the evidence
@@ -20,14 +22,22 @@ type Narrowed struct {
 
 // Narrow keeps the clauses of a canonical rule that the evidence names.
 // A rule is cut into clauses at its semicolons and at ", and" before an
-// instruction; a clause that refers back ("never discard it") stays with
-// the one before it. A clause is named when a comment shares one of its
+// instruction verb; a clause that refers back ("never discard it") stays
+// with the one before it, and a rule that opens with a scope ("When …,",
+// "In hot paths …") is not cut. A clause is named when a comment shares one of its
 // distinctive terms with it (stemmed as the classifier reads text;
 // terms found in many canonical rules, such as "error" or "every", do
 // not count). When the evidence names no clause, nothing tells the
-// clauses apart and the rule is kept whole.
+// clauses apart, and when it names every clause, nothing is left out:
+// either way the rule is kept as written.
 func Narrow(rule string, evidence []string) Narrowed {
 	rule = strings.TrimSpace(rule)
+	if opensWithScope(rule) {
+		// "When returning an error, wrap it …, and use an error type":
+		// the scope holds for every clause, and a clause cut from it
+		// would say more than the rule.
+		return Narrowed{Text: rule}
+	}
 	units := ruleClauses(rule)
 	if len(units) < 2 {
 		return Narrowed{Text: rule}
@@ -49,7 +59,7 @@ func Narrow(rule string, evidence []string) Narrowed {
 			}
 		}
 	}
-	if !any {
+	if !any || !slices.Contains(named, false) {
 		return Narrowed{Text: rule}
 	}
 	var kept []string
@@ -61,19 +71,46 @@ func Narrow(rule string, evidence []string) Narrowed {
 			out.Left = append(out.Left, strings.TrimRight(u, ". "))
 		}
 	}
-	out.Text = upperFirst(strings.Join(kept, "; "))
+	out.Text = text.UpperFirst(strings.Join(kept, "; "))
 	if !strings.HasSuffix(out.Text, ".") {
 		out.Text += "."
 	}
 	return out
 }
 
-// backReferences are words that make a clause lean on the one before it.
-var backReferences = map[string]bool{"it": true, "its": true, "them": true, "they": true, "their": true, "these": true, "those": true}
+// backReferences are words that make a clause lean on the one before it
+// ("never discard it", "implement each one").
+var backReferences = map[string]bool{"it": true, "its": true, "them": true, "they": true, "their": true, "these": true,
+	"those": true, "each": true, "one": true}
 
-// determiners after ", and" continue a list of things, not of
-// instructions.
-var determiners = map[string]bool{"a": true, "an": true, "the": true, "any": true, "every": true, "each": true, "all": true, "no": true}
+// scopeOpeners open a rule with a condition or a place that governs all
+// of it ("When …,", "In hot paths …", "Before finishing, …").
+var scopeOpeners = map[string]bool{"when": true, "whenever": true, "if": true, "in": true, "before": true, "after": true,
+	"besides": true, "for": true, "during": true, "once": true, "unless": true, "while": true}
+
+func opensWithScope(rule string) bool {
+	first, _, _ := strings.Cut(rule, " ")
+	return scopeOpeners[strings.ToLower(first)]
+}
+
+// instructionVerbs open an instruction after ", and": besides these, the
+// first word of every canonical rule of the embedded taxonomy. Any other
+// word after ", and" continues a list of things ("…, and context-aware
+// escaping"), which is not cut.
+var instructionVerbs = sync.OnceValue(func() map[string]bool {
+	verbs := map[string]bool{}
+	for _, w := range strings.Fields(`add assert avoid cache check cite compute decide define delete deny do document fetch fix
+follow format give hoist implement keep leave load make map mark never prefer propose put report reserve respect retry
+return rotate run say search shut split state test turn upgrade use verify write`) {
+		verbs[w] = true
+	}
+	for _, c := range DefaultTaxonomy().Categories {
+		if first, _, _ := strings.Cut(c.Rule, " "); !opensWithScope(c.Rule) {
+			verbs[strings.ToLower(first)] = true
+		}
+	}
+	return verbs
+})
 
 // ruleClauses cuts a rule into its instructions, each without the
 // separator that joined it, a clause that refers back glued to the one
@@ -103,7 +140,7 @@ func ruleClauses(rule string) []string {
 			start = i + 1
 		case strings.HasPrefix(rule[i:], ", and "):
 			next := strings.Fields(rule[i+len(", and "):])
-			if len(next) > 0 && !determiners[strings.ToLower(next[0])] {
+			if len(next) > 0 && instructionVerbs()[strings.ToLower(next[0])] {
 				parts = append(parts, rule[start:i])
 				start = i + len(", and ")
 			}
@@ -160,11 +197,3 @@ var genericTerms = sync.OnceValue(func() map[string]bool {
 	}
 	return out
 })
-
-func upperFirst(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if n == 0 {
-		return s
-	}
-	return string(unicode.ToUpper(r)) + s[n:]
-}

@@ -30,10 +30,10 @@ func TestNarrowKeepsTheClausesTheEvidenceNames(t *testing.T) {
 			left:     []string{"Give every network or external call a timeout or deadline (client timeout or context)"},
 		},
 		{
-			name:     "both asked",
+			name:     "both asked: the rule as written",
 			rule:     retry.Rule,
 			evidence: []string{"no timeout on the client", "and the retries need a backoff"},
-			want:     "Give every network or external call a timeout or deadline (client timeout or context); retry only idempotent operations on transient errors, with a maximum number of attempts, exponential backoff and jitter.",
+			want:     retry.Rule,
 		},
 		{
 			name:     "nothing named: the rule whole",
@@ -45,8 +45,28 @@ func TestNarrowKeepsTheClausesTheEvidenceNames(t *testing.T) {
 			name: "a clause that refers back stays with the one before it",
 			rule: secrets.Rule,
 			// "load them from the environment" leans on the first clause.
-			evidence: []string{"the API password is committed in config.yaml"},
-			want:     "Never put credentials, tokens, passwords or private keys in source, config files or fixtures; load them from the environment or the secret manager, redact them from logs, errors and responses; rotate any secret that was committed.",
+			evidence: []string{"the API password is in config.yaml"},
+			want:     "Never put credentials, tokens, passwords or private keys in source, config files or fixtures; load them from the environment or the secret manager, redact them from logs, errors and responses.",
+			left:     []string{"rotate any secret that was committed"},
+		},
+		{
+			name:     "each one refers back",
+			rule:     "Re-read the ticket and check every requirement; implement each one or say which is not done.",
+			evidence: []string{"did you read the ticket at all?"},
+			want:     "Re-read the ticket and check every requirement; implement each one or say which is not done.",
+		},
+		{
+			name:     "a scope that governs every clause: not cut",
+			rule:     "When returning an error, wrap it with what was being done, keep the original cause, and use an error type callers can match.",
+			evidence: []string{"callers cannot match on this"},
+			want:     "When returning an error, wrap it with what was being done, keep the original cause, and use an error type callers can match.",
+		},
+		{
+			name:     "a list of things after \", and\" is not an instruction",
+			rule:     "Never build SQL by concatenating input; use parameterised queries, argument lists without a shell, and context-aware escaping.",
+			evidence: []string{"you must escape the HTML here"},
+			want:     "Use parameterised queries, argument lists without a shell, and context-aware escaping.",
+			left:     []string{"Never build SQL by concatenating input"},
 		},
 		{
 			name:     "separators inside code spans, quotes and asides do not cut",

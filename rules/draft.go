@@ -80,6 +80,9 @@ func (pol policy) draft(ctx context.Context, ev Evidence) draft {
 			var d draft
 			if d, err = parseLLMDraft(answer, pol.opts.Quality); err == nil {
 				d.By = "llm:" + pol.opts.LLM.Model()
+				if ev.CategoryRule != "" {
+					d.Left = narrowRule(ev).Left
+				}
 				return d
 			}
 		}
@@ -90,8 +93,9 @@ func (pol policy) draft(ctx context.Context, ev Evidence) draft {
 
 // draftPromptData is what the template sees.
 type draftPromptData struct {
-	// Category and CategoryRule are the cluster's lesson: the canonical
-	// rule the draft should specialise.
+	// Category and CategoryRule are the cluster's lesson: the part of the
+	// category's canonical rule the evidence names (narrowRule), which the
+	// draft should specialise.
 	Category, CategoryRule string
 	Agents                 []string
 	Size, Reviewers        int
@@ -106,7 +110,8 @@ type draftPromptData struct {
 // delimiters neutralised: they are untrusted data.
 func renderDraftPrompt(t *template.Template, ev Evidence, q Quality) (string, error) {
 	data := draftPromptData{
-		Category: ev.Category, CategoryRule: text.OneLine(ev.CategoryRule),
+		// The model specialises only what the evidence asks for.
+		Category: ev.Category, CategoryRule: narrowRule(ev).Text,
 		Agents: ev.Agents, Size: ev.Size, Reviewers: len(distinct(ev.Reviewers)), Epics: len(distinct(ev.Epics)),
 		Class: ev.Class, Tags: ev.Tags, MinLength: q.MinLength, MaxLength: q.MaxLength,
 	}
@@ -214,12 +219,9 @@ func extractiveDraft(ev Evidence) draft {
 	return draft{Type: NegativeExample, Content: "Avoid this problem reviewers keep flagging: " + problem + ".", By: "extractive"}
 }
 
-// lessonDraft drafts from the cluster's lesson: the clauses of the
-// category's canonical rule that the comments ask for (lesson.Narrow),
-// specialised by the first prescription of the cluster's own that says
-// more than the rule, with the support behind it ("… — flagged 7 times
-// by 5 reviewers in 4 epics").
-func lessonDraft(ev Evidence) draft {
+// narrowRule is the part of the cluster's canonical rule that its
+// comments, and what its reviewers asked for, name (lesson.Narrow).
+func narrowRule(ev Evidence) lesson.Narrowed {
 	said := make([]string, 0, len(ev.Comments)+len(ev.Asked))
 	for _, c := range ev.Comments {
 		said = append(said, text.ClipRunes(c.Text, maxCommentRunes))
@@ -227,7 +229,16 @@ func lessonDraft(ev Evidence) draft {
 	for _, a := range ev.Asked {
 		said = append(said, text.ClipRunes(a, maxCommentRunes))
 	}
-	narrowed := lesson.Narrow(text.OneLine(ev.CategoryRule), said)
+	return lesson.Narrow(text.OneLine(ev.CategoryRule), said)
+}
+
+// lessonDraft drafts from the cluster's lesson: the clauses of the
+// category's canonical rule that the comments ask for (lesson.Narrow),
+// specialised by the first prescription of the cluster's own that says
+// more than the rule, with the support behind it ("… — flagged 7 times
+// by 5 reviewers in 4 epics").
+func lessonDraft(ev Evidence) draft {
+	narrowed := narrowRule(ev)
 	rule := narrowed.Text
 	content := strings.TrimRight(rule, ". ")
 	ruleWords := map[string]bool{}
@@ -337,19 +348,19 @@ func prescribedInstruction(s string) (string, Type, bool) {
 	lower := strings.ToLower(s)
 	switch {
 	case strings.HasPrefix(lower, "do not "):
-		return upperFirst(s) + ".", Constraint, true
+		return text.UpperFirst(s) + ".", Constraint, true
 	case strings.HasPrefix(lower, "no need"):
 		return "", "", false
 	}
 	if t := directiveVerbs[first]; t == Constraint {
-		return upperFirst(s) + ".", t, true
+		return text.UpperFirst(s) + ".", t, true
 	}
 	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
 		t := Guideline
 		if strings.EqualFold(m[2], "must") {
 			t = Constraint
 		}
-		return upperFirst(s) + ".", t, true
+		return text.UpperFirst(s) + ".", t, true
 	}
 	return "", "", false
 }
@@ -360,7 +371,7 @@ func prescribedInstruction(s string) (string, Type, bool) {
 func imperativeInstruction(s string) (string, Type, bool) {
 	first := strings.ToLower(strings.Trim(strings.Fields(s)[0], ",:"))
 	if t, ok := directiveVerbs[first]; ok && prescribes(s) {
-		return upperFirst(s) + ".", t, true
+		return text.UpperFirst(s) + ".", t, true
 	}
 	return "", "", false
 }
@@ -468,14 +479,6 @@ func stripLeadIns(s string) string {
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' }
-
-func upperFirst(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if n == 0 {
-		return s
-	}
-	return string(unicode.ToUpper(r)) + s[n:]
-}
 
 // lowerFirst lower-cases the first letter unless the first word looks
 // like a name or an acronym (a second capital letter).

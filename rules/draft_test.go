@@ -207,3 +207,29 @@ func TestLessonDraftsSayNoMoreThanTheReviewersAsked(t *testing.T) {
 		t.Fatalf("evidence summary does not name the clause left out:\n%s", p.EvidenceSummary)
 	}
 }
+
+// Every category's canonical rule, narrowed to what one of its own
+// phrasings asks for, still drafts a rule the quality gate accepts: no
+// clause cut leaves a fragment, a noun list or a dangling "it".
+func TestNarrowedLessonDraftsOfEveryCategoryPassTheGate(t *testing.T) {
+	tax := lesson.DefaultTaxonomy()
+	drafts, narrowed := 0, 0
+	for _, c := range tax.Categories {
+		for _, phrasing := range c.Phrasings {
+			ev := Evidence{CategoryRule: c.Rule, Comments: []Comment{{Text: phrasing}}, FeedbackIDs: []string{"d1", "d2"},
+				Reviewers: []string{"r1", "r2"}, Epics: []string{"E1"}}
+			d := extractiveDraft(ev)
+			drafts++
+			if len(d.Left) > 0 {
+				narrowed++
+			}
+			if reason := DefaultQuality().Check(d.Content); reason != "" {
+				t.Errorf("%s, from %q:\n%q\nis refused: %s", c.ID, phrasing, d.Content, reason)
+			}
+		}
+	}
+	if narrowed == 0 || narrowed == drafts {
+		t.Fatalf("%d of %d drafts narrowed: the test no longer tells narrowed drafts from whole ones", narrowed, drafts)
+	}
+	t.Logf("%d drafts, %d narrowed", drafts, narrowed)
+}

@@ -88,3 +88,12 @@ func Plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// UpperFirst upper-cases the first letter of s.
+func UpperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
