@@ -2,6 +2,7 @@ package lesson
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -245,9 +246,13 @@ func features(ts []string) map[string]int {
 // document frequency, normalised to unit length. Features the taxonomy
 // never uses are left out: they cannot match anything.
 func (c *Classifier) vector(ts []string) map[string]float64 {
-	v := map[string]float64{}
+	fs := features(ts)
+	v := make(map[string]float64, len(fs))
 	var norm float64
-	for f, n := range features(ts) {
+	// Features in a fixed order, so every replica adds the same floats in
+	// the same order.
+	for _, f := range slices.Sorted(maps.Keys(fs)) {
+		n := fs[f]
 		idf, ok := c.idf[f]
 		if !ok {
 			continue
@@ -292,7 +297,9 @@ func (c *Classifier) score(in Input, exclude int) ([]float64, [][]Evidence) {
 
 	// The phrasing the comment reads most like, per category.
 	dots := map[int]float64{}
-	for f, w := range c.vector(ts) {
+	vec := c.vector(ts)
+	for _, f := range slices.Sorted(maps.Keys(vec)) {
+		w := vec[f]
 		for _, p := range c.postings[f] {
 			dots[p.phrasing] += w * p.weight
 		}
@@ -342,8 +349,12 @@ func (c *Classifier) score(in Input, exclude int) ([]float64, [][]Evidence) {
 			}
 		}
 	}
-	for kind, list := range map[string][]string{EvidenceTag: in.Tags, EvidenceErrorCategory: in.ErrorCategories} {
-		for _, tag := range list {
+	for _, labels := range []struct {
+		kind string
+		list []string
+	}{{EvidenceTag, in.Tags}, {EvidenceErrorCategory, in.ErrorCategories}} {
+		kind := labels.kind
+		for _, tag := range labels.list {
 			cats := c.tags[normTag(tag)]
 			for _, ci := range cats {
 				scores[ci] += weightTag / float64(len(cats))

@@ -356,9 +356,10 @@ func TestClassificationIsTheSameOnEveryRun(t *testing.T) {
 		"retry loop without backoff or max retries, and no deadline on the context; http.DefaultClient everywhere",
 	}
 	for _, comment := range comments {
-		first := c.Classify(Input{Comment: comment})
+		in := Input{Comment: comment, Tags: []string{"timeout", "retry"}, ErrorCategories: []string{"missing-timeout", "jitter"}}
+		first := c.Classify(in)
 		for range 50 {
-			if got := c.Classify(Input{Comment: comment}); !reflect.DeepEqual(got, first) {
+			if got := c.Classify(in); !reflect.DeepEqual(got, first) {
 				t.Fatalf("%q classified differently on two runs:\n%+v\n%+v", comment, first, got)
 			}
 		}
