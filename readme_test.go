@@ -2,7 +2,6 @@ package precept_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/internal/testenv"
 )
 
 // These tests run the documentation as a new user would
@@ -517,7 +517,7 @@ func userEnv() []string {
 // background is a block run as in a second terminal.
 type background struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testenv.SyncBuffer
 	done chan struct{}
 }
 
@@ -527,7 +527,7 @@ func startBackground(t *testing.T, dir string, b docBlock) *background {
 	cmd.Dir = dir
 	cmd.Env = userEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	bg := &background{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	bg := &background{cmd: cmd, log: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = bg.log, bg.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -580,23 +580,6 @@ func (bg *background) tail() string {
 		s = s[len(s)-4000:]
 	}
 	return "\n--- the background block printed:\n" + s
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The README's configuration block is the embedded defaults, as it says:
