@@ -271,7 +271,7 @@ func TestDocumentationExamplesRun(t *testing.T) {
 			continue
 		}
 		t.Run(page, func(t *testing.T) {
-			// Each page starts from a fresh copy, as a new user would.
+			// Each page starts with no data, as a new user's would.
 			if err := os.RemoveAll(filepath.Join(tree, "data")); err != nil {
 				t.Fatal(err)
 			}

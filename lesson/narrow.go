@@ -24,8 +24,8 @@ type Narrowed struct {
 // A rule is cut into clauses at its semicolons and at ", and" before an
 // instruction verb; a clause that refers back ("never discard it") stays
 // with the one before it, and a rule that opens with a scope ("When …,",
-// "In hot paths …") is not cut. A clause is named when a comment shares one of its
-// distinctive terms with it (stemmed as the classifier reads text;
+// "In hot paths …") is not cut. A clause is named when a comment shares
+// one of its distinctive terms with it (stemmed as the classifier reads text;
 // terms found in many canonical rules, such as "error" or "every", do
 // not count). When the evidence names no clause, nothing tells the
 // clauses apart, and when it names every clause, nothing is left out:
@@ -50,16 +50,10 @@ func Narrow(rule string, evidence []string) Narrowed {
 	}
 	generic := genericTerms()
 	named := make([]bool, len(units))
-	any := false
 	for i, u := range units {
-		for _, t := range terms(u, nil) {
-			if said[t] && !generic[t] && t != negation {
-				named[i], any = true, true
-				break
-			}
-		}
+		named[i] = slices.ContainsFunc(terms(u, nil), func(t string) bool { return said[t] && !generic[t] && t != negation })
 	}
-	if !any || !slices.Contains(named, false) {
+	if !slices.Contains(named, true) || !slices.Contains(named, false) {
 		return Narrowed{Text: rule}
 	}
 	var kept []string

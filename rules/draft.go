@@ -80,9 +80,7 @@ func (pol policy) draft(ctx context.Context, ev Evidence) draft {
 			var d draft
 			if d, err = parseLLMDraft(answer, pol.opts.Quality); err == nil {
 				d.By = "llm:" + pol.opts.LLM.Model()
-				if ev.CategoryRule != "" {
-					d.Left = narrowRule(ev).Left
-				}
+				d.Left = narrowRule(ev).Left
 				return d
 			}
 		}
