@@ -72,7 +72,7 @@ fuzz:
 ## PRECEPT_BENCH_BACKENDS=embedded shorten it.
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest|BenchmarkLearningLoopCost|BenchmarkConsolePages' -benchtime 1x -timeout 90m ./internal/app
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./analytics/... ./embedding/... ./feedbackstore/... ./vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./analytics/... ./lib/embedding/... ./feedbackstore/... ./lib/vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
 
 ## bench-smoke: every benchmark of the module once (-benchtime 1x) at
 ## PRECEPT_BENCH_SIZES=$(BENCH_SMOKE_SIZES), against the real servers the

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Verdict is what a human decided at a HITL gate.

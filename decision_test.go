@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)

@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/precept-dev/precept/internal/jsonobj"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/jsonobj"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // wireDecision is the JSON form of an event as producers send it: the

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // These tests run the documentation as a new user would

@@ -13,7 +13,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/feedbackstore"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // The benchmark's history: 1M decisions (scaled by testenv.BenchSize)

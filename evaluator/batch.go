@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // batch is what evaluating a batch produced, before it is saved.

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Thresholds decide when a cluster is generalizable. They count distinct

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // A group is one agent's lessons of one category: clusters never cross

@@ -12,9 +12,9 @@ import (
 	"text/template"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/safetext"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/safetext"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // lessonTemplateText is the fixed prompt of LLM lesson extraction

@@ -11,7 +11,7 @@ import (
 	"text/template"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // evaluateTemplateText is the fixed prompt of the LLM refinement; it

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/lesson"
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // Evaluate classifies a decision against the stored feedback without

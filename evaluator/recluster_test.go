@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/lesson"
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/chromem"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/chromem"
 )
 
 func (f *memFeed) addCorrection(c Correction) {

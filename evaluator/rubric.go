@@ -13,8 +13,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/reload"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/reload"
 )
 
 //go:embed rubric.yaml

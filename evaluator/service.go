@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // Item is one entry of the feedback store as the evaluator follows it: a

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/chromem"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/chromem"
 )
 
 // memFeed is an in-memory feedback store in commit order.

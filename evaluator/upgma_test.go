@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // naiveUPGMA merges the most similar pair of clusters (mean pairwise

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // ClarificationsDir is where clarification records live in the feedback

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // EdgeCasesDir is where edge cases are documented in the feedback

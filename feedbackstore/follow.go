@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // Entry is one numbered change on the feedback branch: a decision

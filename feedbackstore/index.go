@@ -16,7 +16,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // indexVersion changes whenever the index layout changes; an index of

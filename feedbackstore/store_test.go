@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 var t0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)

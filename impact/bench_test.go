@@ -7,8 +7,8 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
-	"github.com/precept-dev/precept/internal/testenv"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // BenchmarkComputeOverTenThousandDecisions measures one preview's count

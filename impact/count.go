@@ -12,9 +12,9 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
-	"github.com/precept-dev/precept/internal/safetext"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/safetext"
+	"github.com/precept-dev/precept/lib/text"
 	"github.com/precept-dev/precept/rules"
 )
 

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )

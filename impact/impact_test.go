@@ -18,10 +18,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )

@@ -12,8 +12,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/precept-dev/precept/internal/safetext"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/safetext"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Model is a text-completion model; internal/llm's Model implements it.

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/rules"
 )
 

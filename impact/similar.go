@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/precept-dev/precept/embedding"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/text"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )

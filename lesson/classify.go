@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/lib/embedding"
 )
 
 // Unclear is the category of a comment the classifier cannot place: it

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Lesson is what one clear negative decision teaches: the category of

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Narrowed is what a category's canonical rule says that the evidence

@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/precept-dev/precept/internal/reload"
+	"github.com/precept-dev/precept/lib/reload"
 )
 
 //go:embed taxonomy.yaml

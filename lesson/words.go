@@ -8,7 +8,7 @@ import (
 
 	"github.com/kljensen/snowball/english"
 
-	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/lib/embedding"
 )
 
 // A term is a word as the classifier compares it: stemmed, with

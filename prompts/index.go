@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/precept-dev/precept/gitrepo"
-	"github.com/precept-dev/precept/internal/safetext"
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -55,7 +55,7 @@ type rule struct {
 	// except for the ID taken from the file name, unless unsafe.
 	problem string
 	// unsafe says the rule was read but its text fails the checks of
-	// internal/safetext; Rule holds it with secrets redacted.
+	// lib/safetext; Rule holds it with secrets redacted.
 	unsafe bool
 }
 
@@ -240,7 +240,7 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 }
 
 // parseBlob reads a file as a document or a rule file. The text of a
-// _rules.md file or a rule passes internal/safetext's checks (control
+// _rules.md file or a rule passes lib/safetext's checks (control
 // characters, secrets, the denylist with extra phrases), as the quality
 // gate's do, so that what reached the repository past the gate (edited
 // in git, or approved before a check existed) is never served

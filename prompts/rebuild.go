@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // BuildAt returns the prompt for req as it is assembled from commit of

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 func readCorpus(t *testing.T) []testenv.UnsafeText {

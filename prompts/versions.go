@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // VersionBranch is the branch of the rules repository that records every

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/lib/embedding"
 )
 
 // Candidate is rule text to check against the active rules and the open

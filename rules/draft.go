@@ -13,9 +13,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/precept-dev/precept/internal/safetext"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/safetext"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // LLM completes prompts; the langchaingo adapter in internal/llm

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // convertMerged turns proposals merged into main in git into rules.

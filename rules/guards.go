@@ -12,11 +12,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/precept-dev/precept/internal/safetext"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/safetext"
+	"github.com/precept-dev/precept/lib/text"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/embedding"
+	"github.com/precept-dev/precept/lib/embedding"
 )
 
 // Bounds on manual proposals.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // TestQualityGateSeesThroughDisguisedInjectionsAndSecrets pins issue 10's

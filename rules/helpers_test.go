@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // gitCLI runs the git CLI in dir and returns its trimmed output.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // Lifecycle reports whether proposals of this kind decide on an existing

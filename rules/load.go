@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // State returns the state at the current ref tips, rebuilding it only

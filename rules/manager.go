@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // Manager runs the rule lifecycle on the rules repository: it drafts and

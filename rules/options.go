@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/precept-dev/precept/embedding"
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // Options configure a Manager. The zero value means the defaults

@@ -6,8 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/precept-dev/precept/internal/safetext"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/safetext"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Quality is the pre-commit quality gate (docs/thresholds.md, "Quality gate"). The zero value
@@ -49,7 +49,7 @@ func (q Quality) withDefaults() Quality {
 // otherwise the reason it is blocked. A reason never repeats a secret.
 //
 // The text is refused outright when it holds a control character; the
-// secret and denylist checks read it through internal/safetext's folding,
+// secret and denylist checks read it through lib/safetext's folding,
 // so invisible characters, look-alike letters, markup and base64 hide
 // nothing from them (docs/decisions/0010-text-safety.md). Last, the text
 // must read as an instruction: a rule that only states a problem would

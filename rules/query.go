@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 
 	"github.com/precept-dev/precept"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // maxSyncRounds bounds how often Sync fetches again after a push was

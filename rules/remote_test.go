@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // remoteFixture is a Manager whose repository has a bare remote made

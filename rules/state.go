@@ -3,7 +3,7 @@ package rules
 import (
 	"slices"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // state is what the rules repository says at one set of ref tips. The

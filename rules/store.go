@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // store is the rules repository as the workflow reads and writes it: the

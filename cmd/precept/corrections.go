@@ -11,8 +11,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // correctionCmds are the curator's corrections to clustering and

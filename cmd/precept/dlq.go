@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // dlqCmd lists, replays and drops dead-lettered stream entries

@@ -13,7 +13,7 @@ import (
 
 	"github.com/precept-dev/precept/internal/app"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // launchApp runs an in-process preceptd on cfg until the returned stop

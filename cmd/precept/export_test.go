@@ -23,7 +23,7 @@ import (
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/internal/app"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 const (

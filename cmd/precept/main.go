@@ -26,7 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/safetext"
+	"github.com/precept-dev/precept/lib/safetext"
 )
 
 func main() {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/precept-dev/precept/internal/app"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 const adminToken = "admin-token-0123456789abcdef"

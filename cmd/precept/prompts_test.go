@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/app"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // The identities of the rule command tests.

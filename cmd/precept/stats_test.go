@@ -17,7 +17,7 @@ import (
 
 	"github.com/precept-dev/precept/internal/app"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // statsEvents are the six decisions of the analytics package's fixture

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/precept-dev/precept/internal/jsonobj"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/jsonobj"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Codecs returns the handler options every Connect handler is built with:

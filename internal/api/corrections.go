@@ -11,7 +11,7 @@ import (
 	"github.com/precept-dev/precept/evaluator"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/safetext"
+	"github.com/precept-dev/precept/lib/safetext"
 )
 
 var correctionKinds = map[preceptv1.CorrectionKind]evaluator.CorrectionKind{

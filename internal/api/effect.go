@@ -10,7 +10,7 @@ import (
 	"github.com/precept-dev/precept/effect"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 	"github.com/precept-dev/precept/rules"
 )
 

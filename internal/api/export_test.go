@@ -23,8 +23,8 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 const exportSalt = "export-test-salt-0123456789"

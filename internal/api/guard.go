@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // rpcPrefix starts the path of every precept RPC: the procedures the

@@ -11,8 +11,8 @@ import (
 
 	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/impact"
+	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/rules"
 )
 

@@ -28,12 +28,10 @@ import (
 
 	"github.com/precept-dev/precept/analytics"
 	"github.com/precept-dev/precept/effect"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/gen/grpc/health/v1/healthv1connect"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/impact"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
@@ -43,9 +41,11 @@ import (
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/vectorindex"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
-	"github.com/precept-dev/precept/vectorindex"
 )
 
 // maxProbeBytes bounds a request to the health and reflection services,

@@ -14,7 +14,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // benchEvent is a realistic decision: ids, a verdict and a comment of

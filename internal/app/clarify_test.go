@@ -12,8 +12,8 @@ import (
 	"connectrpc.com/connect"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/fakeslack"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // startAt runs a preceptd in-process on a given data directory and Redis

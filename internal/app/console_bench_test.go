@@ -24,7 +24,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )

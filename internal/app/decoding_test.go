@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // connectJSON posts body to a procedure as a Connect unary JSON call and

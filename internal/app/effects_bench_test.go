@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )

@@ -9,16 +9,16 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/internal/metrics"
-	"github.com/precept-dev/precept/internal/text"
 	"github.com/precept-dev/precept/lesson"
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/chroma"
-	"github.com/precept-dev/precept/vectorindex/chromem"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/chroma"
+	"github.com/precept-dev/precept/lib/vectorindex/chromem"
 )
 
 // openEvaluator builds the embedder, the vector index and the evaluator

@@ -19,7 +19,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/config"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // feedbackGen makes realistic decisions: comments from the labelled

@@ -21,11 +21,11 @@ import (
 	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/feedbackstore"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // fixtureEvents reads the labelled fixture as stream entries (the `data`

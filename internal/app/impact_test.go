@@ -8,7 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/lib/fakeslack"
 )
 
 // A drafted proposal gets its impact preview in the background: pending

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/metrics"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // maintainRepos keeps the feedback and rules repositories small in files

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // BenchmarkMaintainDuringIngest measures what repository maintenance costs

@@ -11,11 +11,11 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/slackapp"
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/lib/fakeslack"
 )
 
 const (

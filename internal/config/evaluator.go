@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/evaluator"
-	"github.com/precept-dev/precept/vectorindex/chroma"
+	"github.com/precept-dev/precept/lib/vectorindex/chroma"
 )
 
 // Evaluator configures similarity, clustering and classification

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // DefaultMaintenanceInterval is how often the git repositories are checked

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // TestConsoleInARealBrowser drives Debian's chromium against a real

@@ -14,7 +14,7 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // commitRules commits files to the rules repository's main branch as a

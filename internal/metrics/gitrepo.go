@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/precept-dev/precept/gitrepo"
+	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
 // GitRepos publishes the shape of precept's git object stores and their

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/gitrepo"
 	"github.com/precept-dev/precept/internal/metrics"
+	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/rules"
 )
 

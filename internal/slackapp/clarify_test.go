@@ -14,14 +14,14 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/clarification"
-	"github.com/precept-dev/precept/embedding"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
-	"github.com/precept-dev/precept/gitrepo"
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
-	"github.com/precept-dev/precept/internal/testenv"
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/chromem"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/fakeslack"
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/chromem"
 )
 
 func negative(id, reviewer, comment string, at time.Time) precept.Feedback {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/clarification"
-	"github.com/precept-dev/precept/gitrepo"
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/fakeslack"
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/fakeslack"
+	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/lib/fakeslack"
 	"github.com/precept-dev/precept/rules"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 
 	"github.com/slack-go/slack"
 

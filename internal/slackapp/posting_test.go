@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
 )
 

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 
 	"github.com/precept-dev/precept/clarification"
 	"github.com/precept-dev/precept/evaluator"

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // storeContract is what every Store must do; wait lets time pass for

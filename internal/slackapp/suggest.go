@@ -12,7 +12,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Merge suggestions in Slack (docs/lessons.md, "Curator corrections"):

@@ -13,7 +13,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/lib/fakeslack"
 )
 
 // curationFake stands in for the evaluator: two suggestions over four

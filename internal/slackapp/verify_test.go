@@ -10,7 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/precept-dev/precept/internal/slackapp/fakeslack"
+	"github.com/precept-dev/precept/lib/fakeslack"
 )
 
 func TestVerifierAcceptsSlackSignaturesOnceWithinTheSkew(t *testing.T) {

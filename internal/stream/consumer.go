@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // Sink stores decisions durably. Store returns only when every record is

@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/testenv"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 func TestNewValidatesOptions(t *testing.T) {

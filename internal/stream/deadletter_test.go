@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 func TestAReusedDecisionIDWithOtherContentIsDeadLettered(t *testing.T) {

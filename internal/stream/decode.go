@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/text"
+	"github.com/precept-dev/precept/lib/text"
 )
 
 // dataField holds the whole event as one JSON object.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // gitCLI runs the git CLI against dir as a curator and returns its trimmed

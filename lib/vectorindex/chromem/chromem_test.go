@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/indextest"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/indextest"
 )
 
 func TestIndexMeetsTheContract(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/precept-dev/precept/embedding"
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // Opener opens the index stored under key for spec and reports whether it

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/testenv"
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/indextest"
+	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/indextest"
 )
 
 // benchSpec matches precept's local embedder's size.

@@ -14,7 +14,7 @@ import (
 	v2 "github.com/amikos-tech/chroma-go/pkg/api/v2"
 	chhttp "github.com/amikos-tech/chroma-go/pkg/commons/http"
 
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // Error is a failed exchange with the Chroma server. Its text never holds

@@ -9,7 +9,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // SearchFunc returns up to n hits most similar to the query. Among equal

@@ -42,7 +42,7 @@ type labelled struct {
 
 func loadFixture(t testing.TB, name string) []labelled {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "feedback", name))
+	f, err := os.Open(filepath.Join("..", "..", "testdata", "feedback", name))
 	if err != nil {
 		t.Fatalf("open fixture: %v", err)
 	}
@@ -68,7 +68,7 @@ func loadFixture(t testing.TB, name string) []labelled {
 // categoryIDs reads the category ids the fixtures label with.
 func categoryIDs(t testing.TB) map[string]bool {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "lesson", "categories.txt"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "lesson", "categories.txt"))
 	if err != nil {
 		t.Fatalf("read categories: %v", err)
 	}

@@ -28,8 +28,8 @@ import (
 
 	chromemgo "github.com/philippgille/chromem-go"
 
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/internal/topk"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/internal/topk"
 )
 
 // ErrLocked reports an index directory another open Index holds.

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/precept-dev/precept/internal/testenv"
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/indextest"
+	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/indextest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithChroma(m)) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mtibben/confusables"
-	"github.com/precept-dev/precept/internal/testenv"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // fixtureTexts returns every reviewer comment and correction of the

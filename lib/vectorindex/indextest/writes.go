@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/precept-dev/precept/embedding"
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // The contract of writes: upserts, deletes and bad input.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // The contract of an index's life: reopening, a changed spec, closing,

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/precept-dev/precept/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // shuffledSearch is a backend that returns the true top n by similarity

@@ -29,8 +29,8 @@ import (
 	chhttp "github.com/amikos-tech/chroma-go/pkg/commons/http"
 	"github.com/amikos-tech/chroma-go/pkg/embeddings"
 
-	"github.com/precept-dev/precept/vectorindex"
-	"github.com/precept-dev/precept/vectorindex/internal/topk"
+	"github.com/precept-dev/precept/lib/vectorindex"
+	"github.com/precept-dev/precept/lib/vectorindex/internal/topk"
 )
 
 // Defaults for zero Options fields.
