@@ -5,9 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -24,58 +21,6 @@ import (
 // their head, and comments that cite documents in the repository.
 
 const module = "github.com/precept-dev/precept"
-
-// layers places every package of the module. A package may import only
-// packages of a lower layer. A new package must be placed here (and in
-// docs/architecture.md) before the tests pass.
-var layers = map[string]int{
-	// Foundation: standard library and third-party modules only.
-	"lib/text":           0,
-	"lib/jsonobj":        0,
-	"lib/safetext":       0,
-	"lib/reload":         0,
-	"lib/gitrepo":        0,
-	"lib/embedding":      0,
-	"lib/vectorindex":    0,
-	"gen/precept/v1":     0,
-	"gen/grpc/health/v1": 0,
-	"lib/testenv":        0,
-	"lib/fakeslack":      0,
-	// The domain types, and what builds on the foundation alone.
-	"":                                   1, // precept
-	"lib/vectorindex/internal/topk":      1,
-	"gen/precept/v1/preceptv1connect":    1,
-	"gen/grpc/health/v1/healthv1connect": 1,
-	// Stores and indexes.
-	"feedbackstore":             2,
-	"lib/vectorindex/chromem":   2,
-	"lib/vectorindex/chroma":    2,
-	"lib/vectorindex/indextest": 2,
-	"internal/api/convert":      2,
-	"lesson":                    2,
-	// Domain logic.
-	"evaluator":     3,
-	"rules":         3,
-	"analytics":     3,
-	"prompts":       4,
-	"clarification": 4,
-	"effect":        5,
-	// Adapters.
-	"internal/stream":   4,
-	"internal/evalrun":  4,
-	"internal/config":   6,
-	"impact":            5,
-	"internal/metrics":  6,
-	"internal/llm":      5,
-	"internal/slackapp": 5,
-	"internal/api":      7,
-	"internal/console":  8,
-	// Wiring and binaries.
-	"internal/app":     9,
-	"cmd/preceptd":     10,
-	"cmd/precept":      10,
-	"cmd/precept-eval": 10,
-}
 
 // domain are the packages that hold precept's logic; adapters to the
 // outside world (Redis, Slack, Connect, Prometheus) must not reach them,
@@ -138,11 +83,12 @@ func rel(importPath string) (string, bool) {
 }
 
 func TestPackagesImportOnlyLowerLayers(t *testing.T) {
+	layers := readLayerTable(t).layers()
 	for _, p := range listPackages(t) {
 		from, _ := rel(p.ImportPath)
 		lf, ok := layers[from]
 		if !ok {
-			t.Errorf("package %s has no layer: place it in architecture_test.go and docs/architecture.md", p.ImportPath)
+			t.Errorf("package %s has no layer: give it a row in the table of %s", p.ImportPath, architectureDoc)
 			continue
 		}
 		for _, imp := range p.Imports {
@@ -206,29 +152,7 @@ func sourceFiles(t *testing.T) []string {
 }
 
 func TestNoTypeHasMoreThanFortyMethods(t *testing.T) {
-	methods := map[string]int{}
-	for _, path := range sourceFiles(t) {
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil {
-				continue
-			}
-			typ := fn.Recv.List[0].Type
-			if star, ok := typ.(*ast.StarExpr); ok {
-				typ = star.X
-			}
-			if ix, ok := typ.(*ast.IndexExpr); ok {
-				typ = ix.X
-			}
-			if id, ok := typ.(*ast.Ident); ok {
-				methods[filepath.Dir(path)+"."+id.Name]++
-			}
-		}
-	}
+	methods := methodCounts(t, sourceFiles(t))
 	for typ, n := range methods {
 		if n > maxMethods {
 			t.Errorf("%s has %d methods, more than %d: split it where its responsibilities part", typ, n, maxMethods)

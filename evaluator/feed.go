@@ -10,15 +10,23 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 )
 
-// storeFeed is the feedback store as a Feed.
-type storeFeed struct{ s *feedbackstore.Store }
+// storeFeed is the feedback store as a Feed: the four reads a Feed
+// makes of it.
+type storeFeed struct {
+	entries func(seq uint64, limit int) ([]feedbackstore.Entry, error)
+	last    func() (uint64, error)
+	get     func(ctx context.Context, id string) (feedbackstore.Record, error)
+	changed func() <-chan struct{}
+}
 
 // FeedFrom returns the Feed of a feedback store: its decisions and
 // clarification records in the order its commits made them.
-func FeedFrom(s *feedbackstore.Store) Feed { return storeFeed{s} }
+func FeedFrom(s *feedbackstore.Store) Feed {
+	return storeFeed{entries: s.Entries, last: s.LastSeq, get: s.Get, changed: s.Changed}
+}
 
 func (f storeFeed) Since(seq uint64, limit int) ([]Item, error) {
-	entries, err := f.s.Entries(seq, limit)
+	entries, err := f.entries(seq, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +52,14 @@ func (f storeFeed) Since(seq uint64, limit int) ([]Item, error) {
 	return out, nil
 }
 
-func (f storeFeed) Last() (uint64, error) { return f.s.LastSeq() }
+func (f storeFeed) Last() (uint64, error) { return f.last() }
 
 func (f storeFeed) Get(ctx context.Context, id string) (precept.Feedback, error) {
-	r, err := f.s.Get(ctx, id)
+	r, err := f.get(ctx, id)
 	return r.Feedback, err
 }
 
-func (f storeFeed) Changed() <-chan struct{} { return f.s.Changed() }
+func (f storeFeed) Changed() <-chan struct{} { return f.changed() }
 
 // CorrectionOf reads a correction record of the feedback store: the
 // record says who and when, its body what.

@@ -331,7 +331,7 @@ func (a *App) buildServer() error {
 // serveFeedback serves FeedbackService and EvaluatorService; evaluations
 // and clusters link to the proposal the rule manager drafted from them.
 func (a *App) serveFeedback() {
-	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Corrections: correctionRecorder{a.Feedback},
+	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Corrections: correctionRecorder{record: a.Feedback.RecordCorrection},
 		Limits: a.Config.Ingest.Limits(), Log: a.Log}
 	a.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
 		Store:       a.Feedback,

@@ -98,7 +98,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		EmbedLessons:        cfg.Embedder.Provider != "local",
 		LLM:                 refiner,
 		LLMTimeout:          cfg.LLM.Timeout,
-		EdgeCases:           edgeCaseDocs{a.Feedback},
+		EdgeCases:           edgeCaseDocs{write: a.Feedback.WriteEdgeCases},
 		OnChange:            a.evaluatorChanged,
 		OnEvaluated:         a.evaluated,
 		Logger:              a.Log.With("component", "evaluator"),
@@ -141,7 +141,9 @@ func (a *App) OnEvaluatorChange(l func(evaluator.Change)) {
 
 // edgeCaseDocs is where the evaluator's edge cases are documented: the
 // feedback store, under feedbackstore.EdgeCasesDir.
-type edgeCaseDocs struct{ s *feedbackstore.Store }
+type edgeCaseDocs struct {
+	write func(context.Context, []feedbackstore.EdgeCase) error
+}
 
 func (w edgeCaseDocs) WriteEdgeCases(ctx context.Context, docs []evaluator.EdgeCaseDoc) error {
 	out := make([]feedbackstore.EdgeCase, len(docs))
@@ -152,12 +154,14 @@ func (w edgeCaseDocs) WriteEdgeCases(ctx context.Context, docs []evaluator.EdgeC
 			DecidedAt: d.At, Rationale: d.Rationale, Comment: d.Comment, Correction: d.Correction, Remove: d.Remove,
 		}
 	}
-	return w.s.WriteEdgeCases(ctx, out)
+	return w.write(ctx, out)
 }
 
 // correctionRecorder records curators' corrections in the feedback
 // repository, where every replica's evaluator reads them in order.
-type correctionRecorder struct{ store *feedbackstore.Store }
+type correctionRecorder struct {
+	record func(ctx context.Context, c feedbackstore.Correction, subject string) error
+}
 
 func (r correctionRecorder) RecordCorrection(ctx context.Context, c evaluator.Correction) (evaluator.Correction, error) {
 	c.ID = "corr-" + strings.ToLower(ulid.Make().String())
@@ -166,7 +170,7 @@ func (r correctionRecorder) RecordCorrection(ctx context.Context, c evaluator.Co
 	if err != nil {
 		return evaluator.Correction{}, err
 	}
-	if err := r.store.RecordCorrection(ctx, rec, correctionSubject(c)); err != nil {
+	if err := r.record(ctx, rec, correctionSubject(c)); err != nil {
 		return evaluator.Correction{}, err
 	}
 	return c, nil

@@ -79,7 +79,7 @@ func (a *App) openSlack() error {
 	// Merge suggestions come from the evaluator's clusters, so they are
 	// posted and answered only where the evaluator runs.
 	if a.Evaluator != nil && a.Config.Evaluator.Enabled {
-		svc.SetCuration(curation{ev: a.Evaluator, rec: correctionRecorder{a.Feedback}})
+		svc.SetCuration(curation{ev: a.Evaluator, rec: correctionRecorder{record: a.Feedback.RecordCorrection}})
 	}
 	a.Handle("/slack/interactions", svc.Interactions())
 	a.Handle("/slack/events", svc.Events())

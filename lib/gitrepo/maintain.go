@@ -14,8 +14,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ObjectStats counts the files the object store is made of.
@@ -28,7 +30,7 @@ type ObjectStats struct {
 
 // Stats counts the repository's packfiles and loose objects.
 func (r *Repo) Stats() (ObjectStats, error) {
-	inv, err := maintenance{r}.inventory()
+	inv, err := newMaintenance(r).inventory()
 	if err != nil {
 		return ObjectStats{}, err
 	}
@@ -61,7 +63,7 @@ var testHookChunk func()
 func (r *Repo) Maintain() (bool, error) {
 	r.maint.Lock()
 	defer r.maint.Unlock()
-	m := maintenance{r}
+	m := newMaintenance(r)
 	inv, err := m.inventory()
 	if err != nil {
 		return false, err
@@ -83,8 +85,20 @@ func (r *Repo) Maintain() (bool, error) {
 	return true, m.removeCopied(packs, inv.loose)
 }
 
-// maintenance holds Maintain's steps.
-type maintenance struct{ r *Repo }
+// maintenance is what Maintain's steps touch: the repository's folder
+// and, under the repository lock mu, its storage, its set of packs and
+// its object reads.
+type maintenance struct {
+	path   string
+	mu     *sync.Mutex
+	st     *filesystem.Storage
+	packs  *packSet
+	object func(plumbing.ObjectType, Hash) (plumbing.EncodedObject, error)
+}
+
+func newMaintenance(r *Repo) maintenance {
+	return maintenance{path: r.path, mu: &r.mu, st: r.st, packs: r.packs, object: r.object}
+}
 
 // inventory lists the complete packfiles (pack and index present, not
 // marked .keep) and the loose objects. Neither listing needs the lock:
@@ -101,7 +115,7 @@ type packInfo struct {
 }
 
 func (m maintenance) inventory() (inventory, error) {
-	r := m.r
+	r := m
 	var inv inventory
 	objects := filepath.Join(r.path, "objects")
 	entries, err := os.ReadDir(filepath.Join(objects, "pack"))
@@ -189,7 +203,7 @@ type packEntry struct {
 // pack order, so each pack is read front to back) and the loose objects
 // no pack among them holds.
 func (m maintenance) plan(packs []packInfo, loose []Hash) ([]packEntry, []Hash, error) {
-	r := m.r
+	r := m
 	seen := map[Hash]bool{}
 	var entries []packEntry
 	for i, p := range packs {
@@ -244,7 +258,7 @@ func (m maintenance) plan(packs []packInfo, loose []Hash) ([]packEntry, []Hash, 
 // loose objects are read through the repository, a chunk at a time under
 // the lock, and compressed outside it.
 func (m maintenance) copyIntoPack(packs []packInfo, entries []packEntry, loose []Hash) error {
-	r := m.r
+	r := m
 	// Always synced, whatever NoFsync says: the files it replaces are
 	// deleted once it is written.
 	b, err := newPackBuilder(r.path, len(entries)+len(loose), true)
@@ -332,7 +346,7 @@ func (m maintenance) recompress(b *packBuilder, hashes []Hash) error {
 
 // readObjects reads whole objects under the lock.
 func (m maintenance) readObjects(hashes []Hash) ([]plumbing.EncodedObject, error) {
-	r := m.r
+	r := m
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]plumbing.EncodedObject, len(hashes))
@@ -365,7 +379,7 @@ func (m maintenance) readObjects(hashes []Hash) ([]plumbing.EncodedObject, error
 // pack, under the lock so no read is in flight, and lets go-git and the
 // pack set forget them.
 func (m maintenance) removeCopied(packs []packInfo, loose []Hash) error {
-	r := m.r
+	r := m
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
