@@ -170,14 +170,17 @@ type Index interface {
 
 // PrepareUpsert validates vectors against s and returns them with one
 // entry per ID, the last one given winning, in the order IDs first appear.
-// Backends call it before storing anything, so a bad vector rejects the
-// whole batch.
-func PrepareUpsert(s Spec, vectors []Vector) ([]Vector, error) {
+// Backends call it before storing anything, so a bad vector, or a done
+// ctx, rejects the whole batch; its errors say "upsert vectors".
+func PrepareUpsert(ctx context.Context, s Spec, vectors []Vector) ([]Vector, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("upsert vectors: %w", err)
+	}
 	pos := make(map[string]int, len(vectors))
 	out := make([]Vector, 0, len(vectors))
 	for _, v := range vectors {
 		if err := v.Validate(s); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("upsert vectors: %w", err)
 		}
 		if i, ok := pos[v.ID]; ok {
 			out[i] = v
@@ -189,13 +192,29 @@ func PrepareUpsert(s Spec, vectors []Vector) ([]Vector, error) {
 	return out, nil
 }
 
-// PrepareDelete validates ids and returns them without duplicates.
-func PrepareDelete(ids []string) ([]string, error) {
+// PrepareQuery validates q against s; a done ctx rejects it too. Its
+// errors say "query vectors".
+func PrepareQuery(ctx context.Context, s Spec, q Query) error {
+	if err := q.Validate(s); err != nil {
+		return fmt.Errorf("query vectors: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("query vectors: %w", err)
+	}
+	return nil
+}
+
+// PrepareDelete validates ids and returns them without duplicates; a
+// done ctx rejects them. Its errors say "delete vectors".
+func PrepareDelete(ctx context.Context, ids []string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("delete vectors: %w", err)
+	}
 	seen := make(map[string]bool, len(ids))
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if id == "" {
-			return nil, fmt.Errorf("%w: empty ID to delete", ErrInvalid)
+			return nil, fmt.Errorf("delete vectors: %w: empty ID to delete", ErrInvalid)
 		}
 		if !seen[id] {
 			seen[id] = true

@@ -1,6 +1,7 @@
 package vectorindex
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -93,7 +94,7 @@ func TestPrepareUpsertKeepsTheLastVectorPerIDInFirstSeenOrder(t *testing.T) {
 		{ID: "a", Embedding: []float32{0, 1, 0}, Document: "a1"},
 		{ID: "b", Embedding: []float32{0, 0, 1}, Document: "b2"},
 	}
-	got, err := PrepareUpsert(spec, in)
+	got, err := PrepareUpsert(context.Background(), spec, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,18 +105,18 @@ func TestPrepareUpsertKeepsTheLastVectorPerIDInFirstSeenOrder(t *testing.T) {
 
 func TestPrepareUpsertRejectsTheWholeBatchForOneBadVector(t *testing.T) {
 	in := []Vector{{ID: "ok", Embedding: []float32{1, 0, 0}}, {ID: "bad", Embedding: []float32{1, 0}}}
-	got, err := PrepareUpsert(spec, in)
+	got, err := PrepareUpsert(context.Background(), spec, in)
 	if !errors.Is(err, ErrDimension) || got != nil || !strings.Contains(err.Error(), `"bad"`) {
 		t.Fatalf("got %v, %v; want nil and ErrDimension naming the vector", got, err)
 	}
 }
 
 func TestPrepareDelete(t *testing.T) {
-	got, err := PrepareDelete([]string{"a", "b", "a"})
+	got, err := PrepareDelete(context.Background(), []string{"a", "b", "a"})
 	if err != nil || !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("got %v, %v; want [a b]", got, err)
 	}
-	if _, err := PrepareDelete([]string{"a", ""}); !errors.Is(err, ErrInvalid) {
+	if _, err := PrepareDelete(context.Background(), []string{"a", ""}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("empty ID: %v, want ErrInvalid", err)
 	}
 }

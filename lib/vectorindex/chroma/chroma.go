@@ -278,12 +278,9 @@ func (x *Index) Collection() string { return x.name }
 // of at most the server's batch size. A failure part-way leaves earlier
 // batches stored; upserting again is harmless.
 func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("upsert vectors: %w", err)
-	}
-	vectors, err := vectorindex.PrepareUpsert(x.spec, vectors)
+	vectors, err := vectorindex.PrepareUpsert(ctx, x.spec, vectors)
 	if err != nil {
-		return fmt.Errorf("upsert vectors: %w", err)
+		return err
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -350,11 +347,8 @@ func (x *Index) upsertBatch(ctx context.Context, vectors []vectorindex.Vector) e
 
 // Query returns the stored vectors most similar to q.Embedding.
 func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.Hit, error) {
-	if err := q.Validate(x.spec); err != nil {
-		return nil, fmt.Errorf("query vectors: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("query vectors: %w", err)
+	if err := vectorindex.PrepareQuery(ctx, x.spec, q); err != nil {
+		return nil, err
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -435,12 +429,9 @@ func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]floa
 
 // Delete removes the vectors with the given IDs.
 func (x *Index) Delete(ctx context.Context, ids []string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("delete vectors: %w", err)
-	}
-	ids, err := vectorindex.PrepareDelete(ids)
+	ids, err := vectorindex.PrepareDelete(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("delete vectors: %w", err)
+		return err
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()

@@ -222,12 +222,9 @@ func (x *Index) InProcess() bool { return true }
 
 // Upsert stores vectors durably, replacing vectors with the same IDs.
 func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("upsert vectors: %w", err)
-	}
-	vectors, err := vectorindex.PrepareUpsert(x.spec, vectors)
+	vectors, err := vectorindex.PrepareUpsert(ctx, x.spec, vectors)
 	if err != nil {
-		return fmt.Errorf("upsert vectors: %w", err)
+		return err
 	}
 	if len(vectors) == 0 {
 		return x.checkOpen()
@@ -267,11 +264,8 @@ func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error 
 
 // Query returns the stored vectors most similar to q.Embedding.
 func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.Hit, error) {
-	if err := q.Validate(x.spec); err != nil {
-		return nil, fmt.Errorf("query vectors: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("query vectors: %w", err)
+	if err := vectorindex.PrepareQuery(ctx, x.spec, q); err != nil {
+		return nil, err
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -349,12 +343,9 @@ func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]floa
 
 // Delete removes the vectors with the given IDs durably.
 func (x *Index) Delete(ctx context.Context, ids []string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("delete vectors: %w", err)
-	}
-	ids, err := vectorindex.PrepareDelete(ids)
+	ids, err := vectorindex.PrepareDelete(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("delete vectors: %w", err)
+		return err
 	}
 	x.writeMu.Lock()
 	defer x.writeMu.Unlock()
