@@ -594,7 +594,7 @@ func TestREADMEConfigurationIsTheDefaults(t *testing.T) {
 	if len(blocks) != 1 {
 		t.Fatalf("README.md has %d yaml blocks, want the one configuration block", len(blocks))
 	}
-	cfg, err := config.Parse(blocks[0][1])
+	cfg, err := config.Parse(blocks[0][1], nil)
 	if err != nil {
 		t.Fatalf("preceptd refuses the README's configuration: %v", err)
 	}

@@ -479,13 +479,9 @@ func (a *acc) figuresIn(slab *[]Count, names []string, lists bool) Figures {
 	return f
 }
 
-// counts lists a distribution most frequent first, then by name.
-func (d *dist) counts(names []string) []Count {
-	return d.countsIn(nil, names)
-}
-
-// countsIn is counts with the list cut from slab (a query's 4,500
-// buckets allocate a few slabs rather than 13,500 lists).
+// countsIn lists a distribution most frequent first, then by name, cut
+// from slab when it is not nil (a query's 4,500 buckets allocate a few
+// slabs rather than 13,500 lists).
 func (d *dist) countsIn(slab *[]Count, names []string) []Count {
 	if len(d.ids) == 0 {
 		return nil

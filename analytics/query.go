@@ -3,11 +3,9 @@ package analytics
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/lib/text"
 )
 
 // Granularity is the length of a query's buckets.
@@ -20,19 +18,6 @@ const (
 	Week
 	Month
 )
-
-// ParseGranularity reads "day", "week" or "month".
-func ParseGranularity(s string) (Granularity, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "day", "":
-		return Day, nil
-	case "week":
-		return Week, nil
-	case "month":
-		return Month, nil
-	}
-	return 0, precept.Errorf(precept.Invalid, "granularity: must be day, week or month, got %q", text.Truncate(s, 32))
-}
 
 func (g Granularity) String() string {
 	switch g {

@@ -20,7 +20,7 @@ import (
 // is called or the test ends.
 func launchApp(t *testing.T, yaml string) (addr string, stop func()) {
 	t.Helper()
-	cfg, err := config.Parse(yaml)
+	cfg, err := config.Parse(yaml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

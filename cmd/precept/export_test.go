@@ -65,7 +65,7 @@ auth:
   tokens:
     - {name: ops, role: admin, token: %s}
     - {name: viewer, role: reader, token: %s}
-`, t.TempDir(), redisAddr, exportSalt, adminToken, readerToken))
+`, t.TempDir(), redisAddr, exportSalt, adminToken, readerToken), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +570,7 @@ data_dir: %s
 redis: {addr: %q, block: 100ms}
 effects: {enabled: false}
 auth: {tokens: [{name: ops, role: admin, token: %s}]}
-`, t.TempDir(), testenv.Redis(t), adminToken))
+`, t.TempDir(), testenv.Redis(t), adminToken), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

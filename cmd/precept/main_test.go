@@ -34,7 +34,7 @@ auth:
   tokens:
     - {name: ops, role: admin, token: %s}
     - {name: viewer, role: reader, token: reader-token-0123456789}
-`, t.TempDir(), redisAddr, adminToken))
+`, t.TempDir(), redisAddr, adminToken), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

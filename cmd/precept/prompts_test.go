@@ -33,7 +33,7 @@ prompts: {max_rules: 2, watch_poll: 1h}
 auth:
   tokens:
     - {name: agent, role: reader, token: %s}
-`, t.TempDir(), testenv.Redis(t), promptReaderToken))
+`, t.TempDir(), testenv.Redis(t), promptReaderToken), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

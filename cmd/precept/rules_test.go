@@ -35,7 +35,7 @@ auth:
     - {name: bob, role: approver, token: %s}
     - {name: carol, role: approver, token: %s}
     - {name: viewer, role: reader, token: %s}
-`, t.TempDir(), testenv.Redis(t), ruleCLITokens["alice"], ruleCLITokens["bob"], ruleCLITokens["carol"], ruleCLITokens["viewer"]))
+`, t.TempDir(), testenv.Redis(t), ruleCLITokens["alice"], ruleCLITokens["bob"], ruleCLITokens["carol"], ruleCLITokens["viewer"]), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

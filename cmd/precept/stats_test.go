@@ -71,7 +71,7 @@ auth:
   tokens:
     - {name: ops, role: admin, token: %s}
     - {name: viewer, role: reader, token: reader-token-0123456789}
-`, dataDir, redisAddr, adminToken))
+`, dataDir, redisAddr, adminToken), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ node: test-node
 redis: {addr: %q, block: 100ms, claim_interval: 200ms}
 feedback: %s
 log: {level: debug}
-%s`, dataDir, redisAddr, feedback, yaml))
+%s`, dataDir, redisAddr, feedback, yaml), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestNewRunsOnDefaultWithoutValidate(t *testing.T) {
 func TestNewStopsWhenItsContextIsCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nredis: {addr: %q}\n", t.TempDir(), testenv.Redis(t)))
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nredis: {addr: %q}\n", t.TempDir(), testenv.Redis(t)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

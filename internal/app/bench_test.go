@@ -78,7 +78,7 @@ listen: 127.0.0.1:0
 data_dir: %s
 node: bench
 redis: {addr: %q}
-`, dir, redisAddr))
+`, dir, redisAddr), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func consoleAgent(i int) string { return fmt.Sprintf("agent-%02d", i%consoleAgen
 func BenchmarkConsolePages(b *testing.B) {
 	consoleDecisions = testenv.BenchSize(b, consoleFullDecisions)
 	redisAddr := testenv.Redis(b)
-	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n", b.TempDir(), redisAddr))
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n", b.TempDir(), redisAddr), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func loopCostVariant(b *testing.B, variant string, sizes []int) {
 	if variant == "on" {
 		loop = "effects: {enabled: true}\nanalytics: {enabled: true}"
 	}
-	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n%s\n", b.TempDir(), redisAddr, loop))
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n%s\n", b.TempDir(), redisAddr, loop), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

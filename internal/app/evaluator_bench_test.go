@@ -191,7 +191,7 @@ func BenchmarkIngestClassify(b *testing.B) {
 			if os.Getenv("PRECEPT_BENCH_ANALYTICS") == "off" {
 				index += "\nanalytics: {enabled: false}"
 			}
-			cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n%s\n", b.TempDir(), redisAddr, index))
+			cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n%s\n", b.TempDir(), redisAddr, index), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -165,7 +165,7 @@ func seedPromptBench(b *testing.B, a *App) {
 // It runs on the embedded defaults; run it with -benchtime 1x: each phase
 // measures itself.
 func BenchmarkPrompt(b *testing.B) {
-	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {embedded_addr: \"127.0.0.1:0\"}\n", b.TempDir()))
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {embedded_addr: \"127.0.0.1:0\"}\n", b.TempDir()), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

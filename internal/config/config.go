@@ -240,30 +240,31 @@ func DefaultNode() string {
 // defaults only. getenv supplies environment overrides (os.Getenv in
 // production).
 func Load(path string, getenv func(string) string) (Config, error) {
-	cfg := Default()
-	if path != "" {
-		f, err := os.Open(path)
-		if err != nil {
-			return Config{}, fmt.Errorf("config: %w", err)
-		}
-		defer f.Close()
-		if err := decode(f, &cfg); err != nil {
-			return Config{}, fmt.Errorf("config %s: %w", path, err)
-		}
+	if path == "" {
+		return Parse("", getenv)
 	}
-	cfg.applyEnv(getenv)
-	if err := cfg.Validate(); err != nil {
-		return Config{}, err
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	return cfg, nil
+	return parse(string(b), getenv, "config "+path)
 }
 
-// Parse reads a configuration from YAML text over the defaults, without
-// environment overrides; tests use it.
-func Parse(text string) (Config, error) {
+// Parse reads a configuration from YAML text over the defaults, applies
+// the environment overrides getenv supplies (none when it is nil), and
+// validates the result.
+func Parse(text string, getenv func(string) string) (Config, error) {
+	return parse(text, getenv, "config")
+}
+
+// parse is Parse with what a decoding error names as its source.
+func parse(text string, getenv func(string) string, source string) (Config, error) {
 	cfg := Default()
 	if err := decode(strings.NewReader(text), &cfg); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return Config{}, fmt.Errorf("%s: %w", source, err)
+	}
+	if getenv != nil {
+		cfg.applyEnv(getenv)
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err

@@ -40,7 +40,7 @@ redis:
   claim_idle: 2m
 ingest:
   gate_agents: {HITL-2: coding-agent}
-`)
+`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,9 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"evaluator: {index: {backend: chroma, chroma: {url: 'localhost:8000'}}}", "evaluator.index.chroma.url"},
 		{"evaluator: {llm: {provider: openai}}", "evaluator.llm.model"},
 		{"evaluator: {embedder: {provider: word2vec}}", "evaluator.embedder.provider"},
+		// The local embedder's own range, which it would otherwise clamp.
+		{"evaluator: {embedder: {provider: local, dimension: 128}}", "evaluator.embedder.dimension"},
+		{"evaluator: {embedder: {provider: local, dimension: 9000}}", "evaluator.embedder.dimension"},
 		{"evaluator: {thresholds: {high_min_size: 1}}", "evaluator.thresholds"},
 		{"rules: {required_approvals: 0}", "rules.required_approvals"},
 		{"rules: {duplicate_threshold: 0.5}", "rules.duplicate_threshold"},
@@ -108,7 +111,7 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"ui: {session_idle: 2h, session_max: 1h}", "ui.session_max"},
 	}
 	for _, tt := range tests {
-		_, err := Parse(tt.yaml)
+		_, err := Parse(tt.yaml, nil)
 		if err == nil {
 			t.Errorf("%q: accepted", tt.yaml)
 			continue
@@ -120,7 +123,7 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 }
 
 func TestNonLoopbackListenIsAllowedWithTokens(t *testing.T) {
-	cfg, err := Parse("listen: 0.0.0.0:8080\nauth: {tokens: [{name: ci, role: recorder, token: 0123456789abcdef}]}")
+	cfg, err := Parse("listen: 0.0.0.0:8080\nauth: {tokens: [{name: ci, role: recorder, token: 0123456789abcdef}]}", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +234,7 @@ func TestValidateChangesNothing(t *testing.T) {
 }
 
 func TestDerivedSettingsFollowWhatTheyDeriveFrom(t *testing.T) {
-	cfg, err := Parse("node: ''\nredis: {stream: decisions}")
+	cfg, err := Parse("node: ''\nredis: {stream: decisions}", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,14 +244,14 @@ func TestDerivedSettingsFollowWhatTheyDeriveFrom(t *testing.T) {
 	if h, _ := os.Hostname(); h != "" && cfg.NodeName() != h {
 		t.Fatalf("NodeName = %q, want the host name %q", cfg.NodeName(), h)
 	}
-	cfg, err = Parse("redis: {stream: decisions, dead_letter_stream: bad}")
+	cfg, err = Parse("redis: {stream: decisions, dead_letter_stream: bad}", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := cfg.Redis.DeadLetters(); got != "bad" {
 		t.Fatalf("dead-letter stream = %q, want the one set", got)
 	}
-	if _, err := Parse("redis: {stream: decisions, dead_letter_stream: decisions}"); err == nil || !strings.Contains(err.Error(), "redis.dead_letter_stream") {
+	if _, err := Parse("redis: {stream: decisions, dead_letter_stream: decisions}", nil); err == nil || !strings.Contains(err.Error(), "redis.dead_letter_stream") {
 		t.Fatalf("a dead-letter stream equal to the stream: %v", err)
 	}
 }
@@ -263,7 +266,7 @@ func TestFeatureSwitchesKeepTheirDefaultsUnlessSet(t *testing.T) {
 		{"features: {posting: ~, clarification: ~}", Features{Proposing: true, Posting: true, AutoMerge: true}},
 		{"features: {auto_merge: false, clarification: true}", Features{Proposing: true, Posting: true, Clarification: true}},
 	} {
-		cfg, err := Parse(tc.yaml)
+		cfg, err := Parse(tc.yaml, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +278,7 @@ func TestFeatureSwitchesKeepTheirDefaultsUnlessSet(t *testing.T) {
 		yaml string
 		want bool
 	}{{"", true}, {"feedback: {fsync: ~}", true}, {"feedback: {fsync: false}", false}} {
-		cfg, err := Parse(tc.yaml)
+		cfg, err := Parse(tc.yaml, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,14 +286,14 @@ func TestFeatureSwitchesKeepTheirDefaultsUnlessSet(t *testing.T) {
 			t.Errorf("%q: fsync = %v", tc.yaml, cfg.Feedback.Fsync)
 		}
 	}
-	cfg, err := Parse("evaluator: {enabled: false}")
+	cfg, err := Parse("evaluator: {enabled: false}", nil)
 	if err != nil || cfg.Evaluator.Enabled {
 		t.Fatalf("evaluator.enabled: false gave %v (%v)", cfg.Evaluator.Enabled, err)
 	}
 }
 
 func TestAShortExportSaltIsRefusedWithoutBeingQuoted(t *testing.T) {
-	_, err := Parse("export: {salt: hunter2-secret}")
+	_, err := Parse("export: {salt: hunter2-secret}", nil)
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("short salt: %v", err)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/precept-dev/precept/lib/embedding"
 	"net/url"
 	"time"
 
@@ -141,8 +142,8 @@ func (e Evaluator) validate() error {
 	}
 	switch e.Embedder.Provider {
 	case "local":
-		if d := e.Embedder.Dimension; d != 0 && (d < 64 || d > 4096) {
-			return bad("embedder.dimension", "%d is outside 64..4096", d)
+		if err := (embedding.LocalOptions{Dimension: e.Embedder.Dimension}).Validate(); err != nil {
+			return bad("embedder.dimension", "%d is outside %d..%d", e.Embedder.Dimension, embedding.MinLocalDimension, embedding.MaxLocalDimension)
 		}
 	case "openai", "ollama":
 		if e.Embedder.Model == "" {

@@ -17,7 +17,7 @@ func TestSlackSettingsAreValidatedByKey(t *testing.T) {
 		{slackBase + ", clarification: {max_attempts: 0}}", "slack.clarification"},
 		{slackBase + ", max_skew: 0s}", "slack.max_skew"},
 	} {
-		_, err := Parse(tc.yaml)
+		_, err := Parse(tc.yaml, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%q: error %v does not name %s", tc.yaml, err, tc.key)
 		}
@@ -25,7 +25,7 @@ func TestSlackSettingsAreValidatedByKey(t *testing.T) {
 }
 
 func TestSlackDefaultsAndMappingsAreRead(t *testing.T) {
-	cfg, err := Parse(slackBase + ", api_url: 'http://127.0.0.1:9/api/', users: {U0ALICE: alice}, reviewers: {rev-ann: U0ANN}, clarification: {stale_after: 10m}}")
+	cfg, err := Parse(slackBase + ", api_url: 'http://127.0.0.1:9/api/', users: {U0ALICE: alice}, reviewers: {rev-ann: U0ANN}, clarification: {stale_after: 10m}}", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

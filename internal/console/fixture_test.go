@@ -61,7 +61,7 @@ node: test-node
 redis: {addr: %q, block: 100ms, claim_interval: 200ms}
 feedback: {batch_wait: 5ms, fsync: false}
 rules: {propose_interval: 200ms}
-%s`, t.TempDir(), redisAddr, yaml))
+%s`, t.TempDir(), redisAddr, yaml), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
