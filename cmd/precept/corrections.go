@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 
-	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
@@ -22,18 +21,16 @@ func (c *cli) correctionCmds() []*cobra.Command {
 	var why, to, category string
 	correct := func(cmd *cobra.Command, req *preceptv1.CorrectClustersRequest) error {
 		req.Why = why
-		ctx, cancel := c.ctx(cmd)
-		defer cancel()
-		resp, err := c.evaluatorClient().CorrectClusters(ctx, connect.NewRequest(req))
+		msg, err := call(c, cmd, c.evaluatorClient().CorrectClusters, req)
 		if err != nil {
 			return err
 		}
-		return c.emit(resp.Msg, func(w io.Writer) {
+		return c.emit(msg, func(w io.Writer) {
 			state := "recorded; the evaluator applies it shortly"
-			if resp.Msg.GetApplied() {
+			if msg.GetApplied() {
 				state = "recorded and applied"
 			}
-			fmt.Fprintf(w, "correction %s %s\n", line(resp.Msg.GetCorrectionId()), state)
+			fmt.Fprintf(w, "correction %s %s\n", line(msg.GetCorrectionId()), state)
 		})
 	}
 	kind := func(k preceptv1.CorrectionKind) *preceptv1.CorrectClustersRequest {
@@ -116,19 +113,17 @@ func (c *cli) correctionCmds() []*cobra.Command {
 		Short: "Pairs of clusters that read like one problem",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.evaluatorClient().SuggestMerges(ctx, connect.NewRequest(&preceptv1.SuggestMergesRequest{Limit: limit}))
+			msg, err := call(c, cmd, c.evaluatorClient().SuggestMerges, &preceptv1.SuggestMergesRequest{Limit: limit})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				if len(resp.Msg.Suggestions) == 0 {
+			return c.emit(msg, func(w io.Writer) {
+				if len(msg.Suggestions) == 0 {
 					fmt.Fprintln(w, "no clusters read like one problem")
 					return
 				}
 				var rows [][]string
-				for _, s := range resp.Msg.Suggestions {
+				for _, s := range msg.Suggestions {
 					rows = append(rows, []string{fmt.Sprintf("%.2f", s.GetSimilarity()), s.GetClusterA(), s.GetClusterB(), s.GetAgent(),
 						s.GetCategoryA() + " / " + s.GetCategoryB()})
 				}
@@ -143,14 +138,12 @@ func (c *cli) correctionCmds() []*cobra.Command {
 		Short: "Re-cluster the changed groups now (it also runs periodically)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.evaluatorClient().Recluster(ctx, connect.NewRequest(&preceptv1.ReclusterRequest{}))
+			msg, err := call(c, cmd, c.evaluatorClient().Recluster, &preceptv1.ReclusterRequest{})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				m := resp.Msg
+			return c.emit(msg, func(w io.Writer) {
+				m := msg
 				fmt.Fprintf(w, "re-clustered %d groups (%d decisions) in %d ms: %d moved, %d reclassified\n",
 					m.GetGroups(), m.GetDecisions(), m.GetTookMs(), m.GetMoved(), m.GetReclassified())
 			})
@@ -169,20 +162,18 @@ func (c *cli) taxonomyCmd() *cobra.Command {
 		Short: "Phrasings curators' corrections taught, as a taxonomy file (or merged into FILE)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.evaluatorClient().GetLearnedTaxonomy(ctx, connect.NewRequest(&preceptv1.GetLearnedTaxonomyRequest{}))
+			msg, err := call(c, cmd, c.evaluatorClient().GetLearnedTaxonomy, &preceptv1.GetLearnedTaxonomyRequest{})
 			if err != nil {
 				return err
 			}
 			if merge == "" {
-				return c.emit(resp.Msg, func(w io.Writer) { fmt.Fprint(w, resp.Msg.GetYaml()) })
+				return c.emit(msg, func(w io.Writer) { fmt.Fprint(w, msg.GetYaml()) })
 			}
 			var learned lesson.Learned
 			var f struct {
 				Categories []lesson.Category `yaml:"categories"`
 			}
-			if err := yaml.Unmarshal([]byte(resp.Msg.GetYaml()), &f); err != nil {
+			if err := yaml.Unmarshal([]byte(msg.GetYaml()), &f); err != nil {
 				return fmt.Errorf("the server's learned taxonomy: %w", err)
 			}
 			learned = lesson.Learned{}

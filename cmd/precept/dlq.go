@@ -81,13 +81,11 @@ func (c *cli) dlqReplayCmd() *cobra.Command {
 		Short: "Re-queue dead letters onto the decision stream once their cause is fixed (role admin; audited)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().ReplayDeadLetters(ctx, connect.NewRequest(&preceptv1.ReplayDeadLettersRequest{Ids: ids}))
+			msg, err := call(c, cmd, c.feedbackClient().ReplayDeadLetters, &preceptv1.ReplayDeadLettersRequest{Ids: ids})
 			if err != nil {
 				return err
 			}
-			return c.outcomes(resp.Msg, resp.Msg.GetOutcomes(), "replayed")
+			return c.outcomes(msg, msg.GetOutcomes(), "replayed")
 		},
 	}
 }
@@ -98,13 +96,11 @@ func (c *cli) dlqDropCmd() *cobra.Command {
 		Short: "Remove dead letters for good (role admin; audited)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().DropDeadLetters(ctx, connect.NewRequest(&preceptv1.DropDeadLettersRequest{Ids: ids}))
+			msg, err := call(c, cmd, c.feedbackClient().DropDeadLetters, &preceptv1.DropDeadLettersRequest{Ids: ids})
 			if err != nil {
 				return err
 			}
-			return c.outcomes(resp.Msg, resp.Msg.GetOutcomes(), "dropped")
+			return c.outcomes(msg, msg.GetOutcomes(), "dropped")
 		},
 	}
 }

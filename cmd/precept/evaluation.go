@@ -112,19 +112,17 @@ func (c *cli) similarCmd() *cobra.Command {
 			default:
 				return usagef(`similar needs a "TEXT" or --decision ID (one of them)`)
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().FindSimilar(ctx, connect.NewRequest(req))
+			msg, err := call(c, cmd, c.feedbackClient().FindSimilar, req)
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				if len(resp.Msg.Results) == 0 {
+			return c.emit(msg, func(w io.Writer) {
+				if len(msg.Results) == 0 {
 					fmt.Fprintln(w, "no similar feedback above the threshold")
 					return
 				}
 				var rows [][]string
-				for _, r := range resp.Msg.Results {
+				for _, r := range msg.Results {
 					rows = append(rows, []string{fmt.Sprintf("%.2f", r.GetSimilarity()), r.GetDecisionId(), r.GetAgent(), r.GetReviewerId(), r.GetClusterId(), clip(r.GetText(), 60)})
 				}
 				table(w, []string{"SIMILARITY", "DECISION", "AGENT", "REVIEWER", "CLUSTER", "TEXT"}, rows)
@@ -147,15 +145,13 @@ func (c *cli) clustersCmd() *cobra.Command {
 		Short: "List clusters, largest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.evaluatorClient().ListClusters(ctx, connect.NewRequest(&preceptv1.ListClustersRequest{Agent: agent, MinSize: minSize, PageSize: limit, PageToken: token}))
+			msg, err := call(c, cmd, c.evaluatorClient().ListClusters, &preceptv1.ListClustersRequest{Agent: agent, MinSize: minSize, PageSize: limit, PageToken: token})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
+			return c.emit(msg, func(w io.Writer) {
 				var rows [][]string
-				for _, cl := range resp.Msg.Clusters {
+				for _, cl := range msg.Clusters {
 					st := cl.GetStats()
 					rep := ""
 					if len(cl.GetRepresentatives()) > 0 {
@@ -165,8 +161,8 @@ func (c *cli) clustersCmd() *cobra.Command {
 						fmt.Sprint(st.GetDistinctEpics()), strings.Join(st.GetAgents(), ","), orDash(cl.GetProposalId()), clip(rep, 50)})
 				}
 				table(w, []string{"CLUSTER", "CLASS", "SIZE", "REVIEWERS", "EPICS", "AGENTS", "PROPOSAL", "REPRESENTATIVE"}, rows)
-				if resp.Msg.NextPageToken != "" {
-					fmt.Fprintf(w, "\nmore: --page-token %s\n", resp.Msg.NextPageToken)
+				if msg.NextPageToken != "" {
+					fmt.Fprintf(w, "\nmore: --page-token %s\n", msg.NextPageToken)
 				}
 			})
 		},
@@ -180,14 +176,12 @@ func (c *cli) clustersCmd() *cobra.Command {
 		Short: "Show a cluster: its statistics, members and central comments",
 		Args:  exactArgs(1, "show needs one CLUSTER_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.evaluatorClient().GetCluster(ctx, connect.NewRequest(&preceptv1.GetClusterRequest{Id: args[0]}))
+			msg, err := call(c, cmd, c.evaluatorClient().GetCluster, &preceptv1.GetClusterRequest{Id: args[0]})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				cl := resp.Msg.Cluster
+			return c.emit(msg, func(w io.Writer) {
+				cl := msg.Cluster
 				st := cl.GetStats()
 				fields(w,
 					"cluster", cl.GetId(),
@@ -227,15 +221,13 @@ func (c *cli) reviewCmd() *cobra.Command {
 		Short: "List ambiguous decisions and the rubric attributes they miss",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.evaluatorClient().ListNeedsReview(ctx, connect.NewRequest(&preceptv1.ListNeedsReviewRequest{Agent: agent}))
+			msg, err := call(c, cmd, c.evaluatorClient().ListNeedsReview, &preceptv1.ListNeedsReviewRequest{Agent: agent})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
+			return c.emit(msg, func(w io.Writer) {
 				var rows [][]string
-				for _, r := range resp.Msg.Items {
+				for _, r := range msg.Items {
 					missing := make([]string, len(r.GetMissingAttributes()))
 					for i, m := range r.GetMissingAttributes() {
 						missing[i] = strings.ReplaceAll(m, "_", " ")

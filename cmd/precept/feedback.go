@@ -42,17 +42,15 @@ func (c *cli) feedbackCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().RecordFeedback(ctx, connect.NewRequest(&preceptv1.RecordFeedbackRequest{Decision: convert.DecisionToProto(d)}))
+			msg, err := call(c, cmd, c.feedbackClient().RecordFeedback, &preceptv1.RecordFeedbackRequest{Decision: convert.DecisionToProto(d)})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				if resp.Msg.Created {
-					fmt.Fprintf(w, "recorded %s in commit %s\n", resp.Msg.DecisionId, short(resp.Msg.Feedback.GetCommit()))
+			return c.emit(msg, func(w io.Writer) {
+				if msg.Created {
+					fmt.Fprintf(w, "recorded %s in commit %s\n", msg.DecisionId, short(msg.Feedback.GetCommit()))
 				} else {
-					fmt.Fprintf(w, "%s was already recorded (commit %s); nothing changed\n", resp.Msg.DecisionId, short(resp.Msg.Feedback.GetCommit()))
+					fmt.Fprintf(w, "%s was already recorded (commit %s); nothing changed\n", msg.DecisionId, short(msg.Feedback.GetCommit()))
 				}
 			})
 		},
@@ -88,15 +86,13 @@ func (c *cli) feedbackCmd() *cobra.Command {
 			if agent == "" {
 				return usagef("list needs --agent NAME")
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.feedbackClient().ListFeedbackForAgent(ctx, connect.NewRequest(&preceptv1.ListFeedbackForAgentRequest{Agent: agent, PageSize: limit, PageToken: token}))
+			msg, err := call(c, cmd, c.feedbackClient().ListFeedbackForAgent, &preceptv1.ListFeedbackForAgentRequest{Agent: agent, PageSize: limit, PageToken: token})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
+			return c.emit(msg, func(w io.Writer) {
 				var rows [][]string
-				for _, f := range resp.Msg.Feedback {
+				for _, f := range msg.Feedback {
 					d := f.GetDecision()
 					class := ""
 					if ev := f.GetEvaluation(); ev != nil {
@@ -105,8 +101,8 @@ func (c *cli) feedbackCmd() *cobra.Command {
 					rows = append(rows, []string{ts(d.GetTimestamp()), d.GetDecisionId(), verdict(d.GetDecision()), d.GetReviewerId(), orDash(class), clip(d.GetReviewerComment(), 60)})
 				}
 				table(w, []string{"TIME", "DECISION", "VERDICT", "REVIEWER", "CLASS", "COMMENT"}, rows)
-				if resp.Msg.NextPageToken != "" {
-					fmt.Fprintf(w, "\nmore: --page-token %s\n", resp.Msg.NextPageToken)
+				if msg.NextPageToken != "" {
+					fmt.Fprintf(w, "\nmore: --page-token %s\n", msg.NextPageToken)
 				}
 			})
 		},

@@ -218,3 +218,14 @@ func (c *cli) feedbackClient() preceptv1connect.FeedbackServiceClient {
 func (c *cli) pingClient() preceptv1connect.PingServiceClient {
 	return preceptv1connect.NewPingServiceClient(c.httpClient(), c.addr, c.clientOptions()...)
 }
+
+// call makes one RPC under the command's timeout and returns its answer.
+func call[Req, Resp any](c *cli, cmd *cobra.Command, rpc func(context.Context, *connect.Request[Req]) (*connect.Response[Resp], error), req *Req) (*Resp, error) {
+	ctx, cancel := c.ctx(cmd)
+	defer cancel()
+	resp, err := rpc(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg, nil
+}

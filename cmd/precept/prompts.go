@@ -74,14 +74,12 @@ func (c *cli) promptBuildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.promptClient().BuildPrompt(ctx, connect.NewRequest(&preceptv1.BuildPromptRequest{
-				Agent: t.agent, Stage: t.stage, ScopePath: t.path, BasePrompt: base}))
+			msg, err := call(c, cmd, c.promptClient().BuildPrompt, &preceptv1.BuildPromptRequest{
+				Agent: t.agent, Stage: t.stage, ScopePath: t.path, BasePrompt: base})
 			if err != nil {
 				return err
 			}
-			m := resp.Msg
+			m := msg
 			if shadow && m.ShadowPrompt == "" {
 				return fmt.Errorf("%s has no shadow rules: its shadow prompt is its prompt (version %s)", t.agent, m.Version)
 			}
@@ -119,14 +117,12 @@ func (c *cli) promptExplainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.promptClient().ExplainPrompt(ctx, connect.NewRequest(&preceptv1.ExplainPromptRequest{
-				Agent: t.agent, Stage: t.stage, ScopePath: t.path, BasePrompt: base}))
+			msg, err := call(c, cmd, c.promptClient().ExplainPrompt, &preceptv1.ExplainPromptRequest{
+				Agent: t.agent, Stage: t.stage, ScopePath: t.path, BasePrompt: base})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) { printExplanation(w, resp.Msg) })
+			return c.emit(msg, func(w io.Writer) { printExplanation(w, msg) })
 		},
 	}
 	t.flags(cmd)

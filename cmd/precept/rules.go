@@ -126,13 +126,11 @@ func (c *cli) proposalsShowCmd() *cobra.Command {
 		Short: "Show a proposal: rule text, evidence, guards, conflicts, approvals and commits",
 		Args:  exactArgs(1, "show needs one PROPOSAL_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().GetProposal(ctx, connect.NewRequest(&preceptv1.GetProposalRequest{ProposalId: args[0]}))
+			msg, err := call(c, cmd, c.rulesClient().GetProposal, &preceptv1.GetProposalRequest{ProposalId: args[0]})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) { printProposal(w, resp.Msg.GetProposal()) })
+			return c.emit(msg, func(w io.Writer) { printProposal(w, msg.GetProposal()) })
 		},
 	}
 }
@@ -248,16 +246,14 @@ func (c *cli) proposalsApproveCmd() *cobra.Command {
 		Short: "Approve a proposal as the identity of your token",
 		Args:  exactArgs(1, "approve needs one PROPOSAL_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().ApproveRule(ctx, connect.NewRequest(&preceptv1.ApproveRuleRequest{ProposalId: args[0], Note: note, Revision: revision}))
+			msg, err := call(c, cmd, c.rulesClient().ApproveRule, &preceptv1.ApproveRuleRequest{ProposalId: args[0], Note: note, Revision: revision})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				p := resp.Msg.GetProposal()
+			return c.emit(msg, func(w io.Writer) {
+				p := msg.GetProposal()
 				fmt.Fprintf(w, "%s: %d of %d approvals, %s\n", p.GetProposalId(), len(p.GetApprovals()), p.GetRequiredApprovals(), proposalStatus(p.GetStatus()))
-				if r := resp.Msg.GetRule(); r != nil {
+				if r := msg.GetRule(); r != nil {
 					fmt.Fprintf(w, "rule %s is %s on main\n", r.GetRuleId(), ruleStatus(r.GetStatus()))
 				} else if p.GetStatus() == preceptv1.ProposalStatus_PROPOSAL_STATUS_APPROVED {
 					fmt.Fprintf(w, "waiting to be merged (auto-merge is off): merge %s in git\n", p.GetBranch())
@@ -281,14 +277,12 @@ func (c *cli) proposalsRejectCmd() *cobra.Command {
 			if strings.TrimSpace(reason) == "" {
 				return usagef("reject needs --reason TEXT")
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().RejectRule(ctx, connect.NewRequest(&preceptv1.RejectRuleRequest{ProposalId: args[0], Reason: reason, Revision: revision}))
+			msg, err := call(c, cmd, c.rulesClient().RejectRule, &preceptv1.RejectRuleRequest{ProposalId: args[0], Reason: reason, Revision: revision})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				p := resp.Msg.GetProposal()
+			return c.emit(msg, func(w io.Writer) {
+				p := msg.GetProposal()
 				fmt.Fprintf(w, "%s rejected by %s\n", p.GetProposalId(), p.GetRejection().GetRejector())
 			})
 		},
@@ -313,17 +307,15 @@ func (c *cli) proposalsProposeCmd() *cobra.Command {
 			if !ok {
 				return usagef("--type must be one of %s, got %q", sortedNames(ruleTypeNames), typ)
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().ProposeRule(ctx, connect.NewRequest(&preceptv1.ProposeRuleRequest{
+			msg, err := call(c, cmd, c.rulesClient().ProposeRule, &preceptv1.ProposeRuleRequest{
 				AffectedAgents: agents, RuleType: t, RuleContent: text, InsertionPoint: insertion,
 				Rationale: rationale, FeedbackIds: feedback, Tags: tags,
-			}))
+			})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				p := resp.Msg.GetProposal()
+			return c.emit(msg, func(w io.Writer) {
+				p := msg.GetProposal()
 				fmt.Fprintf(w, "proposed %s on branch %s; it needs %d approvals\n", p.GetProposalId(), p.GetBranch(), p.GetRequiredApprovals())
 				printConflicts(w, p.GetConflicts())
 			})
@@ -358,15 +350,13 @@ func (c *cli) rulesListCmd() *cobra.Command {
 		Short: "List active rules (and shadow ones with --shadow)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().ListActiveRules(ctx, connect.NewRequest(&preceptv1.ListActiveRulesRequest{Agent: agent, IncludeShadow: shadow}))
+			msg, err := call(c, cmd, c.rulesClient().ListActiveRules, &preceptv1.ListActiveRulesRequest{Agent: agent, IncludeShadow: shadow})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
+			return c.emit(msg, func(w io.Writer) {
 				var rows [][]string
-				for _, r := range resp.Msg.GetRules() {
+				for _, r := range msg.GetRules() {
 					rows = append(rows, []string{r.GetRuleId(), ruleStatus(r.GetStatus()), strings.Join(r.GetAgents(), ","),
 						strings.TrimPrefix(r.GetImportance().String(), "IMPORTANCE_"), fmt.Sprintf("%.2f", r.GetConfidence()), fmt.Sprint(r.GetFrequency()), clip(r.GetContent(), 70)})
 				}
@@ -469,14 +459,12 @@ func (c *cli) rulesRollbackCmd() *cobra.Command {
 			if strings.TrimSpace(reason) == "" {
 				return usagef("rollback needs --reason TEXT")
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().RollbackRule(ctx, connect.NewRequest(&preceptv1.RollbackRuleRequest{RuleId: args[0], Reason: reason}))
+			msg, err := call(c, cmd, c.rulesClient().RollbackRule, &preceptv1.RollbackRuleRequest{RuleId: args[0], Reason: reason})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				fmt.Fprintf(w, "rolled back %s in commit %s\n", resp.Msg.GetRule().GetRuleId(), short(resp.Msg.GetCommit()))
+			return c.emit(msg, func(w io.Writer) {
+				fmt.Fprintf(w, "rolled back %s in commit %s\n", msg.GetRule().GetRuleId(), short(msg.GetCommit()))
 			})
 		},
 	}
@@ -490,13 +478,11 @@ func (c *cli) rulesHistoryCmd() *cobra.Command {
 		Short: "Show the commits of a rule or a proposal, newest first, with their trailers",
 		Args:  exactArgs(1, "history needs one rule or proposal ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().GetRuleHistory(ctx, connect.NewRequest(&preceptv1.GetRuleHistoryRequest{Id: args[0]}))
+			msg, err := call(c, cmd, c.rulesClient().GetRuleHistory, &preceptv1.GetRuleHistoryRequest{Id: args[0]})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) { printHistory(w, resp.Msg.GetCommits()) })
+			return c.emit(msg, func(w io.Writer) { printHistory(w, msg.GetCommits()) })
 		},
 	}
 }
@@ -512,20 +498,18 @@ func (c *cli) rulesCheckCmd() *cobra.Command {
 			if len(agents) == 0 || strings.TrimSpace(text) == "" {
 				return usagef("check needs --agent NAME and --text RULE")
 			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			resp, err := c.rulesClient().CheckConflicts(ctx, connect.NewRequest(&preceptv1.CheckConflictsRequest{Subject: &preceptv1.CheckConflictsRequest_Candidate{
+			msg, err := call(c, cmd, c.rulesClient().CheckConflicts, &preceptv1.CheckConflictsRequest{Subject: &preceptv1.CheckConflictsRequest_Candidate{
 				Candidate: &preceptv1.CandidateRule{Agents: agents, Content: text, InsertionPoint: insertion},
-			}}))
+			}})
 			if err != nil {
 				return err
 			}
-			return c.emit(resp.Msg, func(w io.Writer) {
-				if len(resp.Msg.GetConflicts()) == 0 {
+			return c.emit(msg, func(w io.Writer) {
+				if len(msg.GetConflicts()) == 0 {
 					fmt.Fprintln(w, "no conflicts")
 					return
 				}
-				printConflicts(w, resp.Msg.GetConflicts())
+				printConflicts(w, msg.GetConflicts())
 			})
 		},
 	}
