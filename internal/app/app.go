@@ -156,6 +156,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	a.closers = append(a.closers, a.FeedbackRepo.Close)
+	reportDebris(log, "feedback", a.FeedbackRepo, 0)
 	feedbackMetrics, err := metrics.NewFeedbackStore(a.Registry)
 	if err != nil {
 		return nil, err
@@ -190,6 +191,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	a.closers = append(a.closers, a.RulesRepo.Close)
+	reportDebris(log, "rules", a.RulesRepo, 0)
 
 	r := cfg.Redis
 	a.Consumer, err = stream.New(a.Redis, a.Feedback, stream.Options{

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/precept-dev/precept/internal/metrics"
@@ -18,6 +19,11 @@ func (a *App) maintainRepos(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	debris := map[string]uint64{}
+	for name, r := range repos {
+		st, _ := r.Stats()
+		debris[name] = st.DebrisRemoved
+	}
 	t := time.NewTicker(a.Config.Maintenance.Interval)
 	defer t.Stop()
 	for {
@@ -31,6 +37,7 @@ func (a *App) maintainRepos(ctx context.Context) error {
 			rewrote, err := repos[name].Maintain()
 			took := time.Since(start)
 			m.ObserveMaintain(name, rewrote, err, took)
+			debris[name] = reportDebris(a.Log, name, repos[name], debris[name])
 			switch {
 			case err != nil:
 				a.Log.Warn("repository maintenance failed; will retry", "repo", name, "err", err)
@@ -43,4 +50,16 @@ func (a *App) maintainRepos(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// reportDebris logs the temporary files of killed writes that a
+// repository removed since it had removed before, and returns its count.
+func reportDebris(log *slog.Logger, name string, r *gitrepo.Repo, before uint64) uint64 {
+	st, err := r.Stats()
+	if err != nil || st.DebrisRemoved <= before {
+		return before
+	}
+	log.Warn("removed temporary files left by interrupted writes", "repo", name,
+		"files", st.DebrisRemoved-before, "total_bytes_removed", st.DebrisBytesRemoved)
+	return st.DebrisRemoved
 }

@@ -62,13 +62,19 @@ func (m *GitRepos) ObserveMaintain(repo string, rewrote bool, err error, took ti
 type objectStats map[string]*gitrepo.Repo
 
 var (
-	packsDesc = prometheus.NewDesc("precept_git_packfiles", "Packfiles in the repository's object store.", []string{"repo"}, nil)
-	looseDesc = prometheus.NewDesc("precept_git_loose_objects", "Loose objects in the repository's object store.", []string{"repo"}, nil)
+	packsDesc  = prometheus.NewDesc("precept_git_packfiles", "Packfiles in the repository's object store.", []string{"repo"}, nil)
+	looseDesc  = prometheus.NewDesc("precept_git_loose_objects", "Loose objects in the repository's object store.", []string{"repo"}, nil)
+	debrisDesc = prometheus.NewDesc("precept_git_temp_files_removed_total",
+		"Temporary object files left by killed writes (tmp_pack_*, tmp_idx_*, ...) removed at start and by maintenance.", []string{"repo"}, nil)
+	debrisBytesDesc = prometheus.NewDesc("precept_git_temp_bytes_removed_total",
+		"Bytes of the temporary object files removed at start and by maintenance.", []string{"repo"}, nil)
 )
 
 func (objectStats) Describe(ch chan<- *prometheus.Desc) {
 	ch <- packsDesc
 	ch <- looseDesc
+	ch <- debrisDesc
+	ch <- debrisBytesDesc
 }
 
 func (o objectStats) Collect(ch chan<- prometheus.Metric) {
@@ -79,5 +85,7 @@ func (o objectStats) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(packsDesc, prometheus.GaugeValue, float64(st.Packs), name)
 		ch <- prometheus.MustNewConstMetric(looseDesc, prometheus.GaugeValue, float64(st.Loose), name)
+		ch <- prometheus.MustNewConstMetric(debrisDesc, prometheus.CounterValue, float64(st.DebrisRemoved), name)
+		ch <- prometheus.MustNewConstMetric(debrisBytesDesc, prometheus.CounterValue, float64(st.DebrisBytesRemoved), name)
 	}
 }

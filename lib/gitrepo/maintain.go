@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -26,6 +27,10 @@ type ObjectStats struct {
 	Packs int
 	// Loose is the number of loose objects.
 	Loose int
+	// DebrisRemoved and DebrisBytesRemoved count the temporary files
+	// of killed writes removed since Open, and their size.
+	DebrisRemoved      uint64
+	DebrisBytesRemoved uint64
 }
 
 // Stats counts the repository's packfiles and loose objects.
@@ -34,7 +39,8 @@ func (r *Repo) Stats() (ObjectStats, error) {
 	if err != nil {
 		return ObjectStats{}, err
 	}
-	return ObjectStats{Packs: len(inv.packs), Loose: len(inv.loose)}, nil
+	return ObjectStats{Packs: len(inv.packs), Loose: len(inv.loose),
+		DebrisRemoved: r.debris.files.Load(), DebrisBytesRemoved: r.debris.bytes.Load()}, nil
 }
 
 // maintainChunk is how many objects Maintain reads per hold of the
@@ -64,6 +70,9 @@ func (r *Repo) Maintain() (bool, error) {
 	r.maint.Lock()
 	defer r.maint.Unlock()
 	m := newMaintenance(r)
+	if err := m.removeDebris(); err != nil {
+		return false, err
+	}
 	inv, err := m.inventory()
 	if err != nil {
 		return false, err
@@ -94,10 +103,16 @@ type maintenance struct {
 	st     *filesystem.Storage
 	packs  *packSet
 	object func(plumbing.ObjectType, Hash) (plumbing.EncodedObject, error)
+	// Removing debris: the clock, the age that makes a temporary file
+	// debris, and the count of what was removed.
+	now       func() time.Time
+	debrisAge time.Duration
+	debris    *debrisCount
 }
 
 func newMaintenance(r *Repo) maintenance {
-	return maintenance{path: r.path, mu: &r.mu, st: r.st, packs: r.packs, object: r.object}
+	return maintenance{path: r.path, mu: &r.mu, st: r.st, packs: r.packs, object: r.object,
+		now: r.opts.Now, debrisAge: r.opts.DebrisAge, debris: &r.debris}
 }
 
 // inventory lists the complete packfiles (pack and index present, not

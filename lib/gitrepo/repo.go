@@ -68,8 +68,14 @@ type Options struct {
 	// TreeCacheBytes bounds the memory the decoded trees hold; default
 	// 32 MiB.
 	TreeCacheBytes int
-	// Now is the clock for commit times; default time.Now.
+	// Now is the clock for commit times and for the age of temporary
+	// files; default time.Now.
 	Now func() time.Time
+	// DebrisAge is how long a temporary object file (tmp_pack_*,
+	// tmp_idx_*, …) must have gone unwritten before it counts as the
+	// debris of a write that was killed; default 10 minutes. A live write
+	// touches its file continuously.
+	DebrisAge time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -97,13 +103,17 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.DebrisAge <= 0 {
+		o.DebrisAge = DefaultDebrisAge
+	}
 	return o
 }
 
 // Maintenance bounds (docs/thresholds.md, "Repository maintenance").
 const (
-	DefaultMaxPacks = 64
-	DefaultMaxLoose = 2048
+	DefaultMaxPacks  = 64
+	DefaultMaxLoose  = 2048
+	DefaultDebrisAge = 10 * time.Minute
 )
 
 // Repo is a bare git repository on disk.
@@ -119,6 +129,8 @@ type Repo struct {
 	repo  *git.Repository
 	packs *packSet
 	trees *treeCache
+	// debris counts the temporary files removed since Open.
+	debris debrisCount
 }
 
 // Open opens the bare repository at path, creating it (like `git init
@@ -148,6 +160,11 @@ func Open(path string, opts Options) (*Repo, error) {
 	}
 	r.repo = repo
 	if _, err := r.packs.refresh(); err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", abs, err)
+	}
+	// What a killed write left behind goes now, not at the first
+	// maintenance.
+	if err := newMaintenance(r).removeDebris(); err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", abs, err)
 	}
 	return r, nil
