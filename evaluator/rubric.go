@@ -394,3 +394,7 @@ func (s *RubricSource) Rubric() *Rubric { return s.f.Get() }
 
 // LastError returns why the last reload failed, or nil.
 func (s *RubricSource) LastError() error { return s.f.Err() }
+
+// Status re-reads the file when it changed and says how its reloads
+// went, for the service to log, count and report.
+func (s *RubricSource) Status() reload.Status { return s.f.Status() }

@@ -238,3 +238,7 @@ func (s *Source) Classifier() *Classifier { return s.f.Get() }
 
 // LastError is the last reload failure, nil after a good reload.
 func (s *Source) LastError() error { return s.f.Err() }
+
+// Status re-reads the curator's file when it changed and says how its
+// reloads went, for the service to log, count and report.
+func (s *Source) Status() reload.Status { return s.f.Status() }

@@ -81,6 +81,9 @@ type App struct {
 	LLM *llm.Model
 	// Lessons is the lesson taxonomy the evaluator classifies with.
 	Lessons *lesson.Source
+	// reloads watches the edited files (rubric, taxonomy); nil when the
+	// evaluator does not run here.
+	reloads *reloadWatch
 	// Impact previews pending proposals (docs/lifecycle.md), nil where
 	// the evaluator does not run.
 	Impact *impact.Service
@@ -296,7 +299,7 @@ func (a *App) buildServer() error {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte("ready\n"))
+		w.Write([]byte("ready\n" + a.reloads.detail()))
 	})
 
 	ln, err := net.Listen("tcp", a.Config.Listen)
@@ -415,6 +418,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.runSlack(gctx) })
 	g.Go(func() error { return a.maintainRepos(gctx) })
+	if a.reloads != nil {
+		g.Go(func() error { return a.reloads.run(gctx) })
+	}
 	g.Go(func() error { return a.runEffects(gctx) })
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")

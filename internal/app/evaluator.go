@@ -68,6 +68,17 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		return fmt.Errorf("evaluator.taxonomy_file: %w", err)
 	}
 	a.Lessons = lessons
+	files := metrics.ReloadFiles{}
+	if cfg.RubricFile != "" {
+		files[cfg.RubricFile] = rubric.Status
+	}
+	if cfg.TaxonomyFile != "" {
+		files[cfg.TaxonomyFile] = lessons.Status
+	}
+	if err := metrics.NewReloadFiles(a.Registry, files); err != nil {
+		return err
+	}
+	a.reloads = newReloadWatch(a.Log, files)
 	model, err := llm.NewModel(llmProvider(cfg.LLM))
 	if err != nil {
 		return fmt.Errorf("evaluator.llm: %w", err)

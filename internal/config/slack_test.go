@@ -25,7 +25,7 @@ func TestSlackSettingsAreValidatedByKey(t *testing.T) {
 }
 
 func TestSlackDefaultsAndMappingsAreRead(t *testing.T) {
-	cfg, err := Parse(slackBase + ", api_url: 'http://127.0.0.1:9/api/', users: {U0ALICE: alice}, reviewers: {rev-ann: U0ANN}, clarification: {stale_after: 10m}}", nil)
+	cfg, err := Parse(slackBase+", api_url: 'http://127.0.0.1:9/api/', users: {U0ALICE: alice}, reviewers: {rev-ann: U0ANN}, clarification: {stale_after: 10m}}", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

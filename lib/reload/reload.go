@@ -21,9 +21,21 @@ type File[T any] struct {
 
 	mu   sync.Mutex
 	cur  T
-	mod  time.Time
-	size int64
-	err  error
+	mod      time.Time
+	size     int64
+	err      error
+	failures uint64
+}
+
+// Status is what a File's reloads came to: the file, why the last
+// reload failed (nil after a good one), and how many reloads failed since
+// the file was opened. A service logs, counts and reports these so that
+// a broken file is never silent (docs/lessons.md).
+type Status struct {
+	What     string // "taxonomy file"
+	Path     string
+	Err      error
+	Failures uint64
 }
 
 // New returns the value in the file at path, which must exist and parse
@@ -53,12 +65,28 @@ func (f *File[T]) Path() string { return f.path }
 func (f *File[T]) Get() T {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.path != "" {
-		if fi, err := os.Stat(f.path); err == nil && (!fi.ModTime().Equal(f.mod) || fi.Size() != f.size) {
-			f.err = f.reloadLocked()
+	f.refreshLocked()
+	return f.cur
+}
+
+// Status parses the file again when it changed, like Get, and says how
+// its reloads went.
+func (f *File[T]) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refreshLocked()
+	return Status{What: f.what, Path: f.path, Err: f.err, Failures: f.failures}
+}
+
+func (f *File[T]) refreshLocked() {
+	if f.path == "" {
+		return
+	}
+	if fi, err := os.Stat(f.path); err == nil && (!fi.ModTime().Equal(f.mod) || fi.Size() != f.size) {
+		if f.err = f.reloadLocked(); f.err != nil {
+			f.failures++
 		}
 	}
-	return f.cur
 }
 
 // Err is the last reload failure, nil after a good reload.

@@ -53,3 +53,39 @@ func TestAFileIsReadAgainWhenItChangesAndABrokenOneKeepsTheLastGoodValue(t *test
 		t.Fatal("Fixed")
 	}
 }
+
+func TestStatusCountsEveryFailedReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n")
+	now := time.Now()
+	write := func(s string, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(path, at, at)
+	}
+	write("1", now)
+	f, err := New("number file", path, 0, parseInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := f.Status(); st.Err != nil || st.Failures != 0 || st.Path != path || st.What != "number file" {
+		t.Fatalf("start: %+v", st)
+	}
+	write("one", now.Add(time.Second))
+	st := f.Status()
+	if st.Err == nil || st.Failures != 1 || !strings.Contains(st.Err.Error(), path) {
+		t.Fatalf("a broken file: %+v", st)
+	}
+	if again := f.Status(); again.Failures != 1 {
+		t.Fatalf("an unchanged broken file counted again: %+v", again)
+	}
+	write("uno", now.Add(2*time.Second))
+	if st := f.Status(); st.Failures != 2 || f.Get() != 1 {
+		t.Fatalf("a second broken version: %+v, value %d", st, f.Get())
+	}
+	write("2", now.Add(3*time.Second))
+	if st := f.Status(); st.Err != nil || st.Failures != 2 || f.Get() != 2 {
+		t.Fatalf("fixed: %+v, value %d", st, f.Get())
+	}
+}
