@@ -3,6 +3,7 @@ package evaluator
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/precept-dev/precept"
@@ -122,9 +123,30 @@ func ambiguousEvaluation(d precept.Decision, rubric *RubricResult) Evaluation {
 	}
 	short := rubric.Required - rubric.Met
 	ev.Confidence = math.Min(0.95, 0.6+0.1*float64(max(short, 0)))
-	ev.Rationale = fmt.Sprintf("Ambiguous: the clarity rubric found %d of %d attributes (needs %d) with confidence %.2f (needs %.2f); missing: %s. Ask the reviewer.",
-		rubric.Met, len(rubric.Attributes), rubric.Required, rubric.Confidence, rubric.MinConfidence, strings.Join(humanNames(rubric.Missing), ", "))
+	ev.Rationale = fmt.Sprintf("Ambiguous: the clarity rubric found %d of %d attributes (needs %d) with confidence %.2f (needs %.2f)%s; missing: %s. Ask the reviewer.",
+		rubric.Met, len(rubric.Attributes), rubric.Required, rubric.Confidence, rubric.MinConfidence,
+		requiredClause(rubric), strings.Join(humanNames(rubric.Missing), ", "))
 	return ev
+}
+
+// requiredClause names the attributes the rubric requires whatever the
+// count, and which of them are missing, so a rationale names every
+// requirement it applied.
+func requiredClause(r *RubricResult) string {
+	if len(r.RequiredAttributes) == 0 {
+		return ""
+	}
+	var missing []string
+	for _, name := range r.RequiredAttributes {
+		if slices.Contains(r.Missing, name) {
+			missing = append(missing, name)
+		}
+	}
+	clause := ", and always " + strings.Join(humanNames(r.RequiredAttributes), " and ")
+	if len(missing) > 0 {
+		clause += " (missing: " + strings.Join(humanNames(missing), ", ") + ")"
+	}
+	return clause
 }
 
 func humanNames(names []string) []string {

@@ -204,3 +204,19 @@ func TestInvalidRubricsAreRefused(t *testing.T) {
 
 // learn is the lesson the embedded taxonomy draws from d.
 func learn(d precept.Decision) lesson.Lesson { return lesson.DefaultSource().Classifier().Learn(d) }
+
+func TestAnAmbiguousRationaleNamesEveryRequirement(t *testing.T) {
+	// Three of four attributes meet the count, but the rubric also
+	// requires what was wrong, whatever the count.
+	d := precept.Decision{Agent: "coding-agent", Decision: precept.Rejected, ReviewerComment: "Please use the retry helper in client.go because it should back off"}
+	res := DefaultRubric().Score(d, learn(d))
+	if res.Passed || res.Met < res.Required {
+		t.Fatalf("fixture: met %d of %d needed, passed %v", res.Met, res.Required, res.Passed)
+	}
+	ev := ambiguousEvaluation(d, &res)
+	for _, want := range []string{"found 3 of 4 attributes (needs 3)", "always what was wrong (missing: what was wrong)"} {
+		if !strings.Contains(ev.Rationale, want) {
+			t.Errorf("rationale %q does not say %q", ev.Rationale, want)
+		}
+	}
+}

@@ -39,6 +39,8 @@ type RubricResult struct {
 	MinConfidence float64           `json:"min_confidence"`
 	Passed        bool              `json:"passed"`
 	Missing       []string          `json:"missing,omitempty"`
+	// RequiredAttributes must be present whatever the count.
+	RequiredAttributes []string `json:"required_attributes,omitempty"`
 }
 
 // rubricSpec is the YAML form of the rubric.
@@ -324,7 +326,7 @@ func (r *Rubric) Score(d precept.Decision, l lesson.Lesson) RubricResult {
 	// "fix this" or "wrong" says nothing to learn from.
 	useComment := content >= r.minContent && comment != ""
 
-	res := RubricResult{Required: r.minMet, MinConfidence: r.minConfidence}
+	res := RubricResult{Required: r.minMet, MinConfidence: r.minConfidence, RequiredAttributes: slices.Clone(r.required)}
 	found := make([]RubricAttribute, len(r.attrs))
 	explicitly := map[string]bool{}
 	for i, a := range r.attrs {
