@@ -1,7 +1,6 @@
 package effect
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,13 +77,22 @@ type Effect struct {
 	RateAfter                                      float64
 	RateAfterInterval                              Interval
 	BeforeDecisions, BeforeRecurrences             int64
-	RateBefore                                     float64
-	RateBeforeInterval                             Interval
-	Change                                         float64
-	ChangeInterval                                 Interval
-	Validations                                    int64
+	// BeforeEvidenceLeftOut counts the rule's evidence decisions the
+	// baseline passed over; RateBeforeWithEvidence is the rate over as
+	// many decisions with them, which NotImproving is judged against.
+	BeforeEvidenceLeftOut  int64
+	RateBeforeWithEvidence float64
+	changeWithEvidence     Interval
+	RateBefore             float64
+	RateBeforeInterval     Interval
+	Change                 float64
+	ChangeInterval         Interval
+	Validations            int64
 
 	Verdict string
+	// Reason says why the verdict is what it is, e.g. "needs 50
+	// exposures, has 20".
+	Reason  string
 	Summary string
 	// LastExposure and LastValidation are zero when there was none.
 	LastExposure, LastValidation time.Time
@@ -213,10 +221,9 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 		gate string
 	}
 	var approvals []approved
-	type earlier struct {
-		at  time.Time
-		id  string
-		rec bool
+	evidence := make(map[string]bool, len(r.FeedbackIDs))
+	for _, id := range r.FeedbackIDs {
+		evidence[id] = true
 	}
 	var before []earlier
 	for _, agent := range r.Agents {
@@ -229,7 +236,7 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 				gates[f.gate] = true
 			}
 			if f.at.Before(first) {
-				before = append(before, earlier{f.at, f.id, rec})
+				before = append(before, earlier{at: f.at, id: f.id, recurs: rec, evidence: evidence[f.id]})
 			}
 			if f.at.Before(from) {
 				continue
@@ -268,15 +275,11 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 			}
 		}
 	}
-	// The baseline: the decisions just before activation, as many as the
-	// rule has exposures (fewer when there were fewer).
-	slices.SortFunc(before, func(a, b earlier) int { return cmp.Or(b.at.Compare(a.at), strings.Compare(b.id, a.id)) })
-	for _, b := range before[:min(len(before), int(e.Exposures))] {
-		e.BeforeDecisions++
-		if b.rec {
-			e.BeforeRecurrences++
-		}
-	}
+	// The baseline: the decisions before activation that were not its
+	// evidence, as many as the rule has exposures (baseline.go).
+	b := baselineOf(before, e.Exposures)
+	e.BeforeDecisions, e.BeforeRecurrences, e.BeforeEvidenceLeftOut = b.Decisions, b.Recurrences, b.EvidenceLeftOut
+	e.RateBeforeWithEvidence = rate(b.WithEvidenceRecurrences, b.WithEvidenceDecisions)
 	// Validations: approved work at a gate where the pattern was flagged,
 	// with the rule in the prompt (every gate when none is known).
 	for _, a := range approvals {
@@ -293,6 +296,7 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 	e.RateBeforeInterval = wilson(e.BeforeRecurrences, e.BeforeDecisions)
 	e.Change = e.RateAfter - e.RateBefore
 	e.ChangeInterval = newcombe(e.Recurrences, e.Exposures, e.BeforeRecurrences, e.BeforeDecisions)
+	e.changeWithEvidence = newcombe(e.Recurrences, e.Exposures, b.WithEvidenceRecurrences, b.WithEvidenceDecisions)
 	switch {
 	case e.ExposuresByVersion > 0 && e.ExposuresByTime > 0:
 		e.Attribution = Mixed
@@ -316,21 +320,7 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 // judge sets the verdict, the summary, importance and confidence.
 func (t *Tracker) judge(e *Effect, pat pattern) {
 	o := t.opts
-	switch {
-	case pat.empty():
-		e.Verdict = NoPattern
-	case e.Exposures < int64(o.MinExposures):
-		e.Verdict = NoEvidence
-	case e.ChangeInterval.High < 0:
-		e.Verdict = Improving
-	case e.Recurrences > 0 && e.RateAfter >= e.RateBefore && e.ChangeInterval.Low > -min(o.MinImprovement, e.RateBefore):
-		// An improvement larger than the rate before is impossible: a
-		// rare pattern is judged against its own rate, so no recurrence
-		// on either side never looks like failure.
-		e.Verdict = NotImproving
-	default:
-		e.Verdict = Inconclusive
-	}
+	e.Verdict, e.Reason = verdict(*e, pat, o)
 	// Importance rises when the validations cross a threshold since the
 	// last recording, so a curator who lowers it is not overruled until
 	// the next threshold.
@@ -362,26 +352,19 @@ func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
 func summary(e Effect, o Options) string {
 	var b strings.Builder
-	switch e.Verdict {
-	case NoPattern:
+	title := map[string]string{Improving: "Improving", NotImproving: "Not improving", Inconclusive: "Inconclusive", NoEvidence: "Collecting evidence"}[e.Verdict]
+	if e.Verdict == NoPattern {
 		fmt.Fprintf(&b, "No failure pattern to count (no source cluster): %d exposures, %d validations.", e.Exposures, e.Validations)
 		return b.String()
-	case NoEvidence:
-		fmt.Fprintf(&b, "Collecting evidence: %d of %d exposures needed. ", e.Exposures, o.MinExposures)
-	case Improving:
-		b.WriteString("Improving: the pattern recurs less than before the rule. ")
-	case NotImproving:
-		fmt.Fprintf(&b, "Not improving: the pattern recurs at or above its rate before the rule, and the interval excludes an improvement of %s points or more. ", pct(o.MinImprovement))
-	case Inconclusive:
-		b.WriteString("Inconclusive: the interval allows both an improvement and none. ")
 	}
+	fmt.Fprintf(&b, "%s: %s. ", title, e.Reason)
 	attribution := string(e.Attribution)
 	if attribution == "" {
 		attribution = "none yet"
 	}
-	fmt.Fprintf(&b, "After: %d of %d exposures (%s, 95%% CI %s–%s). Before: %d of the %d decisions before activation (%s). Change %+.1f points (95%% CI %+.1f to %+.1f). Validations: %d. Attribution: %s.",
+	fmt.Fprintf(&b, "After: %d of %d exposures (%s, 95%% CI %s–%s). Before: %d of the %d decisions before activation that were not its evidence (%s; %d evidence decisions left out, %s with them). Change %+.1f points (95%% CI %+.1f to %+.1f). Validations: %d. Attribution: %s.",
 		e.Recurrences, e.Exposures, pct(e.RateAfter), pct(e.RateAfterInterval.Low), pct(e.RateAfterInterval.High),
-		e.BeforeRecurrences, e.BeforeDecisions, pct(e.RateBefore),
+		e.BeforeRecurrences, e.BeforeDecisions, pct(e.RateBefore), e.BeforeEvidenceLeftOut, pct(e.RateBeforeWithEvidence),
 		100*e.Change, 100*e.ChangeInterval.Low, 100*e.ChangeInterval.High, e.Validations, attribution)
 	if s := e.Shadow; s != nil {
 		fmt.Fprintf(&b, " Shadow prompt: %d of %d decisions (%s); main prompt: %d of %d (%s); change %+.1f points (95%% CI %+.1f to %+.1f).",

@@ -50,10 +50,10 @@ func rulesEffectCmd(c *cli) *cobra.Command {
 						rateText(e.GetRecurrences(), e.GetExposures(), e.GetRateAfter()),
 						rateText(e.GetBeforeRecurrences(), e.GetBeforeDecisions(), e.GetRateBefore()),
 						changeText(e.GetChange(), e.GetChangeInterval()), fmt.Sprint(e.GetValidations()),
-						strings.TrimPrefix(e.GetImportance().String(), "IMPORTANCE_"), e.GetVerdict(),
+						strings.TrimPrefix(e.GetImportance().String(), "IMPORTANCE_"), e.GetVerdict(), e.GetReason(),
 					})
 				}
-				table(w, []string{"RULE", "STATUS", "AGENTS", "EXPOSED", "AFTER", "BEFORE", "CHANGE (95% CI)", "VALID", "IMPORTANCE", "VERDICT"}, rows)
+				table(w, []string{"RULE", "STATUS", "AGENTS", "EXPOSED", "AFTER", "BEFORE", "CHANGE (95% CI)", "VALID", "IMPORTANCE", "VERDICT", "WHY"}, rows)
 			})
 		},
 	}
@@ -91,12 +91,15 @@ func printEffect(w io.Writer, e *preceptv1.RuleEffect) {
 		"agents", strings.Join(e.GetAgents(), ", "),
 		"pattern", strings.TrimSpace(e.GetCategory()+" "+bracketed(e.GetClusterId())),
 		"verdict", e.GetVerdict(),
+		"why", e.GetReason(),
 		"exposures", fmt.Sprintf("%d (%d by prompt_version, %d by agent and time; attribution: %s)", e.GetExposures(),
 			e.GetExposuresByPromptVersion(), e.GetExposuresByAgentTime(), attributionText(e.GetAttribution())),
 		"after", fmt.Sprintf("%s, 95%% CI %.1f%%–%.1f%%", rateText(e.GetRecurrences(), e.GetExposures(), e.GetRateAfter()),
 			100*e.GetRateAfterInterval().GetLow(), 100*e.GetRateAfterInterval().GetHigh()),
-		"before", fmt.Sprintf("%s, 95%% CI %.1f%%–%.1f%%", rateText(e.GetBeforeRecurrences(), e.GetBeforeDecisions(), e.GetRateBefore()),
-			100*e.GetRateBeforeInterval().GetLow(), 100*e.GetRateBeforeInterval().GetHigh()),
+		"before", fmt.Sprintf("%s, 95%% CI %.1f%%–%.1f%% (without its %d evidence decisions; %.0f%% with them)",
+			rateText(e.GetBeforeRecurrences(), e.GetBeforeDecisions(), e.GetRateBefore()),
+			100*e.GetRateBeforeInterval().GetLow(), 100*e.GetRateBeforeInterval().GetHigh(),
+			e.GetBeforeEvidenceLeftOut(), 100*e.GetRateBeforeWithEvidence()),
 		"change (points)", changeText(e.GetChange(), e.GetChangeInterval()),
 		"validations", fmt.Sprint(e.GetValidations()),
 		"importance", strings.TrimPrefix(e.GetImportance().String(), "IMPORTANCE_"),

@@ -113,6 +113,7 @@ func EffectToProto(e effect.Effect) *preceptv1.RuleEffect {
 		Change: e.Change, ChangeInterval: intervalToProto(e.ChangeInterval), Validations: e.Validations,
 		Method: effect.Method, Verdict: e.Verdict, Summary: e.Summary, LastExposure: tsOrNil(e.LastExposure),
 		LastValidation: tsOrNil(e.LastValidation), ComputedAt: tsOrNil(e.ComputedAt),
+		Reason: e.Reason, BeforeEvidenceLeftOut: e.BeforeEvidenceLeftOut, RateBeforeWithEvidence: e.RateBeforeWithEvidence,
 	}
 	if s := e.Shadow; s != nil {
 		out.Shadow = &preceptv1.ShadowComparison{

@@ -277,8 +277,9 @@ type RuleEffect struct {
 	Recurrences       int64     `protobuf:"varint,13,opt,name=recurrences,proto3" json:"recurrences,omitempty"`
 	RateAfter         float64   `protobuf:"fixed64,14,opt,name=rate_after,json=rateAfter,proto3" json:"rate_after,omitempty"`
 	RateAfterInterval *Interval `protobuf:"bytes,15,opt,name=rate_after_interval,json=rateAfterInterval,proto3" json:"rate_after_interval,omitempty"`
-	// The same number of decisions (or fewer, when there were fewer) just
-	// before activation, and how many of them were recurrences.
+	// The same number of decisions (or fewer, when there were fewer)
+	// before activation that were not the rule's evidence (the decisions it
+	// was drafted from), and how many of them were recurrences.
 	BeforeDecisions    int64     `protobuf:"varint,16,opt,name=before_decisions,json=beforeDecisions,proto3" json:"before_decisions,omitempty"`
 	BeforeRecurrences  int64     `protobuf:"varint,17,opt,name=before_recurrences,json=beforeRecurrences,proto3" json:"before_recurrences,omitempty"`
 	RateBefore         float64   `protobuf:"fixed64,18,opt,name=rate_before,json=rateBefore,proto3" json:"rate_before,omitempty"`
@@ -298,8 +299,15 @@ type RuleEffect struct {
 	LastValidation *timestamppb.Timestamp `protobuf:"bytes,27,opt,name=last_validation,json=lastValidation,proto3" json:"last_validation,omitempty"`
 	Shadow         *ShadowComparison      `protobuf:"bytes,28,opt,name=shadow,proto3" json:"shadow,omitempty"`
 	ComputedAt     *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=computed_at,json=computedAt,proto3" json:"computed_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Why the verdict is what it is, e.g. "needs 50 exposures, has 20".
+	Reason string `protobuf:"bytes,30,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The rule's evidence decisions the baseline left out, and the rate
+	// over as many decisions with them (what not_improving is judged
+	// against).
+	BeforeEvidenceLeftOut  int64   `protobuf:"varint,31,opt,name=before_evidence_left_out,json=beforeEvidenceLeftOut,proto3" json:"before_evidence_left_out,omitempty"`
+	RateBeforeWithEvidence float64 `protobuf:"fixed64,32,opt,name=rate_before_with_evidence,json=rateBeforeWithEvidence,proto3" json:"rate_before_with_evidence,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *RuleEffect) Reset() {
@@ -535,6 +543,27 @@ func (x *RuleEffect) GetComputedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RuleEffect) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RuleEffect) GetBeforeEvidenceLeftOut() int64 {
+	if x != nil {
+		return x.BeforeEvidenceLeftOut
+	}
+	return 0
+}
+
+func (x *RuleEffect) GetRateBeforeWithEvidence() float64 {
+	if x != nil {
+		return x.RateBeforeWithEvidence
+	}
+	return 0
+}
+
 type GetRuleEffectRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RuleId        string                 `protobuf:"bytes,1,opt,name=rule_id,json=ruleId,proto3" json:"rule_id,omitempty"`
@@ -742,8 +771,7 @@ const file_precept_v1_effect_proto_rawDesc = "" +
 	"\rmain_interval\x18\b \x01(\v2\x14.precept.v1.IntervalR\fmainInterval\x12\x16\n" +
 	"\x06change\x18\t \x01(\x01R\x06change\x12=\n" +
 	"\x0fchange_interval\x18\n" +
-	" \x01(\v2\x14.precept.v1.IntervalR\x0echangeInterval\"\x96\n" +
-	"\n" +
+	" \x01(\v2\x14.precept.v1.IntervalR\x0echangeInterval\"\xa2\v\n" +
 	"\n" +
 	"RuleEffect\x12\x17\n" +
 	"\arule_id\x18\x01 \x01(\tR\x06ruleId\x12\x16\n" +
@@ -783,7 +811,10 @@ const file_precept_v1_effect_proto_rawDesc = "" +
 	"\x0flast_validation\x18\x1b \x01(\v2\x1a.google.protobuf.TimestampR\x0elastValidation\x124\n" +
 	"\x06shadow\x18\x1c \x01(\v2\x1c.precept.v1.ShadowComparisonR\x06shadow\x12;\n" +
 	"\vcomputed_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"computedAt\"/\n" +
+	"computedAt\x12\x16\n" +
+	"\x06reason\x18\x1e \x01(\tR\x06reason\x127\n" +
+	"\x18before_evidence_left_out\x18\x1f \x01(\x03R\x15beforeEvidenceLeftOut\x129\n" +
+	"\x19rate_before_with_evidence\x18  \x01(\x01R\x16rateBeforeWithEvidence\"/\n" +
 	"\x14GetRuleEffectRequest\x12\x17\n" +
 	"\arule_id\x18\x01 \x01(\tR\x06ruleId\"G\n" +
 	"\x15GetRuleEffectResponse\x12.\n" +
