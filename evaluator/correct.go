@@ -5,14 +5,17 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // Curator corrections reach the evaluator through the feed, in the order
@@ -31,6 +34,28 @@ import (
 // before recording and records the resolved correction, so what is
 // recorded applies, and applies alike on every replica.
 func (s *Service) CheckCorrection(ctx context.Context, c Correction) (Correction, error) {
+	return s.corrections.check(ctx, c)
+}
+
+// corrections applies curators' corrections: it checks and resolves
+// them against this replica's clusters, records them in the state, moves
+// the decisions a curator recategorised, and has the groups they touch
+// re-clustered. It holds what that needs of the evaluator and nothing
+// more; applying runs under the evaluator's lock.
+type corrections struct {
+	state   *state
+	index   vectorindex.Index
+	groups  *groups
+	lessons *lesson.Source
+	// thresholds is Options.Thresholds.
+	thresholds Thresholds
+	now        func() time.Time
+	log        *slog.Logger
+	recluster  *reclusterer
+}
+
+// check is CheckCorrection.
+func (s *corrections) check(ctx context.Context, c Correction) (Correction, error) {
 	c.Members, c.Former, c.Into = nil, nil, ""
 	if err := c.Validate(); err != nil {
 		return Correction{}, precept.Errorf(precept.Invalid, "correction: %v", err)
@@ -59,19 +84,19 @@ func (s *Service) CheckCorrection(ctx context.Context, c Correction) (Correction
 		}
 	}
 	if c.Kind == CorrectCategory {
-		if _, ok := s.opts.Lessons.Classifier().Taxonomy().Category(c.Category); !ok {
+		if _, ok := s.lessons.Classifier().Taxonomy().Category(c.Category); !ok {
 			return Correction{}, precept.Errorf(precept.Invalid, "category %q is not in the taxonomy", c.Category)
 		}
 	}
 	if len(agents) > 1 {
 		return Correction{}, precept.Errorf(precept.Invalid, "the clusters and decisions belong to different agents; clusters never cross agents")
 	}
-	return corrector{s}.resolve(ctx, c)
+	return s.resolve(ctx, c)
 }
 
 // resolve fills in the members, former neighbours and destination of a
 // correction from this replica's clusters.
-func (s corrector) resolve(_ context.Context, c Correction) (Correction, error) {
+func (s *corrections) resolve(_ context.Context, c Correction) (Correction, error) {
 	c.Members = make([][]string, len(c.Clusters))
 	for i, id := range c.Clusters {
 		ms, err := s.state.members(id, 1)
@@ -115,15 +140,15 @@ func (s corrector) resolve(_ context.Context, c Correction) (Correction, error) 
 	return c, nil
 }
 
-// applyCorrections applies the corrections at the head of items in order,
-// moving the position past each. The caller holds s.mu.
-func (s *Service) applyCorrections(ctx context.Context, items []Item) (int, error) {
+// applyAll applies the corrections at the head of items in order,
+// moving the position past each. The caller holds the evaluator's lock.
+func (s *corrections) applyAll(ctx context.Context, items []Item) (int, error) {
 	n := 0
 	for _, it := range items {
 		if it.Correction == nil {
 			break
 		}
-		if err := (corrector{s}).applyCorrection(ctx, *it.Correction, it.Seq); err != nil {
+		if err := s.apply(ctx, *it.Correction, it.Seq); err != nil {
 			return n, fmt.Errorf("apply correction %s: %w", it.Correction.ID, err)
 		}
 		n++
@@ -131,15 +156,11 @@ func (s *Service) applyCorrections(ctx context.Context, items []Item) (int, erro
 	return n, nil
 }
 
-// corrector applies curators' corrections to the service's state; the
-// caller holds s.mu.
-type corrector struct{ *Service }
-
-// applyCorrection records a correction with the members its clusters had
+// apply records a correction with the members its clusters had
 // and re-clusters the groups it touches. A correction that no longer
 // applies (its cluster is gone) is kept with what it could resolve and
 // logged: it is already in git and cannot be refused here.
-func (s corrector) applyCorrection(ctx context.Context, c Correction, seq uint64) error {
+func (s *corrections) apply(ctx context.Context, c Correction, seq uint64) error {
 	if c.Members == nil {
 		// A record made before corrections were resolved when recorded:
 		// resolve it from this replica's clusters.
@@ -192,7 +213,7 @@ func (s corrector) applyCorrection(ctx context.Context, c Correction, seq uint64
 		}
 	}
 	for _, g := range slices.Sorted(maps.Keys(touched)) {
-		if _, _, err := round(s).reclusterGroupLocked(ctx, g, true); err != nil {
+		if _, _, err := s.recluster.group(ctx, g, true); err != nil {
 			return err
 		}
 	}
@@ -212,8 +233,9 @@ type constraints struct {
 	notPattern map[string]bool
 }
 
-// loadConstraints reads every correction and returns the constraints.
-func (s corrector) loadConstraints() (constraints, error) {
+// loadConstraints reads every recorded correction and returns the
+// constraints.
+func loadConstraints(st *state) (constraints, error) {
 	k := constraints{together: map[string]int{}, notPattern: map[string]bool{}}
 	next := 0
 	link := func(ids ...[]string) {
@@ -224,7 +246,7 @@ func (s corrector) loadConstraints() (constraints, error) {
 			}
 		}
 	}
-	err := eachJSON(s.state, bCorrections, func(c Correction) error {
+	err := eachJSON(st, bCorrections, func(c Correction) error {
 		switch c.Kind {
 		case CorrectMerge:
 			link(c.Members...)
@@ -256,9 +278,9 @@ func (s corrector) loadConstraints() (constraints, error) {
 // say so (by the curator), and each leaves its cluster for a cluster of
 // its own in its new group, where the round that follows places it. It
 // returns the groups it took decisions from and put them in.
-func (s corrector) recategorise(ctx context.Context, ids []string, category, by string) ([]string, error) {
-	classifier := s.opts.Lessons.Classifier()
-	now := s.opts.Now().UTC()
+func (s *corrections) recategorise(ctx context.Context, ids []string, category, by string) ([]string, error) {
+	classifier := s.lessons.Classifier()
+	now := s.now().UTC()
 	var c commit
 	var groups []string
 	for _, id := range ids {
@@ -309,7 +331,7 @@ func (s corrector) recategorise(ctx context.Context, ids []string, category, by 
 		m.Similarity = 1
 		cl.add(m)
 		cl.addVector(vecs[id])
-		cl.Class = s.opts.Thresholds.ClassOf(cl.Stats())
+		cl.Class = s.thresholds.ClassOf(cl.Stats())
 		c.clusters = append(c.clusters, cl)
 		c.removeMembers = append(c.removeMembers, [2]string{from, id})
 		c.members = append(c.members, memberRecord{ClusterID: cl.ID, Seq: 1, Member: m})
@@ -318,7 +340,7 @@ func (s corrector) recategorise(ctx context.Context, ids []string, category, by 
 	if err := s.state.apply(c); err != nil {
 		return nil, err
 	}
-	s.committed(c)
+	s.groups.committed(c)
 	return groups, nil
 }
 
@@ -353,7 +375,7 @@ const (
 // read like one problem, most similar first, leaving out pairs a curator
 // kept apart.
 func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, error) {
-	k, err := corrector{s}.loadConstraints()
+	k, err := loadConstraints(s.state)
 	if err != nil {
 		return nil, err
 	}

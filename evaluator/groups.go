@@ -74,6 +74,10 @@ func (g *groups) takeDirty() []string {
 // put records a cluster as committed.
 func (g *groups) put(cl *Cluster) { g.apply(nil, []*Cluster{cl}) }
 
+// committed brings the groups up to what the state holds after c: the
+// clusters it dropped go and those it wrote are recorded, at once.
+func (g *groups) committed(c commit) { g.apply(c.dropClusters, c.clusters) }
+
 // apply brings the groups up to a commit at once: the clusters it
 // dropped go, the clusters it wrote are recorded, so no listing sees a
 // group halfway.

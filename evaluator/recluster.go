@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // Between rounds a decision joins the cluster it is most similar to on
@@ -80,7 +82,9 @@ func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
 			requeue()
 			return rep, err
 		}
-		rec, change, err := s.reclusterGroup(ctx, key)
+		s.mu.Lock()
+		rec, change, err := s.reclusterer.group(ctx, key, false)
+		s.mu.Unlock()
 		if err != nil {
 			requeue()
 			return rep, fmt.Errorf("re-cluster: %w", err)
@@ -106,22 +110,27 @@ func (s *Service) ReclusterAll(ctx context.Context) (RoundReport, error) {
 	return s.Recluster(ctx)
 }
 
-// reclusterGroup re-clusters one group and saves the result.
-func (s *Service) reclusterGroup(ctx context.Context, key string) (RoundRecord, Change, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return round{s}.reclusterGroupLocked(ctx, key, false)
+// reclusterer re-clusters groups from scratch: it reads a group's
+// clusters, members and vectors, partitions them with UPGMA under the
+// curators' constraints, and writes the new clusters and the evaluations
+// that changed. It holds what that needs of the evaluator and nothing
+// more; its caller holds the evaluator's lock.
+type reclusterer struct {
+	state  *state
+	index  vectorindex.Index
+	groups *groups
+	// linkage is Options.LinkageThreshold, thresholds Options.Thresholds.
+	linkage    float64
+	thresholds Thresholds
+	now        func() time.Time
+	log        *slog.Logger
 }
 
-// round does one group's re-clustering on the service's state; the
-// caller holds s.mu.
-type round struct{ *Service }
-
-// reclusterGroupLocked is reclusterGroup for a caller holding s.mu. With
-// force the group is rebuilt even when the round finds its clusters as
-// they are: a correction changed its decisions' evaluations.
-func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool) (RoundRecord, Change, error) {
-	now := s.opts.Now().UTC()
+// group re-clusters one group and saves the result. With force the group
+// is rebuilt even when the round finds its clusters as they are: a
+// correction changed its decisions' evaluations.
+func (s *reclusterer) group(ctx context.Context, key string, force bool) (RoundRecord, Change, error) {
+	now := s.now().UTC()
 	oldIDs := s.groups.clusters(key)
 	slices.Sort(oldIDs)
 	old := map[string]*Cluster{}
@@ -150,7 +159,7 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 		first := old[oldIDs[0]]
 		rec.Agent, rec.Category = first.Agent, first.Category
 	}
-	k, err := corrector(s).loadConstraints()
+	k, err := loadConstraints(s.state)
 	if err != nil {
 		return RoundRecord{}, Change{}, err
 	}
@@ -162,7 +171,7 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 			if err := s.state.apply(drop); err != nil {
 				return RoundRecord{}, Change{}, err
 			}
-			s.committed(drop)
+			s.groups.committed(drop)
 		}
 		return rec, Change{}, nil
 	}
@@ -178,12 +187,12 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 	if err != nil {
 		return RoundRecord{}, Change{}, err
 	}
-	parts, err := s.roundPartition(members, vecs, oldOf, oldIDs, k)
+	parts, err := s.partition(members, vecs, oldOf, k)
 	if err != nil {
 		return RoundRecord{}, Change{}, err
 	}
 	names := matchByOverlap(parts, members, oldOf, old)
-	if !force && unchanged(parts, names, members, oldOf, old, k, s.opts.Thresholds.ClassOf) {
+	if !force && unchanged(parts, names, members, oldOf, old, k, s.thresholds.ClassOf) {
 		// The round found the clusters as they are: nothing to write, and
 		// nothing to record (rounds are recorded when they change
 		// something).
@@ -201,7 +210,7 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 	if err := s.state.apply(c); err != nil {
 		return RoundRecord{}, Change{}, err
 	}
-	s.committed(c)
+	s.groups.committed(c)
 	return rec, change, nil
 }
 
@@ -235,11 +244,11 @@ func unchanged(parts [][]int, names []string, members []Member, oldOf map[string
 	return true
 }
 
-// roundPartition clusters a group's members: decision by decision up to
+// partition clusters a group's members: decision by decision up to
 // maxExactGroup, else with the current clusters as units that stay whole;
 // decisions a curator linked are one unit, and units a curator kept
 // apart never merge.
-func (s round) roundPartition(members []Member, vecs map[string][]float32, oldOf map[string]string, oldIDs []string, k constraints) ([][]int, error) {
+func (s *reclusterer) partition(members []Member, vecs map[string][]float32, oldOf map[string]string, k constraints) ([][]int, error) {
 	for _, m := range members {
 		if vecs[m.DecisionID] == nil {
 			return nil, fmt.Errorf("decision %s has no vector in the index", m.DecisionID)
@@ -294,7 +303,7 @@ func (s round) roundPartition(members []Member, vecs map[string][]float32, oldOf
 			}
 		}
 	}
-	units := upgma(sums, weights, apart, s.opts.LinkageThreshold)
+	units := upgma(sums, weights, apart, s.linkage)
 	assign := make([]int, len(members))
 	for i := range members {
 		assign[i] = units[memberUnit[i]]
@@ -352,7 +361,7 @@ func matchByOverlap(parts [][]int, members []Member, oldOf map[string]string, ol
 
 // rebuild makes the new clusters, their members and the evaluations that
 // changed, and fills in the round's record.
-func (s round) rebuild(parts [][]int, names []string, members []Member, vecs map[string][]float32, oldOf map[string]string,
+func (s *reclusterer) rebuild(parts [][]int, names []string, members []Member, vecs map[string][]float32, oldOf map[string]string,
 	old map[string]*Cluster, k constraints, now time.Time, rec *RoundRecord) (commit, Change) {
 	var c commit
 	var change Change
@@ -398,7 +407,7 @@ func (s round) rebuild(parts [][]int, names []string, members []Member, vecs map
 			}
 		}
 		cl.NotAPattern = marked > 0 && 2*marked >= len(items)
-		class := s.opts.Thresholds.ClassOf(cl.Stats())
+		class := s.thresholds.ClassOf(cl.Stats())
 		if class != cl.Class {
 			cl.Class = class
 			cl.Revision++
@@ -424,7 +433,7 @@ func (s round) rebuild(parts [][]int, names []string, members []Member, vecs map
 
 // reevaluate gives the members of a rebuilt cluster whose cluster or
 // class changed a new evaluation.
-func (s round) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[string]string, old map[string]*Cluster,
+func (s *reclusterer) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[string]string, old map[string]*Cluster,
 	now time.Time, rec *RoundRecord, c *commit) []Evaluation {
 	var out []Evaluation
 	stats, tags, meanSim := cl.Stats(), cl.Tags(), cl.meanSimilarity()
@@ -442,7 +451,7 @@ func (s round) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[
 			continue
 		}
 		d := precept.Decision{DecisionID: m.DecisionID, Agent: m.Agent}
-		ev := s.opts.Thresholds.clusterEvaluation(d, prev.Rubric, cl.ID, stats, tags, meanSim)
+		ev := s.thresholds.clusterEvaluation(d, prev.Rubric, cl.ID, stats, tags, meanSim)
 		ev.SimilarIDs, ev.Evaluator, ev.EvaluatedAt, ev.Lesson = prev.SimilarIDs, "deterministic", now, prev.Lesson
 		ev.Revision = prev.Revision + 1
 		if moved {
