@@ -419,7 +419,10 @@ type placement struct {
 // evaluation, decoding nothing else: the learning loop asks this of
 // every negative decision of a rule's agents (docs/effects.md). ok is
 // false while the decision has no evaluation.
-func Placement(s *Service, id string) (cluster, category string, ok bool, err error) {
+func (s *Service) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", "", false, err
+	}
 	p, ok, err := getJSON[placement](s.state, bEvals, id)
 	if err != nil || !ok {
 		return "", "", ok, err
