@@ -22,7 +22,7 @@ import (
 // the feedback repository recorded them, so every replica applies them
 // alike. A correction is turned into constraints on decisions — these
 // belong together, these stay apart, this one has that category, these
-// are not a pattern — that every later round respects; then the groups
+// are not a pattern — that every later re-clustering pass respects; then the groups
 // it touches are re-clustered at once (docs/lessons.md, "Curator
 // corrections").
 
@@ -276,7 +276,7 @@ func loadConstraints(st *state) (constraints, error) {
 
 // recategorise gives decisions the category a curator set: their lessons
 // say so (by the curator), and each leaves its cluster for a cluster of
-// its own in its new group, where the round that follows places it. It
+// its own in its new group, where the re-clustering pass that follows places it. It
 // returns the groups it took decisions from and put them in.
 func (s *corrections) recategorise(ctx context.Context, ids []string, category, by string) ([]string, error) {
 	classifier := s.lessons.Classifier()
@@ -423,7 +423,7 @@ func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, e
 				if b.id < a.id {
 					first, second = b, a
 				}
-				why := fmt.Sprintf("their members are %.2f similar on average, just under the %.2f a round merges at", sim, s.opts.LinkageThreshold)
+				why := fmt.Sprintf("their members are %.2f similar on average, just under the %.2f a re-clustering pass merges at", sim, s.opts.LinkageThreshold)
 				if !same {
 					why = fmt.Sprintf("their members are %.2f similar on average, as close as one cluster's, but their lessons have different categories (%s, %s)", sim, first.category, second.category)
 				}
@@ -509,7 +509,7 @@ func (s *Service) CorrectionApplied(id string) (bool, error) {
 		return false, err
 	}
 	// Recorded is not yet applied: the feed moves past a correction once
-	// its rounds are done.
+	// its re-clustering passes are done.
 	pos, _, err := s.state.position()
 	return pos >= at, err
 }

@@ -52,7 +52,7 @@ type Correction struct {
 	// Decisions were in, and Into the category moved decisions go to.
 	// The replica that records the correction fills them in
 	// (CheckCorrection), so every replica applies the same correction
-	// whatever its clusters look like, and later rounds know whom it was
+	// whatever its clusters look like, and later re-clustering passes know whom it was
 	// about whatever the ids became.
 	Members [][]string `json:"members,omitempty"`
 	Former  []string   `json:"former,omitempty"`

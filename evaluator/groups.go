@@ -25,7 +25,7 @@ type groups struct {
 	mu      sync.RWMutex
 	byGroup map[string][]string
 	byID    map[string]centroid
-	// dirty are the groups that changed since their last round.
+	// dirty are the groups that changed since their last re-clustering pass.
 	dirty map[string]bool
 }
 
@@ -46,7 +46,7 @@ func newGroups() *groups {
 	return &groups{byGroup: map[string][]string{}, byID: map[string]centroid{}, dirty: map[string]bool{}}
 }
 
-// markDirty queues a group for the next round.
+// markDirty queues a group for the next re-clustering pass.
 func (g *groups) markDirty(key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -308,7 +308,7 @@ func (s *Service) sampleVectors(ctx context.Context, sample []Member) ([][]float
 
 // viewCache keeps each cluster's ranked comments and confidence while the
 // cluster is unchanged: the rule proposer asks for every generalizable
-// cluster on every round, and ranking re-embeds up to 64 comments.
+// cluster on every drafting round, and ranking re-embeds up to 64 comments.
 type viewCache struct {
 	mu sync.Mutex
 	m  map[string]cachedView

@@ -13,14 +13,14 @@ import (
 	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
-// Between rounds a decision joins the cluster it is most similar to on
-// average, in arrival order. A round re-clusters each changed group
+// Between re-clustering passes a decision joins the cluster it is most similar to on
+// average, in arrival order. A pass re-clusters each changed group
 // (one agent's lessons of one category) from scratch with UPGMA, which
 // does not depend on arrival order, and keeps cluster ids stable by
 // matching the new clusters to the old ones by overlap
 // (docs/lessons.md, "Re-clustering").
 
-// Merge and Split are what a round changed about clusters.
+// Merge and Split are what a re-clustering pass changed about clusters.
 type Merge struct {
 	Into string   `json:"into"`
 	From []string `json:"from"`
@@ -32,8 +32,8 @@ type Split struct {
 	Into []string `json:"into"`
 }
 
-// RoundRecord is what one round did to one group.
-type RoundRecord struct {
+// ReclusterRecord is what one re-clustering pass did to one group.
+type ReclusterRecord struct {
 	At       time.Time `json:"at"`
 	Agent    string    `json:"agent"`
 	Category string    `json:"category"`
@@ -48,31 +48,31 @@ type RoundRecord struct {
 	Reclassified int `json:"reclassified"`
 }
 
-// RoundReport sums up a round over several groups.
-type RoundReport struct {
-	Groups       int           `json:"groups"`
-	Members      int           `json:"members"`
-	Moved        int           `json:"moved"`
-	Reclassified int           `json:"reclassified"`
-	Records      []RoundRecord `json:"records,omitempty"`
-	Took         time.Duration `json:"took"`
+// ReclusterReport sums up a re-clustering pass over several groups.
+type ReclusterReport struct {
+	Groups       int               `json:"groups"`
+	Members      int               `json:"members"`
+	Moved        int               `json:"moved"`
+	Reclassified int               `json:"reclassified"`
+	Records      []ReclusterRecord `json:"records,omitempty"`
+	Took         time.Duration     `json:"took"`
 }
 
-// maxExactGroup is the largest group a round clusters decision by
+// maxExactGroup is the largest group a pass clusters decision by
 // decision; a larger one is clustered with its current clusters as
-// units, which bounds a round's memory and time (docs/lessons.md).
+// units, which bounds a pass's memory and time (docs/lessons.md).
 const maxExactGroup = 4000
 
-// Recluster runs a round over the groups that changed since their last
-// round (all groups after a start). Each group is done under the
+// Recluster runs a re-clustering pass over the groups that changed since
+// their last pass (all groups after a start). Each group is done under the
 // evaluator's lock on its own, so new decisions are evaluated between
 // groups.
-func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
+func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
 	start := time.Now()
-	var rep RoundReport
+	var rep ReclusterReport
 	keys := s.groups.takeDirty()
 	for i, key := range keys {
-		// A round cut short leaves the groups it did not do dirty.
+		// A pass cut short leaves the groups it did not do dirty.
 		requeue := func() {
 			for _, k := range keys[i:] {
 				s.groups.markDirty(k)
@@ -104,8 +104,8 @@ func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
 	return rep, nil
 }
 
-// ReclusterAll runs a round over every group, changed or not.
-func (s *Service) ReclusterAll(ctx context.Context) (RoundReport, error) {
+// ReclusterAll runs a re-clustering pass over every group, changed or not.
+func (s *Service) ReclusterAll(ctx context.Context) (ReclusterReport, error) {
 	s.groups.markAllDirty()
 	return s.Recluster(ctx)
 }
@@ -127,9 +127,9 @@ type reclusterer struct {
 }
 
 // group re-clusters one group and saves the result. With force the group
-// is rebuilt even when the round finds its clusters as they are: a
+// is rebuilt even when the pass finds its clusters as they are: a
 // correction changed its decisions' evaluations.
-func (s *reclusterer) group(ctx context.Context, key string, force bool) (RoundRecord, Change, error) {
+func (s *reclusterer) group(ctx context.Context, key string, force bool) (ReclusterRecord, Change, error) {
 	now := s.now().UTC()
 	oldIDs := s.groups.clusters(key)
 	slices.Sort(oldIDs)
@@ -139,7 +139,7 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (RoundR
 	for _, id := range oldIDs {
 		cl, ok, err := getJSON[Cluster](s.state, bClusters, id)
 		if err != nil {
-			return RoundRecord{}, Change{}, err
+			return ReclusterRecord{}, Change{}, err
 		}
 		if !ok {
 			continue
@@ -147,21 +147,21 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (RoundR
 		old[id] = &cl
 		ms, err := s.state.members(id, 1)
 		if err != nil {
-			return RoundRecord{}, Change{}, err
+			return ReclusterRecord{}, Change{}, err
 		}
 		for _, m := range ms {
 			oldOf[m.DecisionID] = id
 		}
 		members = append(members, ms...)
 	}
-	rec := RoundRecord{At: now, Members: len(members), Before: len(old)}
+	rec := ReclusterRecord{At: now, Members: len(members), Before: len(old)}
 	if len(old) > 0 {
 		first := old[oldIDs[0]]
 		rec.Agent, rec.Category = first.Agent, first.Category
 	}
 	k, err := loadConstraints(s.state)
 	if err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
 	if len(members) == 0 {
 		// Every decision left the group (a curator moved them): its
@@ -169,7 +169,7 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (RoundR
 		if len(oldIDs) > 0 {
 			drop := commit{dropClusters: oldIDs}
 			if err := s.state.apply(drop); err != nil {
-				return RoundRecord{}, Change{}, err
+				return ReclusterRecord{}, Change{}, err
 			}
 			s.groups.committed(drop)
 		}
@@ -185,16 +185,16 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (RoundR
 	}
 	vecs, err := vectorsFor(ctx, s.state, s.index, ids)
 	if err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
 	parts, err := s.partition(members, vecs, oldOf, k)
 	if err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
 	names := matchByOverlap(parts, members, oldOf, old)
 	if !force && unchanged(parts, names, members, oldOf, old, k, s.thresholds.ClassOf) {
-		// The round found the clusters as they are: nothing to write, and
-		// nothing to record (rounds are recorded when they change
+		// The pass found the clusters as they are: nothing to write, and
+		// nothing to record (passes are recorded when they change
 		// something).
 		rec.After = len(parts)
 		return rec, Change{}, nil
@@ -206,15 +206,15 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (RoundR
 			s.log.Info("cluster merged away in re-clustering", "cluster", id)
 		}
 	}
-	c.rounds = []RoundRecord{rec}
+	c.reclusters = []ReclusterRecord{rec}
 	if err := s.state.apply(c); err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
 	s.groups.committed(c)
 	return rec, change, nil
 }
 
-// unchanged reports whether a round's partition is the group's clusters
+// unchanged reports whether a pass's partition is the group's clusters
 // as they stand: the same clusters under the same ids with the same
 // members, none of them newly marked or unmarked as not a pattern, each
 // of the class the thresholds give it now.
@@ -360,9 +360,9 @@ func matchByOverlap(parts [][]int, members []Member, oldOf map[string]string, ol
 }
 
 // rebuild makes the new clusters, their members and the evaluations that
-// changed, and fills in the round's record.
+// changed, and fills in the pass's record.
 func (s *reclusterer) rebuild(parts [][]int, names []string, members []Member, vecs map[string][]float32, oldOf map[string]string,
-	old map[string]*Cluster, k constraints, now time.Time, rec *RoundRecord) (commit, Change) {
+	old map[string]*Cluster, k constraints, now time.Time, rec *ReclusterRecord) (commit, Change) {
 	var c commit
 	var change Change
 	rec.After = len(parts)
@@ -434,7 +434,7 @@ func (s *reclusterer) rebuild(parts [][]int, names []string, members []Member, v
 // reevaluate gives the members of a rebuilt cluster whose cluster or
 // class changed a new evaluation.
 func (s *reclusterer) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[string]string, old map[string]*Cluster,
-	now time.Time, rec *RoundRecord, c *commit) []Evaluation {
+	now time.Time, rec *ReclusterRecord, c *commit) []Evaluation {
 	var out []Evaluation
 	stats, tags, meanSim := cl.Stats(), cl.Tags(), cl.meanSimilarity()
 	for _, i := range items {
@@ -443,8 +443,8 @@ func (s *reclusterer) reevaluate(cl *Cluster, items []int, members []Member, old
 		if err != nil || !ok {
 			continue
 		}
-		// Moved: its evaluation names another cluster (a round moved it, or
-		// a correction did before this round).
+		// Moved: its evaluation names another cluster (a pass moved it, or
+		// a correction did before this pass).
 		moved := oldOf[m.DecisionID] != cl.ID || prev.ClusterID != cl.ID
 		sameStats := old[cl.ID] != nil && old[cl.ID].Size == cl.Size && prev.Class == cl.Class
 		if !moved && sameStats {

@@ -107,7 +107,7 @@ type Options struct {
 	OnChange func(Change)
 	// OnEvaluated is called with the evaluations each commit recorded,
 	// after it committed: a batch, a correction, a clarification reply or
-	// a round. It runs on the evaluator's goroutine and must not block;
+	// a re-clustering pass. It runs on the evaluator's goroutine and must not block;
 	// analytics counts lesson categories from it (docs/analytics.md).
 	OnEvaluated func([]Evaluation)
 	Logger      *slog.Logger
@@ -334,12 +334,12 @@ const maxDocument = 1000
 // error until they are evaluated.
 func (s *Service) Run(ctx context.Context) error {
 	failures := 0
-	lastRound := time.Now()
+	lastRecluster := time.Now()
 	for {
-		if s.opts.ReclusterEvery > 0 && time.Since(lastRound) >= s.opts.ReclusterEvery {
-			lastRound = time.Now()
+		if s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
+			lastRecluster = time.Now()
 			if rep, err := s.Recluster(ctx); err != nil {
-				s.log.Error("re-cluster; will retry at the next round", "err", err)
+				s.log.Error("re-cluster; will retry at the next pass", "err", err)
 			} else if rep.Groups > 0 {
 				s.log.Info("re-clustered", "groups", rep.Groups, "decisions", rep.Members, "moved", rep.Moved, "reclassified", rep.Reclassified, "took", rep.Took.Round(time.Millisecond))
 			}
