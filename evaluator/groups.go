@@ -25,7 +25,8 @@ type groups struct {
 	mu      sync.RWMutex
 	byGroup map[string][]string
 	byID    map[string]centroid
-	// dirty are the groups that changed since their last re-clustering pass.
+	// dirty are the groups that changed since their last re-clustering
+	// pass.
 	dirty map[string]bool
 }
 

@@ -13,11 +13,11 @@ import (
 	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
-// Between re-clustering passes a decision joins the cluster it is most similar to on
-// average, in arrival order. A pass re-clusters each changed group
-// (one agent's lessons of one category) from scratch with UPGMA, which
-// does not depend on arrival order, and keeps cluster ids stable by
-// matching the new clusters to the old ones by overlap
+// Between re-clustering passes a decision joins the cluster it is most
+// similar to on average, in arrival order. A pass re-clusters each
+// changed group (one agent's lessons of one category) from scratch with
+// UPGMA, which does not depend on arrival order, and keeps cluster ids
+// stable by matching the new clusters to the old ones by overlap
 // (docs/lessons.md, "Re-clustering").
 
 // Merge and Split are what a re-clustering pass changed about clusters.
@@ -64,8 +64,8 @@ type ReclusterReport struct {
 const maxExactGroup = 4000
 
 // Recluster runs a re-clustering pass over the groups that changed since
-// their last pass (all groups after a start). Each group is done under the
-// evaluator's lock on its own, so new decisions are evaluated between
+// their last pass (all groups after a start). Each group is done under
+// the evaluator's lock on its own, so new decisions are evaluated between
 // groups.
 func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
 	start := time.Now()

@@ -107,8 +107,9 @@ type Options struct {
 	OnChange func(Change)
 	// OnEvaluated is called with the evaluations each commit recorded,
 	// after it committed: a batch, a correction, a clarification reply or
-	// a re-clustering pass. It runs on the evaluator's goroutine and must not block;
-	// analytics counts lesson categories from it (docs/analytics.md).
+	// a re-clustering pass. It runs on the evaluator's goroutine and must
+	// not block; analytics counts lesson categories from it
+	// (docs/analytics.md).
 	OnEvaluated func([]Evaluation)
 	Logger      *slog.Logger
 	// Metrics receives what the evaluator measures; default none.

@@ -30,7 +30,7 @@ var (
 	bReview      = []byte("needs_review") // decision id -> NeedsReview
 	bErrors      = []byte("errors")       // decision id -> last evaluation error
 	bEdge        = []byte("edge_pending") // decision id -> EdgeCaseDoc not yet written
-	bReclusters  = []byte("rounds")       // time \x00 agent \x00 category -> ReclusterRecord (the name predates "re-clustering pass")
+	bReclusters  = []byte("rounds")       // time \x00 agent \x00 category -> ReclusterRecord (name kept on disk)
 	bCorrections = []byte("corrections")  // feed seq -> Correction, as applied
 	// bVectors keeps, with a remote index only, each clustered
 	// decision's vector (little-endian float32s), so re-clustering needs no
