@@ -304,7 +304,7 @@ func TestASunsetIsProposedOnceWhenThePatternKeepsRecurring(t *testing.T) {
 	w := newWorld()
 	worsening(w)
 	tr := w.tracker(t, t0.Add(time.Hour), true)
-	rep, err := tr.Round(context.Background())
+	rep, err := tr.Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestASunsetIsProposedOnceWhenThePatternKeepsRecurring(t *testing.T) {
 		t.Errorf("confidence = %v, want 0.486", got)
 	}
 	// The open proposal is not made again.
-	if _, err := tr.Round(context.Background()); err != nil {
+	if _, err := tr.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.rules.proposed) != 1 {
@@ -336,7 +336,7 @@ func TestASunsetIsProposedOnceWhenThePatternKeepsRecurring(t *testing.T) {
 	rejected.Status, rejected.Rejection = rules.Rejected, &rules.Rejection{At: t0.Add(30 * time.Minute)}
 	w.rules.decided = append(w.rules.decided, rejected)
 	delete(w.rules.open, "r-2")
-	if _, err := tr.Round(context.Background()); err != nil {
+	if _, err := tr.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.rules.proposed) != 1 {
@@ -348,14 +348,14 @@ func TestAnIdleRuleIsAskedForThenShadowed(t *testing.T) {
 	w := newWorld()
 	w.rules.byID["r-3"] = rules.Rule{ID: "r-3", Agents: []string{"writer"}, Status: rules.Active, ActivatedAt: t0, Confidence: 0.7}
 	now := t0.Add(DefaultIdlePeriod - time.Hour)
-	if _, err := w.tracker(t, now, true).Round(context.Background()); err != nil {
+	if _, err := w.tracker(t, now, true).Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.rules.proposed) != 0 {
 		t.Fatalf("asked before the idle period ended: %+v", w.rules.proposed)
 	}
 	now = t0.Add(DefaultIdlePeriod + time.Hour)
-	if _, err := w.tracker(t, now, true).Round(context.Background()); err != nil {
+	if _, err := w.tracker(t, now, true).Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.rules.proposed) != 1 || w.rules.proposed[0].Kind != rules.KindReapprove {
@@ -365,13 +365,13 @@ func TestAnIdleRuleIsAskedForThenShadowed(t *testing.T) {
 	p.CreatedAt = now
 	w.rules.open["r-3"] = p
 	// Within the grace period nothing happens; after it, SHADOW.
-	if _, err := w.tracker(t, now.Add(DefaultGracePeriod-time.Hour), true).Round(context.Background()); err != nil {
+	if _, err := w.tracker(t, now.Add(DefaultGracePeriod-time.Hour), true).Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.rules.shadowed) != 0 {
 		t.Fatalf("shadowed within the grace period")
 	}
-	rep, err := w.tracker(t, now.Add(DefaultGracePeriod+time.Hour), true).Round(context.Background())
+	rep, err := w.tracker(t, now.Add(DefaultGracePeriod+time.Hour), true).Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestShadowVariantIsComparedWithTheMainPrompt(t *testing.T) {
 			w.decide("coder", at, precept.Approved, "g1", "v1:m", "", "")
 		}
 	}
-	rep, err := w.tracker(t, t0.Add(time.Hour), true).Round(context.Background())
+	rep, err := w.tracker(t, t0.Add(time.Hour), true).Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestAnAbsentPatternIsNeverJudgedNotImproving(t *testing.T) {
 		w.decide("coder", t0.Add(-time.Duration(i)*time.Minute), precept.Approved, "g1", "", "", "")
 		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:n", "", "")
 	}
-	rep, err := w.tracker(t, t0.Add(3*time.Hour), true).Round(context.Background())
+	rep, err := w.tracker(t, t0.Add(3*time.Hour), true).Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func TestImportanceRisesOnlyAtAThreshold(t *testing.T) {
 	for i := 1; i <= 7; i++ {
 		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:i", "", "")
 	}
-	rep, err := w.tracker(t, t0.Add(time.Hour), true).Round(context.Background())
+	rep, err := w.tracker(t, t0.Add(time.Hour), true).Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestImportanceRisesOnlyAtAThreshold(t *testing.T) {
 	r := w.rules.byID["r-9"]
 	r.PositiveValidations = 4
 	w.rules.byID["r-9"] = r
-	rep, err = w.tracker(t, t0.Add(time.Hour), true).Round(context.Background())
+	rep, err = w.tracker(t, t0.Add(time.Hour), true).Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestAReapprovalOfARuleUsedAgainIsClosed(t *testing.T) {
 	asked := t0.Add(DefaultIdlePeriod + time.Hour)
 	w.rules.open = map[string]rules.Proposal{"r-10": {ID: "p-reapprove10", Kind: rules.KindReapprove, RuleID: "r-10", Status: rules.Pending, CreatedAt: asked}}
 	w.decide("coder", asked.Add(time.Hour), precept.Approved, "g1", "", "", "")
-	rep, err := w.tracker(t, asked.Add(DefaultGracePeriod+time.Hour), true).Round(context.Background())
+	rep, err := w.tracker(t, asked.Add(DefaultGracePeriod+time.Hour), true).Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,12 +581,12 @@ func TestOneRulesFailureDoesNotHideTheOthers(t *testing.T) {
 	if _, err := tr.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := tr.Round(context.Background())
+	rep, err := tr.Pass(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "r-broken") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(rep.Effects) != 1 || rep.Effects[0].RuleID != "r-2" || rep.Effects[0].Exposures != 70 || len(w.rules.recorded) != 1 {
-		t.Fatalf("round = %+v, recorded %+v", rep, w.rules.recorded)
+		t.Fatalf("pass = %+v, recorded %+v", rep, w.rules.recorded)
 	}
 	if cv.n > 3 {
 		t.Errorf("%d version lookups for 2 distinct versions", cv.n)

@@ -52,7 +52,7 @@ type Rules interface {
 	RecordEffects(ctx context.Context, updates []rules.EffectUpdate) (int, error)
 }
 
-// Metrics receives each round's figures; internal/metrics turns them into
+// Metrics receives each effects pass's figures; internal/metrics turns them into
 // gauges per rule.
 type Metrics interface {
 	RuleEffects(effects []Effect)
@@ -86,8 +86,9 @@ type Tracker struct {
 	strs map[string]string
 
 	// placements caches each evaluated negative decision's cluster and
-	// category between rounds; Round clears it, so a round sees every
-	// re-clustering and correction, and reports between rounds reuse it.
+	// category between effects passes; Pass clears it, so a pass sees
+	// every re-clustering and correction, and reports between passes
+	// reuse it.
 	placeMu    sync.Mutex
 	placements map[string][2]string
 }
@@ -163,14 +164,14 @@ func (t *Tracker) facts(agent string) []fact {
 	return fs[:len(fs):len(fs)]
 }
 
-// Run follows the feed and runs a round every Options.Interval until ctx
+// Run follows the feed and runs an effects pass every Options.Interval until ctx
 // is done.
 func (t *Tracker) Run(ctx context.Context) error {
 	if _, err := t.CatchUp(ctx); err != nil && ctx.Err() == nil {
 		t.log.Warn("effects: catch up", "err", err)
 	}
-	round := time.NewTicker(t.opts.Interval)
-	defer round.Stop()
+	pass := time.NewTicker(t.opts.Interval)
+	defer pass.Stop()
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
 	for {
@@ -180,12 +181,12 @@ func (t *Tracker) Run(ctx context.Context) error {
 			return nil
 		case <-changed:
 		case <-poll.C:
-		case <-round.C:
+		case <-pass.C:
 			if _, err := t.CatchUp(ctx); err != nil && ctx.Err() == nil {
 				t.log.Warn("effects: catch up", "err", err)
 			}
-			if _, err := t.Round(ctx); err != nil && ctx.Err() == nil {
-				t.log.Warn("effects round", "err", err)
+			if _, err := t.Pass(ctx); err != nil && ctx.Err() == nil {
+				t.log.Warn("effects pass", "err", err)
 			}
 			continue
 		}
@@ -296,7 +297,7 @@ func (c *computation) patternOf(ctx context.Context, r rules.Rule) (pattern, err
 		}
 	}
 	if p.category == "" && r.Effect != nil {
-		// The source cluster is gone (merged in a round): the category
+		// The source cluster is gone (merged away in re-clustering): the category
 		// recorded with the last figures still names the pattern.
 		p.category = r.Effect.Category
 	}

@@ -25,7 +25,8 @@ type groups struct {
 	mu      sync.RWMutex
 	byGroup map[string][]string
 	byID    map[string]centroid
-	// dirty are the groups that changed since their last round.
+	// dirty are the groups that changed since their last re-clustering
+	// pass.
 	dirty map[string]bool
 }
 
@@ -46,7 +47,7 @@ func newGroups() *groups {
 	return &groups{byGroup: map[string][]string{}, byID: map[string]centroid{}, dirty: map[string]bool{}}
 }
 
-// markDirty queues a group for the next round.
+// markDirty queues a group for the next re-clustering pass.
 func (g *groups) markDirty(key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -73,6 +74,10 @@ func (g *groups) takeDirty() []string {
 
 // put records a cluster as committed.
 func (g *groups) put(cl *Cluster) { g.apply(nil, []*Cluster{cl}) }
+
+// committed brings the groups up to what the state holds after c: the
+// clusters it dropped go and those it wrote are recorded, at once.
+func (g *groups) committed(c commit) { g.apply(c.dropClusters, c.clusters) }
 
 // apply brings the groups up to a commit at once: the clusters it
 // dropped go, the clusters it wrote are recorded, so no listing sees a

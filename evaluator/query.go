@@ -113,7 +113,7 @@ func (s *Service) ClusterPage(ctx context.Context, id string, offset, limit int)
 	if !ok {
 		return ClusterView{}, precept.Errorf(precept.NotFound, "cluster %q not found", id)
 	}
-	v, err := s.view(ctx, viewOf(c), 5)
+	v, err := s.view(ctx, viewOf(c), 5, nil)
 	if err != nil {
 		return ClusterView{}, err
 	}
@@ -141,7 +141,7 @@ type ClusterQuery struct {
 func (s *Service) Clusters(ctx context.Context, q ClusterQuery) ([]ClusterView, int, error) {
 	page, total := s.groups.list(q)
 	for i := range page {
-		v, err := s.view(ctx, page[i], 3)
+		v, err := s.view(ctx, page[i], 3, nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("list clusters: %w", err)
 		}
@@ -164,7 +164,7 @@ func (s *Service) Generalizable(ctx context.Context) ([]ClusterView, error) {
 	}
 	out := make([]ClusterView, 0, len(picked))
 	for _, c := range picked {
-		v, err := s.view(ctx, viewOf(c), 5)
+		v, err := s.view(ctx, viewOf(c), 5, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -180,15 +180,18 @@ func viewOf(c Cluster) ClusterView { return ClusterView{Cluster: c, Stats: c.Sta
 // view adds the n most central comments to a cluster's view.
 // Centrality is a member's mean similarity to the others among the most
 // recent centralitySample members, from their vectors in the index.
-func (s *Service) view(ctx context.Context, v ClusterView, n int) (ClusterView, error) {
+// sample, when not nil, is those members, already read by the caller.
+func (s *Service) view(ctx context.Context, v ClusterView, n int, sample []Member) (ClusterView, error) {
 	c := v.Cluster
 	if reps, conf, ok := s.views.get(c); ok {
 		v.Representatives, v.Confidence = reps[:min(n, len(reps))], conf
 		return v, nil
 	}
-	sample, err := s.state.members(c.ID, c.Size-centralitySample+1)
-	if err != nil {
-		return ClusterView{}, err
+	if sample == nil {
+		var err error
+		if sample, err = s.state.members(c.ID, c.Size-centralitySample+1); err != nil {
+			return ClusterView{}, err
+		}
 	}
 	vecs, err := s.sampleVectors(ctx, sample)
 	if err != nil {
@@ -305,7 +308,7 @@ func (s *Service) sampleVectors(ctx context.Context, sample []Member) ([][]float
 
 // viewCache keeps each cluster's ranked comments and confidence while the
 // cluster is unchanged: the rule proposer asks for every generalizable
-// cluster on every round, and ranking re-embeds up to 64 comments.
+// cluster on every drafting round, and ranking re-embeds up to 64 comments.
 type viewCache struct {
 	mu sync.Mutex
 	m  map[string]cachedView
@@ -419,7 +422,10 @@ type placement struct {
 // evaluation, decoding nothing else: the learning loop asks this of
 // every negative decision of a rule's agents (docs/effects.md). ok is
 // false while the decision has no evaluation.
-func Placement(s *Service, id string) (cluster, category string, ok bool, err error) {
+func (s *Service) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", "", false, err
+	}
 	p, ok, err := getJSON[placement](s.state, bEvals, id)
 	if err != nil || !ok {
 		return "", "", ok, err

@@ -105,7 +105,7 @@ func checkListings(t *testing.T, s *Service) {
 
 // The listing sorts and counts the clusters held in memory and reads
 // only its page: it must list what the state holds, in the same order,
-// after clustering, after re-clustering rounds, and after a restart.
+// after clustering, after re-clustering passes, and after a restart.
 func TestClusterListingsMatchTheStoredClusters(t *testing.T) {
 	dir := t.TempDir()
 	feed := labelledFeed(t)

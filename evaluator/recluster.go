@@ -4,21 +4,23 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
-// Between rounds a decision joins the cluster it is most similar to on
-// average, in arrival order. A round re-clusters each changed group
-// (one agent's lessons of one category) from scratch with UPGMA, which
-// does not depend on arrival order, and keeps cluster ids stable by
-// matching the new clusters to the old ones by overlap
+// Between re-clustering passes a decision joins the cluster it is most
+// similar to on average, in arrival order. A pass re-clusters each
+// changed group (one agent's lessons of one category) from scratch with
+// UPGMA, which does not depend on arrival order, and keeps cluster ids
+// stable by matching the new clusters to the old ones by overlap
 // (docs/lessons.md, "Re-clustering").
 
-// Merge and Split are what a round changed about clusters.
+// Merge and Split are what a re-clustering pass changed about clusters.
 type Merge struct {
 	Into string   `json:"into"`
 	From []string `json:"from"`
@@ -30,8 +32,8 @@ type Split struct {
 	Into []string `json:"into"`
 }
 
-// RoundRecord is what one round did to one group.
-type RoundRecord struct {
+// ReclusterRecord is what one re-clustering pass did to one group.
+type ReclusterRecord struct {
 	At       time.Time `json:"at"`
 	Agent    string    `json:"agent"`
 	Category string    `json:"category"`
@@ -46,31 +48,31 @@ type RoundRecord struct {
 	Reclassified int `json:"reclassified"`
 }
 
-// RoundReport sums up a round over several groups.
-type RoundReport struct {
-	Groups       int           `json:"groups"`
-	Members      int           `json:"members"`
-	Moved        int           `json:"moved"`
-	Reclassified int           `json:"reclassified"`
-	Records      []RoundRecord `json:"records,omitempty"`
-	Took         time.Duration `json:"took"`
+// ReclusterReport sums up a re-clustering pass over several groups.
+type ReclusterReport struct {
+	Groups       int               `json:"groups"`
+	Members      int               `json:"members"`
+	Moved        int               `json:"moved"`
+	Reclassified int               `json:"reclassified"`
+	Records      []ReclusterRecord `json:"records,omitempty"`
+	Took         time.Duration     `json:"took"`
 }
 
-// maxExactGroup is the largest group a round clusters decision by
+// maxExactGroup is the largest group a pass clusters decision by
 // decision; a larger one is clustered with its current clusters as
-// units, which bounds a round's memory and time (docs/lessons.md).
+// units, which bounds a pass's memory and time (docs/lessons.md).
 const maxExactGroup = 4000
 
-// Recluster runs a round over the groups that changed since their last
-// round (all groups after a start). Each group is done under the
-// evaluator's lock on its own, so new decisions are evaluated between
+// Recluster runs a re-clustering pass over the groups that changed since
+// their last pass (all groups after a start). Each group is done under
+// the evaluator's lock on its own, so new decisions are evaluated between
 // groups.
-func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
+func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
 	start := time.Now()
-	var rep RoundReport
+	var rep ReclusterReport
 	keys := s.groups.takeDirty()
 	for i, key := range keys {
-		// A round cut short leaves the groups it did not do dirty.
+		// A pass cut short leaves the groups it did not do dirty.
 		requeue := func() {
 			for _, k := range keys[i:] {
 				s.groups.markDirty(k)
@@ -80,7 +82,9 @@ func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
 			requeue()
 			return rep, err
 		}
-		rec, change, err := s.reclusterGroup(ctx, key)
+		s.mu.Lock()
+		rec, change, err := s.reclusterer.group(ctx, key, false)
+		s.mu.Unlock()
 		if err != nil {
 			requeue()
 			return rep, fmt.Errorf("re-cluster: %w", err)
@@ -100,28 +104,33 @@ func (s *Service) Recluster(ctx context.Context) (RoundReport, error) {
 	return rep, nil
 }
 
-// ReclusterAll runs a round over every group, changed or not.
-func (s *Service) ReclusterAll(ctx context.Context) (RoundReport, error) {
+// ReclusterAll runs a re-clustering pass over every group, changed or not.
+func (s *Service) ReclusterAll(ctx context.Context) (ReclusterReport, error) {
 	s.groups.markAllDirty()
 	return s.Recluster(ctx)
 }
 
-// reclusterGroup re-clusters one group and saves the result.
-func (s *Service) reclusterGroup(ctx context.Context, key string) (RoundRecord, Change, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return round{s}.reclusterGroupLocked(ctx, key, false)
+// reclusterer re-clusters groups from scratch: it reads a group's
+// clusters, members and vectors, partitions them with UPGMA under the
+// curators' constraints, and writes the new clusters and the evaluations
+// that changed. It holds what that needs of the evaluator and nothing
+// more; its caller holds the evaluator's lock.
+type reclusterer struct {
+	state  *state
+	index  vectorindex.Index
+	groups *groups
+	// linkage is Options.LinkageThreshold, thresholds Options.Thresholds.
+	linkage    float64
+	thresholds Thresholds
+	now        func() time.Time
+	log        *slog.Logger
 }
 
-// round does one group's re-clustering on the service's state; the
-// caller holds s.mu.
-type round struct{ *Service }
-
-// reclusterGroupLocked is reclusterGroup for a caller holding s.mu. With
-// force the group is rebuilt even when the round finds its clusters as
-// they are: a correction changed its decisions' evaluations.
-func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool) (RoundRecord, Change, error) {
-	now := s.opts.Now().UTC()
+// group re-clusters one group and saves the result. With force the group
+// is rebuilt even when the pass finds its clusters as they are: a
+// correction changed its decisions' evaluations.
+func (s *reclusterer) group(ctx context.Context, key string, force bool) (ReclusterRecord, Change, error) {
+	now := s.now().UTC()
 	oldIDs := s.groups.clusters(key)
 	slices.Sort(oldIDs)
 	old := map[string]*Cluster{}
@@ -130,7 +139,7 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 	for _, id := range oldIDs {
 		cl, ok, err := getJSON[Cluster](s.state, bClusters, id)
 		if err != nil {
-			return RoundRecord{}, Change{}, err
+			return ReclusterRecord{}, Change{}, err
 		}
 		if !ok {
 			continue
@@ -138,21 +147,21 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 		old[id] = &cl
 		ms, err := s.state.members(id, 1)
 		if err != nil {
-			return RoundRecord{}, Change{}, err
+			return ReclusterRecord{}, Change{}, err
 		}
 		for _, m := range ms {
 			oldOf[m.DecisionID] = id
 		}
 		members = append(members, ms...)
 	}
-	rec := RoundRecord{At: now, Members: len(members), Before: len(old)}
+	rec := ReclusterRecord{At: now, Members: len(members), Before: len(old)}
 	if len(old) > 0 {
 		first := old[oldIDs[0]]
 		rec.Agent, rec.Category = first.Agent, first.Category
 	}
-	k, err := corrector(s).loadConstraints()
+	k, err := loadConstraints(s.state)
 	if err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
 	if len(members) == 0 {
 		// Every decision left the group (a curator moved them): its
@@ -160,9 +169,9 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 		if len(oldIDs) > 0 {
 			drop := commit{dropClusters: oldIDs}
 			if err := s.state.apply(drop); err != nil {
-				return RoundRecord{}, Change{}, err
+				return ReclusterRecord{}, Change{}, err
 			}
-			s.committed(drop)
+			s.groups.committed(drop)
 		}
 		return rec, Change{}, nil
 	}
@@ -176,16 +185,16 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 	}
 	vecs, err := vectorsFor(ctx, s.state, s.index, ids)
 	if err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
-	parts, err := s.roundPartition(members, vecs, oldOf, oldIDs, k)
+	parts, err := s.partition(members, vecs, oldOf, k)
 	if err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
 	names := matchByOverlap(parts, members, oldOf, old)
-	if !force && unchanged(parts, names, members, oldOf, old, k, s.opts.Thresholds.ClassOf) {
-		// The round found the clusters as they are: nothing to write, and
-		// nothing to record (rounds are recorded when they change
+	if !force && unchanged(parts, names, members, oldOf, old, k, s.thresholds.ClassOf) {
+		// The pass found the clusters as they are: nothing to write, and
+		// nothing to record (passes are recorded when they change
 		// something).
 		rec.After = len(parts)
 		return rec, Change{}, nil
@@ -197,15 +206,15 @@ func (s round) reclusterGroupLocked(ctx context.Context, key string, force bool)
 			s.log.Info("cluster merged away in re-clustering", "cluster", id)
 		}
 	}
-	c.rounds = []RoundRecord{rec}
+	c.reclusters = []ReclusterRecord{rec}
 	if err := s.state.apply(c); err != nil {
-		return RoundRecord{}, Change{}, err
+		return ReclusterRecord{}, Change{}, err
 	}
-	s.committed(c)
+	s.groups.committed(c)
 	return rec, change, nil
 }
 
-// unchanged reports whether a round's partition is the group's clusters
+// unchanged reports whether a pass's partition is the group's clusters
 // as they stand: the same clusters under the same ids with the same
 // members, none of them newly marked or unmarked as not a pattern, each
 // of the class the thresholds give it now.
@@ -235,11 +244,11 @@ func unchanged(parts [][]int, names []string, members []Member, oldOf map[string
 	return true
 }
 
-// roundPartition clusters a group's members: decision by decision up to
+// partition clusters a group's members: decision by decision up to
 // maxExactGroup, else with the current clusters as units that stay whole;
 // decisions a curator linked are one unit, and units a curator kept
 // apart never merge.
-func (s round) roundPartition(members []Member, vecs map[string][]float32, oldOf map[string]string, oldIDs []string, k constraints) ([][]int, error) {
+func (s *reclusterer) partition(members []Member, vecs map[string][]float32, oldOf map[string]string, k constraints) ([][]int, error) {
 	for _, m := range members {
 		if vecs[m.DecisionID] == nil {
 			return nil, fmt.Errorf("decision %s has no vector in the index", m.DecisionID)
@@ -294,7 +303,7 @@ func (s round) roundPartition(members []Member, vecs map[string][]float32, oldOf
 			}
 		}
 	}
-	units := upgma(sums, weights, apart, s.opts.LinkageThreshold)
+	units := upgma(sums, weights, apart, s.linkage)
 	assign := make([]int, len(members))
 	for i := range members {
 		assign[i] = units[memberUnit[i]]
@@ -351,9 +360,9 @@ func matchByOverlap(parts [][]int, members []Member, oldOf map[string]string, ol
 }
 
 // rebuild makes the new clusters, their members and the evaluations that
-// changed, and fills in the round's record.
-func (s round) rebuild(parts [][]int, names []string, members []Member, vecs map[string][]float32, oldOf map[string]string,
-	old map[string]*Cluster, k constraints, now time.Time, rec *RoundRecord) (commit, Change) {
+// changed, and fills in the pass's record.
+func (s *reclusterer) rebuild(parts [][]int, names []string, members []Member, vecs map[string][]float32, oldOf map[string]string,
+	old map[string]*Cluster, k constraints, now time.Time, rec *ReclusterRecord) (commit, Change) {
 	var c commit
 	var change Change
 	rec.After = len(parts)
@@ -398,7 +407,7 @@ func (s round) rebuild(parts [][]int, names []string, members []Member, vecs map
 			}
 		}
 		cl.NotAPattern = marked > 0 && 2*marked >= len(items)
-		class := s.opts.Thresholds.ClassOf(cl.Stats())
+		class := s.thresholds.ClassOf(cl.Stats())
 		if class != cl.Class {
 			cl.Class = class
 			cl.Revision++
@@ -424,8 +433,8 @@ func (s round) rebuild(parts [][]int, names []string, members []Member, vecs map
 
 // reevaluate gives the members of a rebuilt cluster whose cluster or
 // class changed a new evaluation.
-func (s round) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[string]string, old map[string]*Cluster,
-	now time.Time, rec *RoundRecord, c *commit) []Evaluation {
+func (s *reclusterer) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[string]string, old map[string]*Cluster,
+	now time.Time, rec *ReclusterRecord, c *commit) []Evaluation {
 	var out []Evaluation
 	stats, tags, meanSim := cl.Stats(), cl.Tags(), cl.meanSimilarity()
 	for _, i := range items {
@@ -434,15 +443,15 @@ func (s round) reevaluate(cl *Cluster, items []int, members []Member, oldOf map[
 		if err != nil || !ok {
 			continue
 		}
-		// Moved: its evaluation names another cluster (a round moved it, or
-		// a correction did before this round).
+		// Moved: its evaluation names another cluster (a pass moved it, or
+		// a correction did before this pass).
 		moved := oldOf[m.DecisionID] != cl.ID || prev.ClusterID != cl.ID
 		sameStats := old[cl.ID] != nil && old[cl.ID].Size == cl.Size && prev.Class == cl.Class
 		if !moved && sameStats {
 			continue
 		}
 		d := precept.Decision{DecisionID: m.DecisionID, Agent: m.Agent}
-		ev := s.opts.Thresholds.clusterEvaluation(d, prev.Rubric, cl.ID, stats, tags, meanSim)
+		ev := s.thresholds.clusterEvaluation(d, prev.Rubric, cl.ID, stats, tags, meanSim)
 		ev.SimilarIDs, ev.Evaluator, ev.EvaluatedAt, ev.Lesson = prev.SimilarIDs, "deterministic", now, prev.Lesson
 		ev.Revision = prev.Revision + 1
 		if moved {

@@ -62,9 +62,10 @@ func clusterIDs(t *testing.T, svc *Service, ids []string) map[string]string {
 	return out
 }
 
-// Arrival order decides the clusters between rounds; a round makes them
-// the same for every order, keeps them on a second round, and keeps ids.
-func TestRoundsMakeClustersIndependentOfArrivalOrder(t *testing.T) {
+// Arrival order decides the clusters between re-clustering passes; a
+// pass makes them the same for every order, keeps them on a second pass,
+// and keeps ids.
+func TestReclusteringMakesClustersIndependentOfArrivalOrder(t *testing.T) {
 	items := loadFixture(t, "labelled.jsonl")
 	var ids []string
 	for _, it := range items {
@@ -98,20 +99,20 @@ func TestRoundsMakeClustersIndependentOfArrivalOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		if again.Moved != 0 || again.Reclassified != 0 {
-			t.Fatalf("a second round changed things: %+v", again)
+			t.Fatalf("a second pass changed things: %+v", again)
 		}
 		if got := clusterIDs(t, e.svc, ids); !maps.Equal(got, idsAfter) {
-			t.Fatal("a second round renamed clusters")
+			t.Fatal("a second pass renamed clusters")
 		}
-		t.Logf("order %d: first round over %d groups moved %d, reclassified %d", seed, rep.Groups, rep.Moved, rep.Reclassified)
+		t.Logf("order %d: first pass over %d groups moved %d, reclassified %d", seed, rep.Groups, rep.Moved, rep.Reclassified)
 	}
 	for i := 1; i < len(parts); i++ {
 		if !slices.EqualFunc(parts[i], parts[0], slices.Equal) {
-			t.Fatalf("order %d clustered differently after a round", i)
+			t.Fatalf("order %d clustered differently after a pass", i)
 		}
 	}
 	if orders == 0 {
-		t.Log("note: arrival order did not change the clusters before a round either")
+		t.Log("note: arrival order did not change the clusters before a pass either")
 	}
 }
 
@@ -159,7 +160,7 @@ func zorbsAndQuuxes() []precept.Feedback {
 	}
 }
 
-func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
+func TestCuratorCorrectionsApplyAndSurviveReclustering(t *testing.T) {
 	feed := newFeed()
 	// A linkage no two of these comments reach, so every merge below is
 	// the curator's.
@@ -196,7 +197,7 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 		// Listings come from memory: they must follow every correction.
 		checkListings(t, e.svc)
 	}
-	round := func() {
+	recluster := func() {
 		t.Helper()
 		if _, err := e.svc.Recluster(ctx); err != nil {
 			t.Fatal(err)
@@ -204,7 +205,7 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 		checkListings(t, e.svc)
 	}
 
-	// Merge: the zorb decisions belong together, round or not.
+	// Merge: the zorb decisions belong together, re-clustered or not.
 	if ev("z1").ClusterID == ev("z2").ClusterID {
 		t.Fatal("z1 and z2 share a cluster before any merge")
 	}
@@ -212,9 +213,9 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 	if ev("z1").ClusterID != ev("z2").ClusterID {
 		t.Fatal("the merge did not put z1 and z2 together")
 	}
-	round()
+	recluster()
 	if ev("z1").ClusterID != ev("z2").ClusterID {
-		t.Fatal("merged decisions came apart in a round")
+		t.Fatal("merged decisions came apart in a re-clustering pass")
 	}
 	if ev("z2").Class != GeneralizableLow {
 		t.Fatalf("merged cluster: class %s", ev("z2").Class)
@@ -222,26 +223,26 @@ func TestCuratorCorrectionsApplyAndSurviveRounds(t *testing.T) {
 
 	// Not a pattern: the cluster stays an edge case.
 	apply(Correction{Kind: CorrectNotAPattern, Clusters: []string{ev("z1").ClusterID}})
-	round()
+	recluster()
 	if ev("z1").Class != EdgeCase || !strings.Contains(ev("z1").Rationale, "not a pattern") {
 		t.Fatalf("not a pattern: %s %q", ev("z1").Class, ev("z1").Rationale)
 	}
 
-	// Split q2 off: it stays apart after rounds.
+	// Split q2 off: it stays apart after re-clustering.
 	if ev("q1").ClusterID == ev("q2").ClusterID {
 		t.Fatal("q1 and q2 share a cluster before any merge")
 	}
 	apply(Correction{Kind: CorrectMerge, Clusters: []string{ev("q1").ClusterID, ev("q2").ClusterID}})
 	apply(Correction{Kind: CorrectSplit, Clusters: []string{ev("q1").ClusterID}, Decisions: []string{"q2"}})
-	round()
+	recluster()
 	if ev("q1").ClusterID == ev("q2").ClusterID {
-		t.Fatal("a split decision came back in a round")
+		t.Fatal("a split decision came back in a re-clustering pass")
 	}
 
 	// Set category: q2 becomes a zorb problem, by the curator, and joins
 	// that group.
 	apply(Correction{Kind: CorrectCategory, Decisions: []string{"q2"}, Category: "zorb-problem"})
-	round()
+	recluster()
 	got := ev("q2")
 	if got.Lesson.Category != "zorb-problem" || got.Lesson.By != "curator:curator-1" {
 		t.Fatalf("recategorised lesson: %+v", got.Lesson)
@@ -338,10 +339,10 @@ func (r *remoteIndex) Embeddings(ctx context.Context, ids []string) (map[string]
 	return r.Index.Embeddings(ctx, ids)
 }
 
-// TestRoundsOverARemoteIndexReadTheStatesCopyOfTheVectors: with a
+// TestReclusteringOverARemoteIndexReadsTheStatesCopyOfTheVectors: with a
 // remote index the evaluator keeps each clustered decision's vector, so a
-// round costs no round trip per vector, and clusters the same.
-func TestRoundsOverARemoteIndexReadTheStatesCopyOfTheVectors(t *testing.T) {
+// re-clustering pass costs no round trip per vector, and clusters the same.
+func TestReclusteringOverARemoteIndexReadsTheStatesCopyOfTheVectors(t *testing.T) {
 	comments := []string{
 		"Hardcoded API key in config.go; load secrets from the environment.",
 		"API key is hardcoded in the config file, read it from an env var instead.",
@@ -397,7 +398,7 @@ func TestRoundsOverARemoteIndexReadTheStatesCopyOfTheVectors(t *testing.T) {
 	inProcess, _ := run(false)
 	remote, read := run(true)
 	if read != 0 {
-		t.Fatalf("a round read %d vectors from the remote index, want none", read)
+		t.Fatalf("a re-clustering pass read %d vectors from the remote index, want none", read)
 	}
 	same := func(m map[string]string, a, b string) bool { return m[a] == m[b] }
 	for _, pair := range [][2]string{{"d0", "d1"}, {"d2", "d3"}, {"d0", "d2"}, {"d3", "d4"}} {

@@ -196,7 +196,7 @@ func (s *Service) clarify(ctx context.Context, id, reply string, at time.Time) (
 	if err := s.state.apply(b.commit); err != nil {
 		return Evaluation{}, NeedsReview{}, err
 	}
-	s.committed(b.commit)
+	s.groups.committed(b.commit)
 	s.flushEdgeCases(ctx)
 	if s.opts.OnChange != nil && len(b.change.GeneralizableClusters) > 0 {
 		s.opts.OnChange(Change{GeneralizableClusters: b.change.GeneralizableClusters})

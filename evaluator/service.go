@@ -107,8 +107,9 @@ type Options struct {
 	OnChange func(Change)
 	// OnEvaluated is called with the evaluations each commit recorded,
 	// after it committed: a batch, a correction, a clarification reply or
-	// a round. It runs on the evaluator's goroutine and must not block;
-	// analytics counts lesson categories from it (docs/analytics.md).
+	// a re-clustering pass. It runs on the evaluator's goroutine and must
+	// not block; analytics counts lesson categories from it
+	// (docs/analytics.md).
 	OnEvaluated func([]Evaluation)
 	Logger      *slog.Logger
 	// Metrics receives what the evaluator measures; default none.
@@ -192,6 +193,10 @@ type Service struct {
 	mu     sync.Mutex // serialises batches and clarification records
 	// views caches each cluster's central comments until it changes.
 	views viewCache
+	// reclusterer re-clusters groups, corrections applies curators'
+	// corrections; both work on the state above under mu.
+	reclusterer *reclusterer
+	corrections *corrections
 }
 
 // New opens the evaluator's state at statePath over an index whose spec
@@ -208,6 +213,10 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 	}
 	st.evaluated = opts.OnEvaluated
 	s := &Service{feed: feed, emb: emb, index: index, state: st, groups: newGroups(), opts: opts, m: opts.Metrics, log: opts.Logger}
+	s.reclusterer = &reclusterer{state: st, index: index, groups: s.groups, linkage: opts.LinkageThreshold,
+		thresholds: opts.Thresholds, now: opts.Now, log: opts.Logger}
+	s.corrections = &corrections{state: st, index: index, groups: s.groups, lessons: opts.Lessons,
+		thresholds: opts.Thresholds, now: opts.Now, log: opts.Logger, recluster: s.reclusterer}
 	err = eachJSON(st, bClusters, func(c Cluster) error { s.groups.put(&c); return nil })
 	s.groups.markAllDirty()
 	if err == nil {
@@ -326,12 +335,12 @@ const maxDocument = 1000
 // error until they are evaluated.
 func (s *Service) Run(ctx context.Context) error {
 	failures := 0
-	lastRound := time.Now()
+	lastRecluster := time.Now()
 	for {
-		if s.opts.ReclusterEvery > 0 && time.Since(lastRound) >= s.opts.ReclusterEvery {
-			lastRound = time.Now()
+		if s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
+			lastRecluster = time.Now()
 			if rep, err := s.Recluster(ctx); err != nil {
-				s.log.Error("re-cluster; will retry at the next round", "err", err)
+				s.log.Error("re-cluster; will retry at the next pass", "err", err)
 			} else if rep.Groups > 0 {
 				s.log.Info("re-clustered", "groups", rep.Groups, "decisions", rep.Members, "moved", rep.Moved, "reclassified", rep.Reclassified, "took", rep.Took.Round(time.Millisecond))
 			}
@@ -380,7 +389,7 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 		return s.applyConversations(ctx, items)
 	}
 	if items[0].Correction != nil {
-		return s.applyCorrections(ctx, items)
+		return s.corrections.applyAll(ctx, items)
 	}
 	if items[0].Skip != "" {
 		s.log.Warn("skip a feed entry that cannot be applied", "seq", items[0].Seq, "reason", items[0].Skip)
@@ -421,7 +430,7 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	if err := s.state.apply(b.commit); err != nil {
 		return 0, fmt.Errorf("save evaluations: %w", err)
 	}
-	s.committed(b.commit)
+	s.groups.committed(b.commit)
 	for _, cl := range b.commit.clusters {
 		s.groups.markDirty(groupOf(cl.Agent, cl.Category))
 	}
@@ -434,13 +443,6 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 		s.opts.OnChange(b.change)
 	}
 	return len(items), nil
-}
-
-// committed brings the in-memory centroids up to what the state now
-// holds: the clusters a commit dropped go and those it wrote are
-// recorded, at once.
-func (s *Service) committed(c commit) {
-	s.groups.apply(c.dropClusters, c.clusters)
 }
 
 // flushEdgeCases writes pending edge-case documents; failures are

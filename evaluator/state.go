@@ -30,10 +30,10 @@ var (
 	bReview      = []byte("needs_review") // decision id -> NeedsReview
 	bErrors      = []byte("errors")       // decision id -> last evaluation error
 	bEdge        = []byte("edge_pending") // decision id -> EdgeCaseDoc not yet written
-	bRounds      = []byte("rounds")       // time \x00 agent \x00 category -> RoundRecord
+	bReclusters  = []byte("rounds")       // time \x00 agent \x00 category -> ReclusterRecord (name kept on disk)
 	bCorrections = []byte("corrections")  // feed seq -> Correction, as applied
 	// bVectors keeps, with a remote index only, each clustered
-	// decision's vector (little-endian float32s), so rounds need no
+	// decision's vector (little-endian float32s), so re-clustering needs no
 	// round trip per vector; it came after version 3 without changing
 	// it: a decision missing here is read from the index.
 	bVectors = []byte("vectors") // decision id -> vector
@@ -61,7 +61,7 @@ func openState(path string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
-	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge, bRounds, bCorrections, bVectors}
+	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge, bReclusters, bCorrections, bVectors}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
@@ -168,9 +168,9 @@ type commit struct {
 	edgeDone    []string
 	clearErrors []string
 	// dropClusters are deleted with their members before anything else
-	// is written (a round rewrites its group's clusters whole).
+	// is written (a re-clustering pass rewrites its group's clusters whole).
 	dropClusters []string
-	rounds       []RoundRecord
+	reclusters   []ReclusterRecord
 	// removeMembers are (cluster, decision) member records to delete.
 	removeMembers [][2]string
 	corrections   []Correction
@@ -224,9 +224,9 @@ func (s *state) write(c commit) error {
 				return err
 			}
 		}
-		for _, r := range c.rounds {
+		for _, r := range c.reclusters {
 			key := r.At.UTC().Format(time.RFC3339Nano) + "\x00" + r.Agent + "\x00" + r.Category
-			if err := putJSON(tx.Bucket(bRounds), key, r); err != nil {
+			if err := putJSON(tx.Bucket(bReclusters), key, r); err != nil {
 				return err
 			}
 		}

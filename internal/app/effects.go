@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/precept-dev/precept/effect"
-	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
@@ -36,7 +35,9 @@ func (a *App) openEffects() error {
 		opts.Metrics, opts.Logger = m, a.Log.With("component", "effects")
 		var evals effect.Evaluations
 		if a.Evaluator != nil && a.Config.Evaluator.Enabled {
-			evals = placements{a.Evaluator}
+			// The evaluator is what the learning loop reads: each
+			// decision's placement and each cluster.
+			evals = a.Evaluator
 		} else if opts.Lifecycle {
 			// Without evaluations no recurrence can be seen: acting on
 			// that would overwrite the figures of a replica that evaluates.
@@ -63,16 +64,6 @@ func (a *App) runEffects(ctx context.Context) error {
 		err = verr
 	}
 	return err
-}
-
-// placements is the evaluator as the learning loop reads it.
-type placements struct{ *evaluator.Service }
-
-func (p placements) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
-	if err := ctx.Err(); err != nil {
-		return "", "", false, err
-	}
-	return evaluator.Placement(p.Service, id)
 }
 
 // ruleLifecycle is the rule manager with its lifecycle operations, as the

@@ -23,13 +23,13 @@ import (
 // (effects.enabled and analytics.enabled off) and on, in the same run,
 // each variant in a process of its own that inherits the environment,
 // PRECEPT_BENCH_SIZES with it. One preceptd at a time
-// runs — a twin's background work (re-clustering rounds, previews) would
+// runs — a twin's background work (re-clustering passes, previews) would
 // otherwise land in the other's measurements — filled to each size and
 // measured in three windows of 5,000 decisions; the medians are reported.
 // With the loop on, every agent has two active rules with a category
 // pattern, the decisions carry their agent's recorded prompt_version, and
-// a full effects round runs before the windows. Reported: decisions/s per
-// variant and size, the ratio on/off, and how long the round took.
+// a full effects pass runs before the windows. Reported: decisions/s per
+// variant and size, the ratio on/off, and how long the pass took.
 func BenchmarkLearningLoopCost(b *testing.B) {
 	sizes := testenv.BenchSizes(b)
 	variant := os.Getenv("PRECEPT_BENCH_LOOP")
@@ -86,12 +86,12 @@ func loopCostVariant(b *testing.B, variant string, sizes []int) {
 				b.Fatal(err)
 			}
 			start := time.Now()
-			rep, err := a.Effects.Round(context.Background())
+			rep, err := a.Effects.Pass(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(time.Since(start).Seconds(), "effects-round-s@"+sizeLabel(size))
-			b.Logf("effects round at %d stored: %d rules in %s", size, len(rep.Effects), time.Since(start).Round(time.Millisecond))
+			b.ReportMetric(time.Since(start).Seconds(), "effects-pass-s@"+sizeLabel(size))
+			b.Logf("effects pass at %d stored: %d rules in %s", size, len(rep.Effects), time.Since(start).Round(time.Millisecond))
 		}
 		var rates []float64
 		for w := range 3 {
@@ -120,12 +120,12 @@ func loopCostInSubprocesses(b *testing.B, sizes []int) {
 			b.Fatalf("variant %s: %v\n%s", variant, err, out)
 		}
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "stored") || strings.Contains(line, "effects round") {
+			if strings.Contains(line, "stored") || strings.Contains(line, "effects pass") {
 				b.Log(strings.TrimSpace(line))
 			}
 			f := strings.Fields(line)
 			for i := 1; i < len(f); i++ {
-				if v, err := strconv.ParseFloat(f[i-1], 64); err == nil && (strings.HasPrefix(f[i], "ingest+classify/s-") || strings.HasPrefix(f[i], "effects-round-s@")) {
+				if v, err := strconv.ParseFloat(f[i-1], 64); err == nil && (strings.HasPrefix(f[i], "ingest+classify/s-") || strings.HasPrefix(f[i], "effects-pass-s@")) {
 					got[f[i]] = v
 					b.ReportMetric(v, f[i])
 				}

@@ -164,15 +164,15 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 		t.Fatalf("r-checked effect = %v, %v", checked, err)
 	}
 
-	// A round records the figures, raises r-checked (6 validations) to
+	// An effects pass records the figures, raises r-checked (6 validations) to
 	// IMPORTANT, which puts it first in the prompt, and proposes the
 	// drafted rule's sunset and the idle rule's re-approval.
-	rep, err := r.app.Effects.Round(ctx)
+	rep, err := r.app.Effects.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Proposed) != 2 || rep.Recorded < 2 {
-		t.Fatalf("round = %+v", rep)
+		t.Fatalf("pass = %+v", rep)
 	}
 	eventually(t, "r-checked first in the prompt", 10*time.Second, func() bool {
 		return slices.Equal(buildPrompt(t, r, "coding-agent").GetRuleIds(), []string{"r-checked", ruleID})
@@ -203,7 +203,7 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 	if b := gitIn(t, r.app.RulesRepo.Path(), "branch", "--list", "proposal/"+sunset.GetProposalId()); !strings.Contains(b, sunset.GetProposalId()) {
 		t.Fatalf("no branch for the sunset proposal: %q", b)
 	}
-	// The round's figures are gauges per rule.
+	// The pass's figures are gauges per rule.
 	resp, err := http.Get(r.app.URL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -218,11 +218,11 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	// A second round asks nothing new. On a slow machine the idle rule's
+	// A second pass asks nothing new. On a slow machine the idle rule's
 	// 1 s grace may already be over: it is then shadowed here.
-	second, err := r.app.Effects.Round(ctx)
+	second, err := r.app.Effects.Pass(ctx)
 	if err != nil || len(second.Proposed) != 0 {
-		t.Fatalf("second round = %+v, %v", second, err)
+		t.Fatalf("second pass = %+v, %v", second, err)
 	}
 
 	// Approved by two people, the sunset takes the rule out of the prompt
@@ -245,12 +245,12 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 	}
 
 	// The idle rule's re-approval goes unanswered past the grace period:
-	// the next round moves it to SHADOW — out of the prompt, into the
+	// the next pass moves it to SHADOW — out of the prompt, into the
 	// shadow prompt, still on main.
 	time.Sleep(1100 * time.Millisecond)
-	rep, err = r.app.Effects.Round(ctx)
+	rep, err = r.app.Effects.Pass(ctx)
 	if err != nil || !slices.Equal(append(second.Shadowed, rep.Shadowed...), []string{"r-idle"}) {
-		t.Fatalf("round = %+v, %v", rep, err)
+		t.Fatalf("pass = %+v, %v", rep, err)
 	}
 	eventually(t, "the idle rule in the shadow prompt only", 10*time.Second, func() bool {
 		p := buildPrompt(t, r, "docs-agent")

@@ -2,19 +2,13 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
-	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
-	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
@@ -48,7 +42,7 @@ func (a *App) openRules() error {
 		Logger:          a.Log.With("component", "rules"),
 	}
 	if a.Evaluator != nil {
-		opts.Evidence = clusterEvidence{a.Evaluator, a.Lessons}
+		opts.Evidence = clusterEvidence(a.Evaluator.Evidence)
 	}
 	if a.LLM != nil {
 		opts.LLM = a.LLM
@@ -98,73 +92,29 @@ func (a *App) ruleThresholds() rules.Thresholds {
 	return rules.Thresholds{Duplicate: cfg.DuplicateThreshold, Conflict: cfg.ConflictThreshold, Rejected: cfg.RejectedSimilarity}
 }
 
-// clusterEvidence offers the evaluator's generalizable clusters to the
-// rule proposer.
-// clusterEvidence reads the evaluator's clusters as rule evidence, with
-// their lesson categories from the taxonomy it classifies with.
-type clusterEvidence struct {
-	ev      *evaluator.Service
-	lessons *lesson.Source
-}
+// clusterEvidence offers the evaluator's generalizable clusters
+// (evaluator.Service.Evidence) to the rule proposer, copied into its
+// types.
+type clusterEvidence func(context.Context) ([]evaluator.Evidence, error)
 
-var _ rules.EvidenceSource = clusterEvidence{}
+var _ rules.EvidenceSource = clusterEvidence(nil)
 
-// Generalizable implements rules.EvidenceSource: it translates the
-// evaluator's generalizable clusters, each read whole (listings leave
-// the members out).
-func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, error) {
-	listed, err := c.ev.Generalizable(ctx)
+// Generalizable implements rules.EvidenceSource.
+func (f clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, error) {
+	evs, err := f(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rules.Evidence, 0, len(listed))
-	for _, l := range listed {
-		v, err := c.ev.Cluster(ctx, l.ID)
-		if errors.Is(err, precept.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	out := make([]rules.Evidence, 0, len(evs))
+	for _, v := range evs {
 		e := rules.Evidence{
-			ClusterID: v.ID, Class: string(v.Class), Agents: v.Stats.Agents, Size: v.Stats.Size,
-			Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)), Producers: v.Stats.Producers,
-			FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen, Confidence: v.Confidence,
+			ClusterID: v.ClusterID, Class: string(v.Class), Agents: v.Agents, Size: v.Size,
+			Reviewers: v.Reviewers, Epics: v.Epics, Producers: v.Producers, FeedbackIDs: v.FeedbackIDs, Tags: v.Tags,
+			FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Confidence: v.Confidence,
+			Category: v.Category, CategoryRule: v.CategoryRule, Protected: v.Protected, Asked: v.Asked,
 		}
-		for _, m := range v.Members {
-			e.FeedbackIDs = append(e.FeedbackIDs, m.DecisionID)
-		}
-		for _, t := range v.Tags {
-			e.Tags = append(e.Tags, strings.ToLower(t))
-		}
-		for _, r := range v.Representatives {
+		for _, r := range v.Comments {
 			e.Comments = append(e.Comments, rules.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
-		}
-		if cat, ok := c.lessons.Classifier().Taxonomy().Category(v.Category); ok {
-			e.Category, e.CategoryRule, e.Protected = cat.ID, cat.Rule, cat.Protected
-			// What the reviewers asked, the most central first.
-			central := map[string]int{}
-			for i, r := range v.Representatives {
-				central[r.DecisionID] = i + 1
-			}
-			members := slices.Clone(v.Members)
-			slices.SortStableFunc(members, func(a, b evaluator.Member) int {
-				ra, rb := central[a.DecisionID], central[b.DecisionID]
-				switch {
-				case ra > 0 && rb > 0:
-					return ra - rb
-				case ra > 0:
-					return -1
-				case rb > 0:
-					return 1
-				}
-				return 0
-			})
-			for _, m := range members {
-				if m.Asked != "" {
-					e.Asked = append(e.Asked, m.Asked)
-				}
-			}
 		}
 		out = append(out, e)
 	}

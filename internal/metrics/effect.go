@@ -8,7 +8,7 @@ import (
 	"github.com/precept-dev/precept/effect"
 )
 
-// Effects turns each effects round into gauges per rule on main:
+// Effects turns each effects pass into gauges per rule on main:
 //
 //	precept_rule_exposures{rule_id}                decisions made with the rule in the prompt
 //	precept_rule_recurrences{rule_id}              of those, recurrences of its failure pattern
@@ -19,7 +19,7 @@ import (
 //
 // A rule id is a label value only while the rule is on main, so the
 // series are bounded by the rule cap (rules.max_active_rules_per_agent
-// per agent); rules that leave main lose their series at the next round.
+// per agent); rules that leave main lose their series at the next pass.
 type Effects struct {
 	mu                                                     sync.Mutex
 	exposures, recurrences, rate, upper, valid, confidence *prometheus.GaugeVec
@@ -48,7 +48,7 @@ func NewEffects(reg prometheus.Registerer) (*Effects, error) {
 	return m, nil
 }
 
-// RuleEffects replaces the series with one round's effects.
+// RuleEffects replaces the series with one effects pass's effects.
 func (m *Effects) RuleEffects(effects []effect.Effect) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -10,8 +10,8 @@ import (
 	"github.com/precept-dev/precept/rules"
 )
 
-// RoundReport says what a round did.
-type RoundReport struct {
+// PassReport says what an effects pass did.
+type PassReport struct {
 	Effects []Effect
 	// Recorded counts the rules whose files got new figures.
 	Recorded int
@@ -21,12 +21,12 @@ type RoundReport struct {
 	Shadowed []string
 }
 
-// Round computes every rule's effect, reports it to Metrics and, with
+// Pass is an effects pass: it computes every rule's effect, reports it to Metrics and, with
 // Options.Lifecycle, records the figures in the rule files and acts on
 // them (docs/effects.md, "Lifecycle from evidence"). One rule's failure
 // does not stop the others.
-func (t *Tracker) Round(ctx context.Context) (RoundReport, error) {
-	var rep RoundReport
+func (t *Tracker) Pass(ctx context.Context) (PassReport, error) {
+	var rep PassReport
 	t.placeMu.Lock()
 	clear(t.placements)
 	t.placeMu.Unlock()
@@ -79,7 +79,7 @@ func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
 
 // act makes the lifecycle proposal the evidence calls for, or moves an
 // idle rule whose re-approval went unanswered to SHADOW.
-func (t *Tracker) act(ctx context.Context, e Effect, rep *RoundReport) error {
+func (t *Tracker) act(ctx context.Context, e Effect, rep *PassReport) error {
 	now := t.opts.Now().UTC()
 	open, hasOpen, err := t.rules.OpenLifecycle(ctx, e.RuleID)
 	if err != nil {

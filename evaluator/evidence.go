@@ -1,0 +1,170 @@
+package evaluator
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/precept-dev/precept/lesson"
+)
+
+// Evidence is a generalizable cluster as the rule proposer drafts from
+// it (rules.Evidence holds the same; the wiring copies it across).
+type Evidence struct {
+	ClusterID  string
+	Class      Class
+	Confidence float64
+	// Agents, Reviewers, Epics and Producers are distinct and sorted.
+	Agents    []string
+	Reviewers []string
+	Epics     []string
+	Producers []string
+	// FeedbackIDs are the members' decisions in join order.
+	FeedbackIDs []string
+	// Tags is the union of the members' tags, lower-case.
+	Tags []string
+	// Comments are the most central members' comments, most central
+	// first.
+	Comments  []Representative
+	Size      int
+	FirstSeen time.Time
+	LastSeen  time.Time
+	// The lesson the cluster teaches (docs/lessons.md), from the taxonomy
+	// the evaluator classifies with: its category, the category's
+	// canonical rule, whether it is protected, and what the members'
+	// reviewers asked for, the most central first. All are empty when
+	// the taxonomy no longer has the cluster's category.
+	Category     string
+	CategoryRule string
+	Protected    bool
+	Asked        []string
+}
+
+// evidenceComments is how many central comments evidence carries.
+const evidenceComments = 5
+
+// Evidence returns every generalizable cluster, by id, as evidence for a
+// rule. The clusters and all their members are read in one read
+// transaction; ranking their comments reads the vectors of the members
+// already read (and, for a cluster changed since it was last ranked, its
+// central evaluation).
+func (s *Service) Evidence(ctx context.Context) ([]Evidence, error) {
+	read, err := s.state.generalizableWithMembers(centralitySample)
+	if err != nil {
+		return nil, fmt.Errorf("read generalizable clusters: %w", err)
+	}
+	taxonomy := s.opts.Lessons.Classifier().Taxonomy()
+	out := make([]Evidence, 0, len(read))
+	for _, r := range read {
+		var sample []Member
+		if r.sample < len(r.members) {
+			sample = r.members[r.sample:]
+		}
+		v, err := s.view(ctx, viewOf(r.cluster), evidenceComments, sample)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evidenceOf(v, r.members, taxonomy))
+	}
+	return out, nil
+}
+
+// evidenceOf is a cluster's view and members as rule evidence: its tags
+// lower-case, its lesson from the taxonomy, and what its reviewers asked
+// ordered by how central their comments are.
+func evidenceOf(v ClusterView, members []Member, taxonomy *lesson.Taxonomy) Evidence {
+	e := Evidence{
+		ClusterID: v.ID, Class: v.Class, Agents: v.Stats.Agents, Size: v.Stats.Size,
+		Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)), Producers: v.Stats.Producers,
+		FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen, Confidence: v.Confidence, Comments: v.Representatives,
+	}
+	for _, m := range members {
+		e.FeedbackIDs = append(e.FeedbackIDs, m.DecisionID)
+	}
+	for _, t := range v.Tags {
+		e.Tags = append(e.Tags, strings.ToLower(t))
+	}
+	cat, ok := taxonomy.Category(v.Category)
+	if !ok {
+		return e
+	}
+	e.Category, e.CategoryRule, e.Protected = cat.ID, cat.Rule, cat.Protected
+	// What the reviewers asked, the most central first.
+	central := map[string]int{}
+	for i, r := range v.Representatives {
+		central[r.DecisionID] = i + 1
+	}
+	ordered := slices.Clone(members)
+	slices.SortStableFunc(ordered, func(a, b Member) int {
+		ra, rb := central[a.DecisionID], central[b.DecisionID]
+		switch {
+		case ra > 0 && rb > 0:
+			return ra - rb
+		case ra > 0:
+			return -1
+		case rb > 0:
+			return 1
+		}
+		return 0
+	})
+	for _, m := range ordered {
+		if m.Asked != "" {
+			e.Asked = append(e.Asked, m.Asked)
+		}
+	}
+	return e
+}
+
+// clusterMembers is a cluster with all its members in join order;
+// members[sample:] are those whose comments view ranks.
+type clusterMembers struct {
+	cluster Cluster
+	members []Member
+	sample  int
+}
+
+// generalizableWithMembers reads every generalizable cluster, by id,
+// with all its members, in one read transaction. sample marks the
+// members from join number Size-sampleSize+1 on, as view reads them.
+func (s *state) generalizableWithMembers(sampleSize int) ([]clusterMembers, error) {
+	var out []clusterMembers
+	err := s.db.View(func(tx *bolt.Tx) error {
+		mc := tx.Bucket(bMembers).Cursor()
+		return tx.Bucket(bClusters).ForEach(func(_, v []byte) error {
+			var c Cluster
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			if !c.Class.Generalizable() {
+				return nil
+			}
+			r := clusterMembers{cluster: c, sample: -1}
+			from := uint64(max(c.Size-sampleSize+1, 1))
+			prefix := append([]byte(c.ID), 0)
+			for k, mv := mc.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, mv = mc.Next() {
+				var m Member
+				if err := json.Unmarshal(mv, &m); err != nil {
+					return err
+				}
+				if r.sample < 0 && binary.BigEndian.Uint64(k[len(prefix):]) >= from {
+					r.sample = len(r.members)
+				}
+				r.members = append(r.members, m)
+			}
+			if r.sample < 0 {
+				r.sample = len(r.members)
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, err
+}

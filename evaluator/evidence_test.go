@@ -1,0 +1,92 @@
+package evaluator
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/precept-dev/precept"
+)
+
+// Evidence reads every generalizable cluster with its members in one
+// pass, and says of each what reading the clusters one by one says:
+// members, central comments, reviewers, tags in lower case, the lesson
+// from the taxonomy and what reviewers asked, the most central first.
+func TestEvidenceReadsEveryGeneralizableClusterInOnePass(t *testing.T) {
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{})
+	tagged := func(f precept.Feedback, tags ...string) precept.Feedback {
+		f.Decision.Tags = tags
+		return f
+	}
+	feed.add(tagged(neg("a", "alice", "E1", "Hardcoded API key in config.go; load secrets from the environment."), "Security"),
+		tagged(neg("b", "bob", "E2", "API key is hardcoded in the config file, read it from an env var instead."), "Security"),
+		tagged(neg("c", "carol", "E3", "Do not hardcode the API key; use environment variables for secrets."), "Security"),
+		neg("d", "dave", "E4", "The retry loop has no timeout and hangs forever; set a timeout on the HTTP client."),
+		neg("e", "erin", "E5", "No timeout on the HTTP client: the retry loop hangs forever, add a timeout."),
+		neg("f", "frank", "E6", "Set a timeout on the HTTP client, the retry loop can hang forever without one."))
+	e.drain(t)
+	ctx := context.Background()
+	gen, err := e.svc.Generalizable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := e.svc.Evidence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gen) < 2 || len(evs) != len(gen) {
+		t.Fatalf("Evidence = %d clusters, Generalizable = %d; the test wants two or more", len(evs), len(gen))
+	}
+	taxonomy := e.svc.opts.Lessons.Classifier().Taxonomy()
+	for i, ev := range evs {
+		v, err := e.svc.Cluster(ctx, gen[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids, lower []string
+		for _, m := range v.Members {
+			ids = append(ids, m.DecisionID)
+		}
+		for _, tag := range v.Tags {
+			lower = append(lower, strings.ToLower(tag))
+		}
+		if ev.ClusterID != v.ID || ev.Class != v.Class || ev.Size != v.Size || ev.Confidence != v.Confidence ||
+			!slices.Equal(ev.FeedbackIDs, ids) || !slices.Equal(ev.Comments, v.Representatives) ||
+			!slices.Equal(ev.Reviewers, slices.Sorted(maps.Keys(v.Reviewers))) || !slices.Equal(ev.Epics, slices.Sorted(maps.Keys(v.Epics))) ||
+			!slices.Equal(ev.Agents, v.Stats.Agents) || !slices.Equal(ev.Tags, lower) {
+			t.Fatalf("evidence %+v\ndiffers from cluster %+v", ev, v)
+		}
+		cat, ok := taxonomy.Category(v.Category)
+		if !ok || ev.Category != cat.ID || ev.CategoryRule != cat.Rule || ev.Protected != cat.Protected {
+			t.Fatalf("evidence of %s has category %q (rule %q), want the taxonomy's %+v", v.ID, ev.Category, ev.CategoryRule, cat)
+		}
+		var asked []string
+		for _, m := range v.Members {
+			if m.Asked != "" {
+				asked = append(asked, m.Asked)
+			}
+		}
+		if len(ev.Asked) != len(asked) || len(asked) == 0 {
+			t.Fatalf("evidence of %s asked %q, members asked %q", v.ID, ev.Asked, asked)
+		}
+		central := v.Members[slices.IndexFunc(v.Members, func(m Member) bool { return m.DecisionID == v.Representatives[0].DecisionID })]
+		if central.Asked != "" && ev.Asked[0] != central.Asked {
+			t.Fatalf("evidence of %s asked %q first, the most central member asked %q", v.ID, ev.Asked[0], central.Asked)
+		}
+		if strings.Join(ev.Tags, ",") != strings.ToLower(strings.Join(ev.Tags, ",")) {
+			t.Fatalf("tags %q are not lower-case", ev.Tags)
+		}
+	}
+	// Once the clusters' comments are ranked, reading the evidence again
+	// is one read transaction however many clusters there are.
+	before := e.svc.state.db.Stats()
+	if _, err := e.svc.Evidence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reads := e.svc.state.db.Stats().TxN - before.TxN; reads != 1 {
+		t.Fatalf("Evidence of %d clusters took %d read transactions, want 1", len(evs), reads)
+	}
+}
