@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -177,5 +178,48 @@ func TestTheEvidenceIsNotItsOwnBaseline(t *testing.T) {
 	}
 	if e, _ := tr.Effect(context.Background(), "r-1"); e.Verdict != NoEvidence || e.Reason != "needs 50 exposures, has 20" {
 		t.Fatalf("verdict %s: %q", e.Verdict, e.Reason)
+	}
+}
+
+// Twelve approvals from one recorder, one reviewer id in one epic, raised
+// two rules to CRITICAL before; and one reviewer's rejections wore a
+// rule's confidence down. Neither moves a rule now, while the same
+// counts from distinct people do.
+func TestSockPuppetsMoveNoImportanceAndNoConfidence(t *testing.T) {
+	run := func(reviewers, epics int) Effect {
+		t.Helper()
+		w := newWorld()
+		w.clusters["c-1"] = "tests-missing"
+		w.versions["v1"] = prompts.VersionRecord{Version: "v1", RuleIDs: []string{"r-1"}}
+		w.rules.byID["r-1"] = rules.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-1",
+			ActivatedAt: t0, Confidence: 0.8, Importance: rules.Normal}
+		w.decide("coder", t0.Add(-time.Minute), precept.Rejected, "g1", "", "c-1", "tests-missing")
+		for i := range 16 {
+			at := t0.Add(time.Duration(i+1) * time.Minute)
+			if i < 12 {
+				w.decide("coder", at, precept.Approved, "g1", "v1", "", "")
+			} else {
+				w.decide("coder", at, precept.Rejected, "g1", "v1", "c-1", "tests-missing")
+			}
+			d := &w.recs[len(w.recs)-1].Decision
+			d.ReviewerID, d.EpicID = fmt.Sprint("alice-", i%reviewers), fmt.Sprint("EPIC-", i%epics)
+		}
+		e, err := w.tracker(t, t0.Add(time.Hour), false).Effect(context.Background(), "r-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	puppet := run(1, 1)
+	if puppet.Validations != 12 || puppet.Importance != rules.Normal || puppet.Confidence != 0.8 {
+		t.Errorf("one reviewer in one epic: %d validations, importance %s, confidence %v; want NORMAL and 0.8",
+			puppet.Validations, puppet.Importance, puppet.Confidence)
+	}
+	if puppet.Validators != (Distinct{Reviewers: 1, Epics: 1, Producers: 1}) {
+		t.Errorf("validators = %+v", puppet.Validators)
+	}
+	people := run(3, 2)
+	if people.Importance != rules.Critical || people.Confidence >= 0.8 {
+		t.Errorf("three reviewers in two epics: importance %s, confidence %v; want CRITICAL and lowered", people.Importance, people.Confidence)
 	}
 }

@@ -88,6 +88,10 @@ type Effect struct {
 	Change                 float64
 	ChangeInterval         Interval
 	Validations            int64
+	// Validators and Recurrers are the distinct reviewers, epics and
+	// producers of the validations and the recurrences; importance and
+	// confidence move only when they meet Options.Diversity.
+	Validators, Recurrers Distinct
 
 	Verdict string
 	// Reason says why the verdict is what it is, e.g. "needs 50
@@ -219,7 +223,9 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 	type approved struct {
 		at   time.Time
 		gate string
+		f    fact
 	}
+	recurrers := newPeople()
 	var approvals []approved
 	evidence := make(map[string]bool, len(r.FeedbackIDs))
 	for _, id := range r.FeedbackIDs {
@@ -260,12 +266,13 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 				}
 				if rec {
 					e.Recurrences++
+					recurrers.add(f)
 				}
 				if f.at.After(e.LastExposure) {
 					e.LastExposure = f.at
 				}
 				if f.verdict == precept.Approved {
-					approvals = append(approvals, approved{f.at, f.gate})
+					approvals = append(approvals, approved{f.at, f.gate, f})
 				}
 			case byVersion && r.Status == rules.Shadow:
 				sh.MainDecisions++
@@ -282,9 +289,11 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 	e.RateBeforeWithEvidence = rate(b.WithEvidenceRecurrences, b.WithEvidenceDecisions)
 	// Validations: approved work at a gate where the pattern was flagged,
 	// with the rule in the prompt (every gate when none is known).
+	validators := newPeople()
 	for _, a := range approvals {
 		if len(gates) == 0 || gates[a.gate] {
 			e.Validations++
+			validators.add(a.f)
 			if a.at.After(e.LastValidation) {
 				e.LastValidation = a.at
 			}
@@ -312,7 +321,11 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 		sh.ChangeInterval = newcombe(sh.ShadowRecurrences, sh.ShadowDecisions, sh.MainRecurrences, sh.MainDecisions)
 		e.Shadow = &sh
 	}
-	e.Confidence = c.t.opts.confidence(base, e.Recurrences)
+	e.Validators, e.Recurrers = validators.count(), recurrers.count()
+	e.Confidence = base
+	if c.t.opts.Diversity.met(e.Recurrers) {
+		e.Confidence = c.t.opts.confidence(base, e.Recurrences)
+	}
 	c.t.judge(&e, pat)
 	return e, nil
 }
@@ -325,6 +338,8 @@ func (t *Tracker) judge(e *Effect, pat pattern) {
 	// last recording, so a curator who lowers it is not overruled until
 	// the next threshold.
 	switch prev := e.recordedValidations; {
+	case !o.Diversity.met(e.Validators):
+		// Validations from too few people raise nothing.
 	case prev < int64(o.CriticalAt) && e.Validations >= int64(o.CriticalAt):
 		e.promote = rules.Critical
 	case prev < int64(o.ImportantAt) && e.Validations >= int64(o.ImportantAt):

@@ -35,6 +35,10 @@ type Options struct {
 	// ImportantAt and CriticalAt are the validations that raise a rule's
 	// importance.
 	ImportantAt, CriticalAt int
+	// Diversity is how many distinct reviewers, epics and producers the
+	// validations that raise a rule, and the recurrences that lower its
+	// confidence, must come from; zero means DefaultDiversity.
+	Diversity Diversity
 	// ConfidenceFactor multiplies a rule's confidence per recurrence,
 	// down to ConfidenceFloor.
 	ConfidenceFactor, ConfidenceFloor float64
@@ -65,6 +69,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CriticalAt <= 0 {
 		o.CriticalAt = DefaultCriticalAt
+	}
+	if o.Diversity == (Diversity{}) {
+		o.Diversity = DefaultDiversity()
 	}
 	if o.ConfidenceFactor <= 0 || o.ConfidenceFactor > 1 {
 		o.ConfidenceFactor = DefaultConfidenceFactor

@@ -66,6 +66,8 @@ type fact struct {
 	verdict precept.Verdict
 	version string
 	gate    string
+	// Who the decision came from: reviewer, epic and producer.
+	reviewer, epic, producer string
 }
 
 // Tracker follows the feedback store and computes rule effects on demand
@@ -137,6 +139,7 @@ func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
 			t.byAgent[d.Agent] = append(t.byAgent[d.Agent], fact{
 				id: d.DecisionID, at: d.Timestamp.UTC(), verdict: d.Decision,
 				version: t.intern(d.PromptVersion), gate: t.intern(d.GateID),
+				reviewer: t.intern(d.ReviewerID), epic: t.intern(d.EpicID), producer: t.intern(r.ProducerName()),
 			})
 			t.sorted[d.Agent] = false
 			t.seq = max(t.seq, r.Seq)

@@ -33,6 +33,10 @@ func (a *App) openEffects() error {
 		}
 		opts := a.Config.Effects.Options()
 		opts.Metrics, opts.Logger = m, a.Log.With("component", "effects")
+		// Validations and recurrences move a rule only when they come from
+		// as many people as a high cluster needs (docs/effects.md).
+		th := a.Config.Evaluator.Thresholds
+		opts.Diversity = effect.Diversity{Reviewers: th.HighMinReviewers, Epics: th.HighMinEpics, Producers: max(th.HighMinProducers, 1)}
 		var evals effect.Evaluations
 		if a.Evaluator != nil && a.Config.Evaluator.Enabled {
 			// The evaluator is what the learning loop reads: each

@@ -108,8 +108,11 @@ effects: {interval: 1h, min_exposures: 10, version_flush: 100ms, idle_period: 24
 			"epic_id", "EPIC-9", "prompt_version", version, "timestamp", after.Format(time.RFC3339)))
 	}
 	for i := range 6 {
+		// From three reviewers in two epics: validations from one person
+		// would raise nothing (docs/effects.md).
 		events = append(events, event(fmt.Sprintf("eff-after-ok-%d", i), "decision", "APPROVED", "reviewer_comment", "good",
-			"gate_id", "HITL-9", "prompt_version", version, "timestamp", after.Format(time.RFC3339)))
+			"gate_id", "HITL-9", "prompt_version", version, "timestamp", after.Format(time.RFC3339),
+			"reviewer_id", fmt.Sprintf("ok-rev-%d", i%3), "epic_id", fmt.Sprintf("EPIC-OK-%d", i%2)))
 	}
 	xaddAll(t, r.rdb, events)
 	effects := effectClient(r.app.URL(), viewerToken)
