@@ -128,6 +128,9 @@ func (r *Repo) Commit(branch string, expected Hash, base *Snapshot, spec CommitS
 		c.ParentHashes = append(c.ParentHashes, base.Commit)
 	}
 	c.ParentHashes = append(c.ParentHashes, spec.MergeParents...)
+	if r.opts.Signer != nil {
+		c.Message = r.opts.Signer.signed(c.TreeHash, c.ParentHashes, c.Message)
+	}
 	obj := objs.st.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return ZeroHash, fmt.Errorf("encode commit: %w", err)

@@ -13,6 +13,7 @@ import (
 // CommitInfo is a commit as callers see it.
 type CommitInfo struct {
 	Hash    Hash
+	Tree    Hash
 	Parents []Hash
 	Subject string
 	// Message is the full message, trailers included.
@@ -73,6 +74,7 @@ func info(c *object.Commit) CommitInfo {
 	subject, _, _ := strings.Cut(c.Message, "\n")
 	return CommitInfo{
 		Hash:           c.Hash,
+		Tree:           c.TreeHash,
 		Parents:        c.ParentHashes,
 		Subject:        subject,
 		Message:        c.Message,

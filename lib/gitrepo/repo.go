@@ -71,6 +71,10 @@ type Options struct {
 	// Now is the clock for commit times and for the age of temporary
 	// files; default time.Now.
 	Now func() time.Time
+	// Signer, when set, signs every commit the repository writes
+	// (SignatureTrailer), so that commits fetched from a remote can be
+	// told apart from the repository's own.
+	Signer *Signer
 	// DebrisAge is how long a temporary object file (tmp_pack_*,
 	// tmp_idx_*, …) must have gone unwritten before it counts as the
 	// debris of a write that was killed; default 10 minutes. A live write

@@ -19,8 +19,8 @@ type File[T any] struct {
 	path  string
 	parse func([]byte) (T, error)
 
-	mu   sync.Mutex
-	cur  T
+	mu       sync.Mutex
+	cur      T
 	mod      time.Time
 	size     int64
 	err      error
