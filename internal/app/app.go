@@ -189,7 +189,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 
-	a.RulesRepo, err = gitrepo.Open(filepath.Join(dataDir, "rules.git"), gitrepo.Options{MaxPacks: cfg.Maintenance.MaxPacks, MaxLoose: cfg.Maintenance.MaxLoose})
+	signer, err := rulesSigner(cfg.Rules.Git.SigningKey, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	a.RulesRepo, err = gitrepo.Open(filepath.Join(dataDir, "rules.git"), gitrepo.Options{MaxPacks: cfg.Maintenance.MaxPacks, MaxLoose: cfg.Maintenance.MaxLoose, Signer: signer})
 	if err != nil {
 		return nil, err
 	}

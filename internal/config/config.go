@@ -351,6 +351,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	set(&c.Evaluator.Embedder.APIKey, "PRECEPT_EMBEDDER_API_KEY")
 	set(&c.Evaluator.LLM.APIKey, "PRECEPT_LLM_API_KEY")
 	set(&c.Rules.Git.Password, "PRECEPT_GIT_PASSWORD")
+	set(&c.Rules.Git.SigningKey, "PRECEPT_RULES_SIGNING_KEY")
 	set(&c.Slack.BotToken, "PRECEPT_SLACK_BOT_TOKEN")
 	set(&c.Slack.SigningSecret, "PRECEPT_SLACK_SIGNING_SECRET")
 	set(&c.Export.Salt, "PRECEPT_EXPORT_SALT")

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/precept-dev/precept/lib/gitrepo"
 	"time"
 
 	"github.com/precept-dev/precept/rules"
@@ -60,6 +61,13 @@ type RulesGit struct {
 	// (e.g. https://github.com/org/rules).
 	WebURL        string        `yaml:"web_url"`
 	FetchInterval time.Duration `yaml:"fetch_interval"`
+	// SigningKey signs every commit precept makes to the rules
+	// repository, so that what a remote claims can be told from what
+	// precept recorded (docs/decisions/0016-trust-model.md). At least 32
+	// characters; env PRECEPT_RULES_SIGNING_KEY overrides it. Empty: a key
+	// kept in <data_dir>/rules-signing.key, made at first start; replicas
+	// that share no volume must be given the same key.
+	SigningKey string `yaml:"signing_key"`
 }
 
 // Features switch parts of the pipeline off (docs/lifecycle.md); off means the
@@ -121,6 +129,10 @@ func (r Rules) validate() error {
 	}
 	if r.ShadowPeriod < 0 {
 		return bad("shadow_period", "must not be negative")
+	}
+	if k := r.Git.SigningKey; k != "" && len(k) < gitrepo.MinSigningKey {
+		// The key itself is never echoed.
+		return bad("git.signing_key", "%d characters, need at least %d", len(k), gitrepo.MinSigningKey)
 	}
 	if r.ProposeInterval <= 0 {
 		return bad("propose_interval", "must be a positive duration")
