@@ -21,9 +21,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
@@ -62,7 +62,7 @@ func startPromptServer(t *testing.T) *promptServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := NewAuthenticator([]config.Token{{Name: "agent", Role: "reader", Token: readerToken}})
+	auth, err := NewAuthenticator([]precept.Credential{credential("agent", precept.RoleReader, readerToken)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -269,7 +269,11 @@ func (a *App) openRedis(ctx context.Context) error {
 }
 
 func (a *App) buildServer() error {
-	auth, err := api.NewAuthenticator(a.Config.Auth.Tokens)
+	creds, err := a.Config.Auth.Credentials()
+	if err != nil {
+		return err
+	}
+	auth, err := api.NewAuthenticator(creds)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,11 @@ func (a *App) serveConsole() error {
 	if !ui.Enabled {
 		return nil
 	}
-	auth, err := api.NewAuthenticator(a.Config.Auth.Tokens)
+	creds, err := a.Config.Auth.Credentials()
+	if err != nil {
+		return err
+	}
+	auth, err := api.NewAuthenticator(creds)
 	if err != nil {
 		return err
 	}
