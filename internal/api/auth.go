@@ -104,6 +104,7 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.EvaluatorServiceListNeedsReviewProcedure:    precept.RoleReader,
 	preceptv1connect.EvaluatorServiceSuggestMergesProcedure:      precept.RoleReader,
 	preceptv1connect.EvaluatorServiceGetLearnedTaxonomyProcedure: precept.RoleReader,
+	preceptv1connect.EvaluatorServiceListCategoriesProcedure:     precept.RoleReader,
 	// Curators correct judgement as they approve rules.
 	preceptv1connect.EvaluatorServiceCorrectClustersProcedure: precept.RoleApprover,
 	preceptv1connect.EvaluatorServiceReclusterProcedure:       precept.RoleApprover,
@@ -122,9 +123,12 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.EffectServiceGetRuleEffectProcedure:   precept.RoleReader,
 	preceptv1connect.EffectServiceListRuleEffectsProcedure: precept.RoleReader,
 
-	preceptv1connect.PromptServiceBuildPromptProcedure:   precept.RoleReader,
-	preceptv1connect.PromptServiceWatchPromptProcedure:   precept.RoleReader,
-	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,
+	preceptv1connect.PromptServiceBuildPromptProcedure:        precept.RoleReader,
+	preceptv1connect.PromptServiceWatchPromptProcedure:        precept.RoleReader,
+	preceptv1connect.PromptServiceExplainPromptProcedure:      precept.RoleReader,
+	preceptv1connect.PromptServiceListPromptTargetsProcedure:  precept.RoleReader,
+	preceptv1connect.PromptServiceListPromptVersionsProcedure: precept.RoleReader,
+	preceptv1connect.PromptServiceGetPromptVersionProcedure:   precept.RoleReader,
 
 	preceptv1connect.AnalyticsServiceGetAnalyticsProcedure: precept.RoleReader,
 

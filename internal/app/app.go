@@ -336,7 +336,7 @@ func (a *App) buildServer() error {
 // and clusters link to the proposal the rule manager drafted from them.
 func (a *App) serveFeedback() {
 	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Corrections: correctionRecorder{a.Feedback},
-		Limits: a.Config.Ingest.Limits(), Log: a.Log}
+		Lessons: a.Lessons, Limits: a.Config.Ingest.Limits(), Log: a.Log}
 	a.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
 		Store:       a.Feedback,
 		DeadLetters: a.Consumer,
