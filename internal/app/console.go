@@ -34,8 +34,6 @@ func (a *App) serveConsole() error {
 		SessionIdle:   ui.SessionIdle,
 		SessionMax:    ui.SessionMax,
 		SecureCookies: ui.SecureCookies,
-		Versions:      a.Versions,
-		Prompts:       a.Prompts,
 		CommitURL:     commitURL(a.Config.Rules.Git.WebURL),
 		Log:           a.Log.With("component", "console"),
 	})

@@ -21,7 +21,6 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/api"
-	"github.com/precept-dev/precept/prompts"
 )
 
 // Prefix is the path the console is served under.
@@ -45,10 +44,6 @@ type Options struct {
 	SessionMax  time.Duration
 	// SecureCookies marks cookies Secure on plain HTTP as well.
 	SecureCookies bool
-	// Versions and Prompts, when set, let the prompt explorer list the
-	// versions served and rebuild an older one for a diff.
-	Versions *prompts.Versions
-	Prompts  *prompts.Assembler
 	// CommitURL, when set, is the rules repository's web address of a
 	// commit without its sha (".../commit/"): history links to it.
 	CommitURL string
