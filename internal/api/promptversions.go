@@ -77,12 +77,12 @@ func (s *PromptService) GetPromptVersion(ctx context.Context, req *connect.Reque
 	const proc = preceptv1connect.PromptServiceGetPromptVersionProcedure
 	v := req.Msg.GetVersion()
 	switch {
+	case s.Versions == nil:
+		return nil, toConnect(ctx, s.Log, proc, errNoVersions)
 	case v == "":
 		return nil, toConnect(ctx, s.Log, proc, invalid("version", "required"))
 	case len(v) > maxVersionName:
 		return nil, toConnect(ctx, s.Log, proc, invalid("version", "%q is not a prompt version", v[:maxVersionName]+"…"))
-	case s.Versions == nil:
-		return nil, toConnect(ctx, s.Log, proc, errNoVersions)
 	}
 	rec, ok, err := s.Versions.Lookup(ctx, v)
 	if err != nil {

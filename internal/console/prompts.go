@@ -334,9 +334,6 @@ var errNoVersions = unavailable("versions are not recorded on this server (effec
 // diffVersions compares two recorded versions of the form's agent and
 // stage (or, when the form names none, of the first version's).
 func (c *Console) diffVersions(q *request, d *promptsData, fromV, toV string) error {
-	if fromV == "" || toV == "" {
-		return invalidArgument("choose two versions to compare: from and to")
-	}
 	get := func(version string, withText bool) (*preceptv1.GetPromptVersionResponse, error) {
 		resp, err := c.rpc.prompts.GetPromptVersion(q.ctx, connect.NewRequest(&preceptv1.GetPromptVersionRequest{Version: version, WithText: withText}))
 		if connect.CodeOf(err) == connect.CodeFailedPrecondition {
@@ -346,6 +343,15 @@ func (c *Console) diffVersions(q *request, d *promptsData, fromV, toV string) er
 			return nil, err
 		}
 		return resp.Msg, nil
+	}
+	if fromV == "" || toV == "" {
+		// A server that records no versions says so first: asking for
+		// no version answers FailedPrecondition there, InvalidArgument
+		// elsewhere.
+		if _, err := get("", false); errors.Is(err, errNoVersions) {
+			return err
+		}
+		return invalidArgument("choose two versions to compare: from and to")
 	}
 	var recs [2]versionRecord
 	for i, ver := range []string{fromV, toV} {
