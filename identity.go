@@ -2,6 +2,8 @@ package precept
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 )
 
@@ -55,6 +57,21 @@ type Identity struct {
 
 // Allows reports whether the identity's role includes want.
 func (id Identity) Allows(want Role) bool { return id.Role >= want }
+
+// Credential is one API token as the server keeps it: the identity it
+// authenticates and the token's digest (TokenDigest), never the token.
+type Credential struct {
+	Identity Identity
+	// Digest is the SHA-256 of the token in lower-case hex.
+	Digest string
+}
+
+// TokenDigest returns the SHA-256 of a token in lower-case hex: how
+// tokens are compared, and how they may be written in configuration.
+func TokenDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
 
 type identityKey struct{}
 

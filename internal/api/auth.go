@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/rules"
 )
 
@@ -28,16 +25,20 @@ type Authenticator struct {
 	byDigest map[string]precept.Identity
 }
 
-// NewAuthenticator builds an authenticator from configured tokens; with
-// none, every caller is LocalIdentity.
-func NewAuthenticator(tokens []config.Token) (*Authenticator, error) {
+// NewAuthenticator builds an authenticator from the configured
+// credentials; with none, every caller is LocalIdentity.
+func NewAuthenticator(creds []precept.Credential) (*Authenticator, error) {
 	a := &Authenticator{byDigest: map[string]precept.Identity{}}
-	for _, t := range tokens {
-		role, err := precept.ParseRole(t.Role)
-		if err != nil {
-			return nil, fmt.Errorf("token %s: %w", t.Name, err)
+	for _, c := range creds {
+		switch {
+		case c.Identity.Name == "":
+			return nil, errors.New("a credential has no name")
+		case c.Identity.Role == precept.RoleNone:
+			return nil, fmt.Errorf("token %s: no role", c.Identity.Name)
+		case c.Digest == "":
+			return nil, fmt.Errorf("token %s: no digest", c.Identity.Name)
 		}
-		a.byDigest[t.Digest()] = precept.Identity{Name: t.Name, Role: role}
+		a.byDigest[c.Digest] = c.Identity
 	}
 	return a, nil
 }
@@ -48,8 +49,7 @@ func (a *Authenticator) IdentifyToken(token string) (precept.Identity, string, e
 	if token == "" {
 		return precept.Identity{}, "", precept.Errorf(precept.Unauthenticated, "missing token")
 	}
-	sum := sha256.Sum256([]byte(token))
-	digest := hex.EncodeToString(sum[:])
+	digest := precept.TokenDigest(token)
 	id, ok := a.byDigest[digest]
 	if !ok {
 		return precept.Identity{}, "", precept.Errorf(precept.Unauthenticated, "unknown token")
@@ -104,6 +104,7 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.EvaluatorServiceListNeedsReviewProcedure:    precept.RoleReader,
 	preceptv1connect.EvaluatorServiceSuggestMergesProcedure:      precept.RoleReader,
 	preceptv1connect.EvaluatorServiceGetLearnedTaxonomyProcedure: precept.RoleReader,
+	preceptv1connect.EvaluatorServiceListCategoriesProcedure:     precept.RoleReader,
 	// Curators correct judgement as they approve rules.
 	preceptv1connect.EvaluatorServiceCorrectClustersProcedure: precept.RoleApprover,
 	preceptv1connect.EvaluatorServiceReclusterProcedure:       precept.RoleApprover,
@@ -122,9 +123,12 @@ var procedureRoles = map[string]precept.Role{
 	preceptv1connect.EffectServiceGetRuleEffectProcedure:   precept.RoleReader,
 	preceptv1connect.EffectServiceListRuleEffectsProcedure: precept.RoleReader,
 
-	preceptv1connect.PromptServiceBuildPromptProcedure:   precept.RoleReader,
-	preceptv1connect.PromptServiceWatchPromptProcedure:   precept.RoleReader,
-	preceptv1connect.PromptServiceExplainPromptProcedure: precept.RoleReader,
+	preceptv1connect.PromptServiceBuildPromptProcedure:        precept.RoleReader,
+	preceptv1connect.PromptServiceWatchPromptProcedure:        precept.RoleReader,
+	preceptv1connect.PromptServiceExplainPromptProcedure:      precept.RoleReader,
+	preceptv1connect.PromptServiceListPromptTargetsProcedure:  precept.RoleReader,
+	preceptv1connect.PromptServiceListPromptVersionsProcedure: precept.RoleReader,
+	preceptv1connect.PromptServiceGetPromptVersionProcedure:   precept.RoleReader,
 
 	preceptv1connect.AnalyticsServiceGetAnalyticsProcedure: precept.RoleReader,
 

@@ -11,6 +11,7 @@ import (
 	"github.com/precept-dev/precept/evaluator"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/safetext"
 )
 
@@ -119,4 +120,20 @@ func (s *EvaluatorService) GetLearnedTaxonomy(ctx context.Context, _ *connect.Re
 		n += len(ps)
 	}
 	return connect.NewResponse(&preceptv1.GetLearnedTaxonomyResponse{Yaml: string(learned.YAML()), Phrasings: int32(n)}), nil
+}
+
+// ListCategories lists the lesson categories of the taxonomy the
+// evaluator classifies with now: the embedded ones and a curator's own,
+// read again when the curator's file changed.
+func (s *EvaluatorService) ListCategories(ctx context.Context, _ *connect.Request[preceptv1.ListCategoriesRequest]) (*connect.Response[preceptv1.ListCategoriesResponse], error) {
+	src := s.Lessons
+	if src == nil {
+		src = lesson.DefaultSource()
+	}
+	t := src.Classifier().Taxonomy()
+	out := &preceptv1.ListCategoriesResponse{Taxonomy: t.Version, Categories: make([]*preceptv1.TaxonomyCategory, 0, len(t.Categories))}
+	for _, c := range t.Categories {
+		out.Categories = append(out.Categories, &preceptv1.TaxonomyCategory{Id: c.ID, Group: c.Group, Name: c.Name, Description: c.Description, Protected: c.Protected})
+	}
+	return connect.NewResponse(out), nil
 }

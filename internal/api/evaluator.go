@@ -15,6 +15,7 @@ import (
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/api/convert"
+	"github.com/precept-dev/precept/lesson"
 )
 
 // EvaluatorService implements preceptv1connect.EvaluatorServiceHandler,
@@ -26,6 +27,9 @@ type EvaluatorService struct {
 	Proposals ProposalFinder
 	// Corrections records curator corrections; nil refuses them.
 	Corrections CorrectionRecorder
+	// Lessons is the taxonomy the evaluator classifies with, a curator's
+	// file included (ListCategories); nil serves the embedded taxonomy.
+	Lessons *lesson.Source
 	// ApplyWait bounds how long CorrectClusters waits for the evaluator
 	// to apply a correction; default 5s.
 	ApplyWait time.Duration

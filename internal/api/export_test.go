@@ -23,7 +23,6 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
@@ -252,10 +251,10 @@ func startExportServerOver(t *testing.T, n int, opts ExportOptions, wrap func(Ex
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	var tokens []config.Token
+	var tokens []precept.Credential
 	for name, tok := range exportTokens {
-		role := map[string]string{"ops": "admin", "alice": "approver", "viewer": "reader"}[name]
-		tokens = append(tokens, config.Token{Name: name, Role: role, Token: tok})
+		role := map[string]precept.Role{"ops": precept.RoleAdmin, "alice": precept.RoleApprover, "viewer": precept.RoleReader}[name]
+		tokens = append(tokens, credential(name, role, tok))
 	}
 	auth, err := NewAuthenticator(tokens)
 	if err != nil {

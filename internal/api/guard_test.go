@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/config"
 )
 
 // value reads a counter's or a gauge's value.
@@ -53,11 +53,16 @@ func (u untouchable) Read([]byte) (int, error) {
 
 func (untouchable) Close() error { return nil }
 
+// credential is a token as the authenticator keeps it.
+func credential(name string, role precept.Role, token string) precept.Credential {
+	return precept.Credential{Identity: precept.Identity{Name: name, Role: role}, Digest: precept.TokenDigest(token)}
+}
+
 func testGuard(t *testing.T, opts GuardOptions) *Guard {
 	t.Helper()
-	auth, err := NewAuthenticator([]config.Token{
-		{Name: "dashboard", Role: "reader", Token: "reader-token-0123456789"},
-		{Name: "pipeline", Role: "recorder", Token: "recorder-token-0123456789"},
+	auth, err := NewAuthenticator([]precept.Credential{
+		credential("dashboard", precept.RoleReader, "reader-token-0123456789"),
+		credential("pipeline", precept.RoleRecorder, "recorder-token-0123456789"),
 	})
 	if err != nil {
 		t.Fatal(err)

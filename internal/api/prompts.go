@@ -23,6 +23,11 @@ type PromptAssembler interface {
 	Build(ctx context.Context, req prompts.Request) (*prompts.Prompt, error)
 	Explain(ctx context.Context, req prompts.Request) (*prompts.Explanation, error)
 	Watch(ctx context.Context, req prompts.Request, lastVersion string, send func(prompts.Update) error) error
+	// Agents and Stages are those prompts can be built for; Rebuild
+	// assembles a recorded version's text again.
+	Agents() []string
+	Stages() []string
+	Rebuild(ctx context.Context, r prompts.VersionRecord) (string, error)
 }
 
 var _ PromptAssembler = (*prompts.Assembler)(nil)
@@ -30,7 +35,10 @@ var _ PromptAssembler = (*prompts.Assembler)(nil)
 // PromptService implements preceptv1connect.PromptServiceHandler.
 type PromptService struct {
 	Prompts PromptAssembler
-	Log     *slog.Logger
+	// Versions are the prompt versions recorded; nil when the server
+	// records none (effects.enabled off).
+	Versions *prompts.Versions
+	Log      *slog.Logger
 
 	responses responseMemo
 }

@@ -21,9 +21,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
@@ -35,6 +35,7 @@ type promptServer struct {
 	url       string
 	repo      *gitrepo.Repo
 	assembler *prompts.Assembler
+	versions  *prompts.Versions
 }
 
 // startPromptServer serves PromptService with the production interceptors
@@ -58,16 +59,17 @@ func startPromptServer(t *testing.T) *promptServer {
 		rules.Rule{ID: "r-3", Status: rules.Shadow, Importance: rules.Important, Confidence: 0.7, Content: "Name goroutines' owners."},
 		rules.Rule{ID: "r-4", Status: rules.Active, Confidence: 0.3, Content: "Keep functions short."},
 	)
-	a, err := prompts.New(repo, prompts.Options{MaxRules: 2})
+	versions := prompts.NewVersions(repo, nil, nil)
+	a, err := prompts.New(repo, prompts.Options{MaxRules: 2, OnAssembled: versions.Observe})
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := NewAuthenticator([]config.Token{{Name: "agent", Role: "reader", Token: readerToken}})
+	auth, err := NewAuthenticator([]precept.Credential{credential("agent", precept.RoleReader, readerToken)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(preceptv1connect.NewPromptServiceHandler(&PromptService{Prompts: a, Log: slog.New(slog.DiscardHandler)},
+	mux.Handle(preceptv1connect.NewPromptServiceHandler(&PromptService{Prompts: a, Versions: versions, Log: slog.New(slog.DiscardHandler)},
 		connect.WithInterceptors(NewMetricsInterceptor(nil), &AuthInterceptor{Auth: auth}), PromptCompression()))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)
@@ -75,7 +77,7 @@ func startPromptServer(t *testing.T) *promptServer {
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &promptServer{url: srv.URL, repo: repo, assembler: a}
+	return &promptServer{url: srv.URL, repo: repo, assembler: a, versions: versions}
 }
 
 func commitFiles(t *testing.T, repo *gitrepo.Repo, fs map[string]string) {

@@ -11,9 +11,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/rules"
 )
@@ -39,13 +39,13 @@ func startRuleServer(t *testing.T) (string, *gitrepo.Repo) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tokens []config.Token
+	var tokens []precept.Credential
 	for name, tok := range ruleTokens {
-		role := "approver"
+		role := precept.RoleApprover
 		if name == "viewer" {
-			role = "reader"
+			role = precept.RoleReader
 		}
-		tokens = append(tokens, config.Token{Name: name, Role: role, Token: tok})
+		tokens = append(tokens, credential(name, role, tok))
 	}
 	auth, err := NewAuthenticator(tokens)
 	if err != nil {

@@ -278,7 +278,11 @@ func (a *App) openRedis(ctx context.Context) error {
 }
 
 func (a *App) buildServer() error {
-	auth, err := api.NewAuthenticator(a.Config.Auth.Tokens)
+	creds, err := a.Config.Auth.Credentials()
+	if err != nil {
+		return err
+	}
+	auth, err := api.NewAuthenticator(creds)
 	if err != nil {
 		return err
 	}
@@ -341,7 +345,7 @@ func (a *App) buildServer() error {
 // and clusters link to the proposal the rule manager drafted from them.
 func (a *App) serveFeedback() {
 	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Corrections: correctionRecorder{record: a.Feedback.RecordCorrection},
-		Limits: a.Config.Ingest.Limits(), Log: a.Log}
+		Lessons: a.Lessons, Limits: a.Config.Ingest.Limits(), Log: a.Log}
 	a.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
 		Store:       a.Feedback,
 		DeadLetters: a.Consumer,

@@ -18,7 +18,11 @@ func (a *App) serveConsole() error {
 	if !ui.Enabled {
 		return nil
 	}
-	auth, err := api.NewAuthenticator(a.Config.Auth.Tokens)
+	creds, err := a.Config.Auth.Credentials()
+	if err != nil {
+		return err
+	}
+	auth, err := api.NewAuthenticator(creds)
 	if err != nil {
 		return err
 	}
@@ -30,8 +34,6 @@ func (a *App) serveConsole() error {
 		SessionIdle:   ui.SessionIdle,
 		SessionMax:    ui.SessionMax,
 		SecureCookies: ui.SecureCookies,
-		Versions:      a.Versions,
-		Prompts:       a.Prompts,
 		CommitURL:     commitURL(a.Config.Rules.Git.WebURL),
 		Log:           a.Log.With("component", "console"),
 	})

@@ -29,7 +29,7 @@ func (a *App) openPrompts() error {
 	a.Prompts = p
 	a.Registry.MustRegister(promptCollectors(p)...)
 	opts := append(a.ConnectOptions(), api.PromptCompression())
-	a.Handle(preceptv1connect.NewPromptServiceHandler(&api.PromptService{Prompts: p, Log: a.Log}, opts...))
+	a.Handle(preceptv1connect.NewPromptServiceHandler(&api.PromptService{Prompts: p, Versions: a.Versions, Log: a.Log}, opts...))
 	return nil
 }
 

@@ -534,8 +534,21 @@ func (t Token) Digest() string {
 	if t.TokenSHA256 != "" {
 		return strings.ToLower(t.TokenSHA256)
 	}
-	sum := sha256.Sum256([]byte(t.Token))
-	return hex.EncodeToString(sum[:])
+	return precept.TokenDigest(t.Token)
+}
+
+// Credentials returns the tokens as the API's authenticator keeps them:
+// each token's identity and digest.
+func (a Auth) Credentials() ([]precept.Credential, error) {
+	out := make([]precept.Credential, 0, len(a.Tokens))
+	for _, t := range a.Tokens {
+		role, err := precept.ParseRole(t.Role)
+		if err != nil {
+			return nil, fmt.Errorf("token %s: %w", t.Name, err)
+		}
+		out = append(out, precept.Credential{Identity: precept.Identity{Name: t.Name, Role: role}, Digest: t.Digest()})
+	}
+	return out, nil
 }
 
 func isLoopback(host string) bool {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/precept-dev/precept"
 )
 
 func TestDefaultsAreValidAndMatchTheDesign(t *testing.T) {
@@ -164,6 +166,28 @@ func TestTokenDigestMatchesAHashedToken(t *testing.T) {
 	hashed := Token{TokenSHA256: strings.ToUpper(hex.EncodeToString(sum[:]))}
 	if plain.Digest() != hashed.Digest() {
 		t.Fatalf("digests differ: %s vs %s", plain.Digest(), hashed.Digest())
+	}
+}
+
+func TestCredentialsCarryEachTokensIdentityAndDigest(t *testing.T) {
+	sum := sha256.Sum256([]byte("0123456789abcdef"))
+	a := Auth{Tokens: []Token{
+		{Name: "alice", Role: "approver", Token: "0123456789abcdef"},
+		{Name: "ci", Role: "recorder", TokenSHA256: hex.EncodeToString(sum[:])},
+	}}
+	creds, err := a.Credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []precept.Credential{
+		{Identity: precept.Identity{Name: "alice", Role: precept.RoleApprover}, Digest: hex.EncodeToString(sum[:])},
+		{Identity: precept.Identity{Name: "ci", Role: precept.RoleRecorder}, Digest: hex.EncodeToString(sum[:])},
+	}
+	if !reflect.DeepEqual(creds, want) {
+		t.Fatalf("credentials %+v, want %+v", creds, want)
+	}
+	if _, err := (Auth{Tokens: []Token{{Name: "x", Role: "owner", Token: "0123456789abcdef"}}}).Credentials(); err == nil {
+		t.Fatal("a token with an unknown role was turned into a credential")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,7 +30,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, q *request) error
 // no tokens) and the role need.
 func (c *Console) page(need precept.Role, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, ok := c.visitor(w, r, false)
+		q, ok := c.acc.visitor(w, r, false)
 		if !ok {
 			return
 		}
@@ -64,7 +65,7 @@ func validUTF8(r *http.Request) error {
 func (c *Console) action(need precept.Role, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		q, ok := c.visitor(w, r, true)
+		q, ok := c.acc.visitor(w, r, true)
 		if !ok {
 			return
 		}
@@ -105,17 +106,17 @@ func (c *Console) serve(w http.ResponseWriter, r *http.Request, q *request, need
 // to sign in (GET) or refuses (POST). A server without tokens stores no
 // sessions: the local admin's browser gets a random cookie on its first
 // GET, and its CSRF token is derived from that cookie (localSession).
-func (c *Console) visitor(w http.ResponseWriter, r *http.Request, post bool) (*request, bool) {
+func (c *accounts) visitor(w http.ResponseWriter, r *http.Request, post bool) (*request, bool) {
 	ctx := r.Context()
 	value := c.cookies.value(r, sessionCookie)
-	if c.opts.Auth.Open() {
+	if c.auth.Open() {
 		if !validID(value) {
 			if post {
 				c.fail(w, r, nil, forbidden("this form has no valid CSRF token; reload the page and try again"))
 				return nil, false
 			}
 			value = randomToken()
-			c.cookies.set(w, r, sessionCookie, value, c.opts.SessionMax)
+			c.cookies.set(w, r, sessionCookie, value, c.sessionMax)
 		}
 		id := api.LocalIdentity
 		return &request{ctx: api.InProcess(ctx, id), id: id, session: c.localSession(value)}, true
@@ -147,7 +148,7 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request, post bool) (*r
 // localSession is the local admin's session on a server without tokens:
 // nothing is stored, and the CSRF token is an HMAC of the cookie under a
 // key of this process (a restart asks for a page reload before a form).
-func (c *Console) localSession(cookie string) *session {
+func (c *accounts) localSession(cookie string) *session {
 	mac := hmac.New(sha256.New, c.localKey)
 	mac.Write([]byte(cookie))
 	return &session{Key: digest(cookie), Name: api.LocalIdentity.Name, CSRF: base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), local: true}
@@ -190,11 +191,11 @@ func (k cookies) value(r *http.Request, name string) string {
 }
 
 // identity is who a session is now: its token's current identity.
-func (c *Console) identity(s *session) (precept.Identity, bool) {
+func (c *accounts) identity(s *session) (precept.Identity, bool) {
 	if s.Digest == "" {
-		return api.LocalIdentity, c.opts.Auth.Open()
+		return api.LocalIdentity, c.auth.Open()
 	}
-	id, ok := c.opts.Auth.IdentifyDigest(s.Digest)
+	id, ok := c.auth.IdentifyDigest(s.Digest)
 	return id, ok && id.Name == s.Name
 }
 
@@ -234,8 +235,21 @@ func (k cookies) set(w http.ResponseWriter, r *http.Request, name, value string,
 	})
 }
 
-// accounts serves signing in and out and the sessions page.
-type accounts struct{ *Console }
+// accounts knows who a visitor is: it signs people in and out with their
+// API token, keeps their sessions and their cookies, and serves the
+// sessions page. It holds only what that takes.
+type accounts struct {
+	auth       *api.Authenticator
+	sessions   *sessions
+	cookies    cookies
+	throttle   *throttle
+	sessionMax time.Duration
+	// localKey derives the local admin's CSRF tokens on a server
+	// without tokens.
+	localKey []byte
+	log      *slog.Logger
+	renderer
+}
 
 // signinData is the sign-in form.
 type signinData struct {
@@ -244,22 +258,22 @@ type signinData struct {
 	Error string
 }
 
-func (c accounts) signinPage(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Auth.Open() {
+func (c *accounts) signinPage(w http.ResponseWriter, r *http.Request) {
+	if c.auth.Open() {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return
 	}
 	c.renderSignin(w, r, http.StatusOK, "")
 }
 
-func (c accounts) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+func (c *accounts) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	token := randomToken()
 	c.cookies.set(w, r, signinCookie, token, 15*time.Minute)
 	c.render(w, r, status, "signin", &view{Title: "Sign in", Data: signinData{CSRF: token, Next: safeNext(r.FormValue("next")), Error: msg}})
 }
 
 // signin exchanges a token for a session.
-func (c accounts) signin(w http.ResponseWriter, r *http.Request) {
+func (c *accounts) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := checkOrigin(r); err != nil {
 		c.fail(w, r, nil, err)
@@ -273,22 +287,22 @@ func (c accounts) signin(w http.ResponseWriter, r *http.Request) {
 		c.renderSignin(w, r, http.StatusForbidden, "The sign-in form expired; try again.")
 		return
 	}
-	if c.opts.Auth.Open() {
+	if c.auth.Open() {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return
 	}
 	// A valid token is accepted whatever the throttle says: people behind
 	// one NAT or proxy must not lock each other out.
-	id, tokenDigest, err := c.opts.Auth.IdentifyToken(strings.TrimSpace(r.PostForm.Get("token")))
+	id, tokenDigest, err := c.auth.IdentifyToken(strings.TrimSpace(r.PostForm.Get("token")))
 	if err != nil {
 		addr := client(r)
-		if !c.signins.allowed(addr) {
+		if !c.throttle.allowed(addr) {
 			w.Header().Set("Retry-After", strconv.Itoa(int(failureWindow/time.Second)))
 			c.renderSignin(w, r, http.StatusTooManyRequests, "Too many failed sign-ins from your address; wait a few minutes.")
 			return
 		}
-		c.signins.failed(addr)
-		c.opts.Log.Info("console sign-in refused", "reason", precept.ErrorMessage(err), "remote", r.RemoteAddr)
+		c.throttle.failed(addr)
+		c.log.Info("console sign-in refused", "reason", precept.ErrorMessage(err), "remote", r.RemoteAddr)
 		c.renderSignin(w, r, http.StatusUnauthorized, "That token is not known.")
 		return
 	}
@@ -297,9 +311,9 @@ func (c accounts) signin(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, unavailable("%v", err))
 		return
 	}
-	c.opts.Log.Info("console sign-in", "identity", id.Name, "role", id.Role.String())
+	c.log.Info("console sign-in", "identity", id.Name, "role", id.Role.String())
 	c.cookies.set(w, r, signinCookie, "", -time.Second)
-	c.cookies.set(w, r, sessionCookie, sid, c.opts.SessionMax)
+	c.cookies.set(w, r, sessionCookie, sid, c.sessionMax)
 	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
@@ -311,14 +325,14 @@ func safeNext(next string) string {
 	return next
 }
 
-func (c accounts) signout(w http.ResponseWriter, r *http.Request, q *request) error {
+func (c *accounts) signout(w http.ResponseWriter, r *http.Request, q *request) error {
 	if !q.session.local {
 		if err := c.sessions.revoke(r.Context(), q.session.Key); err != nil {
 			return unavailable("%v", err)
 		}
 	}
 	c.cookies.set(w, r, sessionCookie, "", -time.Second)
-	if c.opts.Auth.Open() {
+	if c.auth.Open() {
 		http.Redirect(w, r, Prefix+"queue", http.StatusSeeOther)
 		return nil
 	}
@@ -339,8 +353,8 @@ type sessionsData struct {
 	Open bool
 }
 
-func (c accounts) sessionsPage(w http.ResponseWriter, r *http.Request, q *request) error {
-	d := sessionsData{Open: c.opts.Auth.Open()}
+func (c *accounts) sessionsPage(w http.ResponseWriter, r *http.Request, q *request) error {
+	d := sessionsData{Open: c.auth.Open()}
 	if !d.Open {
 		list, err := c.sessions.list(r.Context())
 		if err != nil {
@@ -354,7 +368,7 @@ func (c accounts) sessionsPage(w http.ResponseWriter, r *http.Request, q *reques
 	return nil
 }
 
-func (c accounts) revokeSession(w http.ResponseWriter, r *http.Request, q *request) error {
+func (c *accounts) revokeSession(w http.ResponseWriter, r *http.Request, q *request) error {
 	key := r.PostForm.Get("session")
 	if len(key) != sha256HexLen {
 		return invalidArgument("no session named")
@@ -362,7 +376,7 @@ func (c accounts) revokeSession(w http.ResponseWriter, r *http.Request, q *reque
 	if err := c.sessions.revoke(r.Context(), key); err != nil {
 		return unavailable("%v", err)
 	}
-	c.opts.Log.Info("console session revoked", "by", q.id.Name)
+	c.log.Info("console session revoked", "by", q.id.Name)
 	http.Redirect(w, r, Prefix+"sessions?done=revoked", http.StatusSeeOther)
 	return nil
 }

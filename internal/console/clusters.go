@@ -13,9 +13,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/lesson"
 )
 
 // Lists show listPageSize rows unless the address asks for another size
@@ -253,7 +253,9 @@ type clusterData struct {
 	Members    []memberRow
 	MemberFrom int
 	Pager      pager
-	Categories []lesson.Category
+	// Categories are offered to curators setting a category: the live
+	// taxonomy's, a curator's own included (ListCategories).
+	Categories []*preceptv1.TaxonomyCategory
 }
 
 // clusterPage shows one cluster: its statistics, the evaluation of its
@@ -279,8 +281,14 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request, q *request
 	}
 	cl := resp.Msg.GetCluster()
 	d := clusterData{clusterRow: rowOf(cl), Producers: cl.GetStats().GetDistinctProducers(), Tags: cl.GetTags(),
-		Representatives: cl.GetRepresentatives(), MemberFrom: from,
-		Categories: lesson.DefaultTaxonomy().Categories}
+		Representatives: cl.GetRepresentatives(), MemberFrom: from}
+	if q.id.Allows(precept.RoleApprover) {
+		cats, err := c.rpc.evaluator.ListCategories(q.ctx, connect.NewRequest(&preceptv1.ListCategoriesRequest{}))
+		if err != nil {
+			return err
+		}
+		d.Categories = cats.Msg.GetCategories()
+	}
 	members, size := cl.GetMemberIds(), int(cl.GetStats().GetSize())
 	if len(members) == 0 && from > 0 {
 		return notFound("cluster %s has %d members; there is no page from member %d", id, size, from+1)

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +180,37 @@ func TestCuratorsCorrectClustersFromTheClusterPage(t *testing.T) {
 	}
 	_, body = alice.get(loc)
 	mustContain(t, body, "not a pattern</span>")
+}
+
+// The categories offered to curators are the live taxonomy's, read
+// through ListCategories: a curator's own (evaluator.taxonomy_file) are
+// offered too, and can be set.
+func TestTheClusterPageOffersACuratorsOwnCategories(t *testing.T) {
+	taxonomy := filepath.Join(t.TempDir(), "taxonomy.yaml")
+	own := "categories:\n  - id: feature-flags\n    group: configuration\n    name: Feature flags\n    description: New behaviour is not behind a feature flag.\n    rule: Put new behaviour behind a feature flag.\n    cues: [feature flag]\n"
+	if err := os.WriteFile(taxonomy, []byte(own), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, tokensYAML+"evaluator: {taxonomy_file: "+strconv.Quote(taxonomy)+"}\n")
+	s.xadd(t, clusterEvents()...)
+	cl := s.firstCluster(t, 3)
+	page := "/ui/clusters/" + cl.GetId()
+	alice := s.signIn(t, aliceToken)
+	status, body := alice.get(page)
+	if status != http.StatusOK {
+		t.Fatalf("cluster page: %d", status)
+	}
+	mustContain(t, body, `<option value="feature-flags">Feature flags</option>`, `<option value="tests-weak">`)
+
+	status, loc := alice.post("/ui/clusters/correct", url.Values{"kind": {"set_category"}, "cluster": {cl.GetId()},
+		"decision": {"rule-d1"}, "category": {"feature-flags"}})
+	m := clusterLink.FindStringSubmatch(loc)
+	if status != http.StatusSeeOther || m == nil {
+		t.Fatalf("set the curator's category: %d %q", status, loc)
+	}
+	if got := s.cluster(t, m[1]); got.GetCategory() != "feature-flags" {
+		t.Fatalf("after set category, cluster %s has category %q", got.GetId(), got.GetCategory())
+	}
 }
 
 func TestALargeClusterShowsItsMembersFiftyAtATime(t *testing.T) {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/api"
-	"github.com/precept-dev/precept/prompts"
 )
 
 // Prefix is the path the console is served under.
@@ -45,10 +44,6 @@ type Options struct {
 	SessionMax  time.Duration
 	// SecureCookies marks cookies Secure on plain HTTP as well.
 	SecureCookies bool
-	// Versions and Prompts, when set, let the prompt explorer list the
-	// versions served and rebuild an older one for a diff.
-	Versions *prompts.Versions
-	Prompts  *prompts.Assembler
 	// CommitURL, when set, is the rules repository's web address of a
 	// commit without its sha (".../commit/"): history links to it.
 	CommitURL string
@@ -77,19 +72,15 @@ func (o Options) withDefaults() Options {
 
 // Console is the web console's HTTP handler.
 type Console struct {
-	opts     Options
-	sessions *sessions
-	rpc      clients
-	pages    pages
-	events   *hub
-	signins  *throttle
-	cookies  cookies
-	// localKey derives the local admin's CSRF tokens on a server
-	// without tokens.
-	localKey []byte
+	opts Options
+	// acc signs visitors in and finds who each request comes from.
+	acc    *accounts
+	rpc    clients
+	events *hub
 	// draws keeps the analytics charts drawn.
 	draws drawCache
 	mux   *http.ServeMux
+	renderer
 }
 
 // New returns a console; mount it at Prefix.
@@ -102,16 +93,23 @@ func New(opts Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	out := renderer{pages: pages, log: opts.Log}
 	c := &Console{
-		opts:     opts,
-		sessions: &sessions{redis: opts.Redis, prefix: opts.KeyPrefix, idle: opts.SessionIdle, max: opts.SessionMax, now: opts.Now},
+		opts: opts,
+		acc: &accounts{
+			auth:       opts.Auth,
+			sessions:   &sessions{redis: opts.Redis, prefix: opts.KeyPrefix, idle: opts.SessionIdle, max: opts.SessionMax, now: opts.Now},
+			cookies:    cookies{secureAlways: opts.SecureCookies},
+			throttle:   newThrottle(opts.Now),
+			sessionMax: opts.SessionMax,
+			localKey:   []byte(randomToken()),
+			log:        opts.Log,
+			renderer:   out,
+		},
 		rpc:      newClients(opts.API),
-		pages:    pages,
 		events:   newHub(maxListeners),
-		signins:  newThrottle(opts.Now),
-		cookies:  cookies{secureAlways: opts.SecureCookies},
-		localKey: []byte(randomToken()),
 		mux:      http.NewServeMux(),
+		renderer: out,
 	}
 	c.routes()
 	return c, nil
@@ -139,7 +137,7 @@ func (c *Console) Changed(topic string) { c.events.publish(topic) }
 func (c *Console) routes() {
 	reader, approver, admin := precept.RoleReader, precept.RoleApprover, precept.RoleAdmin
 	c.mux.HandleFunc("GET /ui/static/{file}", c.static)
-	acc := accounts{c}
+	acc := c.acc
 	c.mux.HandleFunc("GET /ui/signin", acc.signinPage)
 	c.mux.HandleFunc("POST /ui/signin", acc.signin)
 	c.mux.Handle("POST /ui/signout", c.action(reader, acc.signout))
@@ -170,7 +168,7 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /ui/analytics/{chart}", c.page(reader, c.analyticsExport))
 
 	c.mux.Handle("GET /ui/review", c.page(reader, c.needsReviewPage))
-	dlq := deadLetterPages{c}
+	dlq := deadLetterPages{feedback: c.rpc.feedback, log: c.opts.Log, renderer: c.renderer}
 	c.mux.Handle("GET /ui/deadletters", c.page(reader, dlq.list))
 	c.mux.Handle("GET /ui/deadletters/confirm", c.page(admin, dlq.confirm))
 	c.mux.Handle("POST /ui/deadletters/{action}", c.action(admin, dlq.act))

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 )
 
 // deadLetterActions are what an admin may do with a dead letter, by the
@@ -25,7 +27,11 @@ var deadLetterActions = map[string]struct {
 
 // deadLetterPages serve the dead-letter pages: the list anyone may read,
 // and the replay and drop admins confirm.
-type deadLetterPages struct{ c *Console }
+type deadLetterPages struct {
+	feedback preceptv1connect.FeedbackServiceClient
+	log      *slog.Logger
+	renderer
+}
 
 // deadLetterConfirm is the confirmation page of a replay or a drop.
 type deadLetterConfirm struct {
@@ -42,7 +48,7 @@ func (p deadLetterPages) confirm(w http.ResponseWriter, r *http.Request, q *requ
 	if id == "" {
 		return invalidArgument("name the dead letter (id)")
 	}
-	p.c.render(w, r, http.StatusOK, "deadletter", &view{Title: a.Verb + " dead letter " + id, Nav: "deadletters", q: q,
+	p.render(w, r, http.StatusOK, "deadletter", &view{Title: a.Verb + " dead letter " + id, Nav: "deadletters", q: q,
 		Data: deadLetterConfirm{ID: id, Action: action, Verb: a.Verb, Explain: a.Explain}})
 	return nil
 }
@@ -58,13 +64,13 @@ func (p deadLetterPages) act(w http.ResponseWriter, r *http.Request, q *request)
 	ids := []string{strings.TrimSpace(r.PostForm.Get("id"))}
 	var outs []*preceptv1.DeadLetterOutcome
 	if action == "replay" {
-		resp, err := p.c.rpc.feedback.ReplayDeadLetters(q.ctx, connect.NewRequest(&preceptv1.ReplayDeadLettersRequest{Ids: ids}))
+		resp, err := p.feedback.ReplayDeadLetters(q.ctx, connect.NewRequest(&preceptv1.ReplayDeadLettersRequest{Ids: ids}))
 		if err != nil {
 			return err
 		}
 		outs = resp.Msg.GetOutcomes()
 	} else {
-		resp, err := p.c.rpc.feedback.DropDeadLetters(q.ctx, connect.NewRequest(&preceptv1.DropDeadLettersRequest{Ids: ids}))
+		resp, err := p.feedback.DropDeadLetters(q.ctx, connect.NewRequest(&preceptv1.DropDeadLettersRequest{Ids: ids}))
 		if err != nil {
 			return err
 		}
@@ -77,7 +83,7 @@ func (p deadLetterPages) act(w http.ResponseWriter, r *http.Request, q *request)
 		}
 		return newPageError(http.StatusConflict, "the dead letter was left as it was: %s", msg)
 	}
-	p.c.opts.Log.Info("console dead letter "+a.Done, "by", q.id.Name, "id", ids[0], "stream_id", outs[0].GetStreamId())
+	p.log.Info("console dead letter "+a.Done, "by", q.id.Name, "id", ids[0], "stream_id", outs[0].GetStreamId())
 	http.Redirect(w, r, Prefix+"deadletters?done="+a.Done, http.StatusSeeOther)
 	return nil
 }
@@ -153,7 +159,7 @@ func (p deadLetterPages) list(w http.ResponseWriter, r *http.Request, q *request
 		return err
 	}
 	page := r.URL.Query().Get("page")
-	resp, err := p.c.rpc.feedback.ListDeadLetters(q.ctx, connect.NewRequest(&preceptv1.ListDeadLettersRequest{PageSize: size, PageToken: page}))
+	resp, err := p.feedback.ListDeadLetters(q.ctx, connect.NewRequest(&preceptv1.ListDeadLettersRequest{PageSize: size, PageToken: page}))
 	if err != nil {
 		return err
 	}
@@ -171,6 +177,6 @@ func (p deadLetterPages) list(w http.ResponseWriter, r *http.Request, q *request
 	if page != "" {
 		d.Pager.First = listLink(Prefix+"deadletters", "size", sizeParam(size))
 	}
-	p.c.render(w, r, http.StatusOK, "deadletters", &view{Title: "Dead letters", Nav: "deadletters", Live: true, Data: d, q: q})
+	p.render(w, r, http.StatusOK, "deadletters", &view{Title: "Dead letters", Nav: "deadletters", Live: true, Data: d, q: q})
 	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/precept-dev/precept/prompts"
 )
 
 // render writes a diff as the page's <pre> shows it, one line each.
@@ -113,12 +111,12 @@ func TestLineDiffIsBoundedOnUnrelatedTexts(t *testing.T) {
 }
 
 func TestCompareVersionsNamesRulesAddedRemovedAndMoved(t *testing.T) {
-	rec := func(version string, ids []string, files ...string) prompts.VersionRecord {
-		return prompts.VersionRecord{Version: version, RuleIDs: ids, RulesFiles: files, BasePrompt: "prompts/implement.md", BaseDigest: "b1"}
+	rec := func(version string, ids []string, files ...string) versionRecord {
+		return versionRecord{Version: version, RuleIDs: ids, RulesFiles: files, BasePrompt: "prompts/implement.md", BaseDigest: "b1"}
 	}
 	for _, tc := range []struct {
 		name                  string
-		from, to              prompts.VersionRecord
+		from, to              versionRecord
 		added, removed, moved string
 		filesAdded, filesGone string
 		base                  bool
@@ -136,7 +134,7 @@ func TestCompareVersionsNamesRulesAddedRemovedAndMoved(t *testing.T) {
 			from: rec("v1", []string{"a", "b"}), to: rec("v2", []string{"b", "a"}),
 			moved: "a@1>2"},
 		{name: "files and base",
-			from: rec("v1", nil, "prompts/_rules.md"), to: prompts.VersionRecord{Version: "v2", RulesFiles: []string{"prompts/src/_rules.md"}, BasePrompt: "request", BaseDigest: "sha256:x"},
+			from: rec("v1", nil, "prompts/_rules.md"), to: versionRecord{Version: "v2", RulesFiles: []string{"prompts/src/_rules.md"}, BasePrompt: "request", BaseDigest: "sha256:x"},
 			filesAdded: "prompts/src/_rules.md", filesGone: "prompts/_rules.md", base: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,12 +91,12 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request, q *request
 		case <-r.Context().Done():
 			return nil
 		case topic := <-ch:
-			if c.revoked(r, q) {
+			if c.acc.revoked(r, q) {
 				return nil
 			}
 			fmt.Fprintf(w, "event: change\ndata: %s\n\n", topic)
 		case <-tick.C:
-			if c.revoked(r, q) {
+			if c.acc.revoked(r, q) {
 				return nil
 			}
 			fmt.Fprint(w, ": still here\n\n")
@@ -108,10 +108,10 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request, q *request
 // revoked reports whether the session of an open event stream was
 // revoked or expired since it opened: the stream then ends, and the
 // browser's reconnection is refused.
-func (c *Console) revoked(r *http.Request, q *request) bool {
+func (a *accounts) revoked(r *http.Request, q *request) bool {
 	if q.session.local {
 		return false
 	}
-	ok, err := c.sessions.exists(r.Context(), q.session.Key)
+	ok, err := a.sessions.exists(r.Context(), q.session.Key)
 	return err == nil && !ok
 }

@@ -7,12 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
-	"github.com/precept-dev/precept"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
-	"github.com/precept-dev/precept/prompts"
 )
 
 // The prompt explorer (docs/console.md, "Prompt explorer"): the prompt
@@ -27,6 +26,12 @@ const (
 	// maxVersionLen bounds a version named in a link: real ones are
 	// "v1:" and 16 hex digits.
 	maxVersionLen = 100
+	// sourceRulesFile is the kind of a prompt source that is a _rules.md
+	// file, and requestBase the base prompt of a version served with the
+	// client's own (PromptSource.kind and PromptVersion.base_prompt in
+	// proto/precept/v1/prompts.proto).
+	sourceRulesFile = "rules_md"
+	requestBase     = "request"
 )
 
 // promptsData is the explorer page.
@@ -85,9 +90,44 @@ type versionList struct {
 	Pager       pagerLinks
 }
 
+// versionRecord is a recorded prompt version (GetPromptVersion,
+// ListPromptVersions) as the explorer shows and compares it.
+type versionRecord struct {
+	Version string
+	// Shadow: a shadow prompt, with the agent's shadow rules as well.
+	Shadow bool
+	// Agent, Stage and ScopeDir are the first request's served with it.
+	Agent, Stage, ScopeDir string
+	// RuleIDs are the learned rules in the text in order, RulesFiles
+	// the _rules.md paths in it.
+	RuleIDs, RulesFiles []string
+	// BasePrompt is the base prompt's path, or requestBase; BaseDigest
+	// its hash.
+	BasePrompt, BaseDigest string
+	Commit                 string
+	FirstServed            time.Time
+}
+
+func recordOf(v *preceptv1.PromptVersion) versionRecord {
+	return versionRecord{
+		Version: v.GetVersion(), Shadow: v.GetShadow(), Agent: v.GetAgent(), Stage: v.GetStage(), ScopeDir: v.GetScopeDir(),
+		RuleIDs: v.GetRuleIds(), RulesFiles: v.GetRulesFiles(), BasePrompt: v.GetBasePrompt(), BaseDigest: v.GetBaseDigest(),
+		Commit: v.GetCommit(), FirstServed: timeOf(v.GetFirstServed()),
+	}
+}
+
+// scopePath is the scope path a request for the version can send again:
+// the scope directory, "" when the client sent its own base prompt.
+func (r versionRecord) scopePath() string {
+	if r.BasePrompt == requestBase || r.ScopeDir == "" {
+		return ""
+	}
+	return r.ScopeDir + "/"
+}
+
 // versionRow is one version in the list, with the diff form's defaults.
 type versionRow struct {
-	prompts.VersionRecord
+	versionRecord
 	// Current: the version the prompt has now (or its shadow prompt).
 	Current  bool
 	From, To bool
@@ -95,7 +135,7 @@ type versionRow struct {
 
 // promptDiff compares two recorded versions.
 type promptDiff struct {
-	From, To prompts.VersionRecord
+	From, To versionRecord
 	Same     bool
 	// Added, Removed and Moved are the learned rules that changed;
 	// positions count from 1, 0 where the rule is absent.
@@ -119,8 +159,12 @@ type ruleChange struct {
 func (c *Console) promptsPage(w http.ResponseWriter, r *http.Request, q *request) error {
 	qs := r.URL.Query()
 	d := &promptsData{Agent: strings.TrimSpace(qs.Get("agent")), Stage: strings.TrimSpace(qs.Get("stage")), Path: strings.TrimSpace(qs.Get("path"))}
-	if c.opts.Prompts != nil {
-		d.Agents, d.Stages = c.opts.Prompts.Agents(), c.opts.Prompts.Stages()
+	// The suggestions are a convenience: without them any name can
+	// still be typed.
+	if t, err := c.rpc.prompts.ListPromptTargets(q.ctx, connect.NewRequest(&preceptv1.ListPromptTargetsRequest{})); err == nil {
+		d.Agents, d.Stages = t.Msg.GetAgents(), t.Msg.GetStages()
+	} else {
+		c.opts.Log.Warn("console: list prompt agents and stages", "err", err)
 	}
 	v := &view{Title: "Prompt explorer", Nav: "prompts", Data: d, q: q}
 	if qs.Has("from") || qs.Has("to") {
@@ -218,7 +262,7 @@ func (d *promptsData) explain(ex *preceptv1.ExplainPromptResponse, leftOutPage i
 	d.Summary, d.BasePrompt = ex.GetSummary(), ex.GetBasePromptRef()
 	applied := map[string]bool{}
 	for _, s := range d.Prompt.GetSources() {
-		if s.GetKind() == string(prompts.SourceRulesFile) {
+		if s.GetKind() == sourceRulesFile {
 			applied[s.GetRef()] = true
 		}
 	}
@@ -244,65 +288,85 @@ func (d *promptsData) explain(ex *preceptv1.ExplainPromptResponse, leftOutPage i
 }
 
 // listVersions lists the versions recorded for the agent and stage,
-// newest first, a page at a time. Versions of every scope are listed:
-// prompts with the same text share a version, recorded with the scope of
-// the first request that got it.
+// newest first, a page at a time (ListPromptVersions). Versions of every
+// scope are listed: prompts with the same text share a version, recorded
+// with the scope of the first request that got it.
 func (c *Console) listVersions(q *request, d *promptsData, page int) *versionList {
-	if c.opts.Versions == nil {
-		return &versionList{Unavailable: "Versions are not recorded on this server (effects.enabled is off), so there is no history to compare."}
+	list := func(page int) (*preceptv1.ListPromptVersionsResponse, error) {
+		resp, err := c.rpc.prompts.ListPromptVersions(q.ctx, connect.NewRequest(&preceptv1.ListPromptVersionsRequest{
+			Agent: d.Agent, Stage: d.Stage, Offset: int32((page - 1) * versionsPerPage), Limit: versionsPerPage}))
+		if err != nil {
+			return nil, err
+		}
+		return resp.Msg, nil
 	}
-	if err := c.opts.Versions.Load(q.ctx); err != nil {
+	resp, err := list(page)
+	if err == nil {
+		// A page past the end shows the last.
+		if last := max(1, (int(resp.GetTotal())+versionsPerPage-1)/versionsPerPage); page > last {
+			page = last
+			resp, err = list(page)
+		}
+	}
+	switch {
+	case connect.CodeOf(err) == connect.CodeFailedPrecondition:
+		return &versionList{Unavailable: "Versions are not recorded on this server (effects.enabled is off), so there is no history to compare."}
+	case err != nil:
 		c.opts.Log.Warn("console: read prompt versions", "err", err)
 		return &versionList{Unavailable: "The recorded versions cannot be read just now; the server log says why."}
 	}
-	recs := c.opts.Versions.Select(func(r prompts.VersionRecord) bool { return r.Agent == d.Agent && r.Stage == d.Stage })
-	slices.SortFunc(recs, func(a, b prompts.VersionRecord) int {
-		if c := b.FirstServed.Compare(a.FirstServed); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Version, b.Version)
-	})
-	l := &versionList{Total: len(recs)}
-	lo, hi, links := d.pager("vpage", page, versionsPerPage, len(recs))
-	l.Pager = links
-	for i, rec := range recs[lo:hi] {
-		row := versionRow{VersionRecord: rec, To: i == 0, From: i == 1}
+	l := &versionList{Total: int(resp.GetTotal())}
+	_, _, l.Pager = d.pager("vpage", page, versionsPerPage, l.Total)
+	for i, v := range resp.GetVersions() {
+		row := versionRow{versionRecord: recordOf(v), To: i == 0, From: i == 1}
 		if p := d.Prompt; p != nil {
-			row.Current = rec.Version == p.GetVersion() || rec.Version == p.GetShadowVersion()
+			row.Current = row.Version == p.GetVersion() || row.Version == p.GetShadowVersion()
 		}
 		l.Rows = append(l.Rows, row)
 	}
 	return l
 }
 
+// errNoVersions answers a comparison on a server that records no
+// versions.
+var errNoVersions = unavailable("versions are not recorded on this server (effects.enabled is off), so two cannot be compared")
+
 // diffVersions compares two recorded versions of the form's agent and
 // stage (or, when the form names none, of the first version's).
 func (c *Console) diffVersions(q *request, d *promptsData, fromV, toV string) error {
-	if c.opts.Versions == nil || c.opts.Prompts == nil {
-		return unavailable("versions are not recorded on this server (effects.enabled is off), so two cannot be compared")
+	get := func(version string, withText bool) (*preceptv1.GetPromptVersionResponse, error) {
+		resp, err := c.rpc.prompts.GetPromptVersion(q.ctx, connect.NewRequest(&preceptv1.GetPromptVersionRequest{Version: version, WithText: withText}))
+		if connect.CodeOf(err) == connect.CodeFailedPrecondition {
+			return nil, errNoVersions
+		}
+		if err != nil {
+			return nil, err
+		}
+		return resp.Msg, nil
 	}
 	if fromV == "" || toV == "" {
+		// A server that records no versions says so first: asking for
+		// no version answers FailedPrecondition there, InvalidArgument
+		// elsewhere.
+		if _, err := get("", false); errors.Is(err, errNoVersions) {
+			return err
+		}
 		return invalidArgument("choose two versions to compare: from and to")
 	}
-	var recs [2]prompts.VersionRecord
+	var recs [2]versionRecord
 	for i, ver := range []string{fromV, toV} {
 		if len(ver) > maxVersionLen {
 			return invalidArgument("%q is not a prompt version", ver[:maxVersionLen]+"…")
 		}
-		rec, ok, err := c.opts.Versions.Lookup(q.ctx, ver)
+		resp, err := get(ver, false)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return notFound("no prompt version %s is recorded", ver)
-		}
-		recs[i] = rec
+		recs[i] = recordOf(resp.GetVersion())
 	}
 	if d.Agent == "" && d.Stage == "" {
 		d.Agent, d.Stage = recs[0].Agent, recs[0].Stage
-		if req, ok := recs[0].Request(); ok {
-			d.Path = req.ScopePath
-		}
+		d.Path = recs[0].scopePath()
 	}
 	for _, rec := range recs {
 		if rec.Agent != d.Agent || rec.Stage != d.Stage {
@@ -316,18 +380,18 @@ func (c *Console) diffVersions(q *request, d *promptsData, fromV, toV string) er
 	if diff.Same {
 		return nil
 	}
+	// The texts are assembled again from the versions' commits.
 	var texts [2]string
 	for i, rec := range recs {
-		text, err := c.opts.Prompts.Rebuild(q.ctx, rec)
-		switch precept.ErrorCode(err) {
-		case precept.FailedPrecondition, precept.NotFound, precept.Invalid:
-			diff.NoText = "The texts cannot be compared line by line: " + precept.ErrorMessage(err) + "."
-			return nil
-		}
+		resp, err := get(rec.Version, true)
 		if err != nil {
 			return err
 		}
-		texts[i] = text
+		if why := resp.GetTextUnavailable(); why != "" {
+			diff.NoText = "The texts cannot be compared line by line: " + why + "."
+			return nil
+		}
+		texts[i] = resp.GetText()
 	}
 	diff.Lines, diff.Cut = lineDiff(texts[0], texts[1])
 	return nil
@@ -337,7 +401,7 @@ func (c *Console) diffVersions(q *request, d *promptsData, fromV, toV string) er
 // prompt of two versions differ. A rule is moved when its order among
 // the rules both versions hold changed, not when rules added or removed
 // above it shift its position.
-func compareVersions(from, to prompts.VersionRecord) *promptDiff {
+func compareVersions(from, to versionRecord) *promptDiff {
 	d := &promptDiff{From: from, To: to, Same: from.Version == to.Version}
 	posFrom, posTo := positions(from.RuleIDs), positions(to.RuleIDs)
 	var commonFrom, commonTo []string

@@ -187,6 +187,10 @@ func TestPromptExplorerWithoutRecordedVersionsSaysTheDiffIsUnavailable(t *testin
 		t.Errorf("diff without versions: %d\n%s", status, body)
 	}
 	mustContain(t, body, "so two cannot be compared")
+	// So is a comparison missing a version.
+	if status, body = v.get("/ui/prompts?agent=coding-agent&stage=implement&from=&to=v1:0000000000000000"); status != http.StatusServiceUnavailable {
+		t.Errorf("diff of one version without versions: %d\n%s", status, body)
+	}
 }
 
 func TestPromptExplorerAnswersABadRequestWithTheFormAndTheProblem(t *testing.T) {

@@ -71,6 +71,14 @@ func TestPromptExplorerPagesWith200RulesAndManyVersions(t *testing.T) {
 		!regexp.MustCompile(`id="from-1" name="from" value="[^"]+" checked>`).MatchString(last) {
 		t.Errorf("the last page of versions does not pick two versions to compare:\n%s", last)
 	}
+	// A page past the end shows the last (ListPromptVersions is asked
+	// again from the last page's offset).
+	toVersion := regexp.MustCompile(`id="to-0" name="to" value="([^"]+)"`)
+	_, past := v.get(page + "&vpage=9999")
+	if m, want := toVersion.FindStringSubmatch(past), toVersion.FindStringSubmatch(last); m == nil || want == nil || m[1] != want[1] ||
+		!strings.Contains(past, "Page 51 of 51") {
+		t.Errorf("a page of versions past the end is not the last page:\n%s", past)
+	}
 
 	measure := func(what, path string) time.Duration {
 		var times []time.Duration

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
@@ -130,13 +131,19 @@ var doneMessages = map[string]string{
 	"dropped":    "The dead letter was dropped.",
 }
 
+// renderer writes pages and error pages from the parsed templates.
+type renderer struct {
+	pages pages
+	log   *slog.Logger
+}
+
 // render writes a page. A template error after the first byte cannot
 // change the status any more; rendering into a buffer first keeps a
 // half page from being served as a whole one.
-func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, v *view) {
+func (c renderer) render(w http.ResponseWriter, r *http.Request, status int, name string, v *view) {
 	t, ok := c.pages[name]
 	if !ok {
-		c.opts.Log.Error("console page has no template", "page", name)
+		c.log.Error("console page has no template", "page", name)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -151,7 +158,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		}
 	}()
 	if err := t.ExecuteTemplate(buf, "layout.html", v); err != nil {
-		c.opts.Log.Error("console page failed to render", "page", name, "err", err)
+		c.log.Error("console page failed to render", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -227,7 +234,7 @@ type errorData struct {
 
 // fail renders err as an error page. Errors of unknown kind are logged
 // and shown as an internal error, without their text.
-func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *request, err error) {
+func (c renderer) fail(w http.ResponseWriter, r *http.Request, q *request, err error) {
 	status, msg := http.StatusInternalServerError, "Something went wrong on the server; it has been logged."
 	var pe *pageError
 	var ce *connect.Error
@@ -238,10 +245,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *request, err e
 		if s, ok := statusOf[ce.Code()]; ok {
 			status, msg = s, ce.Message()
 		} else {
-			c.opts.Log.Error("console RPC failed", "path", r.URL.Path, "err", err)
+			c.log.Error("console RPC failed", "path", r.URL.Path, "err", err)
 		}
 	default:
-		c.opts.Log.Error("console page failed", "path", r.URL.Path, "err", err)
+		c.log.Error("console page failed", "path", r.URL.Path, "err", err)
 	}
 	// Back goes to the page the visitor came from, on this console only.
 	back := r.Referer()

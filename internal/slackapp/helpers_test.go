@@ -376,3 +376,17 @@ func bumpContent(t *testing.T, repo *gitrepo.Repo, id string) {
 		t.Fatal(err)
 	}
 }
+
+// SetFeatures switches features at run time, as the tests need (preceptd
+// sets them once, in Options). Turning posting on posts the pending
+// proposals; turning clarification on asks about the waiting ambiguous
+// decisions.
+func (s *Service) SetFeatures(f Features) {
+	s.featMu.Lock()
+	s.features = f
+	s.featMu.Unlock()
+	s.post.reconcileSoon()
+	if s.clarify != nil {
+		s.clarify.scanSoon()
+	}
+}

@@ -185,6 +185,8 @@ type Service struct {
 	verify  verifier
 	metrics *metrics
 
+	// features are set from Options; tests switch them while the
+	// service runs, hence the lock.
 	featMu   sync.RWMutex
 	features Features
 
@@ -240,19 +242,6 @@ func New(api API, r Rules, posts *Posts, clar Clarifications, store Store, opts 
 		s.clarify = newClarifier(s, clar)
 	}
 	return s, nil
-}
-
-// SetFeatures switches features at run time. Turning posting on posts
-// the pending proposals; turning clarification on asks about the waiting
-// ambiguous decisions.
-func (s *Service) SetFeatures(f Features) {
-	s.featMu.Lock()
-	s.features = f
-	s.featMu.Unlock()
-	s.post.reconcileSoon()
-	if s.clarify != nil {
-		s.clarify.scanSoon()
-	}
 }
 
 // Features returns the current feature switches.

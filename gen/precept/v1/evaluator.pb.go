@@ -1480,6 +1480,176 @@ func (x *GetLearnedTaxonomyResponse) GetPhrasings() int32 {
 	return 0
 }
 
+// TaxonomyCategory is one category of the lesson taxonomy
+// (docs/lessons.md).
+type TaxonomyCategory struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Group       string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Name        string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// Under the safety floor: its rules are never retired by a vote alone.
+	Protected     bool `protobuf:"varint,5,opt,name=protected,proto3" json:"protected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaxonomyCategory) Reset() {
+	*x = TaxonomyCategory{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaxonomyCategory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaxonomyCategory) ProtoMessage() {}
+
+func (x *TaxonomyCategory) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaxonomyCategory.ProtoReflect.Descriptor instead.
+func (*TaxonomyCategory) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TaxonomyCategory) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TaxonomyCategory) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *TaxonomyCategory) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TaxonomyCategory) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *TaxonomyCategory) GetProtected() bool {
+	if x != nil {
+		return x.Protected
+	}
+	return false
+}
+
+type ListCategoriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCategoriesRequest) Reset() {
+	*x = ListCategoriesRequest{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCategoriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCategoriesRequest) ProtoMessage() {}
+
+func (x *ListCategoriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCategoriesRequest.ProtoReflect.Descriptor instead.
+func (*ListCategoriesRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{17}
+}
+
+type ListCategoriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The taxonomy's version, as lessons record it.
+	Taxonomy string `protobuf:"bytes,1,opt,name=taxonomy,proto3" json:"taxonomy,omitempty"`
+	// The embedded categories and a curator's own (evaluator.taxonomy_file),
+	// in the taxonomy's order.
+	Categories    []*TaxonomyCategory `protobuf:"bytes,2,rep,name=categories,proto3" json:"categories,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCategoriesResponse) Reset() {
+	*x = ListCategoriesResponse{}
+	mi := &file_precept_v1_evaluator_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCategoriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCategoriesResponse) ProtoMessage() {}
+
+func (x *ListCategoriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_evaluator_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCategoriesResponse.ProtoReflect.Descriptor instead.
+func (*ListCategoriesResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListCategoriesResponse) GetTaxonomy() string {
+	if x != nil {
+		return x.Taxonomy
+	}
+	return ""
+}
+
+func (x *ListCategoriesResponse) GetCategories() []*TaxonomyCategory {
+	if x != nil {
+		return x.Categories
+	}
+	return nil
+}
+
 type ReclusterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1488,7 +1658,7 @@ type ReclusterRequest struct {
 
 func (x *ReclusterRequest) Reset() {
 	*x = ReclusterRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1670,7 @@ func (x *ReclusterRequest) String() string {
 func (*ReclusterRequest) ProtoMessage() {}
 
 func (x *ReclusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[16]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1683,7 @@ func (x *ReclusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReclusterRequest.ProtoReflect.Descriptor instead.
 func (*ReclusterRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{16}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{19}
 }
 
 type ReclusterResponse struct {
@@ -1529,7 +1699,7 @@ type ReclusterResponse struct {
 
 func (x *ReclusterResponse) Reset() {
 	*x = ReclusterResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1711,7 @@ func (x *ReclusterResponse) String() string {
 func (*ReclusterResponse) ProtoMessage() {}
 
 func (x *ReclusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[17]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1724,7 @@ func (x *ReclusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReclusterResponse.ProtoReflect.Descriptor instead.
 func (*ReclusterResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{17}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReclusterResponse) GetGroups() int32 {
@@ -1611,7 +1781,7 @@ type NeedsReview struct {
 
 func (x *NeedsReview) Reset() {
 	*x = NeedsReview{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[18]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1793,7 @@ func (x *NeedsReview) String() string {
 func (*NeedsReview) ProtoMessage() {}
 
 func (x *NeedsReview) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[18]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1806,7 @@ func (x *NeedsReview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NeedsReview.ProtoReflect.Descriptor instead.
 func (*NeedsReview) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{18}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NeedsReview) GetDecisionId() string {
@@ -1711,7 +1881,7 @@ type EvaluateRequest struct {
 
 func (x *EvaluateRequest) Reset() {
 	*x = EvaluateRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[19]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1893,7 @@ func (x *EvaluateRequest) String() string {
 func (*EvaluateRequest) ProtoMessage() {}
 
 func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[19]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1906,7 @@ func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{19}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EvaluateRequest) GetDecision() *HITLDecision {
@@ -1755,7 +1925,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[20]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +1937,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[20]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +1950,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{20}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EvaluateResponse) GetEvaluation() *Evaluation {
@@ -1799,7 +1969,7 @@ type GetEvaluationRequest struct {
 
 func (x *GetEvaluationRequest) Reset() {
 	*x = GetEvaluationRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[21]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1981,7 @@ func (x *GetEvaluationRequest) String() string {
 func (*GetEvaluationRequest) ProtoMessage() {}
 
 func (x *GetEvaluationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[21]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1994,7 @@ func (x *GetEvaluationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEvaluationRequest.ProtoReflect.Descriptor instead.
 func (*GetEvaluationRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{21}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetEvaluationRequest) GetDecisionId() string {
@@ -1843,7 +2013,7 @@ type GetEvaluationResponse struct {
 
 func (x *GetEvaluationResponse) Reset() {
 	*x = GetEvaluationResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[22]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +2025,7 @@ func (x *GetEvaluationResponse) String() string {
 func (*GetEvaluationResponse) ProtoMessage() {}
 
 func (x *GetEvaluationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[22]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +2038,7 @@ func (x *GetEvaluationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEvaluationResponse.ProtoReflect.Descriptor instead.
 func (*GetEvaluationResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{22}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetEvaluationResponse) GetEvaluation() *Evaluation {
@@ -1893,7 +2063,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[23]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2075,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[23]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2088,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{23}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListClustersRequest) GetAgent() string {
@@ -1960,7 +2130,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[24]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2142,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[24]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2155,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{24}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListClustersResponse) GetClusters() []*Cluster {
@@ -2016,7 +2186,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[25]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2198,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[25]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2211,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{25}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetClusterRequest) GetId() string {
@@ -2074,7 +2244,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[26]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2256,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[26]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2269,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{26}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetClusterResponse) GetCluster() *Cluster {
@@ -2120,7 +2290,7 @@ type ListNeedsReviewRequest struct {
 
 func (x *ListNeedsReviewRequest) Reset() {
 	*x = ListNeedsReviewRequest{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[27]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2302,7 @@ func (x *ListNeedsReviewRequest) String() string {
 func (*ListNeedsReviewRequest) ProtoMessage() {}
 
 func (x *ListNeedsReviewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[27]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2315,7 @@ func (x *ListNeedsReviewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNeedsReviewRequest.ProtoReflect.Descriptor instead.
 func (*ListNeedsReviewRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{27}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListNeedsReviewRequest) GetAgent() string {
@@ -2181,7 +2351,7 @@ type ListNeedsReviewResponse struct {
 
 func (x *ListNeedsReviewResponse) Reset() {
 	*x = ListNeedsReviewResponse{}
-	mi := &file_precept_v1_evaluator_proto_msgTypes[28]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2363,7 @@ func (x *ListNeedsReviewResponse) String() string {
 func (*ListNeedsReviewResponse) ProtoMessage() {}
 
 func (x *ListNeedsReviewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_evaluator_proto_msgTypes[28]
+	mi := &file_precept_v1_evaluator_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2376,7 @@ func (x *ListNeedsReviewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNeedsReviewResponse.ProtoReflect.Descriptor instead.
 func (*ListNeedsReviewResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{28}
+	return file_precept_v1_evaluator_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListNeedsReviewResponse) GetItems() []*NeedsReview {
@@ -2359,7 +2529,19 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"\x19GetLearnedTaxonomyRequest\"N\n" +
 	"\x1aGetLearnedTaxonomyResponse\x12\x12\n" +
 	"\x04yaml\x18\x01 \x01(\tR\x04yaml\x12\x1c\n" +
-	"\tphrasings\x18\x02 \x01(\x05R\tphrasings\"\x12\n" +
+	"\tphrasings\x18\x02 \x01(\x05R\tphrasings\"\x8c\x01\n" +
+	"\x10TaxonomyCategory\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1c\n" +
+	"\tprotected\x18\x05 \x01(\bR\tprotected\"\x17\n" +
+	"\x15ListCategoriesRequest\"r\n" +
+	"\x16ListCategoriesResponse\x12\x1a\n" +
+	"\btaxonomy\x18\x01 \x01(\tR\btaxonomy\x12<\n" +
+	"\n" +
+	"categories\x18\x02 \x03(\v2\x1c.precept.v1.TaxonomyCategoryR\n" +
+	"categories\"\x12\n" +
 	"\x10ReclusterRequest\"\x9c\x01\n" +
 	"\x11ReclusterResponse\x12\x16\n" +
 	"\x06groups\x18\x01 \x01(\x05R\x06groups\x12\x1c\n" +
@@ -2438,7 +2620,7 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"\x14CORRECTION_KIND_MOVE\x10\x03\x12 \n" +
 	"\x1cCORRECTION_KIND_SET_CATEGORY\x10\x04\x12!\n" +
 	"\x1dCORRECTION_KIND_NOT_A_PATTERN\x10\x05\x12\x1e\n" +
-	"\x1aCORRECTION_KIND_KEEP_APART\x10\x062\xaf\x06\n" +
+	"\x1aCORRECTION_KIND_KEEP_APART\x10\x062\x8d\a\n" +
 	"\x10EvaluatorService\x12J\n" +
 	"\bEvaluate\x12\x1b.precept.v1.EvaluateRequest\x1a\x1c.precept.v1.EvaluateResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\rGetEvaluation\x12 .precept.v1.GetEvaluationRequest\x1a!.precept.v1.GetEvaluationResponse\"\x03\x90\x02\x01\x12V\n" +
@@ -2449,7 +2631,8 @@ const file_precept_v1_evaluator_proto_rawDesc = "" +
 	"\x0fCorrectClusters\x12\".precept.v1.CorrectClustersRequest\x1a#.precept.v1.CorrectClustersResponse\x12Y\n" +
 	"\rSuggestMerges\x12 .precept.v1.SuggestMergesRequest\x1a!.precept.v1.SuggestMergesResponse\"\x03\x90\x02\x01\x12H\n" +
 	"\tRecluster\x12\x1c.precept.v1.ReclusterRequest\x1a\x1d.precept.v1.ReclusterResponse\x12h\n" +
-	"\x12GetLearnedTaxonomy\x12%.precept.v1.GetLearnedTaxonomyRequest\x1a&.precept.v1.GetLearnedTaxonomyResponse\"\x03\x90\x02\x01B\xa2\x01\n" +
+	"\x12GetLearnedTaxonomy\x12%.precept.v1.GetLearnedTaxonomyRequest\x1a&.precept.v1.GetLearnedTaxonomyResponse\"\x03\x90\x02\x01\x12\\\n" +
+	"\x0eListCategories\x12!.precept.v1.ListCategoriesRequest\x1a\".precept.v1.ListCategoriesResponse\"\x03\x90\x02\x01B\xa2\x01\n" +
 	"\x0ecom.precept.v1B\x0eEvaluatorProtoP\x01Z7github.com/precept-dev/precept/gen/precept/v1;preceptv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Precept.V1\xca\x02\n" +
 	"Precept\\V1\xe2\x02\x16Precept\\V1\\GPBMetadata\xea\x02\vPrecept::V1b\x06proto3"
@@ -2467,7 +2650,7 @@ func file_precept_v1_evaluator_proto_rawDescGZIP() []byte {
 }
 
 var file_precept_v1_evaluator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_precept_v1_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_precept_v1_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_precept_v1_evaluator_proto_goTypes = []any{
 	(Classification)(0),                // 0: precept.v1.Classification
 	(ActionType)(0),                    // 1: precept.v1.ActionType
@@ -2488,21 +2671,24 @@ var file_precept_v1_evaluator_proto_goTypes = []any{
 	(*SuggestMergesResponse)(nil),      // 16: precept.v1.SuggestMergesResponse
 	(*GetLearnedTaxonomyRequest)(nil),  // 17: precept.v1.GetLearnedTaxonomyRequest
 	(*GetLearnedTaxonomyResponse)(nil), // 18: precept.v1.GetLearnedTaxonomyResponse
-	(*ReclusterRequest)(nil),           // 19: precept.v1.ReclusterRequest
-	(*ReclusterResponse)(nil),          // 20: precept.v1.ReclusterResponse
-	(*NeedsReview)(nil),                // 21: precept.v1.NeedsReview
-	(*EvaluateRequest)(nil),            // 22: precept.v1.EvaluateRequest
-	(*EvaluateResponse)(nil),           // 23: precept.v1.EvaluateResponse
-	(*GetEvaluationRequest)(nil),       // 24: precept.v1.GetEvaluationRequest
-	(*GetEvaluationResponse)(nil),      // 25: precept.v1.GetEvaluationResponse
-	(*ListClustersRequest)(nil),        // 26: precept.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),       // 27: precept.v1.ListClustersResponse
-	(*GetClusterRequest)(nil),          // 28: precept.v1.GetClusterRequest
-	(*GetClusterResponse)(nil),         // 29: precept.v1.GetClusterResponse
-	(*ListNeedsReviewRequest)(nil),     // 30: precept.v1.ListNeedsReviewRequest
-	(*ListNeedsReviewResponse)(nil),    // 31: precept.v1.ListNeedsReviewResponse
-	(*timestamppb.Timestamp)(nil),      // 32: google.protobuf.Timestamp
-	(*HITLDecision)(nil),               // 33: precept.v1.HITLDecision
+	(*TaxonomyCategory)(nil),           // 19: precept.v1.TaxonomyCategory
+	(*ListCategoriesRequest)(nil),      // 20: precept.v1.ListCategoriesRequest
+	(*ListCategoriesResponse)(nil),     // 21: precept.v1.ListCategoriesResponse
+	(*ReclusterRequest)(nil),           // 22: precept.v1.ReclusterRequest
+	(*ReclusterResponse)(nil),          // 23: precept.v1.ReclusterResponse
+	(*NeedsReview)(nil),                // 24: precept.v1.NeedsReview
+	(*EvaluateRequest)(nil),            // 25: precept.v1.EvaluateRequest
+	(*EvaluateResponse)(nil),           // 26: precept.v1.EvaluateResponse
+	(*GetEvaluationRequest)(nil),       // 27: precept.v1.GetEvaluationRequest
+	(*GetEvaluationResponse)(nil),      // 28: precept.v1.GetEvaluationResponse
+	(*ListClustersRequest)(nil),        // 29: precept.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),       // 30: precept.v1.ListClustersResponse
+	(*GetClusterRequest)(nil),          // 31: precept.v1.GetClusterRequest
+	(*GetClusterResponse)(nil),         // 32: precept.v1.GetClusterResponse
+	(*ListNeedsReviewRequest)(nil),     // 33: precept.v1.ListNeedsReviewRequest
+	(*ListNeedsReviewResponse)(nil),    // 34: precept.v1.ListNeedsReviewResponse
+	(*timestamppb.Timestamp)(nil),      // 35: google.protobuf.Timestamp
+	(*HITLDecision)(nil),               // 36: precept.v1.HITLDecision
 }
 var file_precept_v1_evaluator_proto_depIdxs = []int32{
 	1,  // 0: precept.v1.ProposedAction.type:type_name -> precept.v1.ActionType
@@ -2510,47 +2696,50 @@ var file_precept_v1_evaluator_proto_depIdxs = []int32{
 	0,  // 2: precept.v1.Evaluation.classification:type_name -> precept.v1.Classification
 	3,  // 3: precept.v1.Evaluation.proposed_action:type_name -> precept.v1.ProposedAction
 	5,  // 4: precept.v1.Evaluation.rubric:type_name -> precept.v1.RubricResult
-	32, // 5: precept.v1.Evaluation.evaluated_at:type_name -> google.protobuf.Timestamp
+	35, // 5: precept.v1.Evaluation.evaluated_at:type_name -> google.protobuf.Timestamp
 	9,  // 6: precept.v1.Evaluation.cluster_stats:type_name -> precept.v1.ClusterStats
 	8,  // 7: precept.v1.Evaluation.lesson:type_name -> precept.v1.Lesson
 	7,  // 8: precept.v1.Lesson.evidence:type_name -> precept.v1.LessonEvidence
-	32, // 9: precept.v1.ClusterStats.first_seen:type_name -> google.protobuf.Timestamp
-	32, // 10: precept.v1.ClusterStats.last_seen:type_name -> google.protobuf.Timestamp
+	35, // 9: precept.v1.ClusterStats.first_seen:type_name -> google.protobuf.Timestamp
+	35, // 10: precept.v1.ClusterStats.last_seen:type_name -> google.protobuf.Timestamp
 	9,  // 11: precept.v1.Cluster.stats:type_name -> precept.v1.ClusterStats
 	0,  // 12: precept.v1.Cluster.classification:type_name -> precept.v1.Classification
 	10, // 13: precept.v1.Cluster.representatives:type_name -> precept.v1.RepresentativeComment
 	2,  // 14: precept.v1.CorrectClustersRequest.kind:type_name -> precept.v1.CorrectionKind
 	15, // 15: precept.v1.SuggestMergesResponse.suggestions:type_name -> precept.v1.MergeSuggestion
-	32, // 16: precept.v1.NeedsReview.updated_at:type_name -> google.protobuf.Timestamp
-	33, // 17: precept.v1.EvaluateRequest.decision:type_name -> precept.v1.HITLDecision
-	6,  // 18: precept.v1.EvaluateResponse.evaluation:type_name -> precept.v1.Evaluation
-	6,  // 19: precept.v1.GetEvaluationResponse.evaluation:type_name -> precept.v1.Evaluation
-	11, // 20: precept.v1.ListClustersResponse.clusters:type_name -> precept.v1.Cluster
-	11, // 21: precept.v1.GetClusterResponse.cluster:type_name -> precept.v1.Cluster
-	21, // 22: precept.v1.ListNeedsReviewResponse.items:type_name -> precept.v1.NeedsReview
-	22, // 23: precept.v1.EvaluatorService.Evaluate:input_type -> precept.v1.EvaluateRequest
-	24, // 24: precept.v1.EvaluatorService.GetEvaluation:input_type -> precept.v1.GetEvaluationRequest
-	26, // 25: precept.v1.EvaluatorService.ListClusters:input_type -> precept.v1.ListClustersRequest
-	28, // 26: precept.v1.EvaluatorService.GetCluster:input_type -> precept.v1.GetClusterRequest
-	30, // 27: precept.v1.EvaluatorService.ListNeedsReview:input_type -> precept.v1.ListNeedsReviewRequest
-	12, // 28: precept.v1.EvaluatorService.CorrectClusters:input_type -> precept.v1.CorrectClustersRequest
-	14, // 29: precept.v1.EvaluatorService.SuggestMerges:input_type -> precept.v1.SuggestMergesRequest
-	19, // 30: precept.v1.EvaluatorService.Recluster:input_type -> precept.v1.ReclusterRequest
-	17, // 31: precept.v1.EvaluatorService.GetLearnedTaxonomy:input_type -> precept.v1.GetLearnedTaxonomyRequest
-	23, // 32: precept.v1.EvaluatorService.Evaluate:output_type -> precept.v1.EvaluateResponse
-	25, // 33: precept.v1.EvaluatorService.GetEvaluation:output_type -> precept.v1.GetEvaluationResponse
-	27, // 34: precept.v1.EvaluatorService.ListClusters:output_type -> precept.v1.ListClustersResponse
-	29, // 35: precept.v1.EvaluatorService.GetCluster:output_type -> precept.v1.GetClusterResponse
-	31, // 36: precept.v1.EvaluatorService.ListNeedsReview:output_type -> precept.v1.ListNeedsReviewResponse
-	13, // 37: precept.v1.EvaluatorService.CorrectClusters:output_type -> precept.v1.CorrectClustersResponse
-	16, // 38: precept.v1.EvaluatorService.SuggestMerges:output_type -> precept.v1.SuggestMergesResponse
-	20, // 39: precept.v1.EvaluatorService.Recluster:output_type -> precept.v1.ReclusterResponse
-	18, // 40: precept.v1.EvaluatorService.GetLearnedTaxonomy:output_type -> precept.v1.GetLearnedTaxonomyResponse
-	32, // [32:41] is the sub-list for method output_type
-	23, // [23:32] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	19, // 16: precept.v1.ListCategoriesResponse.categories:type_name -> precept.v1.TaxonomyCategory
+	35, // 17: precept.v1.NeedsReview.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 18: precept.v1.EvaluateRequest.decision:type_name -> precept.v1.HITLDecision
+	6,  // 19: precept.v1.EvaluateResponse.evaluation:type_name -> precept.v1.Evaluation
+	6,  // 20: precept.v1.GetEvaluationResponse.evaluation:type_name -> precept.v1.Evaluation
+	11, // 21: precept.v1.ListClustersResponse.clusters:type_name -> precept.v1.Cluster
+	11, // 22: precept.v1.GetClusterResponse.cluster:type_name -> precept.v1.Cluster
+	24, // 23: precept.v1.ListNeedsReviewResponse.items:type_name -> precept.v1.NeedsReview
+	25, // 24: precept.v1.EvaluatorService.Evaluate:input_type -> precept.v1.EvaluateRequest
+	27, // 25: precept.v1.EvaluatorService.GetEvaluation:input_type -> precept.v1.GetEvaluationRequest
+	29, // 26: precept.v1.EvaluatorService.ListClusters:input_type -> precept.v1.ListClustersRequest
+	31, // 27: precept.v1.EvaluatorService.GetCluster:input_type -> precept.v1.GetClusterRequest
+	33, // 28: precept.v1.EvaluatorService.ListNeedsReview:input_type -> precept.v1.ListNeedsReviewRequest
+	12, // 29: precept.v1.EvaluatorService.CorrectClusters:input_type -> precept.v1.CorrectClustersRequest
+	14, // 30: precept.v1.EvaluatorService.SuggestMerges:input_type -> precept.v1.SuggestMergesRequest
+	22, // 31: precept.v1.EvaluatorService.Recluster:input_type -> precept.v1.ReclusterRequest
+	17, // 32: precept.v1.EvaluatorService.GetLearnedTaxonomy:input_type -> precept.v1.GetLearnedTaxonomyRequest
+	20, // 33: precept.v1.EvaluatorService.ListCategories:input_type -> precept.v1.ListCategoriesRequest
+	26, // 34: precept.v1.EvaluatorService.Evaluate:output_type -> precept.v1.EvaluateResponse
+	28, // 35: precept.v1.EvaluatorService.GetEvaluation:output_type -> precept.v1.GetEvaluationResponse
+	30, // 36: precept.v1.EvaluatorService.ListClusters:output_type -> precept.v1.ListClustersResponse
+	32, // 37: precept.v1.EvaluatorService.GetCluster:output_type -> precept.v1.GetClusterResponse
+	34, // 38: precept.v1.EvaluatorService.ListNeedsReview:output_type -> precept.v1.ListNeedsReviewResponse
+	13, // 39: precept.v1.EvaluatorService.CorrectClusters:output_type -> precept.v1.CorrectClustersResponse
+	16, // 40: precept.v1.EvaluatorService.SuggestMerges:output_type -> precept.v1.SuggestMergesResponse
+	23, // 41: precept.v1.EvaluatorService.Recluster:output_type -> precept.v1.ReclusterResponse
+	18, // 42: precept.v1.EvaluatorService.GetLearnedTaxonomy:output_type -> precept.v1.GetLearnedTaxonomyResponse
+	21, // 43: precept.v1.EvaluatorService.ListCategories:output_type -> precept.v1.ListCategoriesResponse
+	34, // [34:44] is the sub-list for method output_type
+	24, // [24:34] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_evaluator_proto_init() }
@@ -2565,7 +2754,7 @@ func file_precept_v1_evaluator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_evaluator_proto_rawDesc), len(file_precept_v1_evaluator_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -9,6 +9,7 @@ package preceptv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -785,12 +786,474 @@ func (x *ExplainPromptResponse) GetSummary() string {
 	return ""
 }
 
+type ListPromptTargetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptTargetsRequest) Reset() {
+	*x = ListPromptTargetsRequest{}
+	mi := &file_precept_v1_prompts_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptTargetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptTargetsRequest) ProtoMessage() {}
+
+func (x *ListPromptTargetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_prompts_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptTargetsRequest.ProtoReflect.Descriptor instead.
+func (*ListPromptTargetsRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_prompts_proto_rawDescGZIP(), []int{10}
+}
+
+type ListPromptTargetsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agents and stages the rules repository holds rules or base
+	// prompts for, sorted.
+	Agents        []string `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	Stages        []string `protobuf:"bytes,2,rep,name=stages,proto3" json:"stages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptTargetsResponse) Reset() {
+	*x = ListPromptTargetsResponse{}
+	mi := &file_precept_v1_prompts_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptTargetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptTargetsResponse) ProtoMessage() {}
+
+func (x *ListPromptTargetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_prompts_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptTargetsResponse.ProtoReflect.Descriptor instead.
+func (*ListPromptTargetsResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_prompts_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListPromptTargetsResponse) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *ListPromptTargetsResponse) GetStages() []string {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+// PromptVersion is a recorded prompt version: what went into a prompt
+// served to an agent (docs/effects.md).
+type PromptVersion struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// A shadow prompt, holding the agent's shadow rules as well.
+	Shadow bool `protobuf:"varint,2,opt,name=shadow,proto3" json:"shadow,omitempty"`
+	// The agent, stage and scope directory of the first request served
+	// with it; identical texts for other requests share the version.
+	Agent    string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	Stage    string `protobuf:"bytes,4,opt,name=stage,proto3" json:"stage,omitempty"`
+	ScopeDir string `protobuf:"bytes,5,opt,name=scope_dir,json=scopeDir,proto3" json:"scope_dir,omitempty"`
+	// The learned rules in the text, in order.
+	RuleIds []string `protobuf:"bytes,6,rep,name=rule_ids,json=ruleIds,proto3" json:"rule_ids,omitempty"`
+	// The _rules.md paths in the text.
+	RulesFiles []string `protobuf:"bytes,7,rep,name=rules_files,json=rulesFiles,proto3" json:"rules_files,omitempty"`
+	// The base prompt's path, or "request" when the client sent it.
+	BasePrompt string `protobuf:"bytes,8,opt,name=base_prompt,json=basePrompt,proto3" json:"base_prompt,omitempty"`
+	BaseDigest string `protobuf:"bytes,9,opt,name=base_digest,json=baseDigest,proto3" json:"base_digest,omitempty"`
+	// The rules-repository commit the prompt came from.
+	Commit        string                 `protobuf:"bytes,10,opt,name=commit,proto3" json:"commit,omitempty"`
+	FirstServed   *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=first_served,json=firstServed,proto3" json:"first_served,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptVersion) Reset() {
+	*x = PromptVersion{}
+	mi := &file_precept_v1_prompts_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptVersion) ProtoMessage() {}
+
+func (x *PromptVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_prompts_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptVersion.ProtoReflect.Descriptor instead.
+func (*PromptVersion) Descriptor() ([]byte, []int) {
+	return file_precept_v1_prompts_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PromptVersion) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PromptVersion) GetShadow() bool {
+	if x != nil {
+		return x.Shadow
+	}
+	return false
+}
+
+func (x *PromptVersion) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *PromptVersion) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *PromptVersion) GetScopeDir() string {
+	if x != nil {
+		return x.ScopeDir
+	}
+	return ""
+}
+
+func (x *PromptVersion) GetRuleIds() []string {
+	if x != nil {
+		return x.RuleIds
+	}
+	return nil
+}
+
+func (x *PromptVersion) GetRulesFiles() []string {
+	if x != nil {
+		return x.RulesFiles
+	}
+	return nil
+}
+
+func (x *PromptVersion) GetBasePrompt() string {
+	if x != nil {
+		return x.BasePrompt
+	}
+	return ""
+}
+
+func (x *PromptVersion) GetBaseDigest() string {
+	if x != nil {
+		return x.BaseDigest
+	}
+	return ""
+}
+
+func (x *PromptVersion) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *PromptVersion) GetFirstServed() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstServed
+	}
+	return nil
+}
+
+type ListPromptVersionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent string                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Stage string                 `protobuf:"bytes,2,opt,name=stage,proto3" json:"stage,omitempty"`
+	// The position of the first version returned, newest first, and how
+	// many to return (default 20, at most 1000).
+	Offset        int32 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Limit         int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptVersionsRequest) Reset() {
+	*x = ListPromptVersionsRequest{}
+	mi := &file_precept_v1_prompts_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptVersionsRequest) ProtoMessage() {}
+
+func (x *ListPromptVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_prompts_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ListPromptVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_prompts_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListPromptVersionsRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListPromptVersionsRequest) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *ListPromptVersionsRequest) GetOffset() int32 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ListPromptVersionsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListPromptVersionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's versions for the stage, every scope, newest first.
+	Versions []*PromptVersion `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	// How many are recorded for the agent and stage.
+	Total         int32 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptVersionsResponse) Reset() {
+	*x = ListPromptVersionsResponse{}
+	mi := &file_precept_v1_prompts_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptVersionsResponse) ProtoMessage() {}
+
+func (x *ListPromptVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_prompts_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ListPromptVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_prompts_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListPromptVersionsResponse) GetVersions() []*PromptVersion {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+func (x *ListPromptVersionsResponse) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+type GetPromptVersionRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// Also assemble the version's text again from its commit.
+	WithText      bool `protobuf:"varint,2,opt,name=with_text,json=withText,proto3" json:"with_text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPromptVersionRequest) Reset() {
+	*x = GetPromptVersionRequest{}
+	mi := &file_precept_v1_prompts_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptVersionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptVersionRequest) ProtoMessage() {}
+
+func (x *GetPromptVersionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_prompts_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptVersionRequest.ProtoReflect.Descriptor instead.
+func (*GetPromptVersionRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_prompts_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetPromptVersionRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *GetPromptVersionRequest) GetWithText() bool {
+	if x != nil {
+		return x.WithText
+	}
+	return false
+}
+
+type GetPromptVersionResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version *PromptVersion         `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// The text, when asked for and it can be rebuilt; otherwise
+	// text_unavailable says why not.
+	Text            string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	TextUnavailable string `protobuf:"bytes,3,opt,name=text_unavailable,json=textUnavailable,proto3" json:"text_unavailable,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetPromptVersionResponse) Reset() {
+	*x = GetPromptVersionResponse{}
+	mi := &file_precept_v1_prompts_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptVersionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptVersionResponse) ProtoMessage() {}
+
+func (x *GetPromptVersionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_prompts_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptVersionResponse.ProtoReflect.Descriptor instead.
+func (*GetPromptVersionResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_prompts_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetPromptVersionResponse) GetVersion() *PromptVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *GetPromptVersionResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *GetPromptVersionResponse) GetTextUnavailable() string {
+	if x != nil {
+		return x.TextUnavailable
+	}
+	return ""
+}
+
 var File_precept_v1_prompts_proto protoreflect.FileDescriptor
 
 const file_precept_v1_prompts_proto_rawDesc = "" +
 	"\n" +
 	"\x18precept/v1/prompts.proto\x12\n" +
-	"precept.v1\"L\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"L\n" +
 	"\fPromptSource\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03ref\x18\x02 \x01(\tR\x03ref\x12\x16\n" +
@@ -863,11 +1326,49 @@ const file_precept_v1_prompts_proto_rawDesc = "" +
 	"\vrules_files\x18\x03 \x03(\v2 .precept.v1.RulesFileExplanationR\n" +
 	"rulesFiles\x121\n" +
 	"\x05rules\x18\x04 \x03(\v2\x1b.precept.v1.RuleExplanationR\x05rules\x12\x18\n" +
-	"\asummary\x18\x05 \x01(\tR\asummary2\x91\x02\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary\"\x1a\n" +
+	"\x18ListPromptTargetsRequest\"K\n" +
+	"\x19ListPromptTargetsResponse\x12\x16\n" +
+	"\x06agents\x18\x01 \x03(\tR\x06agents\x12\x16\n" +
+	"\x06stages\x18\x02 \x03(\tR\x06stages\"\xdf\x02\n" +
+	"\rPromptVersion\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x16\n" +
+	"\x06shadow\x18\x02 \x01(\bR\x06shadow\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x14\n" +
+	"\x05stage\x18\x04 \x01(\tR\x05stage\x12\x1b\n" +
+	"\tscope_dir\x18\x05 \x01(\tR\bscopeDir\x12\x19\n" +
+	"\brule_ids\x18\x06 \x03(\tR\aruleIds\x12\x1f\n" +
+	"\vrules_files\x18\a \x03(\tR\n" +
+	"rulesFiles\x12\x1f\n" +
+	"\vbase_prompt\x18\b \x01(\tR\n" +
+	"basePrompt\x12\x1f\n" +
+	"\vbase_digest\x18\t \x01(\tR\n" +
+	"baseDigest\x12\x16\n" +
+	"\x06commit\x18\n" +
+	" \x01(\tR\x06commit\x12=\n" +
+	"\ffirst_served\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vfirstServed\"u\n" +
+	"\x19ListPromptVersionsRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
+	"\x05stage\x18\x02 \x01(\tR\x05stage\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x05R\x06offset\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"i\n" +
+	"\x1aListPromptVersionsResponse\x125\n" +
+	"\bversions\x18\x01 \x03(\v2\x19.precept.v1.PromptVersionR\bversions\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x05R\x05total\"P\n" +
+	"\x17GetPromptVersionRequest\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1b\n" +
+	"\twith_text\x18\x02 \x01(\bR\bwithText\"\x8e\x01\n" +
+	"\x18GetPromptVersionResponse\x123\n" +
+	"\aversion\x18\x01 \x01(\v2\x19.precept.v1.PromptVersionR\aversion\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12)\n" +
+	"\x10text_unavailable\x18\x03 \x01(\tR\x0ftextUnavailable2\xc6\x04\n" +
 	"\rPromptService\x12S\n" +
 	"\vBuildPrompt\x12\x1e.precept.v1.BuildPromptRequest\x1a\x1f.precept.v1.BuildPromptResponse\"\x03\x90\x02\x01\x12P\n" +
 	"\vWatchPrompt\x12\x1e.precept.v1.WatchPromptRequest\x1a\x1f.precept.v1.WatchPromptResponse0\x01\x12Y\n" +
-	"\rExplainPrompt\x12 .precept.v1.ExplainPromptRequest\x1a!.precept.v1.ExplainPromptResponse\"\x03\x90\x02\x01B\xa0\x01\n" +
+	"\rExplainPrompt\x12 .precept.v1.ExplainPromptRequest\x1a!.precept.v1.ExplainPromptResponse\"\x03\x90\x02\x01\x12e\n" +
+	"\x11ListPromptTargets\x12$.precept.v1.ListPromptTargetsRequest\x1a%.precept.v1.ListPromptTargetsResponse\"\x03\x90\x02\x01\x12h\n" +
+	"\x12ListPromptVersions\x12%.precept.v1.ListPromptVersionsRequest\x1a&.precept.v1.ListPromptVersionsResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\x10GetPromptVersion\x12#.precept.v1.GetPromptVersionRequest\x1a$.precept.v1.GetPromptVersionResponse\"\x03\x90\x02\x01B\xa0\x01\n" +
 	"\x0ecom.precept.v1B\fPromptsProtoP\x01Z7github.com/precept-dev/precept/gen/precept/v1;preceptv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Precept.V1\xca\x02\n" +
 	"Precept\\V1\xe2\x02\x16Precept\\V1\\GPBMetadata\xea\x02\vPrecept::V1b\x06proto3"
@@ -884,36 +1385,53 @@ func file_precept_v1_prompts_proto_rawDescGZIP() []byte {
 	return file_precept_v1_prompts_proto_rawDescData
 }
 
-var file_precept_v1_prompts_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_precept_v1_prompts_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_precept_v1_prompts_proto_goTypes = []any{
-	(*PromptSource)(nil),          // 0: precept.v1.PromptSource
-	(*ExcludedRule)(nil),          // 1: precept.v1.ExcludedRule
-	(*BuildPromptRequest)(nil),    // 2: precept.v1.BuildPromptRequest
-	(*BuildPromptResponse)(nil),   // 3: precept.v1.BuildPromptResponse
-	(*WatchPromptRequest)(nil),    // 4: precept.v1.WatchPromptRequest
-	(*WatchPromptResponse)(nil),   // 5: precept.v1.WatchPromptResponse
-	(*RuleExplanation)(nil),       // 6: precept.v1.RuleExplanation
-	(*RulesFileExplanation)(nil),  // 7: precept.v1.RulesFileExplanation
-	(*ExplainPromptRequest)(nil),  // 8: precept.v1.ExplainPromptRequest
-	(*ExplainPromptResponse)(nil), // 9: precept.v1.ExplainPromptResponse
+	(*PromptSource)(nil),               // 0: precept.v1.PromptSource
+	(*ExcludedRule)(nil),               // 1: precept.v1.ExcludedRule
+	(*BuildPromptRequest)(nil),         // 2: precept.v1.BuildPromptRequest
+	(*BuildPromptResponse)(nil),        // 3: precept.v1.BuildPromptResponse
+	(*WatchPromptRequest)(nil),         // 4: precept.v1.WatchPromptRequest
+	(*WatchPromptResponse)(nil),        // 5: precept.v1.WatchPromptResponse
+	(*RuleExplanation)(nil),            // 6: precept.v1.RuleExplanation
+	(*RulesFileExplanation)(nil),       // 7: precept.v1.RulesFileExplanation
+	(*ExplainPromptRequest)(nil),       // 8: precept.v1.ExplainPromptRequest
+	(*ExplainPromptResponse)(nil),      // 9: precept.v1.ExplainPromptResponse
+	(*ListPromptTargetsRequest)(nil),   // 10: precept.v1.ListPromptTargetsRequest
+	(*ListPromptTargetsResponse)(nil),  // 11: precept.v1.ListPromptTargetsResponse
+	(*PromptVersion)(nil),              // 12: precept.v1.PromptVersion
+	(*ListPromptVersionsRequest)(nil),  // 13: precept.v1.ListPromptVersionsRequest
+	(*ListPromptVersionsResponse)(nil), // 14: precept.v1.ListPromptVersionsResponse
+	(*GetPromptVersionRequest)(nil),    // 15: precept.v1.GetPromptVersionRequest
+	(*GetPromptVersionResponse)(nil),   // 16: precept.v1.GetPromptVersionResponse
+	(*timestamppb.Timestamp)(nil),      // 17: google.protobuf.Timestamp
 }
 var file_precept_v1_prompts_proto_depIdxs = []int32{
-	0, // 0: precept.v1.BuildPromptResponse.sources:type_name -> precept.v1.PromptSource
-	1, // 1: precept.v1.BuildPromptResponse.excluded:type_name -> precept.v1.ExcludedRule
-	3, // 2: precept.v1.WatchPromptResponse.prompt:type_name -> precept.v1.BuildPromptResponse
-	7, // 3: precept.v1.ExplainPromptResponse.rules_files:type_name -> precept.v1.RulesFileExplanation
-	6, // 4: precept.v1.ExplainPromptResponse.rules:type_name -> precept.v1.RuleExplanation
-	2, // 5: precept.v1.PromptService.BuildPrompt:input_type -> precept.v1.BuildPromptRequest
-	4, // 6: precept.v1.PromptService.WatchPrompt:input_type -> precept.v1.WatchPromptRequest
-	8, // 7: precept.v1.PromptService.ExplainPrompt:input_type -> precept.v1.ExplainPromptRequest
-	3, // 8: precept.v1.PromptService.BuildPrompt:output_type -> precept.v1.BuildPromptResponse
-	5, // 9: precept.v1.PromptService.WatchPrompt:output_type -> precept.v1.WatchPromptResponse
-	9, // 10: precept.v1.PromptService.ExplainPrompt:output_type -> precept.v1.ExplainPromptResponse
-	8, // [8:11] is the sub-list for method output_type
-	5, // [5:8] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	0,  // 0: precept.v1.BuildPromptResponse.sources:type_name -> precept.v1.PromptSource
+	1,  // 1: precept.v1.BuildPromptResponse.excluded:type_name -> precept.v1.ExcludedRule
+	3,  // 2: precept.v1.WatchPromptResponse.prompt:type_name -> precept.v1.BuildPromptResponse
+	7,  // 3: precept.v1.ExplainPromptResponse.rules_files:type_name -> precept.v1.RulesFileExplanation
+	6,  // 4: precept.v1.ExplainPromptResponse.rules:type_name -> precept.v1.RuleExplanation
+	17, // 5: precept.v1.PromptVersion.first_served:type_name -> google.protobuf.Timestamp
+	12, // 6: precept.v1.ListPromptVersionsResponse.versions:type_name -> precept.v1.PromptVersion
+	12, // 7: precept.v1.GetPromptVersionResponse.version:type_name -> precept.v1.PromptVersion
+	2,  // 8: precept.v1.PromptService.BuildPrompt:input_type -> precept.v1.BuildPromptRequest
+	4,  // 9: precept.v1.PromptService.WatchPrompt:input_type -> precept.v1.WatchPromptRequest
+	8,  // 10: precept.v1.PromptService.ExplainPrompt:input_type -> precept.v1.ExplainPromptRequest
+	10, // 11: precept.v1.PromptService.ListPromptTargets:input_type -> precept.v1.ListPromptTargetsRequest
+	13, // 12: precept.v1.PromptService.ListPromptVersions:input_type -> precept.v1.ListPromptVersionsRequest
+	15, // 13: precept.v1.PromptService.GetPromptVersion:input_type -> precept.v1.GetPromptVersionRequest
+	3,  // 14: precept.v1.PromptService.BuildPrompt:output_type -> precept.v1.BuildPromptResponse
+	5,  // 15: precept.v1.PromptService.WatchPrompt:output_type -> precept.v1.WatchPromptResponse
+	9,  // 16: precept.v1.PromptService.ExplainPrompt:output_type -> precept.v1.ExplainPromptResponse
+	11, // 17: precept.v1.PromptService.ListPromptTargets:output_type -> precept.v1.ListPromptTargetsResponse
+	14, // 18: precept.v1.PromptService.ListPromptVersions:output_type -> precept.v1.ListPromptVersionsResponse
+	16, // 19: precept.v1.PromptService.GetPromptVersion:output_type -> precept.v1.GetPromptVersionResponse
+	14, // [14:20] is the sub-list for method output_type
+	8,  // [8:14] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_prompts_proto_init() }
@@ -930,7 +1448,7 @@ func file_precept_v1_prompts_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_prompts_proto_rawDesc), len(file_precept_v1_prompts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

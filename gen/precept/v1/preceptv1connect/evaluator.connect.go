@@ -60,6 +60,9 @@ const (
 	// EvaluatorServiceGetLearnedTaxonomyProcedure is the fully-qualified name of the EvaluatorService's
 	// GetLearnedTaxonomy RPC.
 	EvaluatorServiceGetLearnedTaxonomyProcedure = "/precept.v1.EvaluatorService/GetLearnedTaxonomy"
+	// EvaluatorServiceListCategoriesProcedure is the fully-qualified name of the EvaluatorService's
+	// ListCategories RPC.
+	EvaluatorServiceListCategoriesProcedure = "/precept.v1.EvaluatorService/ListCategories"
 )
 
 // EvaluatorServiceClient is a client for the precept.v1.EvaluatorService service.
@@ -85,6 +88,9 @@ type EvaluatorServiceClient interface {
 	// GetLearnedTaxonomy returns the phrasings curators' corrections
 	// taught, as a taxonomy file to review and merge.
 	GetLearnedTaxonomy(context.Context, *connect.Request[v1.GetLearnedTaxonomyRequest]) (*connect.Response[v1.GetLearnedTaxonomyResponse], error)
+	// ListCategories lists the lesson categories the evaluator classifies
+	// with now: the embedded taxonomy extended by a curator's file.
+	ListCategories(context.Context, *connect.Request[v1.ListCategoriesRequest]) (*connect.Response[v1.ListCategoriesResponse], error)
 }
 
 // NewEvaluatorServiceClient constructs a client for the precept.v1.EvaluatorService service. By
@@ -159,6 +165,13 @@ func NewEvaluatorServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listCategories: connect.NewClient[v1.ListCategoriesRequest, v1.ListCategoriesResponse](
+			httpClient,
+			baseURL+EvaluatorServiceListCategoriesProcedure,
+			connect.WithSchema(evaluatorServiceMethods.ByName("ListCategories")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -173,6 +186,7 @@ type evaluatorServiceClient struct {
 	suggestMerges      *connect.Client[v1.SuggestMergesRequest, v1.SuggestMergesResponse]
 	recluster          *connect.Client[v1.ReclusterRequest, v1.ReclusterResponse]
 	getLearnedTaxonomy *connect.Client[v1.GetLearnedTaxonomyRequest, v1.GetLearnedTaxonomyResponse]
+	listCategories     *connect.Client[v1.ListCategoriesRequest, v1.ListCategoriesResponse]
 }
 
 // Evaluate calls precept.v1.EvaluatorService.Evaluate.
@@ -220,6 +234,11 @@ func (c *evaluatorServiceClient) GetLearnedTaxonomy(ctx context.Context, req *co
 	return c.getLearnedTaxonomy.CallUnary(ctx, req)
 }
 
+// ListCategories calls precept.v1.EvaluatorService.ListCategories.
+func (c *evaluatorServiceClient) ListCategories(ctx context.Context, req *connect.Request[v1.ListCategoriesRequest]) (*connect.Response[v1.ListCategoriesResponse], error) {
+	return c.listCategories.CallUnary(ctx, req)
+}
+
 // EvaluatorServiceHandler is an implementation of the precept.v1.EvaluatorService service.
 type EvaluatorServiceHandler interface {
 	// Evaluate classifies a decision against the stored feedback without
@@ -243,6 +262,9 @@ type EvaluatorServiceHandler interface {
 	// GetLearnedTaxonomy returns the phrasings curators' corrections
 	// taught, as a taxonomy file to review and merge.
 	GetLearnedTaxonomy(context.Context, *connect.Request[v1.GetLearnedTaxonomyRequest]) (*connect.Response[v1.GetLearnedTaxonomyResponse], error)
+	// ListCategories lists the lesson categories the evaluator classifies
+	// with now: the embedded taxonomy extended by a curator's file.
+	ListCategories(context.Context, *connect.Request[v1.ListCategoriesRequest]) (*connect.Response[v1.ListCategoriesResponse], error)
 }
 
 // NewEvaluatorServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -313,6 +335,13 @@ func NewEvaluatorServiceHandler(svc EvaluatorServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	evaluatorServiceListCategoriesHandler := connect.NewUnaryHandler(
+		EvaluatorServiceListCategoriesProcedure,
+		svc.ListCategories,
+		connect.WithSchema(evaluatorServiceMethods.ByName("ListCategories")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/precept.v1.EvaluatorService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EvaluatorServiceEvaluateProcedure:
@@ -333,6 +362,8 @@ func NewEvaluatorServiceHandler(svc EvaluatorServiceHandler, opts ...connect.Han
 			evaluatorServiceReclusterHandler.ServeHTTP(w, r)
 		case EvaluatorServiceGetLearnedTaxonomyProcedure:
 			evaluatorServiceGetLearnedTaxonomyHandler.ServeHTTP(w, r)
+		case EvaluatorServiceListCategoriesProcedure:
+			evaluatorServiceListCategoriesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -376,4 +407,8 @@ func (UnimplementedEvaluatorServiceHandler) Recluster(context.Context, *connect.
 
 func (UnimplementedEvaluatorServiceHandler) GetLearnedTaxonomy(context.Context, *connect.Request[v1.GetLearnedTaxonomyRequest]) (*connect.Response[v1.GetLearnedTaxonomyResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.EvaluatorService.GetLearnedTaxonomy is not implemented"))
+}
+
+func (UnimplementedEvaluatorServiceHandler) ListCategories(context.Context, *connect.Request[v1.ListCategoriesRequest]) (*connect.Response[v1.ListCategoriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.EvaluatorService.ListCategories is not implemented"))
 }

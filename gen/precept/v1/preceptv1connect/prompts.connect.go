@@ -42,6 +42,15 @@ const (
 	// PromptServiceExplainPromptProcedure is the fully-qualified name of the PromptService's
 	// ExplainPrompt RPC.
 	PromptServiceExplainPromptProcedure = "/precept.v1.PromptService/ExplainPrompt"
+	// PromptServiceListPromptTargetsProcedure is the fully-qualified name of the PromptService's
+	// ListPromptTargets RPC.
+	PromptServiceListPromptTargetsProcedure = "/precept.v1.PromptService/ListPromptTargets"
+	// PromptServiceListPromptVersionsProcedure is the fully-qualified name of the PromptService's
+	// ListPromptVersions RPC.
+	PromptServiceListPromptVersionsProcedure = "/precept.v1.PromptService/ListPromptVersions"
+	// PromptServiceGetPromptVersionProcedure is the fully-qualified name of the PromptService's
+	// GetPromptVersion RPC.
+	PromptServiceGetPromptVersionProcedure = "/precept.v1.PromptService/GetPromptVersion"
 )
 
 // PromptServiceClient is a client for the precept.v1.PromptService service.
@@ -53,6 +62,16 @@ type PromptServiceClient interface {
 	// ExplainPrompt says which rules and _rules.md files apply to an agent,
 	// stage and path, and why.
 	ExplainPrompt(context.Context, *connect.Request[v1.ExplainPromptRequest]) (*connect.Response[v1.ExplainPromptResponse], error)
+	// ListPromptTargets lists the agents and stages prompts can be built
+	// for.
+	ListPromptTargets(context.Context, *connect.Request[v1.ListPromptTargetsRequest]) (*connect.Response[v1.ListPromptTargetsResponse], error)
+	// ListPromptVersions lists the versions recorded for an agent and a
+	// stage, newest first. FailedPrecondition when versions are not
+	// recorded (effects.enabled is off).
+	ListPromptVersions(context.Context, *connect.Request[v1.ListPromptVersionsRequest]) (*connect.Response[v1.ListPromptVersionsResponse], error)
+	// GetPromptVersion returns a recorded version and, when asked, its text
+	// assembled again from its commit.
+	GetPromptVersion(context.Context, *connect.Request[v1.GetPromptVersionRequest]) (*connect.Response[v1.GetPromptVersionResponse], error)
 }
 
 // NewPromptServiceClient constructs a client for the precept.v1.PromptService service. By default,
@@ -86,14 +105,38 @@ func NewPromptServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listPromptTargets: connect.NewClient[v1.ListPromptTargetsRequest, v1.ListPromptTargetsResponse](
+			httpClient,
+			baseURL+PromptServiceListPromptTargetsProcedure,
+			connect.WithSchema(promptServiceMethods.ByName("ListPromptTargets")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listPromptVersions: connect.NewClient[v1.ListPromptVersionsRequest, v1.ListPromptVersionsResponse](
+			httpClient,
+			baseURL+PromptServiceListPromptVersionsProcedure,
+			connect.WithSchema(promptServiceMethods.ByName("ListPromptVersions")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getPromptVersion: connect.NewClient[v1.GetPromptVersionRequest, v1.GetPromptVersionResponse](
+			httpClient,
+			baseURL+PromptServiceGetPromptVersionProcedure,
+			connect.WithSchema(promptServiceMethods.ByName("GetPromptVersion")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // promptServiceClient implements PromptServiceClient.
 type promptServiceClient struct {
-	buildPrompt   *connect.Client[v1.BuildPromptRequest, v1.BuildPromptResponse]
-	watchPrompt   *connect.Client[v1.WatchPromptRequest, v1.WatchPromptResponse]
-	explainPrompt *connect.Client[v1.ExplainPromptRequest, v1.ExplainPromptResponse]
+	buildPrompt        *connect.Client[v1.BuildPromptRequest, v1.BuildPromptResponse]
+	watchPrompt        *connect.Client[v1.WatchPromptRequest, v1.WatchPromptResponse]
+	explainPrompt      *connect.Client[v1.ExplainPromptRequest, v1.ExplainPromptResponse]
+	listPromptTargets  *connect.Client[v1.ListPromptTargetsRequest, v1.ListPromptTargetsResponse]
+	listPromptVersions *connect.Client[v1.ListPromptVersionsRequest, v1.ListPromptVersionsResponse]
+	getPromptVersion   *connect.Client[v1.GetPromptVersionRequest, v1.GetPromptVersionResponse]
 }
 
 // BuildPrompt calls precept.v1.PromptService.BuildPrompt.
@@ -111,6 +154,21 @@ func (c *promptServiceClient) ExplainPrompt(ctx context.Context, req *connect.Re
 	return c.explainPrompt.CallUnary(ctx, req)
 }
 
+// ListPromptTargets calls precept.v1.PromptService.ListPromptTargets.
+func (c *promptServiceClient) ListPromptTargets(ctx context.Context, req *connect.Request[v1.ListPromptTargetsRequest]) (*connect.Response[v1.ListPromptTargetsResponse], error) {
+	return c.listPromptTargets.CallUnary(ctx, req)
+}
+
+// ListPromptVersions calls precept.v1.PromptService.ListPromptVersions.
+func (c *promptServiceClient) ListPromptVersions(ctx context.Context, req *connect.Request[v1.ListPromptVersionsRequest]) (*connect.Response[v1.ListPromptVersionsResponse], error) {
+	return c.listPromptVersions.CallUnary(ctx, req)
+}
+
+// GetPromptVersion calls precept.v1.PromptService.GetPromptVersion.
+func (c *promptServiceClient) GetPromptVersion(ctx context.Context, req *connect.Request[v1.GetPromptVersionRequest]) (*connect.Response[v1.GetPromptVersionResponse], error) {
+	return c.getPromptVersion.CallUnary(ctx, req)
+}
+
 // PromptServiceHandler is an implementation of the precept.v1.PromptService service.
 type PromptServiceHandler interface {
 	BuildPrompt(context.Context, *connect.Request[v1.BuildPromptRequest]) (*connect.Response[v1.BuildPromptResponse], error)
@@ -120,6 +178,16 @@ type PromptServiceHandler interface {
 	// ExplainPrompt says which rules and _rules.md files apply to an agent,
 	// stage and path, and why.
 	ExplainPrompt(context.Context, *connect.Request[v1.ExplainPromptRequest]) (*connect.Response[v1.ExplainPromptResponse], error)
+	// ListPromptTargets lists the agents and stages prompts can be built
+	// for.
+	ListPromptTargets(context.Context, *connect.Request[v1.ListPromptTargetsRequest]) (*connect.Response[v1.ListPromptTargetsResponse], error)
+	// ListPromptVersions lists the versions recorded for an agent and a
+	// stage, newest first. FailedPrecondition when versions are not
+	// recorded (effects.enabled is off).
+	ListPromptVersions(context.Context, *connect.Request[v1.ListPromptVersionsRequest]) (*connect.Response[v1.ListPromptVersionsResponse], error)
+	// GetPromptVersion returns a recorded version and, when asked, its text
+	// assembled again from its commit.
+	GetPromptVersion(context.Context, *connect.Request[v1.GetPromptVersionRequest]) (*connect.Response[v1.GetPromptVersionResponse], error)
 }
 
 // NewPromptServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -149,6 +217,27 @@ func NewPromptServiceHandler(svc PromptServiceHandler, opts ...connect.HandlerOp
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	promptServiceListPromptTargetsHandler := connect.NewUnaryHandler(
+		PromptServiceListPromptTargetsProcedure,
+		svc.ListPromptTargets,
+		connect.WithSchema(promptServiceMethods.ByName("ListPromptTargets")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	promptServiceListPromptVersionsHandler := connect.NewUnaryHandler(
+		PromptServiceListPromptVersionsProcedure,
+		svc.ListPromptVersions,
+		connect.WithSchema(promptServiceMethods.ByName("ListPromptVersions")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	promptServiceGetPromptVersionHandler := connect.NewUnaryHandler(
+		PromptServiceGetPromptVersionProcedure,
+		svc.GetPromptVersion,
+		connect.WithSchema(promptServiceMethods.ByName("GetPromptVersion")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/precept.v1.PromptService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case PromptServiceBuildPromptProcedure:
@@ -157,6 +246,12 @@ func NewPromptServiceHandler(svc PromptServiceHandler, opts ...connect.HandlerOp
 			promptServiceWatchPromptHandler.ServeHTTP(w, r)
 		case PromptServiceExplainPromptProcedure:
 			promptServiceExplainPromptHandler.ServeHTTP(w, r)
+		case PromptServiceListPromptTargetsProcedure:
+			promptServiceListPromptTargetsHandler.ServeHTTP(w, r)
+		case PromptServiceListPromptVersionsProcedure:
+			promptServiceListPromptVersionsHandler.ServeHTTP(w, r)
+		case PromptServiceGetPromptVersionProcedure:
+			promptServiceGetPromptVersionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -176,4 +271,16 @@ func (UnimplementedPromptServiceHandler) WatchPrompt(context.Context, *connect.R
 
 func (UnimplementedPromptServiceHandler) ExplainPrompt(context.Context, *connect.Request[v1.ExplainPromptRequest]) (*connect.Response[v1.ExplainPromptResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.PromptService.ExplainPrompt is not implemented"))
+}
+
+func (UnimplementedPromptServiceHandler) ListPromptTargets(context.Context, *connect.Request[v1.ListPromptTargetsRequest]) (*connect.Response[v1.ListPromptTargetsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.PromptService.ListPromptTargets is not implemented"))
+}
+
+func (UnimplementedPromptServiceHandler) ListPromptVersions(context.Context, *connect.Request[v1.ListPromptVersionsRequest]) (*connect.Response[v1.ListPromptVersionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.PromptService.ListPromptVersions is not implemented"))
+}
+
+func (UnimplementedPromptServiceHandler) GetPromptVersion(context.Context, *connect.Request[v1.GetPromptVersionRequest]) (*connect.Response[v1.GetPromptVersionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.PromptService.GetPromptVersion is not implemented"))
 }
