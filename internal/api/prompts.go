@@ -128,13 +128,6 @@ func (r *responseMemo) forget(k weak.Pointer[prompts.Prompt]) {
 	r.mu.Unlock()
 }
 
-// len returns how many prompts have a remembered response.
-func (r *responseMemo) len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.m)
-}
-
 // PromptToProto converts an assembled prompt.
 func PromptToProto(p *prompts.Prompt) *preceptv1.BuildPromptResponse {
 	out := &preceptv1.BuildPromptResponse{

@@ -466,3 +466,10 @@ func TestGzipMemoCompressesEachDistinctPayloadOnce(t *testing.T) {
 		t.Fatalf("the memo holds %d entries, more than its bound", len(m.entries))
 	}
 }
+
+// len returns how many prompts have a remembered response.
+func (r *responseMemo) len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.m)
+}

@@ -372,14 +372,6 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // URL returns the API's base URL.
 func (a *App) URL() string { return "http://" + a.Addr() }
 
-// RedisAddr returns the address of the Redis server in use.
-func (a *App) RedisAddr() string {
-	if a.embedded != nil {
-		return a.embedded.Addr()
-	}
-	return a.Config.Redis.Addr
-}
-
 // Ready returns nil when preceptd can ingest and serve: Redis answers and
 // the feedback store can commit.
 func (a *App) Ready(ctx context.Context) error {

@@ -174,11 +174,6 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	return p
 }
 
-// newFigure draws p as the inline SVG of a figure.
-func newFigure(id, title, desc string, p *plot.Plot, header []string, rows [][]string) (figure, error) {
-	return figure{ID: id, Title: title, Desc: desc, Header: header, Rows: rows, plot: p}.drawn()
-}
-
 // drawn draws the figure's inline SVG.
 func (f figure) drawn() (figure, error) {
 	svg, err := f.svg()

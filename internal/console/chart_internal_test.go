@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"gonum.org/v1/plot"
 	"image/png"
 	"io"
 	"net/http"
@@ -315,4 +316,9 @@ func TestFigureBodyEscapesEveryCell(t *testing.T) {
 	if got := string((figure{Header: []string{"a", "b"}}).Body()); got != `<tr><td colspan="2">No data in this range.</td></tr>` {
 		t.Errorf("empty table body: %s", got)
 	}
+}
+
+// newFigure draws p as the inline SVG of a figure.
+func newFigure(id, title, desc string, p *plot.Plot, header []string, rows [][]string) (figure, error) {
+	return figure{ID: id, Title: title, Desc: desc, Header: header, Rows: rows, plot: p}.drawn()
 }

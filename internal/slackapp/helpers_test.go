@@ -390,3 +390,6 @@ func (s *Service) SetFeatures(f Features) {
 		s.clarify.scanSoon()
 	}
 }
+
+// wait blocks until the work started so far is done (tests).
+func (s *Service) wait() { s.work.Wait() }

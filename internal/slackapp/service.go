@@ -329,9 +329,6 @@ func (s *Service) spawn(what string, limited bool, fn func(ctx context.Context))
 	}()
 }
 
-// wait blocks until the work started so far is done (tests).
-func (s *Service) wait() { s.work.Wait() }
-
 // lock serialises work on one proposal or decision id in this process.
 func (s *Service) lock(id string) func() {
 	h := fnv.New32a()

@@ -57,10 +57,3 @@ func reduce(acc *[32]float32) float32 {
 	m2, m3 := float32(l[2]+l[6]), float32(l[3]+l[7])
 	return float32(float32(m0+m2) + float32(m1+m3))
 }
-
-// dot is the dot product of two vectors of equal length.
-func dot(a, b []float32) float32 {
-	var out [1]float32
-	dotRows(a, b[:len(a)], 1, out[:])
-	return out[0]
-}

@@ -60,3 +60,10 @@ func BenchmarkDotRows256(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 }
+
+// dot is the dot product of two vectors of equal length.
+func dot(a, b []float32) float32 {
+	var out [1]float32
+	dotRows(a, b[:len(a)], 1, out[:])
+	return out[0]
+}
