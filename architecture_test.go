@@ -31,6 +31,7 @@ const module = "github.com/precept-dev/precept"
 var layers = map[string]int{
 	// Foundation: standard library and third-party modules only.
 	"lib/text":           0,
+	"lib/english":        0,
 	"lib/jsonobj":        0,
 	"lib/safetext":       0,
 	"lib/reload":         0,
