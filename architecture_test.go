@@ -36,7 +36,6 @@ var layers = map[string]int{
 	"lib/safetext":       0,
 	"lib/reload":         0,
 	"lib/gitrepo":        0,
-	"lib/embedding":      0,
 	"lib/vectorindex":    0,
 	"gen/precept/v1":     0,
 	"gen/grpc/health/v1": 0,
@@ -44,6 +43,7 @@ var layers = map[string]int{
 	"lib/fakeslack":      0,
 	// The domain types, and what builds on the foundation alone.
 	"":                                   1, // precept
+	"lib/embedding":                      1, // reads text with lib/english
 	"lib/vectorindex/internal/topk":      1,
 	"gen/precept/v1/preceptv1connect":    1,
 	"gen/grpc/health/v1/healthv1connect": 1,

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/precept-dev/precept/lib/embedding"
 )
 
 // Unclear is the category of a comment the classifier cannot place: it
@@ -610,7 +609,7 @@ func (m nbModel) telling(comment string, ci int, v *vocabulary) string {
 	}
 	var ws []word
 	seen := map[string]bool{}
-	for _, w := range embedding.Words(comment) {
+	for _, w := range codeWords(comment) {
 		ts := terms(w.Text, v)
 		if len(ts) != 1 || seen[ts[0]] {
 			continue

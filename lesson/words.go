@@ -9,6 +9,7 @@ import (
 	"github.com/kljensen/snowball/english"
 
 	"github.com/precept-dev/precept/lib/embedding"
+	english2 "github.com/precept-dev/precept/lib/english"
 )
 
 // A term is a word as the classifier compares it: stemmed, with
@@ -179,7 +180,7 @@ func isASCIIWord(w string) bool {
 // words dropped, negations folded, typos of vocabulary words repaired
 // (when v is not nil), and every word stemmed.
 func terms(text string, v *vocabulary) []string {
-	words := embedding.Words(text)
+	words := codeWords(text)
 	out := make([]string, 0, len(words))
 	for i := 0; i < len(words); i++ {
 		t := words[i].Text
@@ -209,6 +210,15 @@ func terms(text string, v *vocabulary) []string {
 		out = append(out, stem(t))
 	}
 	return out
+}
+
+// codeWords splits text as the local embedder does (english.Code),
+// reading as much of it as the embedder reads.
+func codeWords(text string) []english2.Word {
+	if len(text) > embedding.MaxInputBytes {
+		text = text[:embedding.MaxInputBytes]
+	}
+	return english2.Words(text, english2.Code)
 }
 
 func stem(w string) string {
