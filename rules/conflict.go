@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/english"
 )
 
 // Candidate is rule text to check against the active rules and the open
@@ -127,48 +128,9 @@ func sharedAgent(a, b []string) (string, bool) {
 
 func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
 
-// Polarity cues. The first cue in a text decides whether it prescribes
-// (+1) or forbids (-1) what it talks about.
-var (
-	negativePairs = phraseSet("do not", "must not", "should not", "no longer", "shall not", "need not", "stop using", "get rid")
-	positivePairs = phraseSet("make sure", "be sure")
-	negativeCues  = toSet(`never don't dont doesn't mustn't shouldn't avoid remove delete drop omit skip
-		stop disable forbid forbidden prohibit refrain exclude eliminate strip`)
-	positiveCues = toSet(`always add use include ensure prefer keep require enable must should write
-		wrap log document validate check provide mention cite introduce insert`)
-)
-
-func phraseSet(phrases ...string) map[string]bool {
-	m := make(map[string]bool, len(phrases))
-	for _, p := range phrases {
-		m[p] = true
-	}
-	return m
-}
-
-// polarity returns +1 when text prescribes something, -1 when it forbids
-// something, 0 when it has no directive cue.
-func polarity(text string) int {
-	ws := words(text)
-	for i, w := range ws {
-		if i+1 < len(ws) {
-			pair := w + " " + ws[i+1]
-			if negativePairs[pair] {
-				return -1
-			}
-			if positivePairs[pair] {
-				return 1
-			}
-		}
-		if negativeCues[w] {
-			return -1
-		}
-		if positiveCues[w] {
-			return 1
-		}
-	}
-	return 0
-}
+// polarity is +1 for text that prescribes, -1 for text that forbids,
+// 0 otherwise (english.Polarity).
+var polarity = english.Polarity
 
 // vectorCache embeds rule texts, remembering each text's vector: rule
 // texts are few and compared often.
