@@ -2,10 +2,8 @@ package rules
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/lib/english"
@@ -132,55 +130,23 @@ func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
 // 0 otherwise (english.Polarity).
 var polarity = english.Polarity
 
-// vectorCache embeds rule texts, remembering each text's vector: rule
-// texts are few and compared often.
-type vectorCache struct {
-	emb embedding.Embedder
-	mu  sync.Mutex
-	m   map[[32]byte][]float32
-}
+// vectorCache embeds rule texts through an embedding.Cache: rule texts
+// are few and compared often.
+type vectorCache struct{ c *embedding.Cache }
 
-// maxCachedVectors bounds the cache; it is emptied when full.
+// maxCachedVectors bounds the cache.
 const maxCachedVectors = 50000
 
 func newVectorCache(e embedding.Embedder) *vectorCache {
-	return &vectorCache{emb: e, m: map[[32]byte][]float32{}}
+	return &vectorCache{embedding.NewCache(e, maxCachedVectors)}
 }
 
 // vectors returns one vector per text, embedding only the texts it has
 // not seen.
 func (c *vectorCache) vectors(ctx context.Context, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	var missing []string
-	var at []int
-	c.mu.Lock()
-	for i, t := range texts {
-		if v, ok := c.m[sha256.Sum256([]byte(t))]; ok {
-			out[i] = v
-			continue
-		}
-		missing = append(missing, t)
-		at = append(at, i)
-	}
-	c.mu.Unlock()
-	if len(missing) == 0 {
-		return out, nil
-	}
-	vecs, err := c.emb.Embed(ctx, missing)
+	vecs, err := c.c.Embed(ctx, texts)
 	if err != nil {
 		return nil, fmt.Errorf("embed rule texts: %w", err)
 	}
-	if len(vecs) != len(missing) {
-		return nil, fmt.Errorf("embed rule texts: got %d vectors for %d texts", len(vecs), len(missing))
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m)+len(missing) > maxCachedVectors {
-		c.m = map[[32]byte][]float32{}
-	}
-	for j, v := range vecs {
-		out[at[j]] = v
-		c.m[sha256.Sum256([]byte(missing[j]))] = v
-	}
-	return out, nil
+	return vecs, nil
 }
