@@ -1,6 +1,7 @@
 package impact
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -102,13 +103,7 @@ func similar(ctx context.Context, emb embedding.Embedder, th rules.Thresholds, p
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Similar) int {
-		switch {
-		case a.Similarity > b.Similarity:
-			return -1
-		case a.Similarity < b.Similarity:
-			return 1
-		}
-		return strings.Compare(a.Path, b.Path)
+		return cmp.Or(cmp.Compare(b.Similarity, a.Similarity), strings.Compare(a.Path, b.Path))
 	})
 	return out[:min(len(out), maxSimilar)], leftOut, nil
 }
