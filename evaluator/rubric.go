@@ -8,12 +8,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/english"
 	"github.com/precept-dev/precept/lib/reload"
 )
 
@@ -203,18 +203,15 @@ func wordSet(words []string) map[string]bool {
 	return m
 }
 
-// words splits text into lower-case words, keeping inner apostrophes and
-// hyphens ("isn't", "hard-coded").
-func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’' && r != '-' && r != '_'
-	})
-}
+// rubricWords is how the rubric reads a comment: apostrophes, hyphens
+// and underscores stay in words ("isn't", "hard-coded", "max_retries"),
+// as the rubric's cue lists write them.
+var rubricWords = english.Options{Keep: "'’-_"}
 
 // AsksForChange reports whether an approving comment still asks for a
 // change, and the words that show it.
 func (r *Rubric) AsksForChange(comment string) (bool, string) {
-	for _, w := range words(comment) {
+	for _, w := range english.Tokens(comment, rubricWords) {
 		if r.request[w] {
 			return true, w
 		}
@@ -314,7 +311,7 @@ func evidenceNote(l lesson.Lesson) string {
 // Score applies the rubric to a negative decision and its lesson.
 func (r *Rubric) Score(d precept.Decision, l lesson.Lesson) RubricResult {
 	comment := strings.TrimSpace(d.ReviewerComment)
-	ws := words(comment)
+	ws := english.Tokens(comment, rubricWords)
 	content := 0
 	for _, w := range ws {
 		w = strings.Trim(w, "'’-_")

@@ -723,8 +723,7 @@ func TestTheComparisonWithMainComparesRulesFirstAndSaysWhatItLeftOut(t *testing.
 	}
 	p := rules.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
 	emb := &countingEmbedder{Embedder: embedding.NewLocal(embedding.LocalOptions{})}
-	var cache vectorCache
-	got, leftOut, err := similar(context.Background(), emb, &cache, rules.DefaultThresholds(), p, docs)
+	got, leftOut, err := similar(context.Background(), embedding.NewCache(emb, maxCachedPassages), rules.DefaultThresholds(), p, docs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -743,9 +742,9 @@ func TestTheComparisonWithMainComparesRulesFirstAndSaysWhatItLeftOut(t *testing.
 	}
 }
 
-// A recount embeds only the rule and the guidance that changed: the
-// vectors of documents on main are kept by their content's hash, and
-// dropped once the document leaves main (review finding 8).
+// A recount embeds only the guidance that changed: the vectors of the
+// rule and of the passages on main are kept by their text's hash
+// (review finding 8).
 func TestARecountEmbedsOnlyTheGuidanceThatChanged(t *testing.T) {
 	docs := []prompts.Document{
 		{Kind: prompts.DocumentBasePrompt, Path: "prompts/review.md", Text: "# Review\n\n" + opposingText + "\n\nBe kind.\n"},
@@ -753,9 +752,9 @@ func TestARecountEmbedsOnlyTheGuidanceThatChanged(t *testing.T) {
 	}
 	p := rules.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
 	emb := &countingEmbedder{Embedder: embedding.NewLocal(embedding.LocalOptions{})}
-	var cache vectorCache
+	cache := embedding.NewCache(emb, maxCachedPassages)
 	ctx := context.Background()
-	first, _, err := similar(ctx, emb, &cache, rules.DefaultThresholds(), p, docs)
+	first, _, err := similar(ctx, cache, rules.DefaultThresholds(), p, docs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -763,19 +762,19 @@ func TestARecountEmbedsOnlyTheGuidanceThatChanged(t *testing.T) {
 		t.Fatalf("first comparison embedded %d texts, want 5 (the rule, 4 passages)", emb.texts)
 	}
 	emb.texts = 0
-	again, _, err := similar(ctx, emb, &cache, rules.DefaultThresholds(), p, docs)
+	again, _, err := similar(ctx, cache, rules.DefaultThresholds(), p, docs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if emb.texts != 1 || !reflect.DeepEqual(first, again) {
-		t.Errorf("a recount embedded %d texts (want 1, the rule) and found %+v (want %+v)", emb.texts, again, first)
+	if emb.texts != 0 || !reflect.DeepEqual(first, again) {
+		t.Errorf("a recount embedded %d texts (want none) and found %+v (want %+v)", emb.texts, again, first)
 	}
 	emb.texts = 0
 	docs[1].Text += "- Log each retry.\n"
-	if _, _, err := similar(ctx, emb, &cache, rules.DefaultThresholds(), p, docs); err != nil {
+	if _, _, err := similar(ctx, cache, rules.DefaultThresholds(), p, docs); err != nil {
 		t.Fatal(err)
 	}
-	if emb.texts != 4 || cache.passages != 5 || len(cache.docs) != 2 {
-		t.Errorf("after one file changed: embedded %d texts (want 4), cache holds %d passages of %d documents (want 5 of 2)", emb.texts, cache.passages, len(cache.docs))
+	if emb.texts != 1 || cache.Len() != 6 {
+		t.Errorf("after one passage was added: embedded %d texts (want 1), cache holds %d vectors (want 6)", emb.texts, cache.Len())
 	}
 }

@@ -123,7 +123,9 @@ type Service struct {
 	// guards the call budget too.
 	computeMu sync.Mutex
 	budget    callBudget
-	vectors   vectorCache
+	// vectors embeds the rule and the guidance on main, remembering
+	// their vectors by their text.
+	vectors *embedding.Cache
 	// categories memoises the category each approval's comment classifies
 	// into, for the classifier it was made with: a comment never changes,
 	// so each is classified once, not once per proposal per count.
@@ -179,7 +181,7 @@ func New(src Sources, opts Options) (*Service, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Service{src: src, opts: opts, log: opts.Logger, previews: map[string]Preview{}, wake: make(chan struct{}, 1),
-		budget: callBudget{limit: max(replayBudget, opts.MaxCalls)}}
+		budget: callBudget{limit: max(replayBudget, opts.MaxCalls)}, vectors: embedding.NewCache(src.Embedder, maxCachedPassages)}
 	if opts.Dir != "" {
 		if err := s.load(); err != nil {
 			return nil, err
@@ -343,7 +345,7 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 		return Preview{}, err
 	}
 	pv.MainCommit = commit
-	if pv.Similar, pv.SimilarLeftOut, err = similar(ctx, s.src.Embedder, &s.vectors, s.opts.Thresholds, p, docs); err != nil {
+	if pv.Similar, pv.SimilarLeftOut, err = similar(ctx, s.vectors, s.opts.Thresholds, p, docs); err != nil {
 		return Preview{}, err
 	}
 	switch {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/english"
 )
 
 // Unclear is the category of a comment the classifier cannot place: it
@@ -132,7 +132,7 @@ func NewClassifier(t *Taxonomy) *Classifier {
 	c := &Classifier{tax: t, vocab: newVocabulary(), postings: map[string][]posting{}, cuesByTerm: map[string][]int{}, tags: map[string][]int{}}
 	for _, cat := range t.Categories {
 		for _, s := range slices.Concat(cat.Cues, cat.Phrasings) {
-			ws := wordsOf(s)
+			ws := english.Tokens(s, english.Options{ASCIILetters: true})
 			for i, w := range ws {
 				c.vocab.add(w)
 				if i > 0 {
@@ -212,10 +212,6 @@ func NewClassifier(t *Taxonomy) *Classifier {
 
 // Taxonomy is the taxonomy the classifier was built from.
 func (c *Classifier) Taxonomy() *Taxonomy { return c.tax }
-
-func wordsOf(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !('a' <= r && r <= 'z') })
-}
 
 // memoTerms returns terms with v, remembering each text's.
 func memoTerms(v *vocabulary) func(string) []string {
@@ -610,7 +606,7 @@ func (m nbModel) telling(comment string, ci int, v *vocabulary) string {
 	}
 	var ws []word
 	seen := map[string]bool{}
-	for _, w := range embedding.Words(comment) {
+	for _, w := range codeWords(comment) {
 		ts := terms(w.Text, v)
 		if len(ts) != 1 || seen[ts[0]] {
 			continue

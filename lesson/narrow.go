@@ -4,8 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
 
+	"github.com/precept-dev/precept/lib/english"
 	"github.com/precept-dev/precept/lib/text"
 )
 
@@ -157,7 +157,7 @@ func ruleClauses(rule string) []string {
 }
 
 func refersBack(clause string) bool {
-	for _, w := range strings.FieldsFunc(strings.ToLower(clause), func(r rune) bool { return !unicode.IsLetter(r) }) {
+	for _, w := range english.Tokens(clause, english.Options{}) {
 		if backReferences[w] {
 			return true
 		}

@@ -3,60 +3,29 @@ package lesson
 import (
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-
-	"github.com/kljensen/snowball/english"
 
 	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/english"
 )
 
 // A term is a word as the classifier compares it: stemmed, with
-// negations folded into one term ("no", "not", "never", "without" and
-// the contractions are all "not") and function words dropped. "none"
-// is not a negation (Python's None), and "off", "one", "once" and "too"
-// are kept: "off by one", "once per row", "too long" are what reviewers
-// say.
+// negations (english.Negations) folded into one term ("no", "not",
+// "never", "without" and the contractions are all "not") and function
+// words dropped. "off", "one", "two", "once" and "too" are kept: "off by
+// one", "once per row", "too long" are what reviewers say. So are a few
+// stop words the classifier's weights were chosen with ("because",
+// "against", "ever", the reflexive pronouns).
 const negation = "not"
 
-var functionWords = setOf(
-	"a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at",
-	"be", "been", "before", "being", "below", "between", "both", "but", "by", "can", "did", "do",
-	"does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has",
-	"have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into",
-	"is", "it", "its", "itself", "just", "me", "more", "most", "my", "of", "on",
-	"only", "or", "other", "our", "out", "over", "own", "s", "same", "she", "so", "some", "such",
-	"t", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
-	"those", "through", "to", "under", "until", "up", "was", "we", "were", "what", "when",
-	"where", "which", "while", "who", "whom", "why", "will", "with", "you", "your", "yours",
-	"im", "ive", "id", "ill", "youre", "youve", "weve", "theyre", "thats", "theres", "whats",
-	"lets", "would", "could", "may", "might", "shall", "also", "yet", "via", "us", "eg", "ie",
-	"etc", "per", "every", "many", "much", "even", "whether", "either", "its", "it's",
-	"hi", "hey", "thanks", "thank", "pls", "please", "plz", "kindly", "maybe", "perhaps", "really",
-	"actually", "basically", "just", "again", "still", "quite", "bit", "little", "lol", "imo",
-	"imho", "fyi", "btw", "ok", "okay", "yeah", "hmm", "um", "oh", "ah", "well", "so", "then",
-	"here", "there", "agent", "code", "pr",
-	"should", "must", "need", "needs", "want", "think", "like", "get", "got", "see", "look",
-	"make", "made", "let", "go", "thing", "things", "way", "lot", "stuff", "now", "very",
-)
-
-var negations = setOf(
-	"no", "not", "never", "without", "nor", "nothing", "nobody", "dont", "doesnt",
-	"didnt", "isnt", "arent", "wasnt", "werent", "cant", "cannot", "wont", "wouldnt", "shouldnt",
-	"couldnt", "hasnt", "havent", "hadnt", "aint", "neither", "n't", "nt",
-)
-
-func setOf(words ...string) map[string]bool {
-	m := make(map[string]bool, len(words))
-	for _, w := range words {
-		m[w] = true
-	}
-	return m
-}
-
-// maxStemLen skips stemming (and typo repair) of longer tokens: hashes,
-// base64 and minified code are noise.
-const maxStemLen = 32
+// functionWords are lib/english's stop words and reviewers' chatter, and
+// the words every review uses whatever it is about.
+var functionWords = english.StopSet(english.Snowball, english.Contractions, english.FunctionWords, english.Chatter, []string{
+	"agent", "code", "pr", "get", "got", "go", "let", "like", "look", "lot", "made", "make",
+	"need", "needs", "see", "think", "want", "way",
+}).Without(english.Negations, []string{"off", "one", "two", "once", "too"}, []string{
+	"against", "because", "ever", "don", "myself", "ours", "ourselves", "yourself", "yourselves",
+	"himself", "herself", "theirs", "themselves", "theyve", "youd", "youll",
+})
 
 // vocabulary holds every word the taxonomy uses, for typo repair: a
 // word of the input that is not in it, but is one edit (a deletion,
@@ -87,10 +56,10 @@ const minCompoundPart = 3
 
 // addPair records two neighbouring words of the taxonomy.
 func (v *vocabulary) addPair(a, b string) {
-	if len(a) < minCompoundPart || len(b) < minCompoundPart || negations[a] || negations[b] || functionWords[a] || functionWords[b] {
+	if len(a) < minCompoundPart || len(b) < minCompoundPart || english.IsNegation(a) || english.IsNegation(b) || functionWords[a] || functionWords[b] {
 		return
 	}
-	if j := a + b; len(j) <= maxStemLen {
+	if j := a + b; len(j) <= english.MaxStemLen {
 		if _, ok := v.pairs[j]; !ok {
 			v.pairs[j] = [2]string{a, b}
 		}
@@ -98,7 +67,7 @@ func (v *vocabulary) addPair(a, b string) {
 }
 
 func (v *vocabulary) add(w string) {
-	if v.words[w] || len(w) > maxStemLen {
+	if v.words[w] || len(w) > english.MaxStemLen {
 		return
 	}
 	v.words[w] = true
@@ -121,7 +90,7 @@ func (v *vocabulary) finish() {
 
 // repair returns the vocabulary word w is a typo of, or w.
 func (v *vocabulary) repair(w string) string {
-	if len(w) < minRepair || len(w) > maxStemLen || v.words[w] || !isASCIIWord(w) {
+	if len(w) < minRepair || len(w) > english.MaxStemLen || v.words[w] || !english.IsASCIIWord(w) {
 		return w
 	}
 	// A letter missing from w: w is a deletion of a vocabulary word.
@@ -165,21 +134,12 @@ func sameExceptOne(a, b string) bool {
 	return true
 }
 
-func isASCIIWord(w string) bool {
-	for i := range len(w) {
-		if c := w[i]; c < 'a' || c > 'z' {
-			return false
-		}
-	}
-	return true
-}
-
 // terms reads text as the classifier compares it: words split as the
 // local embedder splits them (identifiers into their parts), function
 // words dropped, negations folded, typos of vocabulary words repaired
 // (when v is not nil), and every word stemmed.
 func terms(text string, v *vocabulary) []string {
-	words := embedding.Words(text)
+	words := codeWords(text)
 	out := make([]string, 0, len(words))
 	for i := 0; i < len(words); i++ {
 		t := words[i].Text
@@ -187,53 +147,38 @@ func terms(text string, v *vocabulary) []string {
 			// A compound the taxonomy writes as one word, written here as
 			// two ("hard coded" for "hardcoded"), or the other way round.
 			if i+1 < len(words) && !v.words[t] && v.words[t+words[i+1].Text] && len(t) >= minCompoundPart && len(words[i+1].Text) >= minCompoundPart {
-				out = append(out, stem(t+words[i+1].Text))
+				out = append(out, english.Stem(t+words[i+1].Text))
 				i++
 				continue
 			}
 			if p, ok := v.pairs[t]; ok && !v.words[t] {
-				out = append(out, stem(p[0]), stem(p[1]))
+				out = append(out, english.Stem(p[0]), english.Stem(p[1]))
 				continue
 			}
 		}
 		switch {
-		case negations[t]:
+		case english.IsNegation(t):
 			out = append(out, negation)
 			continue
-		case functionWords[t] || len(t) > maxStemLen:
+		case functionWords[t] || len(t) > english.MaxStemLen:
 			continue
 		}
 		if v != nil {
 			t = v.repair(t)
 		}
-		out = append(out, stem(t))
+		out = append(out, english.Stem(t))
 	}
 	return out
 }
 
-func stem(w string) string {
-	if !isASCIIWord(w) {
-		return w
+// codeWords splits text as the local embedder does (english.Code),
+// reading as much of it as the embedder reads.
+func codeWords(text string) []english.Word {
+	if len(text) > embedding.MaxInputBytes {
+		text = text[:embedding.MaxInputBytes]
 	}
-	if s, ok := stems.Load(w); ok {
-		return s.(string)
-	}
-	s := english.Stem(w, true)
-	// Reviews reuse a small vocabulary; the cache stops growing at its
-	// bound, so odd input cannot fill memory.
-	if stemsCached.Add(1) <= maxCachedStems {
-		stems.Store(w, s)
-	}
-	return s
+	return english.Words(text, english.Code)
 }
-
-// stems caches the stemmer's answers.
-var (
-	stems       sync.Map
-	stemsCached atomic.Int64
-)
-
-const maxCachedStems = 200_000
 
 // normTag compares tags and error categories: lower case, '_' and ' '
 // as '-'.

@@ -2,12 +2,11 @@ package rules
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/precept-dev/precept/lib/embedding"
+	"github.com/precept-dev/precept/lib/english"
 )
 
 // Candidate is rule text to check against the active rules and the open
@@ -127,98 +126,27 @@ func sharedAgent(a, b []string) (string, bool) {
 
 func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
 
-// Polarity cues. The first cue in a text decides whether it prescribes
-// (+1) or forbids (-1) what it talks about.
-var (
-	negativePairs = phraseSet("do not", "must not", "should not", "no longer", "shall not", "need not", "stop using", "get rid")
-	positivePairs = phraseSet("make sure", "be sure")
-	negativeCues  = toSet(`never don't dont doesn't mustn't shouldn't avoid remove delete drop omit skip
-		stop disable forbid forbidden prohibit refrain exclude eliminate strip`)
-	positiveCues = toSet(`always add use include ensure prefer keep require enable must should write
-		wrap log document validate check provide mention cite introduce insert`)
-)
+// polarity is +1 for text that prescribes, -1 for text that forbids,
+// 0 otherwise (english.Polarity).
+var polarity = english.Polarity
 
-func phraseSet(phrases ...string) map[string]bool {
-	m := make(map[string]bool, len(phrases))
-	for _, p := range phrases {
-		m[p] = true
-	}
-	return m
-}
+// vectorCache embeds rule texts through an embedding.Cache: rule texts
+// are few and compared often.
+type vectorCache struct{ c *embedding.Cache }
 
-// polarity returns +1 when text prescribes something, -1 when it forbids
-// something, 0 when it has no directive cue.
-func polarity(text string) int {
-	ws := words(text)
-	for i, w := range ws {
-		if i+1 < len(ws) {
-			pair := w + " " + ws[i+1]
-			if negativePairs[pair] {
-				return -1
-			}
-			if positivePairs[pair] {
-				return 1
-			}
-		}
-		if negativeCues[w] {
-			return -1
-		}
-		if positiveCues[w] {
-			return 1
-		}
-	}
-	return 0
-}
-
-// vectorCache embeds rule texts, remembering each text's vector: rule
-// texts are few and compared often.
-type vectorCache struct {
-	emb embedding.Embedder
-	mu  sync.Mutex
-	m   map[[32]byte][]float32
-}
-
-// maxCachedVectors bounds the cache; it is emptied when full.
+// maxCachedVectors bounds the cache.
 const maxCachedVectors = 50000
 
 func newVectorCache(e embedding.Embedder) *vectorCache {
-	return &vectorCache{emb: e, m: map[[32]byte][]float32{}}
+	return &vectorCache{embedding.NewCache(e, maxCachedVectors)}
 }
 
 // vectors returns one vector per text, embedding only the texts it has
 // not seen.
 func (c *vectorCache) vectors(ctx context.Context, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	var missing []string
-	var at []int
-	c.mu.Lock()
-	for i, t := range texts {
-		if v, ok := c.m[sha256.Sum256([]byte(t))]; ok {
-			out[i] = v
-			continue
-		}
-		missing = append(missing, t)
-		at = append(at, i)
-	}
-	c.mu.Unlock()
-	if len(missing) == 0 {
-		return out, nil
-	}
-	vecs, err := c.emb.Embed(ctx, missing)
+	vecs, err := c.c.Embed(ctx, texts)
 	if err != nil {
 		return nil, fmt.Errorf("embed rule texts: %w", err)
 	}
-	if len(vecs) != len(missing) {
-		return nil, fmt.Errorf("embed rule texts: got %d vectors for %d texts", len(vecs), len(missing))
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m)+len(missing) > maxCachedVectors {
-		c.m = map[[32]byte][]float32{}
-	}
-	for j, v := range vecs {
-		out[at[j]] = v
-		c.m[sha256.Sum256([]byte(missing[j]))] = v
-	}
-	return out, nil
+	return vecs, nil
 }

@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/precept-dev/precept/lib/english"
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
 )
@@ -82,29 +83,21 @@ func (q Quality) Check(content string) string {
 	return ""
 }
 
-// stopWords carry no meaning of their own in a rule.
-var stopWords = toSet(`a an the and or but if then else so of to in on at by for with from as into onto
-about over under than that this these those there here it its it's is are was were be been being am
-do does did doing have has had having i me my we our us you your he she they them their his her
-will would shall should can could may might must not no nor only own same too very just also
-what which who whom whose when where why how all any both each few more most other some such
-up down out off again further once per via etc yes ok okay please thanks thank lol hmm well really
-quite rather stuff thing things something anything everything`)
+// stopWords carry no meaning of their own in a rule: Snowball's list
+// and reviewers' chatter (lib/english), modal verbs and a few more, but
+// not the words that say when or where an instruction applies
+// ("before", "after", "until", "while", "through", "now" …).
+var stopWords = english.StopSet(english.Snowball, english.Chatter, []string{
+	"would", "could", "may", "might", "must", "shall", "also", "us", "via", "etc", "per",
+	"it's", "else", "onto", "rather", "whose", "yes", "something", "anything", "everything",
+}).Without([]string{"above", "after", "against", "because", "before", "below", "between", "during", "now", "through", "until", "while"})
 
-func toSet(words string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(words) {
-		m[w] = true
-	}
-	return m
-}
+// toSet is the set of the words of a space-separated list.
+func toSet(words string) map[string]bool { return english.StopSet(strings.Fields(words)) }
 
-// words splits text into lower-case words of letters and digits.
-func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'')
-	})
-}
+// words splits text into lower-case words of letters, digits and
+// apostrophes ("don't" stays whole).
+func words(text string) []string { return english.Tokens(text, english.Options{Keep: "'"}) }
 
 // isContentWord reports whether a word carries meaning: at least three
 // letters, not a stop word, not a number.

@@ -1,36 +1,17 @@
 package embedding
 
+import (
+	"slices"
+
+	"github.com/precept-dev/precept/lib/english"
+)
+
 // stopWords are dropped from the word features: Snowball's English list,
 // its contractions as the tokenizer spells them (apostrophes removed), and
-// a few more function words. Concept phrases still see them, so "out of
-// date" can mean something while "of" alone does not.
-var stopWords = []string{
-	// Snowball English.
-	"a", "about", "above", "after", "again", "against", "all", "am", "an",
-	"and", "any", "are", "as", "at", "be", "because", "been", "before",
-	"being", "below", "between", "both", "but", "by", "can", "did", "do",
-	"does", "doing", "don", "down", "during", "each", "few", "for", "from",
-	"further", "had", "has", "have", "having", "he", "her", "here", "hers",
-	"herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is",
-	"it", "its", "itself", "just", "me", "more", "most", "my", "myself",
-	"no", "nor", "not", "now", "of", "off", "on", "once", "only", "or",
-	"other", "our", "ours", "ourselves", "out", "over", "own", "s", "same",
-	"she", "should", "so", "some", "such", "t", "than", "that", "the", "their",
-	"theirs", "them", "themselves", "then", "there", "these", "they",
-	"this", "those", "through", "to", "too", "under", "until", "up",
-	"very", "was", "we", "were", "what", "when", "where", "which", "while",
-	"who", "whom", "why", "will", "with", "you", "your", "yours", "yourself",
-	"yourselves",
-	// Contractions without their apostrophe.
-	"dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "cant",
-	"wont", "wouldnt", "shouldnt", "couldnt", "hasnt", "havent", "hadnt",
-	"im", "ive", "id", "ill", "youre", "youve", "youll", "youd", "weve",
-	"theyre", "theyve", "thats", "theres", "whats", "lets",
-	// More function words.
-	"would", "could", "may", "might", "must", "shall", "cannot", "also",
-	"yet", "via", "us", "eg", "ie", "etc", "per", "one", "two", "every",
-	"ever", "many", "much", "even", "whether", "either", "neither",
-}
+// a few more function words, all from lib/english. Concept phrases still
+// see them, so "out of date" can mean something while "of" alone does
+// not.
+var stopWords = slices.Concat(english.Snowball, english.Contractions, english.FunctionWords)
 
 // Term weights stand in for inverse document frequency, which a new
 // installation cannot know: words that appear in feedback about anything

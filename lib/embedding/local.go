@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/kljensen/snowball/english"
+	"github.com/precept-dev/precept/lib/english"
 )
 
 // localVersion names the algorithm and its built-in tables. Bump it with
@@ -303,7 +303,7 @@ func normaliseWord(b []byte) word {
 		w.weight = 0
 		return w
 	case letters && len(b) >= 3 && len(b) <= maxStemWord:
-		w.key = hashString(english.Stem(string(b), true))
+		w.key = hashString(english.Stem(string(b)))
 	default:
 		w.key = hashBytes(b)
 	}
