@@ -46,6 +46,7 @@ var layers = map[string]int{
 	"lib/vectorindex/internal/topk":      1,
 	"gen/precept/v1/preceptv1connect":    1,
 	"gen/grpc/health/v1/healthv1connect": 1,
+	"rules/rulefmt":                      1,
 	// Stores and indexes.
 	"feedbackstore":             2,
 	"lib/vectorindex/chromem":   2,

@@ -11,6 +11,7 @@ import (
 	"github.com/precept-dev/precept/lib/text"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Documents lists the guidance on main prompts are built from;
@@ -56,7 +57,7 @@ type vectorCache struct {
 // thresholds, and is opposing when that passage gives the opposite
 // instruction — the same bands and polarity cues as the conflict guard
 // (rules/conflict.go).
-func similar(ctx context.Context, emb embedding.Embedder, cache *vectorCache, th rules.Thresholds, p rules.Proposal, docs []prompts.Document) (_ []Similar, leftOut int, _ error) {
+func similar(ctx context.Context, emb embedding.Embedder, cache *vectorCache, th rules.Thresholds, p rulefmt.Proposal, docs []prompts.Document) (_ []Similar, leftOut int, _ error) {
 	type compared struct {
 		doc      int
 		key      [sha256.Size]byte

@@ -12,6 +12,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // HistoryEntry is one commit in a rule's or proposal's history.
@@ -84,7 +85,7 @@ func (s *store) historyAt(st *state) (*historyIndex, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ci.Trailer(TrailerProposalID) != "" || ci.Trailer(TrailerRuleID) != "" {
+		if ci.Trailer(rulefmt.TrailerProposalID) != "" || ci.Trailer(rulefmt.TrailerRuleID) != "" {
 			infos = append(infos, ci)
 		}
 	}
@@ -112,29 +113,29 @@ func (s *store) historyAt(st *state) (*historyIndex, error) {
 				e.Trailers[t.Key] = t.Value
 			}
 		}
-		if rid := ci.Trailer(TrailerRuleID); rid != "" {
+		if rid := ci.Trailer(rulefmt.TrailerRuleID); rid != "" {
 			if e.createsRule, err = s.addsRule(ci, rid); err != nil {
 				return nil, err
 			}
 		}
 		idx.entries = append(idx.entries, e)
-		if by := e.Trailers[TrailerRolledBackBy]; by != "" {
-			r, err := s.ruleBefore(ci.Hash, ci.Trailer(TrailerRuleID))
+		if by := e.Trailers[rulefmt.TrailerRolledBackBy]; by != "" {
+			r, err := s.ruleBefore(ci.Hash, ci.Trailer(rulefmt.TrailerRuleID))
 			if err != nil {
 				s.log.Warn("read a rolled-back rule", "commit", ci.Hash.String(), "err", err)
 				continue
 			}
-			idx.retired = append(idx.retired, retiredRule{rule: r, by: by, reason: e.Trailers[TrailerReason]})
+			idx.retired = append(idx.retired, retiredRule{rule: r, by: by, reason: e.Trailers[rulefmt.TrailerReason]})
 		}
 		// A sunset rule counts as rejected too: its cluster must not be
 		// drafted straight back (docs/effects.md).
-		if id := e.Trailers[TrailerSunsets]; id != "" {
+		if id := e.Trailers[rulefmt.TrailerSunsets]; id != "" {
 			r, err := s.ruleBefore(ci.Hash, id)
 			if err != nil {
 				s.log.Warn("read a sunset rule", "commit", ci.Hash.String(), "err", err)
 				continue
 			}
-			idx.retired = append(idx.retired, retiredRule{rule: r, by: e.Trailers[TrailerApprovedBy], reason: "sunset: " + e.Trailers[TrailerReason]})
+			idx.retired = append(idx.retired, retiredRule{rule: r, by: e.Trailers[rulefmt.TrailerApprovedBy], reason: "sunset: " + e.Trailers[rulefmt.TrailerReason]})
 		}
 	}
 	s.mu.Lock()
@@ -208,7 +209,7 @@ func (s *store) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error)
 	if len(ci.Parents) > 0 {
 		parent = ci.Parents[0]
 	}
-	changes, err := s.repo.Diff(parent, ci.Hash, ActiveDir)
+	changes, err := s.repo.Diff(parent, ci.Hash, rulefmt.ActiveDir)
 	if err != nil {
 		return false, err
 	}
@@ -222,65 +223,65 @@ func (s *store) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error)
 
 // ruleBefore reads a rule as it was in the first parent of commit c, with
 // the agents whose directories held it.
-func (s *store) ruleBefore(c gitrepo.Hash, id string) (Rule, error) {
+func (s *store) ruleBefore(c gitrepo.Hash, id string) (rulefmt.Rule, error) {
 	key := c.String() + "/" + id
 	s.mu.Lock()
 	r, ok := s.before[key]
 	s.mu.Unlock()
 	if ok {
-		return r.clone(), nil
+		return r.Clone(), nil
 	}
 	r, err := s.readRuleBefore(c, id)
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
 	s.mu.Lock()
 	if len(s.before) >= maxParsed {
 		clear(s.before)
 	}
-	s.before[key] = r.clone()
+	s.before[key] = r.Clone()
 	s.mu.Unlock()
 	return r, nil
 }
 
-func (s *store) readRuleBefore(c gitrepo.Hash, id string) (Rule, error) {
+func (s *store) readRuleBefore(c gitrepo.Hash, id string) (rulefmt.Rule, error) {
 	ci, err := s.commitInfo(c)
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
 	if len(ci.Parents) == 0 {
-		return Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
+		return rulefmt.Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
 	}
 	snap, err := s.repo.SnapshotAt(ci.Parents[0])
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
-	agents, err := snap.List(ActiveDir)
+	agents, err := snap.List(rulefmt.ActiveDir)
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
-	var out Rule
+	var out rulefmt.Rule
 	found := false
 	for _, a := range agents {
-		blob, err := snap.Stat(ActiveRulePath(a.Name, id))
+		blob, err := snap.Stat(rulefmt.ActiveRulePath(a.Name, id))
 		if errors.Is(err, gitrepo.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return Rule{}, err
+			return rulefmt.Rule{}, err
 		}
 		if !found {
 			r, err := s.rule(blob)
 			if err != nil {
-				return Rule{}, err
+				return rulefmt.Rule{}, err
 			}
-			out, found = r.clone(), true
+			out, found = r.Clone(), true
 			out.Agents = nil
 		}
 		out.Agents = append(out.Agents, a.Name)
 	}
 	if !found {
-		return Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
+		return rulefmt.Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
 	}
 	return out, nil
 }
@@ -322,17 +323,17 @@ func (s *store) findGitMerges(tip gitrepo.Hash) (map[string]*gitApproval, error)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := snap.List(ProposalsDir)
+	entries, err := snap.List(rulefmt.ProposalsDir)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]*gitApproval{}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name, ".md")
-		if e.IsDir || !ok || !ValidProposalID(id) {
+		if e.IsDir || !ok || !rulefmt.ValidProposalID(id) {
 			continue
 		}
-		c, err := s.commitThatAdded(tip, ProposalPath(id))
+		c, err := s.commitThatAdded(tip, rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
@@ -344,7 +345,7 @@ func (s *store) findGitMerges(tip gitrepo.Hash) (map[string]*gitApproval, error)
 			commit: c, name: ci.CommitterName, email: ci.CommitterEmail,
 			// A commit precept made for the proposal reached main without
 			// a merge commit: nobody is recorded as the one who merged.
-			fastForward: ci.Trailer(TrailerProposalID) == id,
+			fastForward: ci.Trailer(rulefmt.TrailerProposalID) == id,
 		}
 		if strings.HasPrefix(strings.ToLower(ci.CommitterEmail), "noreply@") {
 			// Merged in a git host's web UI: the host commits, the person
@@ -379,7 +380,7 @@ func (s *store) commitThatAdded(tip gitrepo.Hash, path string) (gitrepo.Hash, er
 			cur = ci.Parents[0]
 			continue
 		}
-		if ci.Trailer(TrailerRemoteSync) != "" && len(ci.Parents) > 1 {
+		if ci.Trailer(rulefmt.TrailerRemoteSync) != "" && len(ci.Parents) > 1 {
 			cur = ci.Parents[1]
 			continue
 		}
@@ -394,7 +395,7 @@ func (s *store) approvedBefore(ctx context.Context, ruleID string) (bool, error)
 		return false, err
 	}
 	for _, e := range idx.entries {
-		if e.createsRule && e.Trailers[TrailerRuleID] == ruleID {
+		if e.createsRule && e.Trailers[rulefmt.TrailerRuleID] == ruleID {
 			return true, nil
 		}
 	}
@@ -411,7 +412,7 @@ func (s *store) preApprovalContent(ctx context.Context, ruleID string) (map[stri
 	}
 	var approval *HistoryEntry
 	for i := range idx.entries {
-		if e := &idx.entries[i]; e.createsRule && e.Trailers[TrailerRuleID] == ruleID {
+		if e := &idx.entries[i]; e.createsRule && e.Trailers[rulefmt.TrailerRuleID] == ruleID {
 			approval = e
 			break
 		}
@@ -423,7 +424,7 @@ func (s *store) preApprovalContent(ctx context.Context, ruleID string) (map[stri
 	if err := s.collectBefore(approval.hash, restore); err != nil {
 		return nil, gitrepo.ZeroHash, err
 	}
-	if mc := approval.Trailers[TrailerMergeCommit]; mc != "" {
+	if mc := approval.Trailers[rulefmt.TrailerMergeCommit]; mc != "" {
 		// Approved by a merge in git: what the merge brought is part of
 		// the approval, and its pre-merge state wins.
 		merge, err := parseHash(mc)

@@ -7,63 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
-
-// Lifecycle reports whether proposals of this kind decide on an existing
-// rule (its RuleID) rather than create one: SUNSET, REAPPROVE, ACTIVATE
-// (docs/effects.md, "Lifecycle from evidence").
-func (k Kind) Lifecycle() bool {
-	return k == KindSunset || k == KindReapprove || k == KindActivate
-}
-
-// The lifecycle proposal kinds besides KindSunset.
-const (
-	// KindReapprove asks people to confirm a rule nothing exercised for
-	// a long time; unanswered, the rule goes to SHADOW.
-	KindReapprove Kind = "REAPPROVE"
-	// KindActivate brings a SHADOW rule back into the prompt.
-	KindActivate Kind = "ACTIVATE"
-)
-
-// TrailerSunsets names the rule a sunset approval retired; TrailerLifecycle
-// the kind of a lifecycle proposal, on the commit that proposes it.
-const (
-	TrailerSunsets   = "Sunsets"
-	TrailerLifecycle = "Lifecycle"
-)
-
-// EffectSummary is what the evidence said about a rule when it was last
-// recorded in the rule file's front matter (docs/effects.md). It is
-// written periodically, not per decision.
-type EffectSummary struct {
-	// Category is the lesson category whose recurrences count; kept so
-	// the pattern is known after its source cluster merged away.
-	Category string `yaml:"category,omitempty"`
-	// BaseConfidence is the confidence the rule was approved with, which
-	// recurrences lower.
-	BaseConfidence float64 `yaml:"base_confidence"`
-	// FirstActivatedAt is the rule's first activation: the baseline is
-	// taken before it, so a re-activated rule is never compared with its
-	// own earlier exposures.
-	FirstActivatedAt  time.Time `yaml:"first_activated_at"`
-	Attribution       string    `yaml:"attribution"`
-	Exposures         int64     `yaml:"exposures"`
-	Recurrences       int64     `yaml:"recurrences"`
-	RateAfter         float64   `yaml:"rate_after"`
-	RateAfterInterval []float64 `yaml:"rate_after_interval,flow"`
-	BeforeDecisions   int64     `yaml:"before_decisions"`
-	RateBefore        float64   `yaml:"rate_before"`
-	ChangeInterval    []float64 `yaml:"change_interval,flow"`
-	Validations       int64     `yaml:"validations"`
-	Verdict           string    `yaml:"verdict"`
-	Method            string    `yaml:"method"`
-	ComputedAt        time.Time `yaml:"computed_at"`
-}
 
 // Lifecycle acts on an approved rule from evidence: lifecycle proposals,
 // moving idle rules to SHADOW, recording effects (docs/effects.md). It
@@ -77,61 +25,40 @@ func (m *Manager) Lifecycle() *Lifecycle { return &Lifecycle{m: m} }
 // (KindSunset), confirm it (KindReapprove) or bring it back from SHADOW
 // (KindActivate), with the evidence that prompted the question.
 type LifecycleRequest struct {
-	Kind   Kind
+	Kind   rulefmt.Kind
 	RuleID string
 	// Evidence is the effect report in words; it becomes the proposal's
 	// evidence summary.
 	Evidence string
 }
 
-// lifecycleStatus is the rule status each lifecycle kind applies to.
-func lifecycleStatus(k Kind) Status {
-	if k == KindActivate {
-		return Shadow
-	}
-	return Active
-}
-
 // OpenLifecycle returns the open lifecycle proposal about a rule, if any.
-func (l *Lifecycle) OpenLifecycle(ctx context.Context, ruleID string) (Proposal, bool, error) {
+func (l *Lifecycle) OpenLifecycle(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error) {
 	m := l.m
 	st, err := m.store.State(ctx)
 	if err != nil {
-		return Proposal{}, false, err
+		return rulefmt.Proposal{}, false, err
 	}
 	p, ok := openLifecycle(st, ruleID)
 	return p, ok, nil
 }
 
-func openLifecycle(st *state, ruleID string) (Proposal, bool) {
-	for _, id := range st.ids() {
-		if !st.open(id) {
-			continue
-		}
-		if p := st.onBranch[id]; p.Kind.Lifecycle() && p.RuleID == ruleID {
-			out, _ := st.proposal(id)
-			return out, true
-		}
-	}
-	return Proposal{}, false
-}
-
 // LifecycleHistory returns the decided lifecycle proposals of one kind
 // about a rule, oldest first.
-func (l *Lifecycle) LifecycleHistory(ctx context.Context, ruleID string, kind Kind) ([]Proposal, error) {
+func (l *Lifecycle) LifecycleHistory(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error) {
 	m := l.m
 	st, err := m.store.State(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []Proposal
+	var out []rulefmt.Proposal
 	for _, id := range st.ids() {
 		p, ok := st.proposal(id)
 		if ok && p.Kind == kind && p.RuleID == ruleID && !st.open(id) {
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out, func(a, b Proposal) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(out, func(a, b rulefmt.Proposal) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }
 
@@ -141,21 +68,21 @@ func (l *Lifecycle) LifecycleHistory(ctx context.Context, ruleID string, kind Ki
 // already (it is returned instead). The proposal's id is derived from the
 // kind, the rule and how many such proposals were decided before, so
 // replicas proposing the same thing make the same branch.
-func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) (p Proposal, created bool, err error) {
+func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) (p rulefmt.Proposal, created bool, err error) {
 	m := l.m
-	if !req.Kind.Lifecycle() {
-		return Proposal{}, false, precept.Errorf(precept.Invalid, "kind: %s is not a lifecycle proposal", req.Kind)
+	if !req.Kind.DecidesOnRule() {
+		return rulefmt.Proposal{}, false, precept.Errorf(precept.Invalid, "kind: %s is not a lifecycle proposal", req.Kind)
 	}
 	st, err := m.store.State(ctx)
 	if err != nil {
-		return Proposal{}, false, err
+		return rulefmt.Proposal{}, false, err
 	}
 	r := st.rules[req.RuleID]
 	if r == nil {
-		return Proposal{}, false, precept.Errorf(precept.NotFound, "rule %s is not on main", req.RuleID)
+		return rulefmt.Proposal{}, false, precept.Errorf(precept.NotFound, "rule %s is not on main", req.RuleID)
 	}
-	if want := lifecycleStatus(req.Kind); r.Status != want {
-		return Proposal{}, false, precept.Errorf(precept.FailedPrecondition, "rule %s is %s; a %s proposal needs it %s", req.RuleID, r.Status, req.Kind, want)
+	if want := rulefmt.RuleStatusFor(req.Kind); r.Status != want {
+		return rulefmt.Proposal{}, false, precept.Errorf(precept.FailedPrecondition, "rule %s is %s; a %s proposal needs it %s", req.RuleID, r.Status, req.Kind, want)
 	}
 	if open, ok := openLifecycle(st, req.RuleID); ok {
 		return open, false, nil
@@ -171,11 +98,11 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 	}
 	idx, err := m.store.history(ctx)
 	if err != nil {
-		return Proposal{}, false, err
+		return rulefmt.Proposal{}, false, err
 	}
 	for _, e := range idx.entries {
-		if e.Trailers[TrailerLifecycle] == string(req.Kind) && e.Trailers[TrailerRuleID] == req.RuleID {
-			earlier[e.Trailers[TrailerProposalID]] = true
+		if e.Trailers[rulefmt.TrailerLifecycle] == string(req.Kind) && e.Trailers[rulefmt.TrailerRuleID] == req.RuleID {
+			earlier[e.Trailers[rulefmt.TrailerProposalID]] = true
 		}
 	}
 	generation := len(earlier)
@@ -185,106 +112,26 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 	if r.Protected {
 		required++
 	}
-	p = Proposal{
-		ID: "p-" + hex.EncodeToString(sum[:10]), Kind: req.Kind, Status: Pending, Revision: 1, ContentRevision: 1,
+	p = rulefmt.Proposal{
+		ID: "p-" + hex.EncodeToString(sum[:10]), Kind: req.Kind, Status: rulefmt.Pending, Revision: 1, ContentRevision: 1,
 		FeedbackIDs: slices.Clone(r.FeedbackIDs), Confidence: r.Confidence, Agents: slices.Clone(r.Agents),
 		Type: r.Type, InsertionPoint: r.InsertionPoint, EvidenceSummary: req.Evidence,
-		CreatedAt: now, UpdatedAt: now, ProposedBy: SystemProposer, ClusterID: r.ClusterID,
+		CreatedAt: now, UpdatedAt: now, ProposedBy: rulefmt.SystemProposer, ClusterID: r.ClusterID,
 		Tags: slices.Clone(r.Tags), Protected: r.Protected, Required: required, RuleID: r.ID,
 		Generation: generation, Content: r.Content, Support: len(r.FeedbackIDs),
 	}
 	h, created, err := m.store.createProposal(p)
 	if err != nil {
-		return Proposal{}, false, err
+		return rulefmt.Proposal{}, false, err
 	}
 	if !created {
 		got, err := m.Get(ctx, p.ID)
 		return got, false, err
 	}
 	m.log.Info("lifecycle proposal made", "proposal_id", p.ID, "kind", p.Kind, "rule_id", r.ID)
-	m.emit(Change{Kind: ProposalCreated, ProposalID: p.ID, RuleID: r.ID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: SystemProposer, Via: "precept"})
+	m.emit(rulefmt.Change{Kind: rulefmt.ProposalCreated, ProposalID: p.ID, RuleID: r.ID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: rulefmt.SystemProposer, Via: "precept"})
 	got, err := m.Get(ctx, p.ID)
 	return got, true, err
-}
-
-// lifecycleSpec is the commit that carries out an approved lifecycle
-// proposal on main: a sunset removes the rule's files (its history keeps
-// it, shown as SUNSET), a re-approval stamps reapproved_at, an activation
-// makes a SHADOW rule ACTIVE. It returns nil when there is nothing left to
-// do (the rule is gone, or already in the wanted state).
-func (st *store) lifecycleSpec(s *gitrepo.Snapshot, p Proposal, now time.Time, g *gitApproval) (*gitrepo.CommitSpec, error) {
-	var changes []gitrepo.Change
-	if p.Kind == KindSunset {
-		paths, err := st.ruleFiles(s, p.RuleID)
-		if err != nil {
-			return nil, err
-		}
-		for _, path := range paths {
-			changes = append(changes, gitrepo.Change{Path: path, Delete: true})
-		}
-	} else {
-		var err error
-		changes, _, err = st.editRule(s, p.RuleID, func(cur *Rule) (Rule, bool) {
-			if cur.Status != lifecycleStatus(p.Kind) {
-				return Rule{}, false
-			}
-			next := cur.clone()
-			if p.Kind == KindReapprove {
-				t := now
-				next.ReapprovedAt = &t
-			} else {
-				next.Status, next.ActivatedAt, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = Active, now, nil, "", nil
-			}
-			return next, true
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(changes) == 0 {
-		return nil, nil
-	}
-	trailers := []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerRuleID, Value: p.RuleID}}
-	for _, a := range p.Approvals {
-		v := a.Approver
-		if g != nil && a.Via == ViaGit {
-			v = g.signature()
-		}
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerApprovedBy, Value: v})
-	}
-	var subject string
-	switch p.Kind {
-	case KindSunset:
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerSunsets, Value: p.RuleID}, gitrepo.Trailer{Key: TrailerReason, Value: "ineffective: " + firstLine(p.EvidenceSummary)})
-		subject = fmt.Sprintf("Sunset rule %s: %s approved", p.RuleID, p.ID)
-	case KindReapprove:
-		subject = fmt.Sprintf("Re-approve rule %s: %s approved", p.RuleID, p.ID)
-	default:
-		subject = fmt.Sprintf("Activate shadow rule %s: %s approved", p.RuleID, p.ID)
-	}
-	if g != nil {
-		if ok, err := s.Exists(ProposalPath(p.ID)); err != nil {
-			return nil, err
-		} else if ok {
-			changes = append(changes, gitrepo.Change{Path: ProposalPath(p.ID), Delete: true})
-		}
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerMergeCommit, Value: g.commit.String()})
-	}
-	return &gitrepo.CommitSpec{Message: subject, Trailers: trailers, Changes: changes}, nil
-}
-
-// lifecycleless returns the agents whose tuning examples a decision on
-// p writes: none for a lifecycle proposal.
-func lifecycleless(p Proposal) []string {
-	if p.Kind.Lifecycle() {
-		return nil
-	}
-	return p.Agents
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }
 
 // ShadowIdle moves an ACTIVE rule whose re-approval went unanswered to
@@ -296,15 +143,15 @@ func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 	if err := l.CloseLifecycle(ctx, proposalID, "unanswered: "+why); err != nil {
 		return fmt.Errorf("close re-approval %s: %w", proposalID, err)
 	}
-	var r *Rule
+	var r *rulefmt.Rule
 	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		var changes []gitrepo.Change
 		var err error
-		changes, r, err = m.store.editRule(s, ruleID, func(cur *Rule) (Rule, bool) {
-			next := cur.clone()
+		changes, r, err = m.store.editRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+			next := cur.Clone()
 			at := m.now()
-			next.Status, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = Shadow, nil, why, &at
-			return next, cur.Status == Active
+			next.Status, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = rulefmt.Shadow, nil, why, &at
+			return next, cur.Status == rulefmt.Active
 		})
 		if err != nil {
 			return nil, err
@@ -314,7 +161,7 @@ func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 		}
 		return &gitrepo.CommitSpec{
 			Message:  fmt.Sprintf("Move idle rule %s to SHADOW: re-approval %s unanswered", ruleID, proposalID),
-			Trailers: []gitrepo.Trailer{{Key: TrailerRuleID, Value: ruleID}, {Key: TrailerProposalID, Value: proposalID}, {Key: TrailerReason, Value: why}},
+			Trailers: []gitrepo.Trailer{{Key: rulefmt.TrailerRuleID, Value: ruleID}, {Key: rulefmt.TrailerProposalID, Value: proposalID}, {Key: rulefmt.TrailerReason, Value: why}},
 			Changes:  changes,
 		}, nil
 	})
@@ -322,7 +169,7 @@ func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 		return err
 	}
 	m.log.Info("idle rule moved to shadow", "rule_id", ruleID, "proposal_id", proposalID, "commit", h.String())
-	m.emit(Change{Kind: RuleShadowed, ProposalID: proposalID, RuleID: ruleID, Agents: r.Agents, Commit: h.String(), Actor: SystemProposer, Via: "precept", MainChanged: true})
+	m.emit(rulefmt.Change{Kind: rulefmt.RuleShadowed, ProposalID: proposalID, RuleID: ruleID, Agents: r.Agents, Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
 	return nil
 }
 
@@ -335,10 +182,10 @@ func (l *Lifecycle) CloseLifecycle(ctx context.Context, proposalID, reason strin
 	if err != nil {
 		return err
 	}
-	if p := st.onBranch[proposalID]; p == nil || !p.Kind.Lifecycle() || !st.open(proposalID) {
+	if p := st.onBranch[proposalID]; p == nil || !p.Kind.DecidesOnRule() || !st.open(proposalID) {
 		return nil
 	}
-	return m.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: SystemProposer, Reason: reason, Via: "precept"}, "")
+	return m.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: rulefmt.SystemProposer, Reason: reason, Via: "precept"}, "")
 }
 
 // EffectUpdate is what the learning loop concluded about one rule:
@@ -348,13 +195,13 @@ type EffectUpdate struct {
 	// Importance is the level the validations crossed into since the
 	// last recording ("" when none); a rule is raised to it, never
 	// lowered.
-	Importance Importance
+	Importance rulefmt.Importance
 	Confidence float64
 	// Validations and Recurrences go to positive_validations and
 	// negative_validations.
 	Validations int
 	Recurrences int
-	Effect      EffectSummary
+	Effect      rulefmt.EffectSummary
 }
 
 // RecordEffects writes the updates into the rule files on main in one
@@ -374,8 +221,8 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 		var changes []gitrepo.Change
 		for _, id := range slices.Sorted(maps.Keys(byID)) {
 			u := byID[id]
-			edited, r, err := m.store.editRule(s, id, func(cur *Rule) (Rule, bool) {
-				next := cur.clone()
+			edited, r, err := m.store.editRule(s, id, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+				next := cur.Clone()
 				// Raised, never lowered: a curator's lower setting stays
 				// until the validations cross the next threshold.
 				if u.Importance.Rank() > cur.Importance.Rank() {
@@ -385,7 +232,7 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 				next.PositiveValidations, next.NegativeValidations = u.Validations, u.Recurrences
 				eff := u.Effect
 				next.Effect = &eff
-				return next, !cur.sameEffect(next)
+				return next, !cur.SameEffect(next)
 			})
 			if err != nil {
 				return nil, err
@@ -404,29 +251,10 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 	if err != nil || changed == 0 {
 		return 0, err
 	}
-	m.emit(Change{Kind: RuleEffectsRecorded, Agents: distinct(agents), Commit: h.String(), Actor: SystemProposer, Via: "precept", MainChanged: true})
+	m.emit(rulefmt.Change{Kind: rulefmt.RuleEffectsRecorded, Agents: rulefmt.Distinct(agents), Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
 	return changed, nil
 }
 
-// sameEffect reports whether next records nothing new: the same
-// importance, confidence and figures (the computation time aside).
-func (r Rule) sameEffect(next Rule) bool {
-	if r.Importance != next.Importance || r.Confidence != next.Confidence ||
-		r.PositiveValidations != next.PositiveValidations || r.NegativeValidations != next.NegativeValidations {
-		return false
-	}
-	if r.Effect == nil || next.Effect == nil {
-		return r.Effect == next.Effect
-	}
-	a, b := *r.Effect, *next.Effect
-	a.ComputedAt, b.ComputedAt = time.Time{}, time.Time{}
-	return a.Attribution == b.Attribution && a.Exposures == b.Exposures && a.Recurrences == b.Recurrences &&
-		a.BeforeDecisions == b.BeforeDecisions && a.Validations == b.Validations && a.Verdict == b.Verdict &&
-		a.RateBefore == b.RateBefore && a.Method == b.Method && a.Category == b.Category &&
-		a.BaseConfidence == b.BaseConfidence && a.FirstActivatedAt.Equal(b.FirstActivatedAt)
-}
-
-// RetiredRules lists the ids of the rules that left main — rolled back,
 // sunset, or superseded — of an agent (every agent's when agent is
 // empty), sorted. With no agent nothing is read beyond the history; an
 // agent's are those whose last version names it.
@@ -452,12 +280,12 @@ func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, e
 // agent is empty), by id, each as it was when it left, from one reading
 // of the repository. A rule whose last version cannot be found is left
 // out.
-func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]Rule, error) {
+func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
 	st, idx, err := l.m.store.stateAndHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []Rule
+	var out []rulefmt.Rule
 	for _, id := range retiredIDs(st, idx) {
 		r, _, err := l.m.ruleAt(st, idx, id)
 		if precept.ErrorCode(err) == precept.NotFound {
@@ -471,27 +299,4 @@ func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]Rule, error) {
 		}
 	}
 	return out, nil
-}
-
-// retiredIDs are the ids of the rules the history retired that are not
-// on main, sorted.
-func retiredIDs(st *state, idx *historyIndex) []string {
-	seen := map[string]bool{}
-	for _, e := range idx.entries {
-		var ids []string
-		switch {
-		case e.Trailers[TrailerSunsets] != "":
-			ids = []string{e.Trailers[TrailerSunsets]}
-		case e.Trailers[TrailerRolledBackBy] != "":
-			ids = []string{e.Trailers[TrailerRuleID]}
-		case e.Trailers[TrailerSupersedes] != "":
-			ids = strings.Fields(strings.ReplaceAll(e.Trailers[TrailerSupersedes], ",", " "))
-		}
-		for _, id := range ids {
-			if ValidRuleID(id) && st.rules[id] == nil {
-				seen[id] = true
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // State returns the state at the current ref tips, rebuilding it only
@@ -55,7 +56,7 @@ func (s *store) State(ctx context.Context, want ...string) (*state, error) {
 // the last state had, and those in want, are read directly when the
 // listing lacks them.
 func (s *store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
-	listed, err := s.repo.Branches(BranchPrefix)
+	listed, err := s.repo.Branches(rulefmt.BranchPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +73,8 @@ func (s *store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
 	}
 	s.mu.Unlock()
 	for _, id := range check {
-		name := ProposalBranch(id)
-		if seen[name] || !ValidProposalID(id) {
+		name := rulefmt.ProposalBranch(id)
+		if seen[name] || !rulefmt.ValidProposalID(id) {
 			continue
 		}
 		seen[name] = true
@@ -108,7 +109,7 @@ func (s *store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branc
 		st.merged[id] = reach[tip]
 	}
 	if !mainTip.IsZero() {
-		for dir, into := range map[string]map[string]*Proposal{RejectedDir: st.rejected, DraftsDir: st.drafts, ProposalsDir: st.onMain} {
+		for dir, into := range map[string]map[string]*rulefmt.Proposal{rulefmt.RejectedDir: st.rejected, rulefmt.DraftsDir: st.drafts, rulefmt.ProposalsDir: st.onMain} {
 			if err := s.loadProposalDir(st.snap, dir, into); err != nil {
 				return nil, err
 			}
@@ -129,15 +130,15 @@ func (s *store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branc
 // without a readable one is logged and left out.
 func (s *store) loadBranches(st *state, branches []gitrepo.Branch) error {
 	for _, b := range branches {
-		id := strings.TrimPrefix(b.Name, BranchPrefix)
-		if !ValidProposalID(id) {
+		id := strings.TrimPrefix(b.Name, rulefmt.BranchPrefix)
+		if !rulefmt.ValidProposalID(id) {
 			continue
 		}
 		snap, err := s.repo.SnapshotAt(b.Tip)
 		if err != nil {
 			return err
 		}
-		blob, err := snap.Stat(ProposalPath(id))
+		blob, err := snap.Stat(rulefmt.ProposalPath(id))
 		if errors.Is(err, gitrepo.ErrNotFound) {
 			s.log.Warn("proposal branch without its proposal file; ignored", "branch", b.Name)
 			continue
@@ -156,14 +157,14 @@ func (s *store) loadBranches(st *state, branches []gitrepo.Branch) error {
 	return nil
 }
 
-func (s *store) loadProposalDir(snap *gitrepo.Snapshot, dir string, into map[string]*Proposal) error {
+func (s *store) loadProposalDir(snap *gitrepo.Snapshot, dir string, into map[string]*rulefmt.Proposal) error {
 	entries, err := snap.List(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name, ".md")
-		if e.IsDir || !ok || !ValidProposalID(id) {
+		if e.IsDir || !ok || !rulefmt.ValidProposalID(id) {
 			continue
 		}
 		p, err := s.proposal(e.Hash)
@@ -177,8 +178,8 @@ func (s *store) loadProposalDir(snap *gitrepo.Snapshot, dir string, into map[str
 }
 
 func (s *store) loadRules(st *state) error {
-	return st.snap.Walk(ActiveDir, func(p string, blob gitrepo.Hash) error {
-		rel := strings.TrimPrefix(p, ActiveDir+"/")
+	return st.snap.Walk(rulefmt.ActiveDir, func(p string, blob gitrepo.Hash) error {
+		rel := strings.TrimPrefix(p, rulefmt.ActiveDir+"/")
 		agent, file, ok := strings.Cut(rel, "/")
 		if !ok || strings.Contains(file, "/") || !strings.HasSuffix(file, ".md") {
 			return nil
@@ -188,7 +189,7 @@ func (s *store) loadRules(st *state) error {
 			s.log.Warn("unreadable rule file; ignored", "path", p, "err", err)
 			return nil
 		}
-		if !ValidRuleID(r.ID) || !ValidName(agent) {
+		if !rulefmt.ValidRuleID(r.ID) || !rulefmt.ValidName(agent) {
 			s.log.Warn("rule file with an invalid rule id or agent directory; ignored", "path", p)
 			return nil
 		}

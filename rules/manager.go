@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Manager runs the rule lifecycle on the rules repository: it drafts and
@@ -30,7 +31,7 @@ type Manager struct {
 	remote *syncer
 
 	hookMu sync.RWMutex
-	hooks  []func(Change)
+	hooks  []func(rulefmt.Change)
 
 	// kick asks Run to push soon after a local commit.
 	kick chan struct{}
@@ -80,13 +81,13 @@ func (m *Manager) Features() Features { return m.features }
 
 // OnChange registers fn to be called after every committed transition,
 // in the goroutine that committed it. fn must return quickly.
-func (m *Manager) OnChange(fn func(Change)) {
+func (m *Manager) OnChange(fn func(rulefmt.Change)) {
 	m.hookMu.Lock()
 	m.hooks = append(m.hooks, fn)
 	m.hookMu.Unlock()
 }
 
-func (m *Manager) emit(c Change) {
+func (m *Manager) emit(c rulefmt.Change) {
 	m.hookMu.RLock()
 	hooks := slices.Clone(m.hooks)
 	m.hookMu.RUnlock()

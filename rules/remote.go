@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // maxSyncRounds bounds how often Sync fetches again after a push was
@@ -104,7 +105,7 @@ func (y *syncer) round(ctx context.Context) error {
 	}
 	for _, id := range deleted {
 		reason := fmt.Sprintf("the proposal branch was deleted on %s without being merged", r.Name)
-		if err := y.m.commitRejection(ctx, RejectRequest{ProposalID: id, By: ViaGit, Reason: reason, Via: ViaGit}, ""); err != nil {
+		if err := y.m.commitRejection(ctx, RejectRequest{ProposalID: id, By: rulefmt.ViaGit, Reason: reason, Via: rulefmt.ViaGit}, ""); err != nil {
 			errs = append(errs, fmt.Errorf("reject %s deleted on the remote: %w", id, err))
 		}
 	}
@@ -117,7 +118,7 @@ func (y *syncer) round(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		y.m.emit(Change{Kind: RemoteSynced, Commit: tip.String(), Actor: r.Name, Via: ViaGit, MainChanged: true})
+		y.m.emit(rulefmt.Change{Kind: rulefmt.RemoteSynced, Commit: tip.String(), Actor: r.Name, Via: rulefmt.ViaGit, MainChanged: true})
 	}
 	if err := y.push(ctx); err != nil {
 		if errors.Is(err, gitrepo.ErrRefChanged) {
@@ -145,7 +146,7 @@ func (y *syncer) deletedUnmerged(ctx context.Context, before, after map[string]g
 	}
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(before)) {
-		id, ok := strings.CutPrefix(name, BranchPrefix)
+		id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix)
 		if _, still := after[name]; !ok || still || !st.open(id) {
 			continue
 		}
@@ -174,12 +175,12 @@ func (y *syncer) decidedAt(tip gitrepo.Hash, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, p := range []string{RejectedPath(id), ProposalPath(id)} {
+	for _, p := range []string{rulefmt.RejectedPath(id), rulefmt.ProposalPath(id)} {
 		if ok, err := s.Exists(p); err != nil || ok {
 			return ok, err
 		}
 	}
-	return y.store.hasRule(s, RuleIDFor(id))
+	return y.store.hasRule(s, rulefmt.RuleIDFor(id))
 }
 
 // integrate brings a remote branch's tip into the local branch: nothing
@@ -241,7 +242,7 @@ func (y *syncer) mergeRemote(branch, remote string, ours, theirs gitrepo.Hash) e
 	}
 	_, err = y.store.repo.Commit(branch, ours, snap, gitrepo.CommitSpec{
 		Message:      msg,
-		Trailers:     []gitrepo.Trailer{{Key: TrailerRemoteSync, Value: remote + "/" + branch}},
+		Trailers:     []gitrepo.Trailer{{Key: rulefmt.TrailerRemoteSync, Value: remote + "/" + branch}},
 		Changes:      res.Changes,
 		MergeParents: []gitrepo.Hash{theirs},
 	})
@@ -258,8 +259,8 @@ func (y *syncer) followProposalBranches(ctx context.Context, remote map[string]g
 	}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
-		id, ok := strings.CutPrefix(name, BranchPrefix)
-		if !ok || !ValidProposalID(id) || st.rejected[id] != nil || st.byProposal[id] != "" || st.merged[id] {
+		id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix)
+		if !ok || !rulefmt.ValidProposalID(id) || st.rejected[id] != nil || st.byProposal[id] != "" || st.merged[id] {
 			continue
 		}
 		theirs := remote[name]
@@ -293,12 +294,12 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 	if err != nil {
 		return err
 	}
-	other, ok, err := y.store.proposalAt(remoteSnap, ProposalPath(id))
+	other, ok, err := y.store.proposalAt(remoteSnap, rulefmt.ProposalPath(id))
 	if err != nil || !ok {
 		return err
 	}
-	_, err = y.store.repo.Update(ctx, ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		p, ok, err := y.store.proposalAt(s, ProposalPath(id))
+	_, err = y.store.repo.Update(ctx, rulefmt.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		p, ok, err := y.store.proposalAt(s, rulefmt.ProposalPath(id))
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -307,11 +308,11 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 				p.Approvals = append(p.Approvals, a)
 			}
 		}
-		slices.SortStableFunc(p.Approvals, func(a, b Approval) int { return a.At.Compare(b.At) })
+		slices.SortStableFunc(p.Approvals, func(a, b rulefmt.Approval) int { return a.At.Compare(b.At) })
 		p.Revision = max(p.Revision, other.Revision) + 1
 		p.ContentRevision = max(p.ContentRevision, other.ContentRevision)
-		if p.Status == Pending && len(p.Approvals) >= p.Required {
-			p.Status = Approved
+		if p.Status == rulefmt.Pending && len(p.Approvals) >= p.Required {
+			p.Status = rulefmt.Approved
 		}
 		data, err := p.Marshal()
 		if err != nil {
@@ -319,8 +320,8 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 		}
 		return &gitrepo.CommitSpec{
 			Message:      fmt.Sprintf("Join the approvals of %s recorded by another replica", id),
-			Trailers:     []gitrepo.Trailer{{Key: TrailerProposalID, Value: id}, {Key: TrailerRemoteSync, Value: ProposalBranch(id)}},
-			Changes:      []gitrepo.Change{{Path: ProposalPath(id), Data: data}},
+			Trailers:     []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: id}, {Key: rulefmt.TrailerRemoteSync, Value: rulefmt.ProposalBranch(id)}},
+			Changes:      []gitrepo.Change{{Path: rulefmt.ProposalPath(id), Data: data}},
 			MergeParents: []gitrepo.Hash{theirs},
 		}, nil
 	})
@@ -349,13 +350,13 @@ func (y *syncer) push(ctx context.Context) error {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.branches)) {
-		name := ProposalBranch(id)
+		name := rulefmt.ProposalBranch(id)
 		if st.open(id) && remote[name] != st.branches[id] {
 			specs = append(specs, gitrepo.PushSpec{Branch: name})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
-		if id, ok := strings.CutPrefix(name, BranchPrefix); ok && st.rejected[id] != nil {
+		if id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix); ok && st.rejected[id] != nil {
 			specs = append(specs, gitrepo.PushSpec{RemoteBranch: name, Delete: true})
 		}
 	}

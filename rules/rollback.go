@@ -10,6 +10,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -25,7 +26,7 @@ import (
 func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, error) {
 	ruleID, by, reason := req.RuleID, req.By, safetext.Redact(strings.TrimSpace(req.Reason))
 	switch {
-	case !ValidRuleID(ruleID):
+	case !rulefmt.ValidRuleID(ruleID):
 		return Rollback{}, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(ruleID, 64))
 	case reason == "":
 		return Rollback{}, precept.Errorf(precept.Invalid, "reason: a rollback needs a reason")
@@ -76,11 +77,11 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 		return &gitrepo.CommitSpec{
 			Message: fmt.Sprintf("Roll back rule %s: %s", ruleID, text.ClipWords(text.OneLine(reason), 72)),
 			Trailers: []gitrepo.Trailer{
-				{Key: TrailerRolledBackBy, Value: by},
-				{Key: TrailerReason, Value: text.ClipWords(text.OneLine(reason), 500)},
-				{Key: TrailerRuleID, Value: ruleID},
-				{Key: TrailerProposalID, Value: rule.ProposalID},
-				{Key: TrailerReverts, Value: approval.String()},
+				{Key: rulefmt.TrailerRolledBackBy, Value: by},
+				{Key: rulefmt.TrailerReason, Value: text.ClipWords(text.OneLine(reason), 500)},
+				{Key: rulefmt.TrailerRuleID, Value: ruleID},
+				{Key: rulefmt.TrailerProposalID, Value: rule.ProposalID},
+				{Key: rulefmt.TrailerReverts, Value: approval.String()},
 			},
 			Changes: changes,
 		}, nil
@@ -88,11 +89,11 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 	if err != nil {
 		return Rollback{}, err
 	}
-	out := rule.clone()
-	out.Status, out.RollbackReason = RolledBack, reason
+	out := rule.Clone()
+	out.Status, out.RollbackReason = rulefmt.RolledBack, reason
 	if done {
 		m.log.Info("rule rolled back", "rule_id", ruleID, "by", by, "commit", h.String())
-		m.emit(Change{Kind: RuleRolledBack, ProposalID: rule.ProposalID, RuleID: ruleID, Agents: rule.Agents, Commit: h.String(), Actor: by, Via: ViaAPI, MainChanged: true})
+		m.emit(rulefmt.Change{Kind: rulefmt.RuleRolledBack, ProposalID: rule.ProposalID, RuleID: ruleID, Agents: rule.Agents, Commit: h.String(), Actor: by, Via: rulefmt.ViaAPI, MainChanged: true})
 	}
 	return Rollback{Rule: out, Commit: h.String()}, nil
 }

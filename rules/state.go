@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // state is what the rules repository says at one set of ref tips. The
@@ -17,15 +18,15 @@ type state struct {
 	// branches are the proposal branches' tips by proposal id.
 	branches map[string]gitrepo.Hash
 	// onBranch is each proposal branch's proposal file.
-	onBranch map[string]*Proposal
-	rejected map[string]*Proposal
-	drafts   map[string]*Proposal
+	onBranch map[string]*rulefmt.Proposal
+	rejected map[string]*rulefmt.Proposal
+	drafts   map[string]*rulefmt.Proposal
 	// onMain are proposal files that reached main by a merge in git and
 	// await their conversion into rules.
-	onMain map[string]*Proposal
+	onMain map[string]*rulefmt.Proposal
 	// rules are the active and shadow rules by id; their Agents are the
 	// directories holding the rule, rulePaths its files.
-	rules      map[string]*Rule
+	rules      map[string]*rulefmt.Rule
 	rulePaths  map[string][]string
 	byProposal map[string]string
 	byCluster  map[string][]string
@@ -36,23 +37,23 @@ type state struct {
 func newState() *state {
 	return &state{
 		snap:     &gitrepo.Snapshot{},
-		branches: map[string]gitrepo.Hash{}, onBranch: map[string]*Proposal{},
-		rejected: map[string]*Proposal{}, drafts: map[string]*Proposal{}, onMain: map[string]*Proposal{},
-		rules: map[string]*Rule{}, rulePaths: map[string][]string{}, byProposal: map[string]string{},
+		branches: map[string]gitrepo.Hash{}, onBranch: map[string]*rulefmt.Proposal{},
+		rejected: map[string]*rulefmt.Proposal{}, drafts: map[string]*rulefmt.Proposal{}, onMain: map[string]*rulefmt.Proposal{},
+		rules: map[string]*rulefmt.Rule{}, rulePaths: map[string][]string{}, byProposal: map[string]string{},
 		byCluster: map[string][]string{}, merged: map[string]bool{},
 	}
 }
 
 // addRule adds the file of rule r found in agent's directory at path p:
 // a rule for several agents has one file in each agent's directory.
-func (st *state) addRule(r Rule, agent, p string) {
+func (st *state) addRule(r rulefmt.Rule, agent, p string) {
 	if prev, ok := st.rules[r.ID]; ok {
 		if !slices.Contains(prev.Agents, agent) {
 			prev.Agents = append(prev.Agents, agent)
 			slices.Sort(prev.Agents)
 		}
 	} else {
-		c := r.clone()
+		c := r.Clone()
 		c.Agents = []string{agent}
 		st.rules[r.ID] = &c
 	}
@@ -66,7 +67,7 @@ func (st *state) addRule(r Rule, agent, p string) {
 func (st *state) ids() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, m := range []map[string]*Proposal{st.onBranch, st.rejected, st.drafts, st.onMain} {
+	for _, m := range []map[string]*rulefmt.Proposal{st.onBranch, st.rejected, st.drafts, st.onMain} {
 		for id := range m {
 			if !seen[id] {
 				seen[id] = true
@@ -86,8 +87,8 @@ func (st *state) ids() []string {
 
 // proposal assembles the view of one proposal: its decision on main wins
 // over its branch, which wins over a held draft.
-func (st *state) proposal(id string) (Proposal, bool) {
-	var p Proposal
+func (st *state) proposal(id string) (rulefmt.Proposal, bool) {
+	var p rulefmt.Proposal
 	ruleID, merged := st.byProposal[id]
 	switch {
 	case st.rejected[id] != nil:
@@ -97,13 +98,13 @@ func (st *state) proposal(id string) (Proposal, bool) {
 		switch {
 		case merged:
 			r := st.rules[ruleID]
-			p.Status, p.Approvals, p.RuleID = Approved, slices.Clone(r.Approvals), ruleID
+			p.Status, p.Approvals, p.RuleID = rulefmt.Approved, slices.Clone(r.Approvals), ruleID
 		case st.onMain[id] != nil:
 			// Merged in git; the conversion into a rule is pending.
 			p = st.onMain[id].Clone()
 		case st.merged[id]:
 			// Merged into main once; its rule was rolled back since.
-			p.Status = Approved
+			p.Status = rulefmt.Approved
 		}
 	case merged:
 		p = proposalFromRule(id, st.rules[ruleID])
@@ -112,19 +113,19 @@ func (st *state) proposal(id string) (Proposal, bool) {
 	case st.drafts[id] != nil:
 		p = st.drafts[id].Clone()
 	default:
-		return Proposal{}, false
+		return rulefmt.Proposal{}, false
 	}
-	if _, ok := st.branches[id]; ok && p.Status != Rejected {
-		p.Branch = ProposalBranch(id)
+	if _, ok := st.branches[id]; ok && p.Status != rulefmt.Rejected {
+		p.Branch = rulefmt.ProposalBranch(id)
 	}
 	return p, true
 }
 
 // proposalFromRule rebuilds an approved proposal from its rule when its
 // branch is gone (e.g. deleted on the git host after the merge).
-func proposalFromRule(id string, r *Rule) Proposal {
-	return Proposal{
-		ID: id, Kind: KindNewRule, Status: Approved, FeedbackIDs: slices.Clone(r.FeedbackIDs),
+func proposalFromRule(id string, r *rulefmt.Rule) rulefmt.Proposal {
+	return rulefmt.Proposal{
+		ID: id, Kind: rulefmt.KindNewRule, Status: rulefmt.Approved, FeedbackIDs: slices.Clone(r.FeedbackIDs),
 		Confidence: r.Confidence, Agents: slices.Clone(r.Agents), Type: r.Type, InsertionPoint: r.InsertionPoint,
 		EvidenceSummary: r.EvidenceSummary, CreatedAt: r.ActivatedAt, UpdatedAt: r.ActivatedAt,
 		ProposedBy: r.ProposedBy, ClusterID: r.ClusterID, Tags: slices.Clone(r.Tags), Protected: r.Protected,
@@ -134,8 +135,8 @@ func proposalFromRule(id string, r *Rule) Proposal {
 }
 
 // counts tallies proposals by status.
-func (st *state) counts() map[ProposalStatus]int {
-	out := map[ProposalStatus]int{}
+func (st *state) counts() map[rulefmt.ProposalStatus]int {
+	out := map[rulefmt.ProposalStatus]int{}
 	for _, id := range st.ids() {
 		if p, ok := st.proposal(id); ok {
 			out[p.Status]++
@@ -154,12 +155,12 @@ func (st *state) open(id string) bool {
 	if _, merged := st.byProposal[id]; merged {
 		return false
 	}
-	return p.Status == Pending || p.Status == Approved
+	return p.Status == rulefmt.Pending || p.Status == rulefmt.Approved
 }
 
 // live reports whether a rule is in a prompt: ACTIVE, or SHADOW in the
 // shadow prompt.
-func live(r *Rule) bool { return r.Status == Active || r.Status == Shadow }
+func live(r *rulefmt.Rule) bool { return r.Status == rulefmt.Active || r.Status == rulefmt.Shadow }
 
 // activeCount is how many ACTIVE and SHADOW rules an agent has.
 func (st *state) activeCount(agent string) int {
@@ -193,6 +194,6 @@ func (st *state) ruleIDOf(id string) string {
 
 // retiredRule is a rule that was rolled back, with who did it and why.
 type retiredRule struct {
-	rule       Rule
+	rule       rulefmt.Rule
 	by, reason string
 }

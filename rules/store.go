@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
 )
@@ -29,15 +30,15 @@ type store struct {
 
 	mu        sync.Mutex
 	last      *state
-	proposals map[gitrepo.Hash]*Proposal
-	rules     map[gitrepo.Hash]*Rule
+	proposals map[gitrepo.Hash]*rulefmt.Proposal
+	rules     map[gitrepo.Hash]*rulefmt.Rule
 	commits   map[gitrepo.Hash]gitrepo.CommitInfo
 	// creates says, per commit, whether it added the rule its Rule-Id
 	// trailer names.
 	creates map[gitrepo.Hash]bool
 	// before caches ruleBefore by commit and rule id: what a commit's
 	// parent held never changes.
-	before map[string]Rule
+	before map[string]rulefmt.Rule
 	reach  *reachSet
 	hist   *historyIndex
 }
@@ -51,11 +52,11 @@ const (
 func newStore(repo *gitrepo.Repo, main string, log *slog.Logger) *store {
 	return &store{
 		repo: repo, main: main, log: log,
-		proposals: map[gitrepo.Hash]*Proposal{},
-		rules:     map[gitrepo.Hash]*Rule{},
+		proposals: map[gitrepo.Hash]*rulefmt.Proposal{},
+		rules:     map[gitrepo.Hash]*rulefmt.Rule{},
 		commits:   map[gitrepo.Hash]gitrepo.CommitInfo{},
 		creates:   map[gitrepo.Hash]bool{},
-		before:    map[string]Rule{},
+		before:    map[string]rulefmt.Rule{},
 	}
 }
 
@@ -86,30 +87,30 @@ func parseCached[T any](s *store, cache map[gitrepo.Hash]*T, blob gitrepo.Hash, 
 	return &parsed, nil
 }
 
-func (s *store) proposal(blob gitrepo.Hash) (*Proposal, error) {
-	return parseCached(s, s.proposals, blob, ParseProposal)
+func (s *store) proposal(blob gitrepo.Hash) (*rulefmt.Proposal, error) {
+	return parseCached(s, s.proposals, blob, rulefmt.ParseProposal)
 }
 
-func (s *store) rule(blob gitrepo.Hash) (*Rule, error) {
-	return parseCached(s, s.rules, blob, ParseRule)
+func (s *store) rule(blob gitrepo.Hash) (*rulefmt.Rule, error) {
+	return parseCached(s, s.rules, blob, rulefmt.ParseRule)
 }
 
 // proposalAt reads a proposal file at a snapshot; ok is false when it is
 // not there. The result is the caller's own copy.
-func (s *store) proposalAt(snap *gitrepo.Snapshot, p string) (Proposal, bool, error) {
+func (s *store) proposalAt(snap *gitrepo.Snapshot, p string) (rulefmt.Proposal, bool, error) {
 	if snap == nil || snap.Commit.IsZero() {
-		return Proposal{}, false, nil
+		return rulefmt.Proposal{}, false, nil
 	}
 	blob, err := snap.Stat(p)
 	if errors.Is(err, gitrepo.ErrNotFound) {
-		return Proposal{}, false, nil
+		return rulefmt.Proposal{}, false, nil
 	}
 	if err != nil {
-		return Proposal{}, false, err
+		return rulefmt.Proposal{}, false, err
 	}
 	pp, err := s.proposal(blob)
 	if err != nil {
-		return Proposal{}, false, fmt.Errorf("%s: %w", p, err)
+		return rulefmt.Proposal{}, false, fmt.Errorf("%s: %w", p, err)
 	}
 	return pp.Clone(), true, nil
 }
@@ -119,7 +120,7 @@ func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, erro
 	if snap == nil || snap.Commit.IsZero() {
 		return nil, nil
 	}
-	agents, err := snap.List(ActiveDir)
+	agents, err := snap.List(rulefmt.ActiveDir)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, erro
 		if !a.IsDir {
 			continue
 		}
-		p := ActiveRulePath(a.Name, ruleID)
+		p := rulefmt.ActiveRulePath(a.Name, ruleID)
 		if ok, err := snap.Exists(p); err != nil {
 			return nil, err
 		} else if ok {
@@ -141,13 +142,13 @@ func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, erro
 // editRule rewrites the files of rule id at snap: edit gets each file's
 // rule and returns the new content, or false to leave that file alone. It
 // returns the changes and the last rule written (nil when none was).
-func (s *store) editRule(snap *gitrepo.Snapshot, ruleID string, edit func(cur *Rule) (Rule, bool)) ([]gitrepo.Change, *Rule, error) {
+func (s *store) editRule(snap *gitrepo.Snapshot, ruleID string, edit func(cur *rulefmt.Rule) (rulefmt.Rule, bool)) ([]gitrepo.Change, *rulefmt.Rule, error) {
 	paths, err := s.ruleFiles(snap, ruleID)
 	if err != nil {
 		return nil, nil, err
 	}
 	var changes []gitrepo.Change
-	var last *Rule
+	var last *rulefmt.Rule
 	for _, p := range paths {
 		blob, err := snap.Stat(p)
 		if err != nil {
@@ -215,25 +216,25 @@ func (s *store) createBranch(branch string, spec gitrepo.CommitSpec) (gitrepo.Ha
 // createProposal commits a proposal on its new branch, forked from
 // main. created is false when the branch exists already: another replica
 // drafted the same cluster first.
-func (s *store) createProposal(p Proposal) (gitrepo.Hash, bool, error) {
+func (s *store) createProposal(p rulefmt.Proposal) (gitrepo.Hash, bool, error) {
 	data, err := p.Marshal()
 	if err != nil {
 		return gitrepo.ZeroHash, false, err
 	}
-	trailers := []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}}
+	trailers := []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: p.ID}}
 	if p.ClusterID != "" {
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerClusterID, Value: p.ClusterID})
+		trailers = append(trailers, gitrepo.Trailer{Key: rulefmt.TrailerClusterID, Value: p.ClusterID})
 	}
 	if len(p.FeedbackIDs) > 0 {
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)})
+		trailers = append(trailers, gitrepo.Trailer{Key: rulefmt.TrailerFeedbackIDs, Value: rulefmt.FeedbackTrailer(p.FeedbackIDs)})
 	}
-	if p.Kind.Lifecycle() {
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerRuleID, Value: p.RuleID}, gitrepo.Trailer{Key: TrailerLifecycle, Value: string(p.Kind)})
+	if p.Kind.DecidesOnRule() {
+		trailers = append(trailers, gitrepo.Trailer{Key: rulefmt.TrailerRuleID, Value: p.RuleID}, gitrepo.Trailer{Key: rulefmt.TrailerLifecycle, Value: string(p.Kind)})
 	}
-	return s.createBranch(ProposalBranch(p.ID), gitrepo.CommitSpec{
+	return s.createBranch(rulefmt.ProposalBranch(p.ID), gitrepo.CommitSpec{
 		Message:  fmt.Sprintf("Propose %s for %s: %s", p.ID, strings.Join(p.Agents, ", "), text.ClipWords(text.OneLine(firstSentence(p.Content)), 60)),
 		Trailers: trailers,
-		Changes:  []gitrepo.Change{{Path: ProposalPath(p.ID), Data: data}},
+		Changes:  []gitrepo.Change{{Path: rulefmt.ProposalPath(p.ID), Data: data}},
 	})
 }
 

@@ -6,7 +6,6 @@ package rules
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -65,16 +64,4 @@ func listSome(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
-}
-
-// distinct returns the non-empty values of in, deduplicated and sorted.
-func distinct(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

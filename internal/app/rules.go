@@ -18,6 +18,7 @@ import (
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // openRules starts the rule manager on the rules repository and serves
@@ -71,7 +72,7 @@ func (a *App) openRules() error {
 	if err := metrics.Rules(a.Registry, m, a.Log); err != nil {
 		return fmt.Errorf("rules metrics: %w", err)
 	}
-	m.OnChange(func(c rules.Change) {
+	m.OnChange(func(c rulefmt.Change) {
 		if c.MainChanged && a.Prompts != nil {
 			a.Prompts.Notify()
 		}
@@ -107,17 +108,17 @@ type clusterEvidence struct {
 	lessons *lesson.Source
 }
 
-var _ rules.EvidenceSource = clusterEvidence{}
+var _ rulefmt.EvidenceSource = clusterEvidence{}
 
 // Generalizable implements rules.EvidenceSource: it translates the
 // evaluator's generalizable clusters, each read whole (listings leave
 // the members out).
-func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, error) {
+func (c clusterEvidence) Generalizable(ctx context.Context) ([]rulefmt.Evidence, error) {
 	listed, err := c.ev.Generalizable(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rules.Evidence, 0, len(listed))
+	out := make([]rulefmt.Evidence, 0, len(listed))
 	for _, l := range listed {
 		v, err := c.ev.Cluster(ctx, l.ID)
 		if errors.Is(err, precept.ErrNotFound) {
@@ -126,7 +127,7 @@ func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, e
 		if err != nil {
 			return nil, err
 		}
-		e := rules.Evidence{
+		e := rulefmt.Evidence{
 			ClusterID: v.ID, Class: string(v.Class), Agents: v.Stats.Agents, Size: v.Stats.Size,
 			Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)), Producers: v.Stats.Producers,
 			FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen, Confidence: v.Confidence,
@@ -138,7 +139,7 @@ func (c clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, e
 			e.Tags = append(e.Tags, strings.ToLower(t))
 		}
 		for _, r := range v.Representatives {
-			e.Comments = append(e.Comments, rules.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
+			e.Comments = append(e.Comments, rulefmt.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
 		}
 		if cat, ok := c.lessons.Classifier().Taxonomy().Category(v.Category); ok {
 			e.Category, e.CategoryRule, e.Protected = cat.ID, cat.Rule, cat.Protected
