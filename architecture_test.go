@@ -54,6 +54,7 @@ var layers = map[string]int{
 	"lib/vectorindex/indextest": 2,
 	"internal/api/convert":      2,
 	"lesson":                    2,
+	"rules/gitstore":            2,
 	// Domain logic.
 	"evaluator":     3,
 	"rules":         3,

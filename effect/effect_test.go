@@ -121,7 +121,7 @@ func (f *fakeRules) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Ru
 	return out, nil
 }
 
-func (f *fakeRules) Rule(ctx context.Context, id string) (rulefmt.Rule, []rules.HistoryEntry, error) {
+func (f *fakeRules) Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
 	r, ok := f.byID[id]
 	if !ok {
 		return r, nil, precept.Errorf(precept.NotFound, "rule %s not found", id)

@@ -44,7 +44,7 @@ type Versions interface {
 // Rules is the rule manager.
 type Rules interface {
 	ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error)
-	Rule(ctx context.Context, id string) (rulefmt.Rule, []rules.HistoryEntry, error)
+	Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error)
 	ProposeLifecycle(ctx context.Context, req rules.LifecycleRequest) (rulefmt.Proposal, bool, error)
 	OpenLifecycle(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error)
 	LifecycleHistory(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error)

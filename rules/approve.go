@@ -32,7 +32,7 @@ func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (rulefmt.Prop
 		return rulefmt.Proposal{}, err
 	}
 	if err := decidable(st, id); err != nil {
-		if ruleID, merged := st.byProposal[id]; merged && slices.ContainsFunc(st.rules[ruleID].Approvals, func(a rulefmt.Approval) bool { return a.Approver == req.By }) {
+		if ruleID, merged := st.ByProposal[id]; merged && slices.ContainsFunc(st.Rules[ruleID].Approvals, func(a rulefmt.Approval) bool { return a.Approver == req.By }) {
 			return m.Get(ctx, id)
 		}
 		return rulefmt.Proposal{}, err
@@ -41,7 +41,7 @@ func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (rulefmt.Prop
 	var after rulefmt.Proposal
 	h, err := m.store.Commit(ctx, rulefmt.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		recorded, completed = false, false
-		p, ok, err := m.store.proposalAt(s, rulefmt.ProposalPath(id))
+		p, ok, err := m.store.ProposalAt(s, rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func (m *Manager) Reject(ctx context.Context, req RejectRequest) (rulefmt.Propos
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
-	if p := st.rejected[id]; p != nil && p.Rejection != nil && p.Rejection.Rejector == req.By {
+	if p := st.Rejected[id]; p != nil && p.Rejection != nil && p.Rejection.Rejector == req.By {
 		return m.Get(ctx, id)
 	}
 	if err := decidable(st, id); err != nil {
@@ -127,9 +127,9 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 	}
 	var after rulefmt.Proposal
 	var done bool
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		if prev, ok, err := m.store.proposalAt(s, rulefmt.RejectedPath(id)); err != nil {
+		if prev, ok, err := m.store.ProposalAt(s, rulefmt.RejectedPath(id)); err != nil {
 			return nil, err
 		} else if ok {
 			if prev.Rejection != nil && prev.Rejection.Rejector == req.By {
@@ -137,22 +137,22 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 			}
 			return nil, precept.Errorf(precept.FailedPrecondition, "proposal %s was already rejected", id)
 		}
-		if ok, err := m.store.hasRule(s, rulefmt.RuleIDFor(id)); err != nil || ok {
+		if ok, err := m.store.HasRule(s, rulefmt.RuleIDFor(id)); err != nil || ok {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s; roll the rule back instead", id, rulefmt.RuleIDFor(id)))
 		}
-		branch, err := m.store.repo.Snapshot(rulefmt.ProposalBranch(id))
+		branch, err := m.store.Repo().Snapshot(rulefmt.ProposalBranch(id))
 		if err != nil {
 			return nil, err
 		}
-		p, ok, err := m.store.proposalAt(branch, rulefmt.ProposalPath(id))
+		p, ok, err := m.store.ProposalAt(branch, rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, precept.Errorf(precept.NotFound, "proposal %s not found", id)
 		}
-		if reach, err := m.store.reachable(s.Commit); err != nil || reach[branch.Commit] {
-			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, m.store.main))
+		if reach, err := m.store.Reachable(s.Commit); err != nil || reach[branch.Commit] {
+			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, m.store.Main()))
 		}
 		now := m.now()
 		p, err = reject(p, req, now)
@@ -199,34 +199,34 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 // mergeProposal merges an APPROVED proposal's branch into main as its
 // rule. It does nothing when the branch was merged before.
 func (m *Manager) mergeProposal(ctx context.Context, id string) error {
-	tip, err := m.store.tip(rulefmt.ProposalBranch(id))
+	tip, err := m.store.Tip(rulefmt.ProposalBranch(id))
 	if err != nil || tip.IsZero() {
 		return err
 	}
-	branch, err := m.store.repo.SnapshotAt(tip)
+	branch, err := m.store.Repo().SnapshotAt(tip)
 	if err != nil {
 		return err
 	}
-	p, ok, err := m.store.proposalAt(branch, rulefmt.ProposalPath(id))
+	p, ok, err := m.store.ProposalAt(branch, rulefmt.ProposalPath(id))
 	if err != nil || !ok || p.Status != rulefmt.Approved {
 		return err
 	}
 	var done bool
 	var superseded []string
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
 		if ok, err := s.Exists(rulefmt.RejectedPath(id)); err != nil || ok {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected", id))
 		}
-		if ok, err := m.store.hasRule(s, p.RuleID); err != nil || ok && !p.Kind.DecidesOnRule() {
+		if ok, err := m.store.HasRule(s, p.RuleID); err != nil || ok && !p.Kind.DecidesOnRule() {
 			return nil, err
 		}
 		// Merged before (and perhaps rolled back since): never again.
-		if reach, err := m.store.reachable(s.Commit); err != nil || reach[tip] {
+		if reach, err := m.store.Reachable(s.Commit); err != nil || reach[tip] {
 			return nil, err
 		}
 		if p.Kind.DecidesOnRule() {
-			spec, err := m.store.lifecycleSpec(s, p, m.now(), nil)
+			spec, err := m.store.LifecycleSpec(s, p, m.now(), nil)
 			if err != nil {
 				return nil, err
 			}
@@ -244,7 +244,7 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 			done = true
 			return spec, nil
 		}
-		spec, sup, err := m.store.approvalSpec(s, p, m.policy.ruleFor(p, m.now()), nil)
+		spec, sup, err := m.store.ApprovalSpec(s, p, m.policy.ruleFor(p, m.now()), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -270,8 +270,8 @@ func (m *Manager) mergeApproved(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	for _, id := range st.ids() {
-		if st.open(id) && st.onBranch[id].Status == rulefmt.Approved && st.onMain[id] == nil {
+	for _, id := range st.IDs() {
+		if st.Open(id) && st.OnBranch[id].Status == rulefmt.Approved && st.OnMain[id] == nil {
 			if err := m.mergeProposal(ctx, id); err != nil {
 				errs = append(errs, fmt.Errorf("merge %s: %w", id, err))
 			}
@@ -289,8 +289,8 @@ func (m *Manager) activateShadowRules(ctx context.Context) error {
 	}
 	now := m.now()
 	var errs []error
-	for _, id := range slices.Sorted(maps.Keys(st.rules)) {
-		r := st.rules[id]
+	for _, id := range slices.Sorted(maps.Keys(st.Rules)) {
+		r := st.Rules[id]
 		if r.Status != rulefmt.Shadow || r.ShadowUntil == nil || r.ShadowUntil.After(now) {
 			continue
 		}
@@ -303,10 +303,10 @@ func (m *Manager) activateShadowRules(ctx context.Context) error {
 
 func (m *Manager) activate(ctx context.Context, ruleID string) error {
 	var r *rulefmt.Rule
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		var changes []gitrepo.Change
 		var err error
-		changes, r, err = m.store.editRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+		changes, r, err = m.store.EditRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
 			next := cur.Clone()
 			next.Status, next.ActivatedAt = rulefmt.Active, m.now()
 			return next, cur.Status == rulefmt.Shadow

@@ -209,7 +209,7 @@ func extractiveDraft(ev rulefmt.Evidence) draft {
 			return draft{Type: typ, Content: s, By: "extractive"}
 		}
 	}
-	problem := lowerFirst(trimSentence(text.ClipWords(firstSentence(texts[0]), maxInstructionRunes)))
+	problem := lowerFirst(trimSentence(text.ClipWords(rulefmt.FirstSentence(texts[0]), maxInstructionRunes)))
 	if contentWords(problem) < minProblemWords {
 		// Nothing to learn from: an empty draft, which the quality gate
 		// blocks.
@@ -317,7 +317,7 @@ func instruction(comment string) (string, rulefmt.Type, bool) {
 // problem) is returned as the reason.
 func instructionWithReason(comment string) (string, rulefmt.Type, string, bool) {
 	var cands []string
-	for _, cand := range sentences(comment) {
+	for _, cand := range rulefmt.Sentences(comment) {
 		c := balance(text.ClipWords(stripLeadIns(trimSentence(cand)), maxInstructionRunes))
 		if contentWords(c) >= 2 {
 			cands = append(cands, c)
@@ -533,4 +533,15 @@ func evidenceSummary(ev rulefmt.Evidence) string {
 		b.WriteString(" Representative comments: " + strings.Join(quotes, "; ") + ".")
 	}
 	return b.String()
+}
+
+// listSome lists at most n items, and how many more there are.
+func listSome(items []string, n int) string {
+	if len(items) == 0 {
+		return "none recorded"
+	}
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/gitstore"
 	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
@@ -82,7 +83,7 @@ func normalizeTags(tags []string) []string {
 
 // conflicts compares a candidate with the active rules and open
 // proposals that share one of its agents.
-func (pol policy) conflicts(ctx context.Context, st *state, c Candidate) ([]rulefmt.ConflictReport, error) {
+func (pol policy) conflicts(ctx context.Context, st *gitstore.State, c Candidate) ([]rulefmt.ConflictReport, error) {
 	var others []ruleText
 	for _, t := range ruleTexts(st) {
 		if _, ok := sharedAgent(c.Agents, t.Agents); ok {
@@ -107,7 +108,7 @@ func (pol policy) conflicts(ctx context.Context, st *state, c Candidate) ([]rule
 // proposals (docs/lifecycle.md, "The guards in order"). A duplicate is returned; otherwise
 // overlapping and opposing ones are attached as conflicts and the active
 // rules among them become Supersedes.
-func (pol policy) reconsolidate(ctx context.Context, st *state, p *rulefmt.Proposal) (*rulefmt.ConflictReport, error) {
+func (pol policy) reconsolidate(ctx context.Context, st *gitstore.State, p *rulefmt.Proposal) (*rulefmt.ConflictReport, error) {
 	reports, err := pol.conflicts(ctx, st, Candidate{Agents: p.Agents, Content: p.Content, InsertionPoint: p.InsertionPoint, ProposalID: p.ID})
 	if err != nil {
 		return nil, err
@@ -122,7 +123,7 @@ func (pol policy) reconsolidate(ctx context.Context, st *state, p *rulefmt.Propo
 	p.Conflicts = reports
 	var overlapping, opposing []string
 	for _, r := range reports {
-		if st.rules[r.OtherID] != nil {
+		if st.Rules[r.OtherID] != nil {
 			p.Supersedes = append(p.Supersedes, r.OtherID)
 		}
 		if r.Kind == rulefmt.ConflictOpposing {
@@ -183,7 +184,7 @@ func (pol policy) normalizeEvidence(ev rulefmt.Evidence) (rulefmt.Evidence, bool
 // recording each result on p. It returns Pending when p may become a rule
 // PR, Blocked or Deferred when a guard held it, and Merged with the
 // duplicate it should add its evidence to.
-func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p *rulefmt.Proposal, now time.Time) (rulefmt.ProposalStatus, *rulefmt.ConflictReport, error) {
+func (pol policy) guard(ctx context.Context, st *gitstore.State, retired []gitstore.RetiredRule, p *rulefmt.Proposal, now time.Time) (rulefmt.ProposalStatus, *rulefmt.ConflictReport, error) {
 	// Whatever the outcome, it is committed: a draft held for a secret
 	// (or held before the quality gate saw it) never carries the secret
 	// into the repository. The guard's reason names its kind only.
@@ -221,7 +222,7 @@ func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p
 	}
 
 	for _, agent := range p.Agents {
-		n := st.activeCount(agent) - st.supersededOf(p.Supersedes, agent)
+		n := st.ActiveCount(agent) - st.SupersededOf(p.Supersedes, agent)
 		if n < pol.opts.MaxActiveRulesPerAgent {
 			continue
 		}
@@ -261,10 +262,10 @@ func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p
 
 // rejectedBefore blocks a draft similar to a rejected proposal unless its
 // support at least doubled; the rejection reason is shown either way.
-func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retiredRule, p *rulefmt.Proposal) (bool, string, error) {
+func (pol policy) rejectedBefore(ctx context.Context, st *gitstore.State, retired []gitstore.RetiredRule, p *rulefmt.Proposal) (bool, string, error) {
 	var others []*rulefmt.Proposal
-	for _, id := range slices.Sorted(maps.Keys(st.rejected)) {
-		r := st.rejected[id]
+	for _, id := range slices.Sorted(maps.Keys(st.Rejected)) {
+		r := st.Rejected[id]
 		if r.Kind.DecidesOnRule() {
 			// A rejected sunset or re-approval says the rule is wanted,
 			// not that its text was refused.
@@ -276,10 +277,10 @@ func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retir
 	}
 	// A rolled-back rule counts as rejected: its reason is the rollback's.
 	for _, rr := range retired {
-		if _, ok := sharedAgent(p.Agents, rr.rule.Agents); ok {
+		if _, ok := sharedAgent(p.Agents, rr.Rule.Agents); ok {
 			others = append(others, &rulefmt.Proposal{
-				ID: rr.rule.ID, Agents: rr.rule.Agents, Content: rr.rule.Content, Support: len(rr.rule.FeedbackIDs),
-				Rejection: &rulefmt.Rejection{Rejector: rr.by, Reason: "rolled back: " + rr.reason},
+				ID: rr.Rule.ID, Agents: rr.Rule.Agents, Content: rr.Rule.Content, Support: len(rr.Rule.FeedbackIDs),
+				Rejection: &rulefmt.Rejection{Rejector: rr.By, Reason: "rolled back: " + rr.Reason},
 			})
 		}
 	}
@@ -320,10 +321,10 @@ func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retir
 // consolidate turns p into a consolidation with the agent's most similar
 // rule that only it holds, and returns that rule's id ("" when there is
 // none).
-func (pol policy) consolidate(ctx context.Context, st *state, p *rulefmt.Proposal, agent string, count int) (string, error) {
+func (pol policy) consolidate(ctx context.Context, st *gitstore.State, p *rulefmt.Proposal, agent string, count int) (string, error) {
 	var candidates []*rulefmt.Rule
-	for _, id := range slices.Sorted(maps.Keys(st.rules)) {
-		r := st.rules[id]
+	for _, id := range slices.Sorted(maps.Keys(st.Rules)) {
+		r := st.Rules[id]
 		if len(r.Agents) == 1 && r.Agents[0] == agent && (r.Status == rulefmt.Active || r.Status == rulefmt.Shadow) && !slices.Contains(p.Supersedes, id) {
 			candidates = append(candidates, r)
 		}
@@ -354,7 +355,7 @@ func (pol policy) consolidate(ctx context.Context, st *state, p *rulefmt.Proposa
 }
 
 // rateCapAllows reports whether every agent has a free proposal slot.
-func (pol policy) rateCapAllows(st *state, agents []string, now time.Time) bool {
+func (pol policy) rateCapAllows(st *gitstore.State, agents []string, now time.Time) bool {
 	for _, a := range agents {
 		if n, _ := pol.recentDrafts(st, a, now); n >= pol.opts.MaxProposalsPerAgent {
 			return false
@@ -365,11 +366,11 @@ func (pol policy) rateCapAllows(st *state, agents []string, now time.Time) bool 
 
 // recentDrafts counts the drafted rule PRs for an agent within the window
 // and says when the oldest of them leaves it.
-func (pol policy) recentDrafts(st *state, agent string, now time.Time) (int, time.Time) {
+func (pol policy) recentDrafts(st *gitstore.State, agent string, now time.Time) (int, time.Time) {
 	since := now.Add(-pol.opts.ProposalWindow)
 	n, oldest := 0, now
-	for _, id := range st.ids() {
-		p, ok := st.proposal(id)
+	for _, id := range st.IDs() {
+		p, ok := st.Proposal(id)
 		if !ok || p.ProposedBy != rulefmt.SystemProposer || p.Kind.DecidesOnRule() || !slices.Contains(p.Agents, agent) || !p.CreatedAt.After(since) {
 			continue
 		}
@@ -401,20 +402,20 @@ type draftPlan struct {
 // drafting the same cluster collide on the branch name. A held draft of
 // the current generation is retried only when its rate-cap slot opened
 // (deferred; its text is kept) or its support grew (blocked).
-func (pol policy) planDraft(st *state, retired []retiredRule, ev rulefmt.Evidence, now time.Time) (draftPlan, bool) {
+func (pol policy) planDraft(st *gitstore.State, retired []gitstore.RetiredRule, ev rulefmt.Evidence, now time.Time) (draftPlan, bool) {
 	decided := 0
 	var held *rulefmt.Proposal
 	for _, rr := range retired {
 		// Rolled back with its branch gone: still a generation.
-		if rr.rule.ClusterID == ev.ClusterID && !slices.Contains(st.byCluster[ev.ClusterID], rr.rule.ProposalID) {
+		if rr.Rule.ClusterID == ev.ClusterID && !slices.Contains(st.ByCluster[ev.ClusterID], rr.Rule.ProposalID) {
 			decided++
 		}
 	}
-	for _, id := range st.byCluster[ev.ClusterID] {
-		p, _ := st.proposal(id)
-		_, ruleActive := st.byProposal[id]
+	for _, id := range st.ByCluster[ev.ClusterID] {
+		p, _ := st.Proposal(id)
+		_, ruleActive := st.ByProposal[id]
 		switch {
-		case st.open(id), ruleActive, p.Status == rulefmt.Merged, st.onMain[id] != nil:
+		case st.Open(id), ruleActive, p.Status == rulefmt.Merged, st.OnMain[id] != nil:
 			return draftPlan{}, false
 		case p.Status == rulefmt.Approved, p.Status == rulefmt.Rejected:
 			decided++
@@ -459,7 +460,7 @@ func (pol policy) drafted(ev rulefmt.Evidence, plan draftPlan, d draft, now time
 // touches a protected tag (it then needs one approval more) and that a
 // refusal is an error rather than a held draft: a duplicate of an
 // existing rule or proposal, or an agent at its rule cap.
-func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, proposer, id string, now time.Time) (rulefmt.Proposal, error) {
+func (pol policy) manual(ctx context.Context, st *gitstore.State, mp ManualProposal, proposer, id string, now time.Time) (rulefmt.Proposal, error) {
 	summary := safetext.Redact(strings.TrimSpace(mp.Rationale))
 	if summary == "" {
 		summary = "Proposed by " + proposer + " without a rationale."
@@ -483,7 +484,7 @@ func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, prop
 			dup.OtherID, dup.Similarity, text.ClipWords(dup.OtherContent, 120))
 	}
 	for _, agent := range p.Agents {
-		if n := st.activeCount(agent) - st.supersededOf(p.Supersedes, agent); n >= pol.opts.MaxActiveRulesPerAgent {
+		if n := st.ActiveCount(agent) - st.SupersededOf(p.Supersedes, agent); n >= pol.opts.MaxActiveRulesPerAgent {
 			return rulefmt.Proposal{}, precept.Errorf(precept.FailedPrecondition, "%s already has %d active rules (rules.max_active_rules_per_agent); roll one back or consolidate first", agent, n)
 		}
 	}
@@ -499,25 +500,25 @@ func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, prop
 
 // ruleTexts returns the active rules and open proposals the guards
 // compare drafts with, in a stable order.
-func ruleTexts(st *state) []ruleText {
+func ruleTexts(st *gitstore.State) []ruleText {
 	var out []ruleText
-	ids := make([]string, 0, len(st.rules))
-	for id := range st.rules {
+	ids := make([]string, 0, len(st.Rules))
+	for id := range st.Rules {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		r := st.rules[id]
-		if !live(r) {
+		r := st.Rules[id]
+		if !gitstore.Live(r) {
 			continue
 		}
 		out = append(out, ruleText{ID: id, Agents: r.Agents, InsertionPoint: r.InsertionPoint, Content: r.Content, IsRule: true})
 	}
-	for _, id := range st.ids() {
-		if !st.open(id) {
+	for _, id := range st.IDs() {
+		if !st.Open(id) {
 			continue
 		}
-		p := st.onBranch[id]
+		p := st.OnBranch[id]
 		if p.Kind.DecidesOnRule() {
 			// Its text is its rule's, listed above.
 			continue

@@ -62,7 +62,7 @@ func readsAsInstruction(text string) bool {
 	if !looksEnglish(text) {
 		return true
 	}
-	for _, s := range sentences(text) {
+	for _, s := range rulefmt.Sentences(text) {
 		if prescribes(s) {
 			return true
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/gitstore"
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
@@ -52,9 +53,9 @@ func (l *Lifecycle) LifecycleHistory(ctx context.Context, ruleID string, kind ru
 		return nil, err
 	}
 	var out []rulefmt.Proposal
-	for _, id := range st.ids() {
-		p, ok := st.proposal(id)
-		if ok && p.Kind == kind && p.RuleID == ruleID && !st.open(id) {
+	for _, id := range st.IDs() {
+		p, ok := st.Proposal(id)
+		if ok && p.Kind == kind && p.RuleID == ruleID && !st.Open(id) {
 			out = append(out, p)
 		}
 	}
@@ -77,7 +78,7 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}
-	r := st.rules[req.RuleID]
+	r := st.Rules[req.RuleID]
 	if r == nil {
 		return rulefmt.Proposal{}, false, precept.Errorf(precept.NotFound, "rule %s is not on main", req.RuleID)
 	}
@@ -91,16 +92,16 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 	// state still holds, and those only history remembers (a merged
 	// proposal whose branch the git host deleted).
 	earlier := map[string]bool{}
-	for _, id := range st.ids() {
-		if q, ok := st.proposal(id); ok && q.Kind == req.Kind && q.RuleID == req.RuleID {
+	for _, id := range st.IDs() {
+		if q, ok := st.Proposal(id); ok && q.Kind == req.Kind && q.RuleID == req.RuleID {
 			earlier[id] = true
 		}
 	}
-	idx, err := m.store.history(ctx)
+	idx, err := m.store.History(ctx)
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}
-	for _, e := range idx.entries {
+	for _, e := range idx.Entries() {
 		if e.Trailers[rulefmt.TrailerLifecycle] == string(req.Kind) && e.Trailers[rulefmt.TrailerRuleID] == req.RuleID {
 			earlier[e.Trailers[rulefmt.TrailerProposalID]] = true
 		}
@@ -120,7 +121,7 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 		Tags: slices.Clone(r.Tags), Protected: r.Protected, Required: required, RuleID: r.ID,
 		Generation: generation, Content: r.Content, Support: len(r.FeedbackIDs),
 	}
-	h, created, err := m.store.createProposal(p)
+	h, created, err := m.store.CreateProposal(p)
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}
@@ -144,10 +145,10 @@ func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 		return fmt.Errorf("close re-approval %s: %w", proposalID, err)
 	}
 	var r *rulefmt.Rule
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		var changes []gitrepo.Change
 		var err error
-		changes, r, err = m.store.editRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+		changes, r, err = m.store.EditRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
 			next := cur.Clone()
 			at := m.now()
 			next.Status, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = rulefmt.Shadow, nil, why, &at
@@ -182,7 +183,7 @@ func (l *Lifecycle) CloseLifecycle(ctx context.Context, proposalID, reason strin
 	if err != nil {
 		return err
 	}
-	if p := st.onBranch[proposalID]; p == nil || !p.Kind.DecidesOnRule() || !st.open(proposalID) {
+	if p := st.OnBranch[proposalID]; p == nil || !p.Kind.DecidesOnRule() || !st.Open(proposalID) {
 		return nil
 	}
 	return m.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: rulefmt.SystemProposer, Reason: reason, Via: "precept"}, "")
@@ -216,12 +217,12 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 	}
 	changed := 0
 	var agents []string
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		changed, agents = 0, nil
 		var changes []gitrepo.Change
 		for _, id := range slices.Sorted(maps.Keys(byID)) {
 			u := byID[id]
-			edited, r, err := m.store.editRule(s, id, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+			edited, r, err := m.store.EditRule(s, id, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
 				next := cur.Clone()
 				// Raised, never lowered: a curator's lower setting stays
 				// until the validations cross the next threshold.
@@ -259,11 +260,11 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 // empty), sorted. With no agent nothing is read beyond the history; an
 // agent's are those whose last version names it.
 func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, error) {
-	st, idx, err := l.m.store.stateAndHistory(ctx)
+	st, idx, err := l.m.store.StateAndHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ids := retiredIDs(st, idx)
+	ids := gitstore.RetiredIDs(st, idx)
 	if agent == "" {
 		return ids, nil
 	}
@@ -281,12 +282,12 @@ func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, e
 // of the repository. A rule whose last version cannot be found is left
 // out.
 func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
-	st, idx, err := l.m.store.stateAndHistory(ctx)
+	st, idx, err := l.m.store.StateAndHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []rulefmt.Rule
-	for _, id := range retiredIDs(st, idx) {
+	for _, id := range gitstore.RetiredIDs(st, idx) {
 		r, _, err := l.m.ruleAt(st, idx, id)
 		if precept.ErrorCode(err) == precept.NotFound {
 			continue

@@ -201,7 +201,7 @@ func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.open(p2.ID) {
+	if st.Open(p2.ID) {
 		t.Fatalf("%s is still open after its rule left main", p2.ID)
 	}
 	f.fsck()

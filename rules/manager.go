@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/gitstore"
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
@@ -22,7 +23,7 @@ import (
 // process or several sharing the data directory) may work on one
 // repository at once.
 type Manager struct {
-	store    *store
+	store    *gitstore.Store
 	policy   policy
 	opts     Options
 	features Features
@@ -51,7 +52,7 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 		main = repo.DefaultBranch()
 	}
 	m := &Manager{
-		store:    newStore(repo, main, opts.Logger),
+		store:    gitstore.NewStore(repo, main, opts.Logger),
 		policy:   pol,
 		opts:     opts,
 		features: Features{Proposing: true, AutoMerge: true},

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/gitstore"
 	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
@@ -78,27 +79,27 @@ func (pol policy) checkDecision(id, who, text, via string) error {
 }
 
 // decidable returns why a proposal takes no decision, or nil.
-func decidable(st *state, id string) error {
-	if p := st.rejected[id]; p != nil {
+func decidable(st *gitstore.State, id string) error {
+	if p := st.Rejected[id]; p != nil {
 		who, why := "", ""
 		if p.Rejection != nil {
 			who, why = p.Rejection.Rejector, p.Rejection.Reason
 		}
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected by %s: %s", id, who, why)
 	}
-	if ruleID, merged := st.byProposal[id]; merged {
+	if ruleID, merged := st.ByProposal[id]; merged {
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s", id, ruleID)
 	}
-	if st.onMain[id] != nil {
+	if st.OnMain[id] != nil {
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was merged in git and is becoming a rule", id)
 	}
-	if st.merged[id] {
+	if st.Merged[id] {
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into main", id)
 	}
-	if _, ok := st.branches[id]; ok {
+	if _, ok := st.Branches[id]; ok {
 		return nil
 	}
-	if p := st.drafts[id]; p != nil {
+	if p := st.Drafts[id]; p != nil {
 		return precept.Errorf(precept.FailedPrecondition, "%s is a %s draft, not a rule PR: %s", id, strings.ToLower(string(p.Status)), draftReason(p))
 	}
 	return precept.Errorf(precept.NotFound, "proposal %s not found", id)
@@ -208,13 +209,13 @@ func draftReason(p *rulefmt.Proposal) string {
 
 // openLifecycle returns the open lifecycle proposal about a rule, if any.
 
-func openLifecycle(st *state, ruleID string) (rulefmt.Proposal, bool) {
-	for _, id := range st.ids() {
-		if !st.open(id) {
+func openLifecycle(st *gitstore.State, ruleID string) (rulefmt.Proposal, bool) {
+	for _, id := range st.IDs() {
+		if !st.Open(id) {
 			continue
 		}
-		if p := st.onBranch[id]; p.Kind.DecidesOnRule() && p.RuleID == ruleID {
-			out, _ := st.proposal(id)
+		if p := st.OnBranch[id]; p.Kind.DecidesOnRule() && p.RuleID == ruleID {
+			out, _ := st.Proposal(id)
 			return out, true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/gitstore"
 	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/oklog/ulid/v2"
@@ -46,7 +47,7 @@ func (m *Manager) Propose(ctx context.Context, mp ManualProposal, proposer prece
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
-	h, created, err := m.store.createProposal(p)
+	h, created, err := m.store.CreateProposal(p)
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
@@ -84,7 +85,7 @@ func (m *Manager) CheckConflicts(ctx context.Context, c Candidate) ([]rulefmt.Co
 // ensureMain gives a repository without a main branch its first commit,
 // after looking for one on the remote, so that rule PRs fork from main.
 func (m *Manager) ensureMain(ctx context.Context) error {
-	if tip, err := m.store.tip(m.store.main); err != nil || !tip.IsZero() {
+	if tip, err := m.store.Tip(m.store.Main()); err != nil || !tip.IsZero() {
 		return err
 	}
 	if m.opts.Remote != nil {
@@ -92,7 +93,7 @@ func (m *Manager) ensureMain(ctx context.Context) error {
 			m.log.Warn("sync before creating main", "err", err)
 		}
 	}
-	_, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		if !s.Commit.IsZero() {
 			return nil, nil
 		}
@@ -159,12 +160,12 @@ func (m *Manager) proposeCluster(ctx context.Context, ev rulefmt.Evidence) (*rul
 	if err != nil {
 		return nil, err
 	}
-	idx, err := m.store.history(ctx)
+	idx, err := m.store.History(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := m.now()
-	plan, ok := m.policy.planDraft(st, idx.retired, ev, now)
+	plan, ok := m.policy.planDraft(st, idx.Retired, ev, now)
 	if !ok {
 		return nil, nil
 	}
@@ -173,7 +174,7 @@ func (m *Manager) proposeCluster(ctx context.Context, ev rulefmt.Evidence) (*rul
 		d = m.policy.draft(ctx, ev)
 	}
 	p := m.policy.drafted(ev, plan, d, now)
-	status, dup, err := m.policy.guard(ctx, st, idx.retired, &p, now)
+	status, dup, err := m.policy.guard(ctx, st, idx.Retired, &p, now)
 	if err != nil {
 		return nil, err
 	}
@@ -190,13 +191,13 @@ func (m *Manager) proposeCluster(ctx context.Context, ev rulefmt.Evidence) (*rul
 
 // commitDrafted commits a guarded draft as a rule PR and removes the held
 // draft record it replaces.
-func (m *Manager) commitDrafted(ctx context.Context, st *state, p rulefmt.Proposal) (*rulefmt.Proposal, error) {
-	h, created, err := m.store.createProposal(p)
+func (m *Manager) commitDrafted(ctx context.Context, st *gitstore.State, p rulefmt.Proposal) (*rulefmt.Proposal, error) {
+	h, created, err := m.store.CreateProposal(p)
 	if err != nil || !created {
 		return nil, err
 	}
-	if st.drafts[p.ID] != nil {
-		_, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	if st.Drafts[p.ID] != nil {
+		_, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 			if ok, err := s.Exists(rulefmt.DraftPath(p.ID)); err != nil || !ok {
 				return nil, err
 			}
@@ -221,9 +222,9 @@ func (m *Manager) commitDrafted(ctx context.Context, st *state, p rulefmt.Propos
 func (m *Manager) holdDraft(ctx context.Context, p rulefmt.Proposal) (*rulefmt.Proposal, error) {
 	g, _ := p.FailedGuard()
 	var done bool
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		prev, ok, err := m.store.proposalAt(s, rulefmt.DraftPath(p.ID))
+		prev, ok, err := m.store.ProposalAt(s, rulefmt.DraftPath(p.ID))
 		if err != nil {
 			return nil, err
 		}
@@ -262,7 +263,7 @@ func (m *Manager) holdDraft(ctx context.Context, p rulefmt.Proposal) (*rulefmt.P
 
 // mergeEvidence adds a duplicate draft's evidence to the rule or open
 // proposal it duplicates (frequency +1) and records the draft as merged.
-func (m *Manager) mergeEvidence(ctx context.Context, st *state, p rulefmt.Proposal, dup rulefmt.ConflictReport) (*rulefmt.Proposal, error) {
+func (m *Manager) mergeEvidence(ctx context.Context, st *gitstore.State, p rulefmt.Proposal, dup rulefmt.ConflictReport) (*rulefmt.Proposal, error) {
 	p.MergedInto = dup.OtherID
 	record, err := p.Marshal()
 	if err != nil {
@@ -275,13 +276,13 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p rulefmt.Propos
 	}
 	var h gitrepo.Hash
 	var agents []string
-	if rule := st.rules[dup.OtherID]; rule != nil {
+	if rule := st.Rules[dup.OtherID]; rule != nil {
 		agents = rule.Agents
-		h, err = m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		h, err = m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 			if ok, err := s.Exists(rulefmt.DraftPath(p.ID)); err != nil || ok {
 				return nil, err
 			}
-			paths, err := m.store.ruleFiles(s, dup.OtherID)
+			paths, err := m.store.RuleFiles(s, dup.OtherID)
 			if err != nil {
 				return nil, err
 			}
@@ -292,7 +293,7 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p rulefmt.Propos
 				if err != nil {
 					return nil, err
 				}
-				cur, err := m.store.rule(blob)
+				cur, err := m.store.Rule(blob)
 				if err != nil {
 					return nil, err
 				}
@@ -318,7 +319,7 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p rulefmt.Propos
 	} else {
 		agents = p.Agents
 		if _, err = m.store.Commit(ctx, rulefmt.ProposalBranch(dup.OtherID), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-			target, ok, err := m.store.proposalAt(s, rulefmt.ProposalPath(dup.OtherID))
+			target, ok, err := m.store.ProposalAt(s, rulefmt.ProposalPath(dup.OtherID))
 			if err != nil || !ok || target.Status != rulefmt.Pending || slices.Contains(target.EvidenceClusters, p.ClusterID) {
 				return nil, err
 			}
@@ -341,7 +342,7 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p rulefmt.Propos
 		}); err != nil {
 			return nil, err
 		}
-		h, err = m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		h, err = m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 			if ok, err := s.Exists(rulefmt.DraftPath(p.ID)); err != nil || ok {
 				return nil, err
 			}
@@ -356,6 +357,6 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p rulefmt.Propos
 		return nil, err
 	}
 	m.log.Info("duplicate draft merged into an existing rule", "proposal_id", p.ID, "cluster_id", p.ClusterID, "into", dup.OtherID, "similarity", dup.Similarity)
-	m.emit(rulefmt.Change{Kind: rulefmt.EvidenceAdded, ProposalID: p.ID, RuleID: st.ruleIDOf(dup.OtherID), Agents: agents, Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true, Guard: rulefmt.GuardReconsolidation})
+	m.emit(rulefmt.Change{Kind: rulefmt.EvidenceAdded, ProposalID: p.ID, RuleID: st.RuleIDOf(dup.OtherID), Agents: agents, Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true, Guard: rulefmt.GuardReconsolidation})
 	return &p, nil
 }

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/gitstore"
 	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
@@ -23,12 +23,12 @@ func (m *Manager) List(ctx context.Context, f ListFilter) ([]rulefmt.Proposal, e
 		return nil, err
 	}
 	var out []rulefmt.Proposal
-	for _, id := range st.ids() {
-		p, ok := st.proposal(id)
+	for _, id := range st.IDs() {
+		p, ok := st.Proposal(id)
 		if !ok || f.Status != "" && p.Status != f.Status || f.Agent != "" && !slices.Contains(p.Agents, f.Agent) {
 			continue
 		}
-		decorate(&p, m.opts.Remote, m.store.main)
+		decorate(&p, m.opts.Remote, m.store.Main())
 		out = append(out, p)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -49,7 +49,7 @@ func (m *Manager) Get(ctx context.Context, id string) (rulefmt.Proposal, error) 
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
-	p, ok := st.proposal(id)
+	p, ok := st.Proposal(id)
 	if !ok {
 		return rulefmt.Proposal{}, precept.Errorf(precept.NotFound, "proposal %s not found", id)
 	}
@@ -59,7 +59,7 @@ func (m *Manager) Get(ctx context.Context, id string) (rulefmt.Proposal, error) 
 	}
 	for i := len(hist) - 1; i >= 0; i-- {
 		p.Commits = append(p.Commits, hist[i].Commit)
-		if hist[i].Trailers[rulefmt.TrailerRuleID] == p.RuleID && p.MergedCommit == "" && hist[i].createsRule {
+		if hist[i].Trailers[rulefmt.TrailerRuleID] == p.RuleID && p.MergedCommit == "" && hist[i].CreatesRule {
 			p.MergedCommit = hist[i].Commit
 		}
 	}
@@ -72,13 +72,13 @@ func (m *Manager) Get(ctx context.Context, id string) (rulefmt.Proposal, error) 
 			}
 		}
 	}
-	decorate(&p, m.opts.Remote, m.store.main)
+	decorate(&p, m.opts.Remote, m.store.Main())
 	return p, nil
 }
 
 // fillApprovalCommits sets each approval's Commit to the oldest commit
 // of hist (newest first) whose Approved-by trailers name the approver.
-func fillApprovalCommits(approvals []rulefmt.Approval, hist []HistoryEntry) {
+func fillApprovalCommits(approvals []rulefmt.Approval, hist []rulefmt.HistoryEntry) {
 	for i := range approvals {
 		for j := len(hist) - 1; j >= 0; j-- {
 			if namesApprover(hist[j].Trailers[rulefmt.TrailerApprovedBy], approvals[i].Approver) {
@@ -117,7 +117,7 @@ func (m *Manager) ProposalForCluster(ctx context.Context, clusterID string) (str
 		m.log.Warn("look up the proposal of a cluster", "cluster_id", clusterID, "err", err)
 		return "", false
 	}
-	return st.proposalOfCluster(clusterID)
+	return st.ProposalOfCluster(clusterID)
 }
 
 // ProposalsForClusters is ProposalForCluster for many clusters at once,
@@ -131,26 +131,11 @@ func (m *Manager) ProposalsForClusters(ctx context.Context, clusterIDs []string)
 	}
 	out := make(map[string]string, len(clusterIDs))
 	for _, c := range clusterIDs {
-		if id, ok := st.proposalOfCluster(c); ok {
+		if id, ok := st.ProposalOfCluster(c); ok {
 			out[c] = id
 		}
 	}
 	return out
-}
-
-// proposalOfCluster is the open proposal drafted from a cluster, else the
-// newest one.
-func (st *state) proposalOfCluster(clusterID string) (string, bool) {
-	best, bestAt, found := "", time.Time{}, false
-	for _, id := range st.byCluster[clusterID] {
-		if st.open(id) {
-			return id, true
-		}
-		if p, ok := st.proposal(id); ok && (!found || p.CreatedAt.After(bestAt)) {
-			best, bestAt, found = id, p.CreatedAt, true
-		}
-	}
-	return best, found
 }
 
 // ActiveRules returns the ACTIVE and SHADOW rules of an agent (every agent
@@ -161,11 +146,11 @@ func (m *Manager) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule
 		return nil, err
 	}
 	var out []rulefmt.Rule
-	for _, r := range st.rules {
+	for _, r := range st.Rules {
 		if agent != "" && !slices.Contains(r.Agents, agent) {
 			continue
 		}
-		if live(r) {
+		if gitstore.Live(r) {
 			out = append(out, r.Clone())
 		}
 	}
@@ -176,49 +161,26 @@ func (m *Manager) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule
 // History returns the commits that recorded a proposal's or a rule's
 // transitions, newest first. For a rule it includes its proposal's
 // commits and the commit that superseded it, if any.
-func (m *Manager) History(ctx context.Context, id string) ([]HistoryEntry, error) {
+func (m *Manager) History(ctx context.Context, id string) ([]rulefmt.HistoryEntry, error) {
 	if !rulefmt.ValidProposalID(id) && !rulefmt.ValidRuleID(id) {
 		return nil, precept.Errorf(precept.Invalid, "id: %q is neither a proposal id (p-…) nor a rule id (r-…)", text.ClipRunes(id, 64))
 	}
-	idx, err := m.store.history(ctx)
+	idx, err := m.store.History(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return historyOf(idx, id), nil
-}
-
-// historyOf picks the entries of a proposal or rule id out of the index.
-func historyOf(idx *historyIndex, id string) []HistoryEntry {
-	proposals, ruleID := map[string]bool{id: true}, rulefmt.RuleIDFor(id)
-	if rulefmt.ValidRuleID(id) {
-		// The rule's own proposal and every lifecycle proposal about it.
-		ruleID = id
-		proposals = map[string]bool{}
-		for _, e := range idx.entries {
-			if e.Trailers[rulefmt.TrailerRuleID] == id && e.Trailers[rulefmt.TrailerProposalID] != "" {
-				proposals[e.Trailers[rulefmt.TrailerProposalID]] = true
-			}
-		}
-	}
-	var out []HistoryEntry
-	for _, e := range idx.entries {
-		if proposals[e.Trailers[rulefmt.TrailerProposalID]] || e.Trailers[rulefmt.TrailerRuleID] == ruleID ||
-			slices.Contains(strings.Fields(strings.ReplaceAll(e.Trailers[rulefmt.TrailerSupersedes], ",", " ")), ruleID) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return gitstore.HistoryOf(idx, id), nil
 }
 
 // Rule returns a rule with its provenance: on main while it is active or
 // in its shadow period, else as it was when it was rolled back or
 // superseded (status ROLLED_BACK or SUNSET), read from history. The
 // history is newest first.
-func (m *Manager) Rule(ctx context.Context, id string) (rulefmt.Rule, []HistoryEntry, error) {
+func (m *Manager) Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
 	if !rulefmt.ValidRuleID(id) {
 		return rulefmt.Rule{}, nil, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(id, 64))
 	}
-	st, idx, err := m.store.stateAndHistory(ctx)
+	st, idx, err := m.store.StateAndHistory(ctx)
 	if err != nil {
 		return rulefmt.Rule{}, nil, err
 	}
@@ -226,9 +188,9 @@ func (m *Manager) Rule(ctx context.Context, id string) (rulefmt.Rule, []HistoryE
 }
 
 // ruleAt is Rule as of one reading of the repository.
-func (m *Manager) ruleAt(st *state, idx *historyIndex, id string) (rulefmt.Rule, []HistoryEntry, error) {
-	hist := historyOf(idx, id)
-	if r, ok := st.rules[id]; ok {
+func (m *Manager) ruleAt(st *gitstore.State, idx *gitstore.History, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
+	hist := gitstore.HistoryOf(idx, id)
+	if r, ok := st.Rules[id]; ok {
 		out := r.Clone()
 		fillApprovalCommits(out.Approvals, hist)
 		return out, hist, nil
@@ -236,7 +198,7 @@ func (m *Manager) ruleAt(st *state, idx *historyIndex, id string) (rulefmt.Rule,
 	for _, e := range hist {
 		switch {
 		case e.Trailers[rulefmt.TrailerRuleID] == id && e.Trailers[rulefmt.TrailerRolledBackBy] != "":
-			r, err := m.store.ruleBefore(e.hash, id)
+			r, err := m.store.RuleBefore(e.Commit, id)
 			if err != nil {
 				return rulefmt.Rule{}, nil, err
 			}
@@ -244,7 +206,7 @@ func (m *Manager) ruleAt(st *state, idx *historyIndex, id string) (rulefmt.Rule,
 			fillApprovalCommits(r.Approvals, hist)
 			return r, hist, nil
 		case e.Trailers[rulefmt.TrailerSunsets] == id:
-			r, err := m.store.ruleBefore(e.hash, id)
+			r, err := m.store.RuleBefore(e.Commit, id)
 			if err != nil {
 				return rulefmt.Rule{}, nil, err
 			}
@@ -252,7 +214,7 @@ func (m *Manager) ruleAt(st *state, idx *historyIndex, id string) (rulefmt.Rule,
 			fillApprovalCommits(r.Approvals, hist)
 			return r, hist, nil
 		case e.Trailers[rulefmt.TrailerRuleID] != id && strings.Contains(e.Trailers[rulefmt.TrailerSupersedes], id):
-			r, err := m.store.ruleBefore(e.hash, id)
+			r, err := m.store.RuleBefore(e.Commit, id)
 			if err != nil {
 				return rulefmt.Rule{}, nil, err
 			}
@@ -270,11 +232,11 @@ func (m *Manager) ProposalCounts(ctx context.Context) (map[rulefmt.ProposalStatu
 	if err != nil {
 		return nil, err
 	}
-	return st.counts(), nil
+	return st.Counts(), nil
 }
 
 // Commits returns the commit SHAs of a history, oldest first.
-func Commits(hist []HistoryEntry) []string {
+func Commits(hist []rulefmt.HistoryEntry) []string {
 	out := make([]string, 0, len(hist))
 	for i := len(hist) - 1; i >= 0; i-- {
 		out = append(out, hist[i].Commit)

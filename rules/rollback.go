@@ -39,21 +39,21 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 	if err != nil {
 		return Rollback{}, err
 	}
-	rule, ok := st.rules[ruleID]
+	rule, ok := st.Rules[ruleID]
 	if !ok {
 		if _, _, err := m.Rule(ctx, ruleID); err != nil {
 			return Rollback{}, err
 		}
 		return Rollback{}, precept.Errorf(precept.FailedPrecondition, "rule %s is not active; it was already rolled back or retired", ruleID)
 	}
-	restore, approval, err := m.store.preApprovalContent(ctx, ruleID)
+	restore, approval, err := m.store.PreApprovalContent(ctx, ruleID)
 	if err != nil {
 		return Rollback{}, err
 	}
 	var done bool
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		if ok, err := m.store.hasRule(s, ruleID); err != nil || !ok {
+		if ok, err := m.store.HasRule(s, ruleID); err != nil || !ok {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "rule %s was rolled back meanwhile", ruleID))
 		}
 		var changes []gitrepo.Change

@@ -29,10 +29,10 @@ type RuleManager interface {
 	Approve(ctx context.Context, req rules.ApproveRequest) (rulefmt.Proposal, error)
 	Reject(ctx context.Context, req rules.RejectRequest) (rulefmt.Proposal, error)
 	ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error)
-	Rule(ctx context.Context, id string) (rulefmt.Rule, []rules.HistoryEntry, error)
+	Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error)
 	Rollback(ctx context.Context, req rules.RollbackRequest) (rules.Rollback, error)
 	CheckConflicts(ctx context.Context, c rules.Candidate) ([]rulefmt.ConflictReport, error)
-	History(ctx context.Context, id string) ([]rules.HistoryEntry, error)
+	History(ctx context.Context, id string) ([]rulefmt.HistoryEntry, error)
 }
 
 var _ RuleManager = (*rules.Manager)(nil)
@@ -407,7 +407,7 @@ func proposalToProto(p rulefmt.Proposal) *preceptv1.Proposal {
 }
 
 // ruleToProto converts a rule; hist, when given, supplies its commits.
-func ruleToProto(r rulefmt.Rule, hist []rules.HistoryEntry) *preceptv1.Rule {
+func ruleToProto(r rulefmt.Rule, hist []rulefmt.HistoryEntry) *preceptv1.Rule {
 	out := &preceptv1.Rule{
 		RuleId: r.ID, Agents: r.Agents, RuleType: typeToProto(r.Type), Content: r.Content, InsertionPoint: r.InsertionPoint,
 		Status: ruleStatuses[r.Status], Importance: importances[r.Importance], Confidence: r.Confidence,
@@ -426,7 +426,7 @@ func ruleToProto(r rulefmt.Rule, hist []rules.HistoryEntry) *preceptv1.Rule {
 	return out
 }
 
-func historyToProto(hist []rules.HistoryEntry) []*preceptv1.RuleCommit {
+func historyToProto(hist []rulefmt.HistoryEntry) []*preceptv1.RuleCommit {
 	out := make([]*preceptv1.RuleCommit, 0, len(hist))
 	for _, h := range hist {
 		out = append(out, &preceptv1.RuleCommit{Sha: h.Commit, Message: h.Message, Author: h.Author, At: tsOrNil(h.At), Trailers: h.Trailers})
