@@ -16,7 +16,6 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/prompts"
-	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
@@ -105,9 +104,9 @@ type fakeRules struct {
 	byID     map[string]rulefmt.Rule
 	open     map[string]rulefmt.Proposal
 	decided  []rulefmt.Proposal
-	proposed []rules.LifecycleRequest
+	proposed []rulefmt.LifecycleRequest
 	shadowed []string
-	recorded []rules.EffectUpdate
+	recorded []rulefmt.EffectUpdate
 }
 
 func (f *fakeRules) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
@@ -129,7 +128,7 @@ func (f *fakeRules) Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefm
 	return r, nil, nil
 }
 
-func (f *fakeRules) ProposeLifecycle(ctx context.Context, req rules.LifecycleRequest) (rulefmt.Proposal, bool, error) {
+func (f *fakeRules) Propose(ctx context.Context, req rulefmt.LifecycleRequest) (rulefmt.Proposal, bool, error) {
 	if f.open == nil {
 		f.open = map[string]rulefmt.Proposal{}
 	}
@@ -139,12 +138,12 @@ func (f *fakeRules) ProposeLifecycle(ctx context.Context, req rules.LifecycleReq
 	return p, true, nil
 }
 
-func (f *fakeRules) OpenLifecycle(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error) {
+func (f *fakeRules) OpenProposal(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error) {
 	p, ok := f.open[ruleID]
 	return p, ok, nil
 }
 
-func (f *fakeRules) LifecycleHistory(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error) {
+func (f *fakeRules) DecidedProposals(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error) {
 	var out []rulefmt.Proposal
 	for _, p := range f.decided {
 		if p.RuleID == ruleID && p.Kind == kind {
@@ -163,7 +162,7 @@ func (f *fakeRules) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 	return nil
 }
 
-func (f *fakeRules) CloseLifecycle(ctx context.Context, proposalID, reason string) error {
+func (f *fakeRules) Withdraw(ctx context.Context, proposalID, reason string) error {
 	for id, p := range f.open {
 		if p.ID == proposalID {
 			p.Status, p.Rejection = rulefmt.Rejected, &rulefmt.Rejection{Reason: reason}
@@ -174,7 +173,7 @@ func (f *fakeRules) CloseLifecycle(ctx context.Context, proposalID, reason strin
 	return nil
 }
 
-func (f *fakeRules) RecordEffects(ctx context.Context, updates []rules.EffectUpdate) (int, error) {
+func (f *fakeRules) RecordEffects(ctx context.Context, updates []rulefmt.EffectUpdate) (int, error) {
 	f.recorded = append(f.recorded, updates...)
 	return len(updates), nil
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
@@ -46,7 +45,7 @@ func (t *Tracker) Round(ctx context.Context) (RoundReport, error) {
 	if !t.opts.Lifecycle {
 		return rep, errors.Join(errs...)
 	}
-	updates := make([]rules.EffectUpdate, 0, len(effects))
+	updates := make([]rulefmt.EffectUpdate, 0, len(effects))
 	for _, e := range effects {
 		updates = append(updates, t.update(e))
 	}
@@ -61,8 +60,8 @@ func (t *Tracker) Round(ctx context.Context) (RoundReport, error) {
 	return rep, errors.Join(errs...)
 }
 
-func (t *Tracker) update(e Effect) rules.EffectUpdate {
-	return rules.EffectUpdate{
+func (t *Tracker) update(e Effect) rulefmt.EffectUpdate {
+	return rulefmt.EffectUpdate{
 		RuleID: e.RuleID, Importance: e.promote, Confidence: e.Confidence,
 		Validations: int(e.Validations), Recurrences: int(e.Recurrences),
 		Effect: rulefmt.EffectSummary{
@@ -82,14 +81,14 @@ func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
 // idle rule whose re-approval went unanswered to SHADOW.
 func (t *Tracker) act(ctx context.Context, e Effect, rep *RoundReport) error {
 	now := t.opts.Now().UTC()
-	open, hasOpen, err := t.rules.OpenLifecycle(ctx, e.RuleID)
+	open, hasOpen, err := t.rules.OpenProposal(ctx, e.RuleID)
 	if err != nil {
 		return err
 	}
 	if hasOpen {
 		if open.Kind == rulefmt.KindReapprove && e.lastActivity().After(open.CreatedAt) {
 			// Used again since it was asked about: the question is moot.
-			return t.rules.CloseLifecycle(ctx, open.ID, fmt.Sprintf("moot: the rule was exercised again on %s", e.lastActivity().Format(time.DateOnly)))
+			return t.rules.Withdraw(ctx, open.ID, fmt.Sprintf("moot: the rule was exercised again on %s", e.lastActivity().Format(time.DateOnly)))
 		}
 		if open.Kind == rulefmt.KindReapprove && !open.CreatedAt.Add(t.opts.GracePeriod).After(now) {
 			why := fmt.Sprintf("idle since %s: no exposures or validations for %s; re-approval %s unanswered for %s",
@@ -116,7 +115,7 @@ func (t *Tracker) act(ctx context.Context, e Effect, rep *RoundReport) error {
 	if err != nil || !fresh {
 		return err
 	}
-	p, created, err := t.rules.ProposeLifecycle(ctx, rules.LifecycleRequest{Kind: kind, RuleID: e.RuleID, Evidence: t.evidence(e, kind)})
+	p, created, err := t.rules.Propose(ctx, rulefmt.LifecycleRequest{Kind: kind, RuleID: e.RuleID, Evidence: t.evidence(e, kind)})
 	if err != nil {
 		return err
 	}
@@ -131,7 +130,7 @@ func (t *Tracker) act(ctx context.Context, e Effect, rep *RoundReport) error {
 // MinExposures new exposures (shadow decisions for an activation) since
 // the rejection; a re-approval, a new idle period since.
 func (t *Tracker) freshEvidence(ctx context.Context, e Effect, kind rulefmt.Kind) (bool, error) {
-	past, err := t.rules.LifecycleHistory(ctx, e.RuleID, kind)
+	past, err := t.rules.DecidedProposals(ctx, e.RuleID, kind)
 	if err != nil || len(past) == 0 {
 		return err == nil, err
 	}

@@ -120,16 +120,16 @@ func (m *Manager) Reject(ctx context.Context, req RejectRequest) (rulefmt.Propos
 // commitRejection commits a rejection on main. signature is the rejector
 // as a git trailer value when it differs from the name (e.g. with an
 // email).
-func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signature string) error {
+func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, signature string) error {
 	id := req.ProposalID
 	if signature == "" {
 		signature = req.By
 	}
 	var after rulefmt.Proposal
 	var done bool
-	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := rc.store.Commit(ctx, rc.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		if prev, ok, err := m.store.ProposalAt(s, rulefmt.RejectedPath(id)); err != nil {
+		if prev, ok, err := rc.store.ProposalAt(s, rulefmt.RejectedPath(id)); err != nil {
 			return nil, err
 		} else if ok {
 			if prev.Rejection != nil && prev.Rejection.Rejector == req.By {
@@ -137,24 +137,24 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 			}
 			return nil, precept.Errorf(precept.FailedPrecondition, "proposal %s was already rejected", id)
 		}
-		if ok, err := m.store.HasRule(s, rulefmt.RuleIDFor(id)); err != nil || ok {
+		if ok, err := rc.store.HasRule(s, rulefmt.RuleIDFor(id)); err != nil || ok {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s; roll the rule back instead", id, rulefmt.RuleIDFor(id)))
 		}
-		branch, err := m.store.Repo().Snapshot(rulefmt.ProposalBranch(id))
+		branch, err := rc.store.Repo().Snapshot(rulefmt.ProposalBranch(id))
 		if err != nil {
 			return nil, err
 		}
-		p, ok, err := m.store.ProposalAt(branch, rulefmt.ProposalPath(id))
+		p, ok, err := rc.store.ProposalAt(branch, rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, precept.Errorf(precept.NotFound, "proposal %s not found", id)
 		}
-		if reach, err := m.store.Reachable(s.Commit); err != nil || reach[branch.Commit] {
-			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, m.store.Main()))
+		if reach, err := rc.store.Reachable(s.Commit); err != nil || reach[branch.Commit] {
+			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, rc.store.Main()))
 		}
-		now := m.now()
+		now := rc.now()
 		p, err = reject(p, req, now)
 		if err != nil {
 			return nil, err
@@ -190,8 +190,8 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 		return err
 	}
 	if done {
-		m.log.Info("proposal rejected", "proposal_id", id, "rejector", req.By, "via", req.Via)
-		m.emit(rulefmt.Change{Kind: rulefmt.ProposalRejected, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via, MainChanged: true})
+		rc.log.Info("proposal rejected", "proposal_id", id, "rejector", req.By, "via", req.Via)
+		rc.emit(rulefmt.Change{Kind: rulefmt.ProposalRejected, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via, MainChanged: true})
 	}
 	return nil
 }

@@ -3,9 +3,6 @@ package rules
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -23,19 +20,15 @@ import (
 // process or several sharing the data directory) may work on one
 // repository at once.
 type Manager struct {
-	store    *gitstore.Store
+	recorder
 	policy   policy
 	opts     Options
 	features Features
-	log      *slog.Logger
 	// remote syncs with the remote; nil without one.
 	remote *syncer
+	// upkeep shares the recorder: the learning loop's operations.
+	upkeep *Upkeep
 
-	hookMu sync.RWMutex
-	hooks  []func(rulefmt.Change)
-
-	// kick asks Run to push soon after a local commit.
-	kick chan struct{}
 	// wake asks Run to draft soon: new evidence arrived.
 	wake chan struct{}
 }
@@ -51,13 +44,19 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 	if main == "" {
 		main = repo.DefaultBranch()
 	}
+	notify := &notifier{}
+	if opts.Remote != nil {
+		// kick asks Run to push soon after a local commit.
+		notify.kick = make(chan struct{}, 1)
+	}
 	m := &Manager{
-		store:    gitstore.NewStore(repo, main, opts.Logger),
+		recorder: recorder{
+			store: gitstore.NewStore(repo, main, opts.Logger), remoteOpts: opts.Remote,
+			clock: opts.Now, log: opts.Logger, notify: notify,
+		},
 		policy:   pol,
 		opts:     opts,
 		features: Features{Proposing: true, AutoMerge: true},
-		log:      opts.Logger,
-		kick:     make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 	}
 	if opts.Features != nil {
@@ -68,12 +67,13 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 			return nil, err
 		}
 		r = r.withDefaults()
-		m.opts.Remote = r
+		m.opts.Remote, m.remoteOpts = r, r
 		if err := repo.AddRemote(r.Name, r.URL); err != nil {
 			return nil, err
 		}
 		m.remote = &syncer{m: m, store: m.store, r: r}
 	}
+	m.upkeep = &Upkeep{rec: m.recorder, requiredApprovals: m.opts.RequiredApprovals}
 	return m, nil
 }
 
@@ -82,28 +82,11 @@ func (m *Manager) Features() Features { return m.features }
 
 // OnChange registers fn to be called after every committed transition,
 // in the goroutine that committed it. fn must return quickly.
-func (m *Manager) OnChange(fn func(rulefmt.Change)) {
-	m.hookMu.Lock()
-	m.hooks = append(m.hooks, fn)
-	m.hookMu.Unlock()
-}
+func (m *Manager) OnChange(fn func(rulefmt.Change)) { m.notify.add(fn) }
 
-func (m *Manager) emit(c rulefmt.Change) {
-	m.hookMu.RLock()
-	hooks := slices.Clone(m.hooks)
-	m.hookMu.RUnlock()
-	for _, fn := range hooks {
-		fn(c)
-	}
-	if m.remote != nil {
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (m *Manager) now() time.Time { return m.opts.Now().UTC().Truncate(time.Second) }
+// Upkeep returns the operations of the learning loop on approved rules,
+// sharing the Manager's store and listeners.
+func (m *Manager) Upkeep() *Upkeep { return m.upkeep }
 
 // Run drafts proposals from evidence and does maintenance every
 // ProposeInterval, and with a remote syncs every fetch interval and soon
@@ -138,7 +121,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			took = m.timedRound(ctx)
 		case <-fetch:
 			m.remote.syncAndLog(ctx)
-		case <-m.kick:
+		case <-m.notify.kick:
 			m.remote.syncAndLog(ctx)
 		}
 	}

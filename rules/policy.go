@@ -207,9 +207,9 @@ func draftReason(p *rulefmt.Proposal) string {
 	return "held"
 }
 
-// openLifecycle returns the open lifecycle proposal about a rule, if any.
+// openLifecycleProposal returns the open lifecycle proposal about a rule, if any.
 
-func openLifecycle(st *gitstore.State, ruleID string) (rulefmt.Proposal, bool) {
+func openLifecycleProposal(st *gitstore.State, ruleID string) (rulefmt.Proposal, bool) {
 	for _, id := range st.IDs() {
 		if !st.Open(id) {
 			continue

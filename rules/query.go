@@ -40,12 +40,12 @@ func (m *Manager) List(ctx context.Context, f ListFilter) ([]rulefmt.Proposal, e
 	return out, nil
 }
 
-// Get returns one proposal with the commits that recorded it.
-func (m *Manager) Get(ctx context.Context, id string) (rulefmt.Proposal, error) {
+// proposal returns one proposal with the commits that recorded it.
+func (rc *recorder) proposal(ctx context.Context, id string) (rulefmt.Proposal, error) {
 	if err := checkProposalID(id); err != nil {
 		return rulefmt.Proposal{}, err
 	}
-	st, err := m.store.State(ctx, id)
+	st, err := rc.store.State(ctx, id)
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
@@ -53,7 +53,7 @@ func (m *Manager) Get(ctx context.Context, id string) (rulefmt.Proposal, error) 
 	if !ok {
 		return rulefmt.Proposal{}, precept.Errorf(precept.NotFound, "proposal %s not found", id)
 	}
-	hist, err := m.History(ctx, id)
+	hist, err := rc.history(ctx, id)
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
@@ -72,7 +72,7 @@ func (m *Manager) Get(ctx context.Context, id string) (rulefmt.Proposal, error) 
 			}
 		}
 	}
-	decorate(&p, m.opts.Remote, m.store.Main())
+	decorate(&p, rc.remoteOpts, rc.store.Main())
 	return p, nil
 }
 
@@ -138,10 +138,10 @@ func (m *Manager) ProposalsForClusters(ctx context.Context, clusterIDs []string)
 	return out
 }
 
-// ActiveRules returns the ACTIVE and SHADOW rules of an agent (every agent
+// activeRules returns the ACTIVE and SHADOW rules of an agent (every agent
 // when agent is empty), by id.
-func (m *Manager) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
-	st, err := m.store.State(ctx)
+func (rc *recorder) activeRules(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
+	st, err := rc.store.State(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -158,37 +158,37 @@ func (m *Manager) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule
 	return out, nil
 }
 
-// History returns the commits that recorded a proposal's or a rule's
+// history returns the commits that recorded a proposal's or a rule's
 // transitions, newest first. For a rule it includes its proposal's
 // commits and the commit that superseded it, if any.
-func (m *Manager) History(ctx context.Context, id string) ([]rulefmt.HistoryEntry, error) {
+func (rc *recorder) history(ctx context.Context, id string) ([]rulefmt.HistoryEntry, error) {
 	if !rulefmt.ValidProposalID(id) && !rulefmt.ValidRuleID(id) {
 		return nil, precept.Errorf(precept.Invalid, "id: %q is neither a proposal id (p-…) nor a rule id (r-…)", text.ClipRunes(id, 64))
 	}
-	idx, err := m.store.History(ctx)
+	idx, err := rc.store.History(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return gitstore.HistoryOf(idx, id), nil
 }
 
-// Rule returns a rule with its provenance: on main while it is active or
+// rule returns a rule with its provenance: on main while it is active or
 // in its shadow period, else as it was when it was rolled back or
 // superseded (status ROLLED_BACK or SUNSET), read from history. The
 // history is newest first.
-func (m *Manager) Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
+func (rc *recorder) rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
 	if !rulefmt.ValidRuleID(id) {
 		return rulefmt.Rule{}, nil, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(id, 64))
 	}
-	st, idx, err := m.store.StateAndHistory(ctx)
+	st, idx, err := rc.store.StateAndHistory(ctx)
 	if err != nil {
 		return rulefmt.Rule{}, nil, err
 	}
-	return m.ruleAt(st, idx, id)
+	return rc.ruleAt(st, idx, id)
 }
 
-// ruleAt is Rule as of one reading of the repository.
-func (m *Manager) ruleAt(st *gitstore.State, idx *gitstore.History, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
+// ruleAt is rule as of one reading of the repository.
+func (rc *recorder) ruleAt(st *gitstore.State, idx *gitstore.History, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
 	hist := gitstore.HistoryOf(idx, id)
 	if r, ok := st.Rules[id]; ok {
 		out := r.Clone()
@@ -198,7 +198,7 @@ func (m *Manager) ruleAt(st *gitstore.State, idx *gitstore.History, id string) (
 	for _, e := range hist {
 		switch {
 		case e.Trailers[rulefmt.TrailerRuleID] == id && e.Trailers[rulefmt.TrailerRolledBackBy] != "":
-			r, err := m.store.RuleBefore(e.Commit, id)
+			r, err := rc.store.RuleBefore(e.Commit, id)
 			if err != nil {
 				return rulefmt.Rule{}, nil, err
 			}
@@ -206,7 +206,7 @@ func (m *Manager) ruleAt(st *gitstore.State, idx *gitstore.History, id string) (
 			fillApprovalCommits(r.Approvals, hist)
 			return r, hist, nil
 		case e.Trailers[rulefmt.TrailerSunsets] == id:
-			r, err := m.store.RuleBefore(e.Commit, id)
+			r, err := rc.store.RuleBefore(e.Commit, id)
 			if err != nil {
 				return rulefmt.Rule{}, nil, err
 			}
@@ -214,7 +214,7 @@ func (m *Manager) ruleAt(st *gitstore.State, idx *gitstore.History, id string) (
 			fillApprovalCommits(r.Approvals, hist)
 			return r, hist, nil
 		case e.Trailers[rulefmt.TrailerRuleID] != id && strings.Contains(e.Trailers[rulefmt.TrailerSupersedes], id):
-			r, err := m.store.RuleBefore(e.Commit, id)
+			r, err := rc.store.RuleBefore(e.Commit, id)
 			if err != nil {
 				return rulefmt.Rule{}, nil, err
 			}
@@ -242,4 +242,30 @@ func Commits(hist []rulefmt.HistoryEntry) []string {
 		out = append(out, hist[i].Commit)
 	}
 	return out
+}
+
+// Get returns one proposal with the commits that recorded it.
+func (m *Manager) Get(ctx context.Context, id string) (rulefmt.Proposal, error) {
+	return m.proposal(ctx, id)
+}
+
+// ActiveRules returns the ACTIVE and SHADOW rules of an agent (every agent
+// when agent is empty), by id.
+func (m *Manager) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
+	return m.activeRules(ctx, agent)
+}
+
+// History returns the commits that recorded a proposal's or a rule's
+// transitions, newest first. For a rule it includes its proposal's
+// commits and the commit that superseded it, if any.
+func (m *Manager) History(ctx context.Context, id string) ([]rulefmt.HistoryEntry, error) {
+	return m.history(ctx, id)
+}
+
+// Rule returns a rule with its provenance: on main while it is active or
+// in its shadow period, else as it was when it was rolled back or
+// superseded (status ROLLED_BACK or SUNSET), read from history. The
+// history is newest first.
+func (m *Manager) Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
+	return m.rule(ctx, id)
 }

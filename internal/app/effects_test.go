@@ -16,7 +16,6 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/lib/fakeslack"
-	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
@@ -287,7 +286,7 @@ func TestASunsetProposalIsPostedAndDecidedInSlack(t *testing.T) {
 		}
 	}
 	ruleID := "r-" + strings.TrimPrefix(p.GetProposalId(), "p-")
-	sunset, created, err := r.app.Rules.Lifecycle().ProposeLifecycle(ctx, rules.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID,
+	sunset, created, err := r.app.Rules.Upkeep().Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID,
 		Evidence: "Sunset proposed: this rule does not reduce the failure it targets. After: 4 of 10 exposures (40.0%)."})
 	if err != nil || !created {
 		t.Fatalf("sunset = %+v, %v, %v", sunset, created, err)

@@ -85,7 +85,7 @@ func (a *App) openRules() error {
 		})
 	}
 	a.Posts = slackapp.NewPosts(a.RulesRepo, m, nil, a.Log.With("component", "slack"))
-	svc := &api.RuleService{Rules: m, Posts: a.Posts, Retired: m.Lifecycle().Retired, Log: a.Log}
+	svc := &api.RuleService{Rules: m, Posts: a.Posts, Retired: m.Upkeep().Retired, Log: a.Log}
 	if err := a.openImpact(svc); err != nil {
 		return fmt.Errorf("impact: %w", err)
 	}

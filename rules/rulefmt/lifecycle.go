@@ -96,4 +96,29 @@ func (r Rule) SameEffect(next Rule) bool {
 		a.BaseConfidence == b.BaseConfidence && a.FirstActivatedAt.Equal(b.FirstActivatedAt)
 }
 
-// RetiredRules lists the ids of the rules that left main — rolled back,
+// LifecycleRequest asks people to decide on an existing rule: retire it
+// (KindSunset), confirm it (KindReapprove) or bring it back from SHADOW
+// (KindActivate), with the evidence that prompted the question.
+type LifecycleRequest struct {
+	Kind   Kind
+	RuleID string
+	// Evidence is the effect report in words; it becomes the proposal's
+	// evidence summary.
+	Evidence string
+}
+
+// EffectUpdate is what the learning loop concluded about one rule:
+// its importance and confidence, and the figures behind them.
+type EffectUpdate struct {
+	RuleID string
+	// Importance is the level the validations crossed into since the
+	// last recording ("" when none); a rule is raised to it, never
+	// lowered.
+	Importance Importance
+	Confidence float64
+	// Validations and Recurrences go to positive_validations and
+	// negative_validations.
+	Validations int
+	Recurrences int
+	Effect      EffectSummary
+}

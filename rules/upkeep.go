@@ -14,41 +14,33 @@ import (
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
-// Lifecycle acts on an approved rule from evidence: lifecycle proposals,
-// moving idle rules to SHADOW, recording effects (docs/effects.md). It
-// shares the Manager's repository and policy.
-type Lifecycle struct{ m *Manager }
-
-// Lifecycle returns the manager's lifecycle operations.
-func (m *Manager) Lifecycle() *Lifecycle { return &Lifecycle{m: m} }
-
-// LifecycleRequest asks people to decide on an existing rule: retire it
-// (KindSunset), confirm it (KindReapprove) or bring it back from SHADOW
-// (KindActivate), with the evidence that prompted the question.
-type LifecycleRequest struct {
-	Kind   rulefmt.Kind
-	RuleID string
-	// Evidence is the effect report in words; it becomes the proposal's
-	// evidence summary.
-	Evidence string
+// Upkeep is what the learning loop does to approved rules
+// (docs/effects.md, "Lifecycle from evidence"): it reads them, records
+// their effects, moves idle rules to SHADOW, and makes and withdraws
+// lifecycle proposals. It shares the Manager's recorder — the store, the
+// clock, the log and the listeners — and knows the approvals a proposal
+// needs; it holds no policy and runs no loop of its own.
+type Upkeep struct {
+	rec               recorder
+	requiredApprovals int
 }
 
-// OpenLifecycle returns the open lifecycle proposal about a rule, if any.
-func (l *Lifecycle) OpenLifecycle(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error) {
-	m := l.m
-	st, err := m.store.State(ctx)
+// OpenProposal returns the open lifecycle proposal about a rule, if any.
+func (u *Upkeep) OpenProposal(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error) {
+	rc := &u.rec
+	st, err := rc.store.State(ctx)
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}
-	p, ok := openLifecycle(st, ruleID)
+	p, ok := openLifecycleProposal(st, ruleID)
 	return p, ok, nil
 }
 
-// LifecycleHistory returns the decided lifecycle proposals of one kind
+// DecidedProposals returns the decided lifecycle proposals of one kind
 // about a rule, oldest first.
-func (l *Lifecycle) LifecycleHistory(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error) {
-	m := l.m
-	st, err := m.store.State(ctx)
+func (u *Upkeep) DecidedProposals(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error) {
+	rc := &u.rec
+	st, err := rc.store.State(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -63,18 +55,18 @@ func (l *Lifecycle) LifecycleHistory(ctx context.Context, ruleID string, kind ru
 	return out, nil
 }
 
-// ProposeLifecycle commits a lifecycle proposal as a rule PR, like any
+// Propose commits a lifecycle proposal as a rule PR, like any
 // other: its own branch, posted to Slack, decided by the same approvals.
 // created is false when a lifecycle proposal about the rule is open
 // already (it is returned instead). The proposal's id is derived from the
 // kind, the rule and how many such proposals were decided before, so
 // replicas proposing the same thing make the same branch.
-func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) (p rulefmt.Proposal, created bool, err error) {
-	m := l.m
+func (u *Upkeep) Propose(ctx context.Context, req rulefmt.LifecycleRequest) (p rulefmt.Proposal, created bool, err error) {
+	rc := &u.rec
 	if !req.Kind.DecidesOnRule() {
 		return rulefmt.Proposal{}, false, precept.Errorf(precept.Invalid, "kind: %s is not a lifecycle proposal", req.Kind)
 	}
-	st, err := m.store.State(ctx)
+	st, err := rc.store.State(ctx)
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}
@@ -85,7 +77,7 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 	if want := rulefmt.RuleStatusFor(req.Kind); r.Status != want {
 		return rulefmt.Proposal{}, false, precept.Errorf(precept.FailedPrecondition, "rule %s is %s; a %s proposal needs it %s", req.RuleID, r.Status, req.Kind, want)
 	}
-	if open, ok := openLifecycle(st, req.RuleID); ok {
+	if open, ok := openLifecycleProposal(st, req.RuleID); ok {
 		return open, false, nil
 	}
 	// Count every earlier proposal of this kind about the rule: those the
@@ -97,7 +89,7 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 			earlier[id] = true
 		}
 	}
-	idx, err := m.store.History(ctx)
+	idx, err := rc.store.History(ctx)
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}
@@ -108,8 +100,8 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 	}
 	generation := len(earlier)
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", req.Kind, req.RuleID, generation))
-	now := m.now()
-	required := m.opts.RequiredApprovals
+	now := rc.now()
+	required := u.requiredApprovals
 	if r.Protected {
 		required++
 	}
@@ -121,17 +113,17 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 		Tags: slices.Clone(r.Tags), Protected: r.Protected, Required: required, RuleID: r.ID,
 		Generation: generation, Content: r.Content, Support: len(r.FeedbackIDs),
 	}
-	h, created, err := m.store.CreateProposal(p)
+	h, created, err := rc.store.CreateProposal(p)
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}
 	if !created {
-		got, err := m.Get(ctx, p.ID)
+		got, err := rc.proposal(ctx, p.ID)
 		return got, false, err
 	}
-	m.log.Info("lifecycle proposal made", "proposal_id", p.ID, "kind", p.Kind, "rule_id", r.ID)
-	m.emit(rulefmt.Change{Kind: rulefmt.ProposalCreated, ProposalID: p.ID, RuleID: r.ID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: rulefmt.SystemProposer, Via: "precept"})
-	got, err := m.Get(ctx, p.ID)
+	rc.log.Info("lifecycle proposal made", "proposal_id", p.ID, "kind", p.Kind, "rule_id", r.ID)
+	rc.emit(rulefmt.Change{Kind: rulefmt.ProposalCreated, ProposalID: p.ID, RuleID: r.ID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: rulefmt.SystemProposer, Via: "precept"})
+	got, err := rc.proposal(ctx, p.ID)
 	return got, true, err
 }
 
@@ -139,18 +131,18 @@ func (l *Lifecycle) ProposeLifecycle(ctx context.Context, req LifecycleRequest) 
 // SHADOW and closes the re-approval proposal as rejected by precept: the
 // rule leaves the prompt but is never silently deleted; an ACTIVATE
 // proposal brings it back.
-func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why string) error {
-	m := l.m
-	if err := l.CloseLifecycle(ctx, proposalID, "unanswered: "+why); err != nil {
+func (u *Upkeep) ShadowIdle(ctx context.Context, ruleID, proposalID, why string) error {
+	rc := &u.rec
+	if err := u.Withdraw(ctx, proposalID, "unanswered: "+why); err != nil {
 		return fmt.Errorf("close re-approval %s: %w", proposalID, err)
 	}
 	var r *rulefmt.Rule
-	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := rc.store.Commit(ctx, rc.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		var changes []gitrepo.Change
 		var err error
-		changes, r, err = m.store.EditRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+		changes, r, err = rc.store.EditRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
 			next := cur.Clone()
-			at := m.now()
+			at := rc.now()
 			next.Status, next.ShadowUntil, next.ShadowReason, next.ShadowedAt = rulefmt.Shadow, nil, why, &at
 			return next, cur.Status == rulefmt.Active
 		})
@@ -169,60 +161,44 @@ func (l *Lifecycle) ShadowIdle(ctx context.Context, ruleID, proposalID, why stri
 	if err != nil || r == nil {
 		return err
 	}
-	m.log.Info("idle rule moved to shadow", "rule_id", ruleID, "proposal_id", proposalID, "commit", h.String())
-	m.emit(rulefmt.Change{Kind: rulefmt.RuleShadowed, ProposalID: proposalID, RuleID: ruleID, Agents: r.Agents, Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
+	rc.log.Info("idle rule moved to shadow", "rule_id", ruleID, "proposal_id", proposalID, "commit", h.String())
+	rc.emit(rulefmt.Change{Kind: rulefmt.RuleShadowed, ProposalID: proposalID, RuleID: ruleID, Agents: r.Agents, Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
 	return nil
 }
 
-// CloseLifecycle closes an open lifecycle proposal that lost its reason
+// Withdraw closes an open lifecycle proposal that lost its reason
 // (a re-approval request for a rule used again): rejected by precept with
 // the reason, past the policy for people's decisions.
-func (l *Lifecycle) CloseLifecycle(ctx context.Context, proposalID, reason string) error {
-	m := l.m
-	st, err := m.store.State(ctx, proposalID)
+func (u *Upkeep) Withdraw(ctx context.Context, proposalID, reason string) error {
+	rc := &u.rec
+	st, err := rc.store.State(ctx, proposalID)
 	if err != nil {
 		return err
 	}
 	if p := st.OnBranch[proposalID]; p == nil || !p.Kind.DecidesOnRule() || !st.Open(proposalID) {
 		return nil
 	}
-	return m.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: rulefmt.SystemProposer, Reason: reason, Via: "precept"}, "")
-}
-
-// EffectUpdate is what the learning loop concluded about one rule:
-// its importance and confidence, and the figures behind them.
-type EffectUpdate struct {
-	RuleID string
-	// Importance is the level the validations crossed into since the
-	// last recording ("" when none); a rule is raised to it, never
-	// lowered.
-	Importance rulefmt.Importance
-	Confidence float64
-	// Validations and Recurrences go to positive_validations and
-	// negative_validations.
-	Validations int
-	Recurrences int
-	Effect      rulefmt.EffectSummary
+	return rc.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: rulefmt.SystemProposer, Reason: reason, Via: "precept"}, "")
 }
 
 // RecordEffects writes the updates into the rule files on main in one
 // commit ("Record rule effects"), leaving rules that left main and files
 // whose figures did not change alone. A change of importance reorders the
 // agent's prompt, so the commit notifies prompt assembly.
-func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (int, error) {
-	m := l.m
-	byID := map[string]EffectUpdate{}
+func (u *Upkeep) RecordEffects(ctx context.Context, updates []rulefmt.EffectUpdate) (int, error) {
+	rc := &u.rec
+	byID := map[string]rulefmt.EffectUpdate{}
 	for _, u := range updates {
 		byID[u.RuleID] = u
 	}
 	changed := 0
 	var agents []string
-	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := rc.store.Commit(ctx, rc.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		changed, agents = 0, nil
 		var changes []gitrepo.Change
 		for _, id := range slices.Sorted(maps.Keys(byID)) {
 			u := byID[id]
-			edited, r, err := m.store.EditRule(s, id, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+			edited, r, err := rc.store.EditRule(s, id, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
 				next := cur.Clone()
 				// Raised, never lowered: a curator's lower setting stays
 				// until the validations cross the next threshold.
@@ -252,15 +228,16 @@ func (l *Lifecycle) RecordEffects(ctx context.Context, updates []EffectUpdate) (
 	if err != nil || changed == 0 {
 		return 0, err
 	}
-	m.emit(rulefmt.Change{Kind: rulefmt.RuleEffectsRecorded, Agents: rulefmt.Distinct(agents), Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
+	rc.emit(rulefmt.Change{Kind: rulefmt.RuleEffectsRecorded, Agents: rulefmt.Distinct(agents), Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
 	return changed, nil
 }
 
+// RetiredRules lists the ids of the rules that left main — rolled back,
 // sunset, or superseded — of an agent (every agent's when agent is
 // empty), sorted. With no agent nothing is read beyond the history; an
 // agent's are those whose last version names it.
-func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, error) {
-	st, idx, err := l.m.store.StateAndHistory(ctx)
+func (u *Upkeep) RetiredRules(ctx context.Context, agent string) ([]string, error) {
+	st, idx, err := u.rec.store.StateAndHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +247,7 @@ func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, e
 	}
 	var out []string
 	for _, id := range ids {
-		if r, _, err := l.m.ruleAt(st, idx, id); err == nil && slices.Contains(r.Agents, agent) {
+		if r, _, err := u.rec.ruleAt(st, idx, id); err == nil && slices.Contains(r.Agents, agent) {
 			out = append(out, id)
 		}
 	}
@@ -281,14 +258,14 @@ func (l *Lifecycle) RetiredRules(ctx context.Context, agent string) ([]string, e
 // agent is empty), by id, each as it was when it left, from one reading
 // of the repository. A rule whose last version cannot be found is left
 // out.
-func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
-	st, idx, err := l.m.store.StateAndHistory(ctx)
+func (u *Upkeep) Retired(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
+	st, idx, err := u.rec.store.StateAndHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []rulefmt.Rule
 	for _, id := range gitstore.RetiredIDs(st, idx) {
-		r, _, err := l.m.ruleAt(st, idx, id)
+		r, _, err := u.rec.ruleAt(st, idx, id)
 		if precept.ErrorCode(err) == precept.NotFound {
 			continue
 		}
@@ -300,4 +277,15 @@ func (l *Lifecycle) Retired(ctx context.Context, agent string) ([]rulefmt.Rule, 
 		}
 	}
 	return out, nil
+}
+
+// Rule returns a rule with its provenance, as Manager.Rule does.
+func (u *Upkeep) Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
+	return u.rec.rule(ctx, id)
+}
+
+// ActiveRules returns the ACTIVE and SHADOW rules of an agent, as
+// Manager.ActiveRules does.
+func (u *Upkeep) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
+	return u.rec.activeRules(ctx, agent)
 }

@@ -23,15 +23,15 @@ func activeFromCluster(t *testing.T, f *fixture) string {
 func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	lc := f.m.Lifecycle()
+	up := f.m.Upkeep()
 	ruleID := activeFromCluster(t, f)
 
-	p, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle since 2026-01-01"})
+	p, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle since 2026-01-01"})
 	if err != nil || !created || p.Status != rulefmt.Pending || p.RuleID != ruleID || p.Branch != rulefmt.ProposalBranch(p.ID) {
 		t.Fatalf("re-approval = %+v, %v, %v", p, created, err)
 	}
 	// Asking again while it is open returns the open one.
-	again, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID})
+	again, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID})
 	if err != nil || created || again.ID != p.ID {
 		t.Fatalf("second lifecycle proposal = %+v, %v, %v", again, created, err)
 	}
@@ -48,11 +48,11 @@ func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 
 	// The next one goes unanswered: the rule moves to SHADOW, the request
 	// is closed by precept, and no bad tuning example is written.
-	p2, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle again"})
+	p2, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle again"})
 	if err != nil || !created || p2.ID == p.ID {
 		t.Fatalf("second re-approval = %+v, %v, %v", p2, created, err)
 	}
-	if err := lc.ShadowIdle(ctx, ruleID, p2.ID, "idle for 90 days; re-approval unanswered"); err != nil {
+	if err := up.ShadowIdle(ctx, ruleID, p2.ID, "idle for 90 days; re-approval unanswered"); err != nil {
 		t.Fatal(err)
 	}
 	r, _, err = f.m.Rule(ctx, ruleID)
@@ -73,11 +73,11 @@ func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 	if r, _, _ := f.m.Rule(ctx, ruleID); r.Status != rulefmt.Shadow {
 		t.Fatalf("maintenance activated an idle rule: %+v", r)
 	}
-	act, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindActivate, RuleID: ruleID, Evidence: "Shadow prompt: 1 of 60"})
+	act, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindActivate, RuleID: ruleID, Evidence: "Shadow prompt: 1 of 60"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: "r-nosuchrule"}); err == nil {
+	if _, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: "r-nosuchrule"}); err == nil {
 		t.Error("a lifecycle proposal for an unknown rule was accepted")
 	}
 	f.approve(act.ID, "alice")
@@ -94,10 +94,10 @@ func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	lc := f.m.Lifecycle()
+	up := f.m.Upkeep()
 	ruleID := activeFromCluster(t, f)
 
-	rej, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 12 of 20"})
+	rej, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 12 of 20"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +107,12 @@ func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 	if r, _, err := f.m.Rule(ctx, ruleID); err != nil || r.Status != rulefmt.Active {
 		t.Fatalf("rule after a rejected sunset = %+v, %v", r, err)
 	}
-	hist, err := lc.LifecycleHistory(ctx, ruleID, rulefmt.KindSunset)
+	hist, err := up.DecidedProposals(ctx, ruleID, rulefmt.KindSunset)
 	if err != nil || len(hist) != 1 || hist[0].Status != rulefmt.Rejected {
 		t.Fatalf("history = %+v, %v", hist, err)
 	}
 
-	p, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
+	p, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
 	if err != nil || !created || p.ID == rej.ID {
 		t.Fatalf("second sunset = %+v, %v, %v", p, created, err)
 	}
@@ -130,17 +130,17 @@ func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 	if f.readMain(rulefmt.ActiveRulePath("coding-agent", ruleID)) != "" || f.readMain(rulefmt.ProposalPath(p.ID)) != "" {
 		t.Error("the rule file or the merged proposal file is still on main")
 	}
-	retired, err := lc.RetiredRules(ctx, "coding-agent")
+	retired, err := up.RetiredRules(ctx, "coding-agent")
 	if err != nil || len(retired) != 1 || retired[0] != ruleID {
 		t.Fatalf("retired = %v, %v", retired, err)
 	}
-	if other, err := lc.RetiredRules(ctx, "docs-agent"); err != nil || len(other) != 0 {
+	if other, err := up.RetiredRules(ctx, "docs-agent"); err != nil || len(other) != 0 {
 		t.Fatalf("another agent's retired rules = %v, %v", other, err)
 	}
 	// As they were when they left, from one reading of the repository,
 	// twice (the second from the cache of what a commit's parent held).
 	for range 2 {
-		all, err := lc.Retired(ctx, "")
+		all, err := up.Retired(ctx, "")
 		if err != nil || len(all) != 1 || all[0].ID != ruleID || all[0].Status != rulefmt.Sunset || !slices.Contains(all[0].Agents, "coding-agent") {
 			t.Fatalf("retired rules = %+v, %v", all, err)
 		}
@@ -153,7 +153,7 @@ func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	lc := f.m.Lifecycle()
+	up := f.m.Upkeep()
 	ruleID := activeFromCluster(t, f)
 	r, _, err := f.m.Rule(ctx, ruleID)
 	if err != nil {
@@ -163,7 +163,7 @@ func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 
 	// A re-approval: the rule's history still holds its own proposal's
 	// commits as well as the re-approval's.
-	p, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle"})
+	p, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 	// The host deletes the merged branch: the next re-approval still gets
 	// a new id (history remembers the first).
 	f.git("branch", "-D", rulefmt.ProposalBranch(p.ID))
-	p2, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle again"})
+	p2, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle again"})
 	if err != nil || !created || p2.ID == p.ID {
 		t.Fatalf("after the branch was deleted: %+v, %v, %v", p2, created, err)
 	}
@@ -212,7 +212,7 @@ func TestASunsetRulesClusterIsNotDraftedAgain(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	ruleID := activeFromCluster(t, f)
-	p, _, err := f.m.Lifecycle().ProposeLifecycle(ctx, LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
+	p, _, err := f.m.Upkeep().Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
 	if err != nil {
 		t.Fatal(err)
 	}
