@@ -13,9 +13,10 @@ import (
 // Manager runs the rule lifecycle on the rules repository: it drafts and
 // guards proposals, records approvals and rejections, merges approved
 // rules, rolls them back and keeps the repository in step with its
-// remote. It is the top of the package's three layers
+// remote. It is the top of the rules packages' layers
 // (docs/architecture.md): each of its operations reads the state from
-// the store, asks the policy, and commits the outcome through the store.
+// the store, asks the policy, and commits the outcome through the store
+// (gitstore.Store).
 // Every write is a compare-and-swap commit, so several Managers (in one
 // process or several sharing the data directory) may work on one
 // repository at once.

@@ -15,7 +15,7 @@ import (
 	"github.com/precept-dev/precept"
 )
 
-// policy is the middle of the package's three layers
+// policy is the middle of the rules packages' layers
 // (docs/architecture.md): the guards, drafting, consolidation and the
 // rules of meta-approval (docs/lifecycle.md). Each of its methods is a
 // function of a state, a proposal and the options it holds; none reads

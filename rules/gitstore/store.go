@@ -15,7 +15,7 @@ import (
 )
 
 // Store is the rules repository as the workflow reads and writes it: the
-// bottom of the package's three layers (docs/architecture.md). It loads
+// bottom of the rules packages' layers (docs/architecture.md). It loads
 // the state at the current ref tips and holds every cache of the
 // package in one place, under one mutex: what git never changes (files
 // parsed by blob, commit metadata, whether a commit added a rule) and
