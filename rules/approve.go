@@ -151,7 +151,7 @@ func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, sign
 		if !ok {
 			return nil, precept.Errorf(precept.NotFound, "proposal %s not found", id)
 		}
-		if reach, err := rc.store.Reachable(s.Commit); err != nil || reach[branch.Commit] {
+		if merged, err := rc.store.Reaches(s.Commit, branch.Commit); err != nil || merged {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, rc.store.Main()))
 		}
 		now := rc.now()
@@ -222,7 +222,7 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 			return nil, err
 		}
 		// Merged before (and perhaps rolled back since): never again.
-		if reach, err := m.store.Reachable(s.Commit); err != nil || reach[tip] {
+		if merged, err := m.store.Reaches(s.Commit, tip); err != nil || merged {
 			return nil, err
 		}
 		if p.Kind.DecidesOnRule() {

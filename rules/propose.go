@@ -293,7 +293,7 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *gitstore.State, p rulef
 				if err != nil {
 					return nil, err
 				}
-				cur, err := m.store.Rule(blob)
+				cur, err := m.store.RuleFile(blob)
 				if err != nil {
 					return nil, err
 				}

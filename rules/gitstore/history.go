@@ -255,7 +255,7 @@ func (s *Store) readRuleBefore(c gitrepo.Hash, id string) (rulefmt.Rule, error) 
 			return rulefmt.Rule{}, err
 		}
 		if !found {
-			r, err := s.Rule(blob)
+			r, err := s.rule(blob)
 			if err != nil {
 				return rulefmt.Rule{}, err
 			}

@@ -101,7 +101,7 @@ func (s *Store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branc
 	if err := s.loadBranches(st, branches); err != nil {
 		return nil, err
 	}
-	reach, err := s.Reachable(mainTip)
+	reach, err := s.reachable(mainTip)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (s *Store) loadRules(st *State) error {
 		if !ok || strings.Contains(file, "/") || !strings.HasSuffix(file, ".md") {
 			return nil
 		}
-		r, err := s.Rule(blob)
+		r, err := s.rule(blob)
 		if err != nil {
 			s.log.Warn("unreadable rule file; ignored", "path", p, "err", err)
 			return nil

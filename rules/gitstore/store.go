@@ -100,8 +100,18 @@ func (s *Store) proposal(blob gitrepo.Hash) (*rulefmt.Proposal, error) {
 	return parseCached(s, s.proposals, blob, rulefmt.ParseProposal)
 }
 
-func (s *Store) Rule(blob gitrepo.Hash) (*rulefmt.Rule, error) {
+func (s *Store) rule(blob gitrepo.Hash) (*rulefmt.Rule, error) {
 	return parseCached(s, s.rules, blob, rulefmt.ParseRule)
+}
+
+// RuleFile reads the rule file stored as blob. The result is the
+// caller's own copy.
+func (s *Store) RuleFile(blob gitrepo.Hash) (rulefmt.Rule, error) {
+	r, err := s.rule(blob)
+	if err != nil {
+		return rulefmt.Rule{}, err
+	}
+	return r.Clone(), nil
 }
 
 // ProposalAt reads a proposal file at a snapshot; ok is false when it is
@@ -163,7 +173,7 @@ func (s *Store) EditRule(snap *gitrepo.Snapshot, ruleID string, edit func(cur *r
 		if err != nil {
 			return nil, nil, err
 		}
-		cur, err := s.Rule(blob)
+		cur, err := s.rule(blob)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -274,10 +284,10 @@ type reachSet struct {
 	set map[gitrepo.Hash]bool
 }
 
-// Reachable returns the commits reachable from tip. It extends the set of
+// reachable returns the commits reachable from tip. It extends the set of
 // the previous tip when tip descends from it, so a new commit costs a
 // walk over the new commits only.
-func (s *Store) Reachable(tip gitrepo.Hash) (map[gitrepo.Hash]bool, error) {
+func (s *Store) reachable(tip gitrepo.Hash) (map[gitrepo.Hash]bool, error) {
 	s.mu.Lock()
 	prev := s.reach
 	s.mu.Unlock()
@@ -317,6 +327,15 @@ func (s *Store) Reachable(tip gitrepo.Hash) (map[gitrepo.Hash]bool, error) {
 	s.reach = &reachSet{tip: tip, set: set}
 	s.mu.Unlock()
 	return set, nil
+}
+
+// Reaches reports whether commit c is reachable from tip.
+func (s *Store) Reaches(tip, c gitrepo.Hash) (bool, error) {
+	set, err := s.reachable(tip)
+	if err != nil {
+		return false, err
+	}
+	return set[c], nil
 }
 
 // RemoteTips returns a remote's tracking branches by name.
