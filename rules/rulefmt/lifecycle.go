@@ -1,7 +1,6 @@
 package rulefmt
 
 import (
-	"strings"
 	"time"
 )
 
@@ -71,11 +70,6 @@ func ExampleAgents(p Proposal) []string {
 		return nil
 	}
 	return p.Agents
-}
-
-func FirstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }
 
 // SameEffect reports whether next records nothing new: the same

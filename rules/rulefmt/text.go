@@ -1,7 +1,7 @@
 package rulefmt
 
-// This file splits rule text into sentences, for commit subjects and for
-// the checks that read a rule sentence by sentence.
+// This file splits rule text into sentences and lines, for commit
+// subjects and for the checks that read a rule sentence by sentence.
 
 import (
 	"strings"
@@ -53,4 +53,10 @@ func FirstSentence(text string) string {
 		return s[0]
 	}
 	return text
+}
+
+// FirstLine returns the first line of s, trimmed.
+func FirstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }
