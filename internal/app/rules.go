@@ -110,7 +110,7 @@ type clusterEvidence struct {
 
 var _ rulefmt.EvidenceSource = clusterEvidence{}
 
-// Generalizable implements rules.EvidenceSource: it translates the
+// Generalizable implements rulefmt.EvidenceSource: it translates the
 // evaluator's generalizable clusters, each read whole (listings leave
 // the members out).
 func (c clusterEvidence) Generalizable(ctx context.Context) ([]rulefmt.Evidence, error) {

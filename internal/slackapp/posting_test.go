@@ -14,7 +14,7 @@ import (
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
-// evidence is a rules.EvidenceSource the tests set.
+// evidence is a rulefmt.EvidenceSource the tests set.
 type evidence struct {
 	mu  sync.Mutex
 	evs []rulefmt.Evidence
