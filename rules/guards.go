@@ -509,7 +509,7 @@ func ruleTexts(st *gitstore.State) []ruleText {
 	slices.Sort(ids)
 	for _, id := range ids {
 		r := st.Rules[id]
-		if !gitstore.Live(r) {
+		if !r.Live() {
 			continue
 		}
 		out = append(out, ruleText{ID: id, Agents: r.Agents, InsertionPoint: r.InsertionPoint, Content: r.Content, IsRule: true})

@@ -150,7 +150,7 @@ func (rc *recorder) activeRules(ctx context.Context, agent string) ([]rulefmt.Ru
 		if agent != "" && !slices.Contains(r.Agents, agent) {
 			continue
 		}
-		if gitstore.Live(r) {
+		if r.Live() {
 			out = append(out, r.Clone())
 		}
 	}

@@ -159,15 +159,11 @@ func (st *State) Open(id string) bool {
 	return p.Status == rulefmt.Pending || p.Status == rulefmt.Approved
 }
 
-// Live reports whether a rule is in a prompt: ACTIVE, or SHADOW in the
-// shadow prompt.
-func Live(r *rulefmt.Rule) bool { return r.Status == rulefmt.Active || r.Status == rulefmt.Shadow }
-
 // ActiveCount is how many ACTIVE and SHADOW rules an agent has.
 func (st *State) ActiveCount(agent string) int {
 	n := 0
 	for _, r := range st.Rules {
-		if slices.Contains(r.Agents, agent) && Live(r) {
+		if slices.Contains(r.Agents, agent) && r.Live() {
 			n++
 		}
 	}

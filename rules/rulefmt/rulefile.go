@@ -259,3 +259,7 @@ func TuningExample(p Proposal, agent, label, curator, note, via string, at time.
 	body := "## Note\n\n" + strings.TrimSpace(note) + "\n\n## Rule\n\n" + strings.TrimSpace(p.Content)
 	return renderFrontMatter(meta, body)
 }
+
+// Live reports whether the rule is in a prompt: ACTIVE, or SHADOW in the
+// shadow prompt.
+func (r *Rule) Live() bool { return r.Status == Active || r.Status == Shadow }
