@@ -35,6 +35,8 @@ type State struct {
 	Merged map[string]bool
 }
 
+// NewState returns an empty state: the store starts from it, and tests of
+// the policy build states in memory from it.
 func NewState() *State {
 	return &State{
 		snap:     &gitrepo.Snapshot{},
