@@ -10,7 +10,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/prompts"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // scenario is one simulated agent: how often it fails in the pattern a
@@ -63,8 +63,8 @@ func simulate(t *testing.T, s scenario, rng *rand.Rand) Effect {
 		decide(s.base)
 	}
 	activated := next()
-	w.rules.byID["r-1"] = rules.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-1",
-		FeedbackIDs: evidence, ActivatedAt: activated, Confidence: 0.8, Importance: rules.Normal}
+	w.rules.byID["r-1"] = rulefmt.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rulefmt.Active, ClusterID: "c-1",
+		FeedbackIDs: evidence, ActivatedAt: activated, Confidence: 0.8, Importance: rulefmt.Normal}
 	for range s.exposures {
 		decide(s.after)
 	}
@@ -152,8 +152,8 @@ func TestTheEvidenceIsNotItsOwnBaseline(t *testing.T) {
 		w.decide("coder", t0.Add(-time.Duration(i)*time.Minute), precept.Rejected, "g1", "", "c-1", "tests-missing")
 		evidence = append(evidence, w.recs[len(w.recs)-1].Feedback.DecisionID)
 	}
-	w.rules.byID["r-1"] = rules.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-1",
-		FeedbackIDs: evidence, ActivatedAt: t0, Confidence: 0.8, Importance: rules.Normal}
+	w.rules.byID["r-1"] = rulefmt.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rulefmt.Active, ClusterID: "c-1",
+		FeedbackIDs: evidence, ActivatedAt: t0, Confidence: 0.8, Importance: rulefmt.Normal}
 	for i := 1; i <= 20; i++ {
 		if i%5 == 0 {
 			w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Rejected, "g1", "", "c-1", "tests-missing")
@@ -191,8 +191,8 @@ func TestSockPuppetsMoveNoImportanceAndNoConfidence(t *testing.T) {
 		w := newWorld()
 		w.clusters["c-1"] = "tests-missing"
 		w.versions["v1"] = prompts.VersionRecord{Version: "v1", RuleIDs: []string{"r-1"}}
-		w.rules.byID["r-1"] = rules.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-1",
-			ActivatedAt: t0, Confidence: 0.8, Importance: rules.Normal}
+		w.rules.byID["r-1"] = rulefmt.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rulefmt.Active, ClusterID: "c-1",
+			ActivatedAt: t0, Confidence: 0.8, Importance: rulefmt.Normal}
 		w.decide("coder", t0.Add(-time.Minute), precept.Rejected, "g1", "", "c-1", "tests-missing")
 		for i := range 16 {
 			at := t0.Add(time.Duration(i+1) * time.Minute)
@@ -211,7 +211,7 @@ func TestSockPuppetsMoveNoImportanceAndNoConfidence(t *testing.T) {
 		return e
 	}
 	puppet := run(1, 1)
-	if puppet.Validations != 12 || puppet.Importance != rules.Normal || puppet.Confidence != 0.8 {
+	if puppet.Validations != 12 || puppet.Importance != rulefmt.Normal || puppet.Confidence != 0.8 {
 		t.Errorf("one reviewer in one epic: %d validations, importance %s, confidence %v; want NORMAL and 0.8",
 			puppet.Validations, puppet.Importance, puppet.Confidence)
 	}
@@ -219,7 +219,7 @@ func TestSockPuppetsMoveNoImportanceAndNoConfidence(t *testing.T) {
 		t.Errorf("validators = %+v", puppet.Validators)
 	}
 	people := run(3, 2)
-	if people.Importance != rules.Critical || people.Confidence >= 0.8 {
+	if people.Importance != rulefmt.Critical || people.Confidence >= 0.8 {
 		t.Errorf("three reviewers in two epics: importance %s, confidence %v; want CRITICAL and lowered", people.Importance, people.Confidence)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Attribution says how a rule's exposures were found.
@@ -62,8 +62,8 @@ type Shadow struct {
 type Effect struct {
 	RuleID     string
 	Agents     []string
-	Status     rules.Status
-	Importance rules.Importance
+	Status     rulefmt.Status
+	Importance rulefmt.Importance
 	Confidence float64
 	Category   string
 	ClusterID  string
@@ -114,7 +114,7 @@ type Effect struct {
 	// the validations crossed into since.
 	firstActivatedAt    time.Time
 	recordedValidations int64
-	promote             rules.Importance
+	promote             rulefmt.Importance
 }
 
 // Effect computes one rule's effect now, also for a rule that left main.
@@ -124,7 +124,7 @@ func (t *Tracker) Effect(ctx context.Context, ruleID string) (Effect, error) {
 		return Effect{}, err
 	}
 	var retired time.Time
-	if r.Status != rules.Active && r.Status != rules.Shadow && len(hist) > 0 {
+	if r.Status != rulefmt.Active && r.Status != rulefmt.Shadow && len(hist) > 0 {
 		retired = hist[0].At
 	}
 	return t.newComputation().effect(ctx, r, retired)
@@ -154,7 +154,7 @@ func (t *Tracker) Effects(ctx context.Context, agent string) ([]Effect, error) {
 
 // inPrompt says whether a decision was made with the rule in its prompt,
 // and how that was found.
-func (c *computation) inPrompt(ctx context.Context, f fact, r rules.Rule, from, until time.Time) (exposed, shadow, byVersion bool, err error) {
+func (c *computation) inPrompt(ctx context.Context, f fact, r rulefmt.Rule, from, until time.Time) (exposed, shadow, byVersion bool, err error) {
 	if f.version != "" && c.t.versions != nil {
 		rec, err := c.version(ctx, f.version)
 		if err != nil {
@@ -164,13 +164,13 @@ func (c *computation) inPrompt(ctx context.Context, f fact, r rules.Rule, from, 
 			in := rec.Contains(r.ID)
 			// A SHADOW rule in a shadow prompt is the variant under test;
 			// an ACTIVE rule is in the shadow prompt too, and exposed.
-			shadow := in && rec.Shadow && r.Status == rules.Shadow
+			shadow := in && rec.Shadow && r.Status == rulefmt.Shadow
 			return in && !shadow, shadow, true, nil
 		}
 	}
 	// No known version: the rule was in the main prompt when it was
 	// ACTIVE (a SHADOW rule never is).
-	if r.Status == rules.Shadow && r.ShadowReason == "" {
+	if r.Status == rulefmt.Shadow && r.ShadowReason == "" {
 		return false, false, false, nil
 	}
 	in := !f.at.Before(from) && (until.IsZero() || f.at.Before(until))
@@ -179,7 +179,7 @@ func (c *computation) inPrompt(ctx context.Context, f fact, r rules.Rule, from, 
 
 // effect computes a rule's effect; until is when it left main (zero while
 // it is there).
-func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time) (Effect, error) {
+func (c *computation) effect(ctx context.Context, r rulefmt.Rule, until time.Time) (Effect, error) {
 	if r.ID == "" {
 		return Effect{}, errNoRule
 	}
@@ -188,7 +188,7 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 		Confidence: r.Confidence, ClusterID: r.ClusterID, ActivatedAt: r.ActivatedAt.UTC(), RetiredAt: until, ComputedAt: c.now,
 	}
 	if e.Importance == "" {
-		e.Importance = rules.Normal
+		e.Importance = rulefmt.Normal
 	}
 	pat, err := c.patternOf(ctx, r)
 	if err != nil {
@@ -204,7 +204,7 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 	if r.ReapprovedAt != nil {
 		e.reapprovedAt = r.ReapprovedAt.UTC()
 	}
-	e.reasonShadowed = r.Status == rules.Shadow && r.ShadowReason != ""
+	e.reasonShadowed = r.Status == rulefmt.Shadow && r.ShadowReason != ""
 	from := r.ActivatedAt.UTC()
 	if e.reasonShadowed && r.ShadowedAt != nil {
 		// Idle, back in SHADOW: its ACTIVE period counts by time until
@@ -274,7 +274,7 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 				if f.verdict == precept.Approved {
 					approvals = append(approvals, approved{f.at, f.gate, f})
 				}
-			case byVersion && r.Status == rules.Shadow:
+			case byVersion && r.Status == rulefmt.Shadow:
 				sh.MainDecisions++
 				if rec {
 					sh.MainRecurrences++
@@ -314,7 +314,7 @@ func (c *computation) effect(ctx context.Context, r rules.Rule, until time.Time)
 	case e.ExposuresByTime > 0:
 		e.Attribution = ByAgentTime
 	}
-	if r.Status == rules.Shadow {
+	if r.Status == rulefmt.Shadow {
 		sh.ShadowRate, sh.ShadowInterval = rate(sh.ShadowRecurrences, sh.ShadowDecisions), wilson(sh.ShadowRecurrences, sh.ShadowDecisions)
 		sh.MainRate, sh.MainInterval = rate(sh.MainRecurrences, sh.MainDecisions), wilson(sh.MainRecurrences, sh.MainDecisions)
 		sh.Change = sh.ShadowRate - sh.MainRate
@@ -341,15 +341,15 @@ func (t *Tracker) judge(e *Effect, pat pattern) {
 	case !o.Diversity.met(e.Validators):
 		// Validations from too few people raise nothing.
 	case prev < int64(o.CriticalAt) && e.Validations >= int64(o.CriticalAt):
-		e.promote = rules.Critical
+		e.promote = rulefmt.Critical
 	case prev < int64(o.ImportantAt) && e.Validations >= int64(o.ImportantAt):
-		e.promote = rules.Important
+		e.promote = rulefmt.Important
 	}
 	e.Importance = maxImportance(e.Importance, e.promote)
 	e.Summary = summary(*e, o)
 }
 
-func maxImportance(a, b rules.Importance) rules.Importance {
+func maxImportance(a, b rulefmt.Importance) rulefmt.Importance {
 	if b.Rank() > a.Rank() {
 		return b
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/prompts"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Reference values: Wilson intervals from published tables, and the
@@ -48,7 +48,7 @@ type world struct {
 }
 
 func newWorld() *world {
-	return &world{evals: map[string]evaluator.Evaluation{}, clusters: map[string]string{}, versions: map[string]prompts.VersionRecord{}, rules: &fakeRules{byID: map[string]rules.Rule{}}}
+	return &world{evals: map[string]evaluator.Evaluation{}, clusters: map[string]string{}, versions: map[string]prompts.VersionRecord{}, rules: &fakeRules{byID: map[string]rulefmt.Rule{}}}
 }
 
 func (w *world) Since(seq uint64, limit int) ([]feedbackstore.Record, error) {
@@ -105,26 +105,26 @@ func (w *world) decide(agent string, at time.Time, verdict precept.Verdict, gate
 }
 
 type fakeRules struct {
-	byID     map[string]rules.Rule
-	open     map[string]rules.Proposal
-	decided  []rules.Proposal
-	proposed []rules.LifecycleRequest
+	byID     map[string]rulefmt.Rule
+	open     map[string]rulefmt.Proposal
+	decided  []rulefmt.Proposal
+	proposed []rulefmt.LifecycleRequest
 	shadowed []string
-	recorded []rules.EffectUpdate
+	recorded []rulefmt.EffectUpdate
 }
 
-func (f *fakeRules) ActiveRules(ctx context.Context, agent string) ([]rules.Rule, error) {
-	var out []rules.Rule
+func (f *fakeRules) ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error) {
+	var out []rulefmt.Rule
 	for _, r := range f.byID {
-		if r.Status == rules.Active || r.Status == rules.Shadow {
+		if r.Status == rulefmt.Active || r.Status == rulefmt.Shadow {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b rules.Rule) int { return a.ActivatedAt.Compare(b.ActivatedAt) })
+	slices.SortFunc(out, func(a, b rulefmt.Rule) int { return a.ActivatedAt.Compare(b.ActivatedAt) })
 	return out, nil
 }
 
-func (f *fakeRules) Rule(ctx context.Context, id string) (rules.Rule, []rules.HistoryEntry, error) {
+func (f *fakeRules) Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error) {
 	r, ok := f.byID[id]
 	if !ok {
 		return r, nil, precept.Errorf(precept.NotFound, "rule %s not found", id)
@@ -132,23 +132,23 @@ func (f *fakeRules) Rule(ctx context.Context, id string) (rules.Rule, []rules.Hi
 	return r, nil, nil
 }
 
-func (f *fakeRules) ProposeLifecycle(ctx context.Context, req rules.LifecycleRequest) (rules.Proposal, bool, error) {
+func (f *fakeRules) Propose(ctx context.Context, req rulefmt.LifecycleRequest) (rulefmt.Proposal, bool, error) {
 	if f.open == nil {
-		f.open = map[string]rules.Proposal{}
+		f.open = map[string]rulefmt.Proposal{}
 	}
-	p := rules.Proposal{ID: "p-" + string(req.Kind) + req.RuleID, Kind: req.Kind, RuleID: req.RuleID, Status: rules.Pending, EvidenceSummary: req.Evidence, CreatedAt: time.Now()}
+	p := rulefmt.Proposal{ID: "p-" + string(req.Kind) + req.RuleID, Kind: req.Kind, RuleID: req.RuleID, Status: rulefmt.Pending, EvidenceSummary: req.Evidence, CreatedAt: time.Now()}
 	f.open[req.RuleID] = p
 	f.proposed = append(f.proposed, req)
 	return p, true, nil
 }
 
-func (f *fakeRules) OpenLifecycle(ctx context.Context, ruleID string) (rules.Proposal, bool, error) {
+func (f *fakeRules) OpenProposal(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error) {
 	p, ok := f.open[ruleID]
 	return p, ok, nil
 }
 
-func (f *fakeRules) LifecycleHistory(ctx context.Context, ruleID string, kind rules.Kind) ([]rules.Proposal, error) {
-	var out []rules.Proposal
+func (f *fakeRules) DecidedProposals(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error) {
+	var out []rulefmt.Proposal
 	for _, p := range f.decided {
 		if p.RuleID == ruleID && p.Kind == kind {
 			out = append(out, p)
@@ -160,16 +160,16 @@ func (f *fakeRules) LifecycleHistory(ctx context.Context, ruleID string, kind ru
 func (f *fakeRules) ShadowIdle(ctx context.Context, ruleID, proposalID, why string) error {
 	f.shadowed = append(f.shadowed, ruleID)
 	r := f.byID[ruleID]
-	r.Status, r.ShadowReason = rules.Shadow, why
+	r.Status, r.ShadowReason = rulefmt.Shadow, why
 	f.byID[ruleID] = r
 	delete(f.open, ruleID)
 	return nil
 }
 
-func (f *fakeRules) CloseLifecycle(ctx context.Context, proposalID, reason string) error {
+func (f *fakeRules) Withdraw(ctx context.Context, proposalID, reason string) error {
 	for id, p := range f.open {
 		if p.ID == proposalID {
-			p.Status, p.Rejection = rules.Rejected, &rules.Rejection{Reason: reason}
+			p.Status, p.Rejection = rulefmt.Rejected, &rulefmt.Rejection{Reason: reason}
 			f.decided = append(f.decided, p)
 			delete(f.open, id)
 		}
@@ -177,7 +177,7 @@ func (f *fakeRules) CloseLifecycle(ctx context.Context, proposalID, reason strin
 	return nil
 }
 
-func (f *fakeRules) RecordEffects(ctx context.Context, updates []rules.EffectUpdate) (int, error) {
+func (f *fakeRules) RecordEffects(ctx context.Context, updates []rulefmt.EffectUpdate) (int, error) {
 	f.recorded = append(f.recorded, updates...)
 	return len(updates), nil
 }
@@ -216,7 +216,7 @@ func TestEffectAsComputedByHand(t *testing.T) {
 	w.clusters["c-1"] = "tests-missing"
 	w.versions["v1:a"] = prompts.VersionRecord{Version: "v1:a", RuleIDs: []string{"r-1"}}
 	w.versions["v1:b"] = prompts.VersionRecord{Version: "v1:b", RuleIDs: []string{}}
-	w.rules.byID["r-1"] = rules.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-1", ActivatedAt: t0, Confidence: 0.8, Importance: rules.Normal}
+	w.rules.byID["r-1"] = rulefmt.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rulefmt.Active, ClusterID: "c-1", ActivatedAt: t0, Confidence: 0.8, Importance: rulefmt.Normal}
 	for i := 1; i <= 20; i++ {
 		at := t0.Add(-time.Duration(i) * time.Minute)
 		switch i {
@@ -264,7 +264,7 @@ func TestEffectAsComputedByHand(t *testing.T) {
 	check("before decisions", e.BeforeDecisions, int64(12))
 	check("before recurrences", e.BeforeRecurrences, int64(5))
 	check("validations", e.Validations, int64(7))
-	check("importance", e.Importance, rules.Important)
+	check("importance", e.Importance, rulefmt.Important)
 	check("category", e.Category, "tests-missing")
 	check("verdict", e.Verdict, Inconclusive)
 	if math.Abs(e.RateAfter-1.0/12) > 1e-9 || math.Abs(e.RateBefore-5.0/12) > 1e-9 {
@@ -286,7 +286,7 @@ func TestEffectAsComputedByHand(t *testing.T) {
 func worsening(w *world) {
 	w.clusters["c-2"] = "error-handling"
 	w.versions["v1:c"] = prompts.VersionRecord{Version: "v1:c", RuleIDs: []string{"r-2"}}
-	w.rules.byID["r-2"] = rules.Rule{ID: "r-2", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-2", ActivatedAt: t0, Confidence: 0.9}
+	w.rules.byID["r-2"] = rulefmt.Rule{ID: "r-2", Agents: []string{"coder"}, Status: rulefmt.Active, ClusterID: "c-2", ActivatedAt: t0, Confidence: 0.9}
 	for i := 1; i <= 20; i++ {
 		v := precept.Approved
 		if i%10 == 0 {
@@ -319,7 +319,7 @@ func TestASunsetIsProposedOnceWhenThePatternKeepsRecurring(t *testing.T) {
 	if e := rep.Effects[0]; e.ChangeInterval.Low <= 0 || e.Recurrences != 12 || e.BeforeRecurrences != 2 {
 		t.Errorf("effect = %+v", e)
 	}
-	if len(w.rules.proposed) != 1 || w.rules.proposed[0].Kind != rules.KindSunset || w.rules.proposed[0].RuleID != "r-2" {
+	if len(w.rules.proposed) != 1 || w.rules.proposed[0].Kind != rulefmt.KindSunset || w.rules.proposed[0].RuleID != "r-2" {
 		t.Fatalf("proposed = %+v", w.rules.proposed)
 	}
 	if len(w.rules.recorded) != 1 || w.rules.recorded[0].Effect.Verdict != NotImproving || w.rules.recorded[0].Recurrences != 12 {
@@ -338,7 +338,7 @@ func TestASunsetIsProposedOnceWhenThePatternKeepsRecurring(t *testing.T) {
 	}
 	// Rejected, it needs MinExposures new exposures before the next.
 	rejected := w.rules.open["r-2"]
-	rejected.Status, rejected.Rejection = rules.Rejected, &rules.Rejection{At: t0.Add(30 * time.Minute)}
+	rejected.Status, rejected.Rejection = rulefmt.Rejected, &rulefmt.Rejection{At: t0.Add(30 * time.Minute)}
 	w.rules.decided = append(w.rules.decided, rejected)
 	delete(w.rules.open, "r-2")
 	if _, err := tr.Pass(context.Background()); err != nil {
@@ -351,7 +351,7 @@ func TestASunsetIsProposedOnceWhenThePatternKeepsRecurring(t *testing.T) {
 
 func TestAnIdleRuleIsAskedForThenShadowed(t *testing.T) {
 	w := newWorld()
-	w.rules.byID["r-3"] = rules.Rule{ID: "r-3", Agents: []string{"writer"}, Status: rules.Active, ActivatedAt: t0, Confidence: 0.7}
+	w.rules.byID["r-3"] = rulefmt.Rule{ID: "r-3", Agents: []string{"writer"}, Status: rulefmt.Active, ActivatedAt: t0, Confidence: 0.7}
 	now := t0.Add(DefaultIdlePeriod - time.Hour)
 	if _, err := w.tracker(t, now, true).Pass(context.Background()); err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func TestAnIdleRuleIsAskedForThenShadowed(t *testing.T) {
 	if _, err := w.tracker(t, now, true).Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(w.rules.proposed) != 1 || w.rules.proposed[0].Kind != rules.KindReapprove {
+	if len(w.rules.proposed) != 1 || w.rules.proposed[0].Kind != rulefmt.KindReapprove {
 		t.Fatalf("proposed = %+v", w.rules.proposed)
 	}
 	p := w.rules.open["r-3"]
@@ -380,7 +380,7 @@ func TestAnIdleRuleIsAskedForThenShadowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rep.Shadowed, []string{"r-3"}) || w.rules.byID["r-3"].Status != rules.Shadow {
+	if !slices.Equal(rep.Shadowed, []string{"r-3"}) || w.rules.byID["r-3"].Status != rulefmt.Shadow {
 		t.Errorf("shadowed = %v, rule = %+v", rep.Shadowed, w.rules.byID["r-3"])
 	}
 }
@@ -392,7 +392,7 @@ func TestShadowVariantIsComparedWithTheMainPrompt(t *testing.T) {
 	w.clusters["c-4"] = "naming"
 	w.versions["v1:s"] = prompts.VersionRecord{Version: "v1:s", Shadow: true, RuleIDs: []string{"r-4"}}
 	w.versions["v1:m"] = prompts.VersionRecord{Version: "v1:m", RuleIDs: []string{}}
-	w.rules.byID["r-4"] = rules.Rule{ID: "r-4", Agents: []string{"coder"}, Status: rules.Shadow, ShadowReason: "idle", ClusterID: "c-4", ActivatedAt: t0, Confidence: 0.7}
+	w.rules.byID["r-4"] = rulefmt.Rule{ID: "r-4", Agents: []string{"coder"}, Status: rulefmt.Shadow, ShadowReason: "idle", ClusterID: "c-4", ActivatedAt: t0, Confidence: 0.7}
 	for i := 1; i <= 12; i++ {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		if i <= 2 {
@@ -417,7 +417,7 @@ func TestShadowVariantIsComparedWithTheMainPrompt(t *testing.T) {
 	if rep.Effects[0].Exposures != 0 {
 		t.Errorf("a shadow rule has main-prompt exposures: %+v", rep.Effects[0])
 	}
-	if len(w.rules.proposed) != 1 || w.rules.proposed[0].Kind != rules.KindActivate {
+	if len(w.rules.proposed) != 1 || w.rules.proposed[0].Kind != rulefmt.KindActivate {
 		t.Fatalf("proposed = %+v", w.rules.proposed)
 	}
 	if ev := w.rules.proposed[0].Evidence; !contains(ev, "Shadow prompt: 2 of 12") || !contains(ev, "main prompt: 6 of 12") {
@@ -435,7 +435,7 @@ func TestAnAbsentPatternIsNeverJudgedNotImproving(t *testing.T) {
 	w := newWorld()
 	w.clusters["c-5"] = "naming"
 	w.versions["v1:n"] = prompts.VersionRecord{Version: "v1:n", RuleIDs: []string{"r-5"}}
-	w.rules.byID["r-5"] = rules.Rule{ID: "r-5", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-5", ActivatedAt: t0, Confidence: 0.8}
+	w.rules.byID["r-5"] = rulefmt.Rule{ID: "r-5", Agents: []string{"coder"}, Status: rulefmt.Active, ClusterID: "c-5", ActivatedAt: t0, Confidence: 0.8}
 	for i := 1; i <= 100; i++ {
 		w.decide("coder", t0.Add(-time.Duration(i)*time.Minute), precept.Approved, "g1", "", "", "")
 		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:n", "", "")
@@ -454,7 +454,7 @@ func TestAnAbsentPatternIsNeverJudgedNotImproving(t *testing.T) {
 func TestAnActiveRuleInAShadowPromptIsExposed(t *testing.T) {
 	w := newWorld()
 	w.versions["v1:sh"] = prompts.VersionRecord{Version: "v1:sh", Shadow: true, RuleIDs: []string{"r-6", "r-new"}}
-	w.rules.byID["r-6"] = rules.Rule{ID: "r-6", Agents: []string{"coder"}, Status: rules.Active, ActivatedAt: t0}
+	w.rules.byID["r-6"] = rulefmt.Rule{ID: "r-6", Agents: []string{"coder"}, Status: rulefmt.Active, ActivatedAt: t0}
 	for i := 1; i <= 4; i++ {
 		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:sh", "", "")
 	}
@@ -473,7 +473,7 @@ func TestAnActiveRuleInAShadowPromptIsExposed(t *testing.T) {
 func TestWindowsFollowTheRulesHistory(t *testing.T) {
 	w := newWorld()
 	moved := t0.Add(time.Hour)
-	w.rules.byID["r-7"] = rules.Rule{ID: "r-7", Agents: []string{"coder"}, Status: rules.Shadow, ShadowReason: "idle", ShadowedAt: &moved, ActivatedAt: t0}
+	w.rules.byID["r-7"] = rulefmt.Rule{ID: "r-7", Agents: []string{"coder"}, Status: rulefmt.Shadow, ShadowReason: "idle", ShadowedAt: &moved, ActivatedAt: t0}
 	for i := 1; i <= 10; i++ {
 		w.decide("coder", t0.Add(time.Duration(i)*10*time.Minute), precept.Approved, "g1", "", "", "")
 	}
@@ -488,8 +488,8 @@ func TestWindowsFollowTheRulesHistory(t *testing.T) {
 	w = newWorld()
 	w.clusters["c-8"] = "naming"
 	again := t0.Add(2 * time.Hour)
-	w.rules.byID["r-8"] = rules.Rule{ID: "r-8", Agents: []string{"coder"}, Status: rules.Active, ClusterID: "c-8", ActivatedAt: again,
-		Effect: &rules.EffectSummary{FirstActivatedAt: t0}}
+	w.rules.byID["r-8"] = rulefmt.Rule{ID: "r-8", Agents: []string{"coder"}, Status: rulefmt.Active, ClusterID: "c-8", ActivatedAt: again,
+		Effect: &rulefmt.EffectSummary{FirstActivatedAt: t0}}
 	// Before t0: 4 decisions, 2 recurrences. During the first active
 	// period (t0…again): 4 decisions without any. After: 4, 1 recurrence.
 	for i := 1; i <= 4; i++ {
@@ -519,7 +519,7 @@ func TestWindowsFollowTheRulesHistory(t *testing.T) {
 func TestImportanceRisesOnlyAtAThreshold(t *testing.T) {
 	w := newWorld()
 	w.versions["v1:i"] = prompts.VersionRecord{Version: "v1:i", RuleIDs: []string{"r-9"}}
-	w.rules.byID["r-9"] = rules.Rule{ID: "r-9", Agents: []string{"coder"}, Status: rules.Active, ActivatedAt: t0, Importance: rules.Normal, PositiveValidations: 6}
+	w.rules.byID["r-9"] = rulefmt.Rule{ID: "r-9", Agents: []string{"coder"}, Status: rulefmt.Active, ActivatedAt: t0, Importance: rulefmt.Normal, PositiveValidations: 6}
 	for i := 1; i <= 7; i++ {
 		w.decide("coder", t0.Add(time.Duration(i)*time.Minute), precept.Approved, "g1", "v1:i", "", "")
 	}
@@ -527,7 +527,7 @@ func TestImportanceRisesOnlyAtAThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := rep.Effects[0]; e.Importance != rules.Normal || w.rules.recorded[0].Importance != "" {
+	if e := rep.Effects[0]; e.Importance != rulefmt.Normal || w.rules.recorded[0].Importance != "" {
 		t.Fatalf("lowered by a curator after 6 validations, raised again at 7: %+v / %+v", e, w.rules.recorded[0])
 	}
 	r := w.rules.byID["r-9"]
@@ -537,7 +537,7 @@ func TestImportanceRisesOnlyAtAThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := rep.Effects[0]; e.Importance != rules.Important || w.rules.recorded[1].Importance != rules.Important {
+	if e := rep.Effects[0]; e.Importance != rulefmt.Important || w.rules.recorded[1].Importance != rulefmt.Important {
 		t.Fatalf("crossing 5 did not promote: %+v", e)
 	}
 }
@@ -546,9 +546,9 @@ func TestImportanceRisesOnlyAtAThreshold(t *testing.T) {
 // not acted on after the grace period.
 func TestAReapprovalOfARuleUsedAgainIsClosed(t *testing.T) {
 	w := newWorld()
-	w.rules.byID["r-10"] = rules.Rule{ID: "r-10", Agents: []string{"coder"}, Status: rules.Active, ActivatedAt: t0}
+	w.rules.byID["r-10"] = rulefmt.Rule{ID: "r-10", Agents: []string{"coder"}, Status: rulefmt.Active, ActivatedAt: t0}
 	asked := t0.Add(DefaultIdlePeriod + time.Hour)
-	w.rules.open = map[string]rules.Proposal{"r-10": {ID: "p-reapprove10", Kind: rules.KindReapprove, RuleID: "r-10", Status: rules.Pending, CreatedAt: asked}}
+	w.rules.open = map[string]rulefmt.Proposal{"r-10": {ID: "p-reapprove10", Kind: rulefmt.KindReapprove, RuleID: "r-10", Status: rulefmt.Pending, CreatedAt: asked}}
 	w.decide("coder", asked.Add(time.Hour), precept.Approved, "g1", "", "", "")
 	rep, err := w.tracker(t, asked.Add(DefaultGracePeriod+time.Hour), true).Pass(context.Background())
 	if err != nil {
@@ -575,7 +575,7 @@ func (c *countingVersions) Lookup(ctx context.Context, v string) (prompts.Versio
 func TestOneRulesFailureDoesNotHideTheOthers(t *testing.T) {
 	w := newWorld()
 	worsening(w)
-	w.rules.byID["r-broken"] = rules.Rule{ID: "r-broken", Agents: []string{"other"}, Status: rules.Active, ClusterID: "c-gone", ActivatedAt: t0}
+	w.rules.byID["r-broken"] = rulefmt.Rule{ID: "r-broken", Agents: []string{"other"}, Status: rulefmt.Active, ClusterID: "c-gone", ActivatedAt: t0}
 	w.decide("other", t0.Add(time.Minute), precept.Rejected, "g1", "", "", "")
 	w.evals["d-broken"] = evaluator.Evaluation{}
 	for i := range 50 {

@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // PassReport says what an effects pass did.
@@ -45,7 +45,7 @@ func (t *Tracker) Pass(ctx context.Context) (PassReport, error) {
 	if !t.opts.Lifecycle {
 		return rep, errors.Join(errs...)
 	}
-	updates := make([]rules.EffectUpdate, 0, len(effects))
+	updates := make([]rulefmt.EffectUpdate, 0, len(effects))
 	for _, e := range effects {
 		updates = append(updates, t.update(e))
 	}
@@ -60,11 +60,11 @@ func (t *Tracker) Pass(ctx context.Context) (PassReport, error) {
 	return rep, errors.Join(errs...)
 }
 
-func (t *Tracker) update(e Effect) rules.EffectUpdate {
-	return rules.EffectUpdate{
+func (t *Tracker) update(e Effect) rulefmt.EffectUpdate {
+	return rulefmt.EffectUpdate{
 		RuleID: e.RuleID, Importance: e.promote, Confidence: e.Confidence,
 		Validations: int(e.Validations), Recurrences: int(e.Recurrences),
-		Effect: rules.EffectSummary{
+		Effect: rulefmt.EffectSummary{
 			Category: e.Category, BaseConfidence: e.baseConfidence, FirstActivatedAt: e.firstActivatedAt, Attribution: string(e.Attribution),
 			Exposures: e.Exposures, Recurrences: e.Recurrences, RateAfter: round4(e.RateAfter),
 			RateAfterInterval: []float64{round4(e.RateAfterInterval.Low), round4(e.RateAfterInterval.High)},
@@ -81,16 +81,16 @@ func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
 // idle rule whose re-approval went unanswered to SHADOW.
 func (t *Tracker) act(ctx context.Context, e Effect, rep *PassReport) error {
 	now := t.opts.Now().UTC()
-	open, hasOpen, err := t.rules.OpenLifecycle(ctx, e.RuleID)
+	open, hasOpen, err := t.rules.OpenProposal(ctx, e.RuleID)
 	if err != nil {
 		return err
 	}
 	if hasOpen {
-		if open.Kind == rules.KindReapprove && e.lastActivity().After(open.CreatedAt) {
+		if open.Kind == rulefmt.KindReapprove && e.lastActivity().After(open.CreatedAt) {
 			// Used again since it was asked about: the question is moot.
-			return t.rules.CloseLifecycle(ctx, open.ID, fmt.Sprintf("moot: the rule was exercised again on %s", e.lastActivity().Format(time.DateOnly)))
+			return t.rules.Withdraw(ctx, open.ID, fmt.Sprintf("moot: the rule was exercised again on %s", e.lastActivity().Format(time.DateOnly)))
 		}
-		if open.Kind == rules.KindReapprove && !open.CreatedAt.Add(t.opts.GracePeriod).After(now) {
+		if open.Kind == rulefmt.KindReapprove && !open.CreatedAt.Add(t.opts.GracePeriod).After(now) {
 			why := fmt.Sprintf("idle since %s: no exposures or validations for %s; re-approval %s unanswered for %s",
 				e.lastActivity().Format(time.DateOnly), t.opts.IdlePeriod, open.ID, t.opts.GracePeriod)
 			if err := t.rules.ShadowIdle(ctx, e.RuleID, open.ID, why); err != nil {
@@ -100,14 +100,14 @@ func (t *Tracker) act(ctx context.Context, e Effect, rep *PassReport) error {
 		}
 		return nil
 	}
-	var kind rules.Kind
+	var kind rulefmt.Kind
 	switch {
-	case e.Status == rules.Active && e.Verdict == NotImproving:
-		kind = rules.KindSunset
-	case e.Status == rules.Active && !e.lastActivity().Add(t.opts.IdlePeriod).After(now):
-		kind = rules.KindReapprove
-	case e.Status == rules.Shadow && e.reasonShadowed && e.Shadow != nil && e.Shadow.ShadowDecisions >= int64(t.opts.MinExposures):
-		kind = rules.KindActivate
+	case e.Status == rulefmt.Active && e.Verdict == NotImproving:
+		kind = rulefmt.KindSunset
+	case e.Status == rulefmt.Active && !e.lastActivity().Add(t.opts.IdlePeriod).After(now):
+		kind = rulefmt.KindReapprove
+	case e.Status == rulefmt.Shadow && e.reasonShadowed && e.Shadow != nil && e.Shadow.ShadowDecisions >= int64(t.opts.MinExposures):
+		kind = rulefmt.KindActivate
 	default:
 		return nil
 	}
@@ -115,7 +115,7 @@ func (t *Tracker) act(ctx context.Context, e Effect, rep *PassReport) error {
 	if err != nil || !fresh {
 		return err
 	}
-	p, created, err := t.rules.ProposeLifecycle(ctx, rules.LifecycleRequest{Kind: kind, RuleID: e.RuleID, Evidence: t.evidence(e, kind)})
+	p, created, err := t.rules.Propose(ctx, rulefmt.LifecycleRequest{Kind: kind, RuleID: e.RuleID, Evidence: t.evidence(e, kind)})
 	if err != nil {
 		return err
 	}
@@ -129,20 +129,20 @@ func (t *Tracker) act(ctx context.Context, e Effect, rep *PassReport) error {
 // same evidence: after a rejected proposal of a kind, the next one needs
 // MinExposures new exposures (shadow decisions for an activation) since
 // the rejection; a re-approval, a new idle period since.
-func (t *Tracker) freshEvidence(ctx context.Context, e Effect, kind rules.Kind) (bool, error) {
-	past, err := t.rules.LifecycleHistory(ctx, e.RuleID, kind)
+func (t *Tracker) freshEvidence(ctx context.Context, e Effect, kind rulefmt.Kind) (bool, error) {
+	past, err := t.rules.DecidedProposals(ctx, e.RuleID, kind)
 	if err != nil || len(past) == 0 {
 		return err == nil, err
 	}
 	last := past[len(past)-1]
-	if last.Status != rules.Rejected {
+	if last.Status != rulefmt.Rejected {
 		return true, nil
 	}
 	since := last.UpdatedAt
 	if last.Rejection != nil {
 		since = last.Rejection.At
 	}
-	if kind == rules.KindReapprove {
+	if kind == rulefmt.KindReapprove {
 		return !since.Add(t.opts.IdlePeriod).After(t.opts.Now()), nil
 	}
 	r, _, err := t.rules.Rule(ctx, e.RuleID)
@@ -155,17 +155,17 @@ func (t *Tracker) freshEvidence(ctx context.Context, e Effect, kind rules.Kind) 
 		return false, err
 	}
 	n := later.Exposures
-	if kind == rules.KindActivate && later.Shadow != nil {
+	if kind == rulefmt.KindActivate && later.Shadow != nil {
 		n = later.Shadow.ShadowDecisions
 	}
 	return n >= int64(t.opts.MinExposures), nil
 }
 
-func (t *Tracker) evidence(e Effect, kind rules.Kind) string {
+func (t *Tracker) evidence(e Effect, kind rulefmt.Kind) string {
 	switch kind {
-	case rules.KindSunset:
+	case rulefmt.KindSunset:
 		return "Sunset proposed: this rule does not reduce the failure it targets. " + e.Summary
-	case rules.KindReapprove:
+	case rulefmt.KindReapprove:
 		return fmt.Sprintf("Re-approval requested: nothing exercised this rule since %s (no exposures or validations for %s). Approve to keep it; unanswered for %s it moves to SHADOW. %s",
 			e.lastActivity().Format(time.DateOnly), t.opts.IdlePeriod, t.opts.GracePeriod, e.Summary)
 	default:

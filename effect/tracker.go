@@ -19,7 +19,7 @@ import (
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/prompts"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Feed is the feedback store the tracker follows.
@@ -40,16 +40,17 @@ type Versions interface {
 	Lookup(ctx context.Context, version string) (prompts.VersionRecord, bool, error)
 }
 
-// Rules is the rule manager.
+// Rules is what the loop reads of approved rules and does to them:
+// rules.Upkeep (docs/effects.md, "Lifecycle from evidence").
 type Rules interface {
-	ActiveRules(ctx context.Context, agent string) ([]rules.Rule, error)
-	Rule(ctx context.Context, id string) (rules.Rule, []rules.HistoryEntry, error)
-	ProposeLifecycle(ctx context.Context, req rules.LifecycleRequest) (rules.Proposal, bool, error)
-	OpenLifecycle(ctx context.Context, ruleID string) (rules.Proposal, bool, error)
-	LifecycleHistory(ctx context.Context, ruleID string, kind rules.Kind) ([]rules.Proposal, error)
+	ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error)
+	Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error)
+	Propose(ctx context.Context, req rulefmt.LifecycleRequest) (rulefmt.Proposal, bool, error)
+	OpenProposal(ctx context.Context, ruleID string) (rulefmt.Proposal, bool, error)
+	DecidedProposals(ctx context.Context, ruleID string, kind rulefmt.Kind) ([]rulefmt.Proposal, error)
 	ShadowIdle(ctx context.Context, ruleID, proposalID, why string) error
-	CloseLifecycle(ctx context.Context, proposalID, reason string) error
-	RecordEffects(ctx context.Context, updates []rules.EffectUpdate) (int, error)
+	Withdraw(ctx context.Context, proposalID, reason string) error
+	RecordEffects(ctx context.Context, updates []rulefmt.EffectUpdate) (int, error)
 }
 
 // Metrics receives each effects pass's figures; internal/metrics turns them into
@@ -284,7 +285,7 @@ func (c *computation) clusterCategory(ctx context.Context, id string) (string, e
 	return v.Category, nil
 }
 
-func (c *computation) patternOf(ctx context.Context, r rules.Rule) (pattern, error) {
+func (c *computation) patternOf(ctx context.Context, r rulefmt.Rule) (pattern, error) {
 	p := pattern{clusters: map[string]bool{}}
 	for _, id := range append([]string{r.ClusterID}, r.EvidenceClusters...) {
 		if id == "" {

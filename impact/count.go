@@ -15,7 +15,7 @@ import (
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Feedback is what a preview reads of the feedback store.
@@ -88,7 +88,7 @@ type target struct {
 
 // category finds the lesson category a proposal addresses: its cluster's,
 // else the category its own text classifies into.
-func category(ctx context.Context, ev Evaluations, cls *lesson.Classifier, p rules.Proposal) (string, error) {
+func category(ctx context.Context, ev Evaluations, cls *lesson.Classifier, p rulefmt.Proposal) (string, error) {
 	if p.ClusterID != "" {
 		c, err := ev.Cluster(ctx, p.ClusterID)
 		switch {

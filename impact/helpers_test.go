@@ -23,6 +23,7 @@ import (
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // fixtureRow is one decision of testdata/decisions.jsonl with what the
@@ -78,9 +79,9 @@ func (e *evaluations) Cluster(_ context.Context, id string) (evaluator.ClusterVi
 	return c, nil
 }
 
-type proposals struct{ list []rules.Proposal }
+type proposals struct{ list []rulefmt.Proposal }
 
-func (p *proposals) List(context.Context, rules.ListFilter) ([]rules.Proposal, error) {
+func (p *proposals) List(context.Context, rules.ListFilter) ([]rulefmt.Proposal, error) {
 	return p.list, nil
 }
 
@@ -90,7 +91,7 @@ func (p *proposals) List(context.Context, rules.ListFilter) ([]rules.Proposal, e
 type env struct {
 	sources  Sources
 	feedback *feedbackstore.Store
-	proposal rules.Proposal
+	proposal rulefmt.Proposal
 }
 
 var t0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
@@ -148,13 +149,13 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { rrepo.Close() })
 	files := map[string]string{
-		"prompts/coder.md":                         "You are a coding agent. Write Go.\n",
-		"prompts/review.md":                        "# Review\n\n" + opposingText + "\n",
-		"prompts/src/api/_rules.md":                "# API\n\n- " + ruleText + "\n- Keep handlers small.\n",
-		"prompts/src/docs/_rules.md":               "Write in plain English.\n",
-		rules.ActiveRulePath("coder", "r-keep1"):   ruleFile(t, "r-keep1", "Keep functions short."),
-		rules.ActiveRulePath("coder", "r-same1"):   ruleFile(t, "r-same1", ruleText),
-		rules.ActiveRulePath("planner", "r-plan1"): ruleFile(t, "r-plan1", ruleText),
+		"prompts/coder.md":                           "You are a coding agent. Write Go.\n",
+		"prompts/review.md":                          "# Review\n\n" + opposingText + "\n",
+		"prompts/src/api/_rules.md":                  "# API\n\n- " + ruleText + "\n- Keep handlers small.\n",
+		"prompts/src/docs/_rules.md":                 "Write in plain English.\n",
+		rulefmt.ActiveRulePath("coder", "r-keep1"):   ruleFile(t, "r-keep1", "Keep functions short."),
+		rulefmt.ActiveRulePath("coder", "r-same1"):   ruleFile(t, "r-same1", ruleText),
+		rulefmt.ActiveRulePath("planner", "r-plan1"): ruleFile(t, "r-plan1", ruleText),
 	}
 	var changes []gitrepo.Change
 	for p, c := range files {
@@ -169,10 +170,10 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := rules.Proposal{ID: "p-c1impact", Status: rules.Pending, Revision: 3, ContentRevision: 2, Agents: []string{"coder"},
+	p := rulefmt.Proposal{ID: "p-c1impact", Status: rulefmt.Pending, Revision: 3, ContentRevision: 2, Agents: []string{"coder"},
 		ClusterID: "C1", EvidenceClusters: []string{"C2"}, FeedbackIDs: []string{"n1", "n2", "n3"}, Content: ruleText, RuleID: "r-c1impact"}
 	return &env{
-		sources: Sources{Proposals: &proposals{list: []rules.Proposal{p}}, Feedback: store, Evaluations: ev,
+		sources: Sources{Proposals: &proposals{list: []rulefmt.Proposal{p}}, Feedback: store, Evaluations: ev,
 			Lessons: lesson.DefaultSource(), Documents: asm, Embedder: embedding.NewLocal(embedding.LocalOptions{})},
 		feedback: store, proposal: p,
 	}
@@ -180,7 +181,7 @@ func newEnv(t testing.TB) *env {
 
 func ruleFile(t testing.TB, id, content string) string {
 	t.Helper()
-	b, err := rules.Rule{ID: id, Type: rules.Guideline, Status: rules.Active, Content: content}.Marshal()
+	b, err := rulefmt.Rule{ID: id, Type: rulefmt.Guideline, Status: rulefmt.Active, Content: content}.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}

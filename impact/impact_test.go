@@ -24,6 +24,7 @@ import (
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func model(t testing.TB, url string) Model {
@@ -105,9 +106,9 @@ func TestPreviewListsSimilarAndOpposingGuidanceOnMain(t *testing.T) {
 		}
 	}
 	want := map[string]bool{
-		"prompts/src/api/_rules.md":              false,
-		"prompts/review.md":                      true,
-		rules.ActiveRulePath("coder", "r-same1"): false,
+		"prompts/src/api/_rules.md":                false,
+		"prompts/review.md":                        true,
+		rulefmt.ActiveRulePath("coder", "r-same1"): false,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("similar guidance (path: opposing) = %v, want %v", got, want)
@@ -264,7 +265,7 @@ func TestPreviewAnswersAtOnceAndMarksWhatIsNotComputed(t *testing.T) {
 		t.Errorf("preview before any computation = %+v (ok %v), want pending", pv, ok)
 	}
 	decided := e.proposal
-	decided.Status = rules.Approved
+	decided.Status = rulefmt.Approved
 	if _, ok := s.Preview(decided); ok {
 		t.Error("a decided proposal never previewed has a preview")
 	}
@@ -689,7 +690,7 @@ func TestARoundDropsDecidedProposalsFromMemory(t *testing.T) {
 			t.Errorf("on disk %v: %d previews in memory after their proposal was decided", onDisk, n)
 		}
 		decided := e.proposal
-		decided.Status = rules.Approved
+		decided.Status = rulefmt.Approved
 		pv, ok := s.Preview(decided)
 		if ok != onDisk || (onDisk && pv.CategoryNegatives.Total != 4) {
 			t.Errorf("on disk %v: the decided proposal's preview is %+v (ok %v)", onDisk, pv, ok)
@@ -719,9 +720,9 @@ func TestTheComparisonWithMainComparesRulesFirstAndSaysWhatItLeftOut(t *testing.
 	docs := []prompts.Document{
 		{Kind: prompts.DocumentBasePrompt, Path: "prompts/coder.md", Text: big.String()},
 		{Kind: prompts.DocumentRulesFile, Path: "prompts/src/docs/_rules.md", Text: "Write in plain English.\n"},
-		{Kind: prompts.DocumentRule, Path: rules.ActiveRulePath("coder", "r-same1"), Agent: "coder", RuleID: "r-same1", Text: ruleText},
+		{Kind: prompts.DocumentRule, Path: rulefmt.ActiveRulePath("coder", "r-same1"), Agent: "coder", RuleID: "r-same1", Text: ruleText},
 	}
-	p := rules.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
+	p := rulefmt.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
 	emb := &countingEmbedder{Embedder: embedding.NewLocal(embedding.LocalOptions{})}
 	got, leftOut, err := similar(context.Background(), embedding.NewCache(emb, maxCachedPassages), rules.DefaultThresholds(), p, docs)
 	if err != nil {
@@ -750,7 +751,7 @@ func TestARecountEmbedsOnlyTheGuidanceThatChanged(t *testing.T) {
 		{Kind: prompts.DocumentBasePrompt, Path: "prompts/review.md", Text: "# Review\n\n" + opposingText + "\n\nBe kind.\n"},
 		{Kind: prompts.DocumentRulesFile, Path: "prompts/src/api/_rules.md", Text: "- " + ruleText + "\n- Keep handlers small.\n"},
 	}
-	p := rules.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
+	p := rulefmt.Proposal{ID: "p-x", Agents: []string{"coder"}, Content: ruleText, RuleID: "r-new"}
 	emb := &countingEmbedder{Embedder: embedding.NewLocal(embedding.LocalOptions{})}
 	cache := embedding.NewCache(emb, maxCachedPassages)
 	ctx := context.Background()

@@ -17,11 +17,12 @@ import (
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Proposals lists proposals; rules.Manager implements it.
 type Proposals interface {
-	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
+	List(ctx context.Context, f rules.ListFilter) ([]rulefmt.Proposal, error)
 }
 
 var _ Proposals = (*rules.Manager)(nil)
@@ -203,17 +204,17 @@ func (s *Service) OnUpdate(fn func(proposalID string)) {
 // Pending, and a round is asked for. Memory holds the previews of
 // pending proposals only: a decided proposal's last preview is read from
 // its file in Dir; ok is false when there is none.
-func (s *Service) Preview(p rules.Proposal) (Preview, bool) {
+func (s *Service) Preview(p rulefmt.Proposal) (Preview, bool) {
 	s.mu.Lock()
 	pv, ok := s.previews[p.ID]
 	s.mu.Unlock()
-	if !ok && p.Status != rules.Pending && s.opts.Dir != "" {
+	if !ok && p.Status != rulefmt.Pending && s.opts.Dir != "" {
 		pv, ok = s.read(p.ID)
 	}
 	if ok && pv.ContentRevision == p.ContentRevision {
 		return pv.clone(), true
 	}
-	if p.Status != rules.Pending {
+	if p.Status != rulefmt.Pending {
 		return Preview{}, false
 	}
 	s.Request()
@@ -222,7 +223,7 @@ func (s *Service) Preview(p rules.Proposal) (Preview, bool) {
 
 // Summary is the preview of p in one line (Preview.Summary), "" when
 // there is none.
-func (s *Service) Summary(p rules.Proposal) string {
+func (s *Service) Summary(p rulefmt.Proposal) string {
 	pv, ok := s.Preview(p)
 	if !ok {
 		return ""
@@ -240,7 +241,7 @@ func (s *Service) Request() {
 
 // ProposalChanged is the rule manager's change hook: a changed proposal
 // is previewed again soon.
-func (s *Service) ProposalChanged(c rules.Change) {
+func (s *Service) ProposalChanged(c rulefmt.Change) {
 	if c.ProposalID != "" {
 		s.Request()
 	}
@@ -268,7 +269,7 @@ func (s *Service) Run(ctx context.Context) error {
 // behind its text, the feedback store or main, and runs the replays
 // still owed.
 func (s *Service) Round(ctx context.Context) error {
-	list, err := s.src.Proposals.List(ctx, rules.ListFilter{Status: rules.Pending})
+	list, err := s.src.Proposals.List(ctx, rules.ListFilter{Status: rulefmt.Pending})
 	if err != nil {
 		return fmt.Errorf("list pending proposals: %w", err)
 	}
@@ -288,13 +289,13 @@ func (s *Service) Round(ctx context.Context) error {
 // forgetDecided drops from memory the previews of proposals that are not
 // in pending, the pending ones: decided proposals are not previewed
 // again, and their files in Dir keep their last preview.
-func (s *Service) forgetDecided(pending []rules.Proposal) {
+func (s *Service) forgetDecided(pending []rulefmt.Proposal) {
 	s.computeMu.Lock()
 	defer s.computeMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id := range s.previews {
-		if !slices.ContainsFunc(pending, func(p rules.Proposal) bool { return p.ID == id }) {
+		if !slices.ContainsFunc(pending, func(p rulefmt.Proposal) bool { return p.ID == id }) {
 			delete(s.previews, id)
 		}
 	}
@@ -305,17 +306,17 @@ func (s *Service) forgetDecided(pending []rules.Proposal) {
 // feedback store or main moved and the preview is older than Refresh;
 // then the replay when this text has none yet. It may call the LLM:
 // callers that answer requests use Preview instead.
-func (s *Service) Compute(ctx context.Context, p rules.Proposal) (Preview, error) {
+func (s *Service) Compute(ctx context.Context, p rulefmt.Proposal) (Preview, error) {
 	return s.compute(ctx, p, false)
 }
 
 // Refresh is Compute counting again whatever the preview's age, even
 // when nothing moved; a replay already done is kept.
-func (s *Service) Refresh(ctx context.Context, p rules.Proposal) (Preview, error) {
+func (s *Service) Refresh(ctx context.Context, p rulefmt.Proposal) (Preview, error) {
 	return s.compute(ctx, p, true)
 }
 
-func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Preview, error) {
+func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool) (Preview, error) {
 	s.computeMu.Lock()
 	defer s.computeMu.Unlock()
 	if len(p.Agents) == 0 {
@@ -391,7 +392,7 @@ func (s *Service) compute(ctx context.Context, p rules.Proposal, force bool) (Pr
 }
 
 // count scans the feedback store for p.
-func (s *Service) count(ctx context.Context, p rules.Proposal, seq uint64) (Preview, tally, error) {
+func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Preview, tally, error) {
 	cls := s.src.Lessons.Classifier()
 	cat, err := category(ctx, s.src.Evaluations, cls, p)
 	if err != nil {
@@ -444,7 +445,7 @@ func (s *Service) publish(pv Preview) {
 // save writes pv to <Dir>/<proposal id>.json through a temporary file,
 // so a crash leaves the old file or the new one.
 func (s *Service) save(pv Preview) error {
-	if !rules.ValidProposalID(pv.ProposalID) {
+	if !rulefmt.ValidProposalID(pv.ProposalID) {
 		return fmt.Errorf("invalid proposal id %q", pv.ProposalID)
 	}
 	b, err := json.Marshal(pv)
@@ -487,7 +488,7 @@ func (s *Service) load() error {
 	for _, e := range entries {
 		name := e.Name()
 		id, ok := strings.CutSuffix(name, ".json")
-		if !ok || !rules.ValidProposalID(id) {
+		if !ok || !rulefmt.ValidProposalID(id) {
 			continue
 		}
 		pv, err := s.readFile(id)
@@ -502,7 +503,7 @@ func (s *Service) load() error {
 
 // read returns the preview kept in Dir for a proposal, if any.
 func (s *Service) read(id string) (Preview, bool) {
-	if !rules.ValidProposalID(id) {
+	if !rulefmt.ValidProposalID(id) {
 		return Preview{}, false
 	}
 	pv, err := s.readFile(id)

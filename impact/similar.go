@@ -12,6 +12,7 @@ import (
 	"github.com/precept-dev/precept/lib/text"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Documents lists the guidance on main prompts are built from;
@@ -49,7 +50,7 @@ var kindOrder = map[string]int{prompts.DocumentRule: 0, prompts.DocumentRulesFil
 // instruction — the same bands and polarity (english.Polarity) as the
 // conflict guard (rules/conflict.go). emb is the Service's
 // embedding.Cache, so a recount embeds only the text that changed.
-func similar(ctx context.Context, emb embedding.Embedder, th rules.Thresholds, p rules.Proposal, docs []prompts.Document) (_ []Similar, leftOut int, _ error) {
+func similar(ctx context.Context, emb embedding.Embedder, th rules.Thresholds, p rulefmt.Proposal, docs []prompts.Document) (_ []Similar, leftOut int, _ error) {
 	type compared struct {
 		doc      int
 		passages []string

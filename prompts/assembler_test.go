@@ -12,7 +12,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func TestCachedBuildReadsNoGitAndAllocatesNothing(t *testing.T) {
@@ -155,7 +155,7 @@ func TestNotifyWakesWatchersOnACommitAndOnItsRevert(t *testing.T) {
 	if added.Reason != Changed || !strings.Contains(added.Prompt.Text, "- [r-new] Check the error of Close.") || added.Prompt.Version == first.Prompt.Version {
 		t.Fatalf("after approval: %+v", added)
 	}
-	commit(t, repo, "roll back r-new", files{rules.ActiveRulePath("coding-agent", "r-new"): ""})
+	commit(t, repo, "roll back r-new", files{rulefmt.ActiveRulePath("coding-agent", "r-new"): ""})
 	a.Notify()
 	reverted := w.next(t)
 	if reverted.Reason != Changed || reverted.Prompt.Version != first.Prompt.Version || strings.Contains(reverted.Prompt.Text, "r-new") {
@@ -228,7 +228,7 @@ func TestWatchersHearOnlyOfChangesToTheirPrompt(t *testing.T) {
 	refresh(t, a)
 	commit(t, repo, "sibling directory", files{"prompts/web/_rules.md": "Web."})
 	refresh(t, a)
-	commit(t, repo, "shadow rule", ruleFiles(t, "coding-agent", ruleSpec{id: "r-shadow", status: rules.Shadow}))
+	commit(t, repo, "shadow rule", ruleFiles(t, "coding-agent", ruleSpec{id: "r-shadow", status: rulefmt.Shadow}))
 	refresh(t, a)
 
 	u := w.next(t)

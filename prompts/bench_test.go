@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // benchFiles is the benchmark's repository: a base prompt, _rules.md on
@@ -20,7 +20,7 @@ func benchFiles(b *testing.B) files {
 	}
 	var specs []ruleSpec
 	for i := range 20 {
-		specs = append(specs, ruleSpec{id: fmt.Sprintf("r-%02d", i), importance: rules.Importance([]string{"NORMAL", "IMPORTANT", "CRITICAL"}[i%3]),
+		specs = append(specs, ruleSpec{id: fmt.Sprintf("r-%02d", i), importance: rulefmt.Importance([]string{"NORMAL", "IMPORTANT", "CRITICAL"}[i%3]),
 			confidence: 0.5 + float64(i)/100, content: "When a retry loop gives up, return the last error wrapped with the attempt count so callers can tell a timeout from a refusal."})
 	}
 	return merge(fs, ruleFiles(b, "coding-agent", specs...))

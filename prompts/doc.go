@@ -7,7 +7,7 @@
 //
 //	prompts/<stage>.md                  base stage prompts
 //	prompts/**/_rules.md                directory-scoped rules
-//	rules/active/<agent>/<rule_id>.md   approved rules (rules.Rule files)
+//	rules/active/<agent>/<rule_id>.md   approved rules (rulefmt.Rule files)
 //
 // An Assembler reads one snapshot of main into an in-memory index (rules
 // by agent, _rules.md by directory, base prompts by stage) and caches the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/text"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Explanation says what goes into one prompt and why.
@@ -41,7 +41,7 @@ type RulesFile struct {
 
 // RuleExplanation says whether one rule is in the prompt and why.
 type RuleExplanation struct {
-	rules.Rule
+	rulefmt.Rule
 	// Agents are the agents whose directory holds the rule.
 	Agents   []string
 	Included bool
@@ -171,7 +171,7 @@ func (e *Explanation) explainOtherAgentsRules(ix *index, agent string, mine map[
 	}
 	for _, id := range slices.Sorted(maps.Keys(others)) {
 		x := others[id]
-		x.Detail = fmt.Sprintf("belongs to %s, not %s: a rule applies to the agents whose directory under %s holds it", strings.Join(x.Agents, ", "), agent, rules.ActiveDir)
+		x.Detail = fmt.Sprintf("belongs to %s, not %s: a rule applies to the agents whose directory under %s holds it", strings.Join(x.Agents, ", "), agent, rulefmt.ActiveDir)
 		e.Rules = append(e.Rules, *x)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func TestExplainSaysWhyEachRuleAndRulesFileIsInOrOut(t *testing.T) {
@@ -18,11 +18,11 @@ func TestExplainSaysWhyEachRuleAndRulesFileIsInOrOut(t *testing.T) {
 		"prompts/src/web/_rules.md": "Web.",
 		"prompts/src/_rules.md":     "\n",
 	}, ruleFiles(t, "coding-agent",
-		ruleSpec{id: "r-top", importance: rules.Critical, confidence: 0.9},
+		ruleSpec{id: "r-top", importance: rulefmt.Critical, confidence: 0.9},
 		ruleSpec{id: "r-second", confidence: 0.8},
 		ruleSpec{id: "r-over", confidence: 0.1},
-		ruleSpec{id: "r-shadow", status: rules.Shadow, confidence: 0.5},
-		ruleSpec{id: "r-rolled", status: rules.RolledBack, confidence: 0.5},
+		ruleSpec{id: "r-shadow", status: rulefmt.Shadow, confidence: 0.5},
+		ruleSpec{id: "r-rolled", status: rulefmt.RolledBack, confidence: 0.5},
 		ruleSpec{id: "r-shared", confidence: 0.2},
 	), ruleFiles(t, "test-agent", ruleSpec{id: "r-tests"}, ruleSpec{id: "r-shared"}),
 		ruleFiles(t, "docs-agent", ruleSpec{id: "r-tests"}),
@@ -91,7 +91,7 @@ func TestExplainSaysWhyEachRuleAndRulesFileIsInOrOut(t *testing.T) {
 
 func TestExplainDescribesARequestBuildPromptWouldRefuse(t *testing.T) {
 	repo := openRepo(t)
-	commit(t, repo, "rules", ruleFiles(t, "coding-agent", ruleSpec{id: "r-1"}, ruleSpec{id: "r-s", status: rules.Shadow, confidence: 0.5}))
+	commit(t, repo, "rules", ruleFiles(t, "coding-agent", ruleSpec{id: "r-1"}, ruleSpec{id: "r-s", status: rulefmt.Shadow, confidence: 0.5}))
 	a := newAssembler(t, repo, Options{})
 	e, err := a.Explain(context.Background(), Request{Agent: "coding-agent", Stage: "review"})
 	if err != nil {

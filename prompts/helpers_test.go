@@ -10,7 +10,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/testenv"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func openRepo(t testing.TB) *gitrepo.Repo {
@@ -44,8 +44,8 @@ func commit(t testing.TB, repo *gitrepo.Repo, msg string, fs files) gitrepo.Hash
 // ruleSpec is the part of a rule tests vary.
 type ruleSpec struct {
 	id         string
-	status     rules.Status
-	importance rules.Importance
+	status     rulefmt.Status
+	importance rulefmt.Importance
 	confidence float64
 	content    string
 }
@@ -53,16 +53,16 @@ type ruleSpec struct {
 func ruleFile(t testing.TB, s ruleSpec) string {
 	t.Helper()
 	if s.status == "" {
-		s.status = rules.Active
+		s.status = rulefmt.Active
 	}
 	if s.content == "" {
 		s.content = "Follow rule " + s.id + "."
 	}
-	r := rules.Rule{ID: s.id, ProposalID: "p-" + strings.TrimPrefix(s.id, "r-"), Type: rules.Guideline,
+	r := rulefmt.Rule{ID: s.id, ProposalID: "p-" + strings.TrimPrefix(s.id, "r-"), Type: rulefmt.Guideline,
 		Status: s.status, Importance: s.importance, Confidence: s.confidence, Content: s.content,
-		FeedbackIDs: []string{"d-" + s.id}, Approvals: []rules.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}},
+		FeedbackIDs: []string{"d-" + s.id}, Approvals: []rulefmt.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}},
 		ActivatedAt: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)}
-	if s.status == rules.Shadow {
+	if s.status == rulefmt.Shadow {
 		until := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 		r.ShadowUntil = &until
 	}
@@ -77,7 +77,7 @@ func ruleFile(t testing.TB, s ruleSpec) string {
 func ruleFiles(t testing.TB, agent string, specs ...ruleSpec) files {
 	fs := files{}
 	for _, s := range specs {
-		fs[rules.ActiveRulePath(agent, s.id)] = ruleFile(t, s)
+		fs[rulefmt.ActiveRulePath(agent, s.id)] = ruleFile(t, s)
 	}
 	return fs
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/safetext"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Repository layout (docs/formats.md).
@@ -48,7 +48,7 @@ type document struct {
 
 // rule is one rule file in an agent's directory.
 type rule struct {
-	rules.Rule
+	rulefmt.Rule
 	path string
 	blob gitrepo.Hash
 	// problem says why the file could not be used; Rule is then zero
@@ -93,7 +93,7 @@ func newIndex(commit gitrepo.Hash, cacheSize int) *index {
 // so a rebuild reads only blobs that changed.
 type parsed struct {
 	text    string
-	rule    *rules.Rule
+	rule    *rulefmt.Rule
 	problem string
 	unsafe  bool
 }
@@ -189,8 +189,8 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 		return nil, fmt.Errorf("index %s: %w", promptsDir, err)
 	}
 
-	err = snap.Walk(rules.ActiveDir, func(p string, blob gitrepo.Hash) error {
-		rel := strings.TrimPrefix(p, rules.ActiveDir+"/")
+	err = snap.Walk(rulefmt.ActiveDir, func(p string, blob gitrepo.Hash) error {
+		rel := strings.TrimPrefix(p, rulefmt.ActiveDir+"/")
 		agent, file, ok := strings.Cut(rel, "/")
 		if !ok || strings.Contains(file, "/") || !safeName(agent) || !strings.HasSuffix(file, ".md") {
 			return nil
@@ -219,9 +219,9 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 		switch {
 		case r.problem != "":
 			ar.other = append(ar.other, r)
-		case r.Status == rules.Active:
+		case r.Status == rulefmt.Active:
 			ar.active = append(ar.active, r)
-		case r.Status == rules.Shadow:
+		case r.Status == rulefmt.Shadow:
 			ar.shadow = append(ar.shadow, r)
 		default:
 			ar.other = append(ar.other, r)
@@ -229,7 +229,7 @@ func (l *loader) load(commit gitrepo.Hash) (*index, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", rules.ActiveDir, err)
+		return nil, fmt.Errorf("index %s: %w", rulefmt.ActiveDir, err)
 	}
 	for _, ar := range ix.agents {
 		slices.SortFunc(ar.active, byRank)
@@ -260,7 +260,7 @@ func parseBlob(data []byte, kind fileKind, denylist []string) parsed {
 		}
 		return parsed{text: text}
 	}
-	r, err := rules.ParseRule(data)
+	r, err := rulefmt.ParseRule(data)
 	if err != nil {
 		return parsed{problem: err.Error()}
 	}

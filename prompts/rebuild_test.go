@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func TestBuildAtAssemblesAPastCommitAndLeavesTheServedPromptsAlone(t *testing.T) {
@@ -93,7 +93,7 @@ func TestRebuildGivesTheTextOfEachRecordedVersion(t *testing.T) {
 	versions := NewVersions(repo, nil, nil)
 	a := newAssembler(t, repo, Options{OnAssembled: versions.Observe})
 	commit(t, repo, "rules", merge(files{"prompts/implement.md": "Base.", "prompts/src/_rules.md": "Src."},
-		ruleFiles(t, "coding-agent", ruleSpec{id: "r-1"}, ruleSpec{id: "r-2", status: rules.Shadow})))
+		ruleFiles(t, "coding-agent", ruleSpec{id: "r-1"}, ruleSpec{id: "r-2", status: rulefmt.Shadow})))
 	refresh(t, a)
 	served := map[string]string{}
 	serve := func(p *Prompt) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -19,28 +20,28 @@ import (
 // A proposer cannot approve their own manual proposal. Once the proposal
 // has its required approvals it is APPROVED and, with auto-merge on,
 // merged into main as its rule.
-func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (Proposal, error) {
+func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (rulefmt.Proposal, error) {
 	id := req.ProposalID
 	// A pasted token is committed by its kind only (docs/lifecycle.md).
 	req.Note = safetext.Redact(req.Note)
 	if err := m.policy.checkDecision(id, req.By, req.Note, req.Via); err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	st, err := m.store.State(ctx, id)
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	if err := decidable(st, id); err != nil {
-		if ruleID, merged := st.byProposal[id]; merged && slices.ContainsFunc(st.rules[ruleID].Approvals, func(a Approval) bool { return a.Approver == req.By }) {
+		if ruleID, merged := st.ByProposal[id]; merged && slices.ContainsFunc(st.Rules[ruleID].Approvals, func(a rulefmt.Approval) bool { return a.Approver == req.By }) {
 			return m.Get(ctx, id)
 		}
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	var recorded, completed bool
-	var after Proposal
-	h, err := m.store.Commit(ctx, ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	var after rulefmt.Proposal
+	h, err := m.store.Commit(ctx, rulefmt.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		recorded, completed = false, false
-		p, ok, err := m.store.proposalAt(s, ProposalPath(id))
+		p, ok, err := m.store.ProposalAt(s, rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
@@ -60,24 +61,24 @@ func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (Proposal, er
 		return &gitrepo.CommitSpec{
 			Message: fmt.Sprintf("Approve %s (%d of %d) by %s", id, len(next.Approvals), next.Required, req.By),
 			Trailers: []gitrepo.Trailer{
-				{Key: TrailerApprovedBy, Value: req.By},
-				{Key: TrailerProposalID, Value: id},
-				{Key: TrailerVia, Value: req.Via},
+				{Key: rulefmt.TrailerApprovedBy, Value: req.By},
+				{Key: rulefmt.TrailerProposalID, Value: id},
+				{Key: rulefmt.TrailerVia, Value: req.Via},
 			},
-			Changes: []gitrepo.Change{{Path: ProposalPath(id), Data: data}},
+			Changes: []gitrepo.Change{{Path: rulefmt.ProposalPath(id), Data: data}},
 		}, nil
 	})
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	if recorded {
 		m.log.Info("approval recorded", "proposal_id", id, "approver", req.By, "via", req.Via, "approvals", len(after.Approvals), "required", after.Required)
-		m.emit(Change{Kind: ApprovalRecorded, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via})
+		m.emit(rulefmt.Change{Kind: rulefmt.ApprovalRecorded, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via})
 	}
 	if completed {
-		m.emit(Change{Kind: ProposalApproved, ProposalID: id, RuleID: after.RuleID, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via})
+		m.emit(rulefmt.Change{Kind: rulefmt.ProposalApproved, ProposalID: id, RuleID: after.RuleID, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via})
 	}
-	if after.Status == Approved && m.features.AutoMerge {
+	if after.Status == rulefmt.Approved && m.features.AutoMerge {
 		faultPoint("approval-committed")
 		if err := m.mergeProposal(ctx, id); err != nil {
 			// The approval is recorded; Maintain retries the merge.
@@ -91,27 +92,27 @@ func (m *Manager) Approve(ctx context.Context, req ApproveRequest) (Proposal, er
 // proposal is archived on main as rules/rejected/<id>.md and its branch
 // is deleted on the remote. Rejecting again by the same person is a
 // no-op.
-func (m *Manager) Reject(ctx context.Context, req RejectRequest) (Proposal, error) {
+func (m *Manager) Reject(ctx context.Context, req RejectRequest) (rulefmt.Proposal, error) {
 	id := req.ProposalID
 	req.Reason = safetext.Redact(strings.TrimSpace(req.Reason))
 	if req.Reason == "" {
-		return Proposal{}, precept.Errorf(precept.Invalid, "reason: a rejection needs a reason")
+		return rulefmt.Proposal{}, precept.Errorf(precept.Invalid, "reason: a rejection needs a reason")
 	}
 	if err := m.policy.checkDecision(id, req.By, req.Reason, req.Via); err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	st, err := m.store.State(ctx, id)
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
-	if p := st.rejected[id]; p != nil && p.Rejection != nil && p.Rejection.Rejector == req.By {
+	if p := st.Rejected[id]; p != nil && p.Rejection != nil && p.Rejection.Rejector == req.By {
 		return m.Get(ctx, id)
 	}
 	if err := decidable(st, id); err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	if err := m.commitRejection(ctx, req, ""); err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	return m.Get(ctx, id)
 }
@@ -119,16 +120,16 @@ func (m *Manager) Reject(ctx context.Context, req RejectRequest) (Proposal, erro
 // commitRejection commits a rejection on main. signature is the rejector
 // as a git trailer value when it differs from the name (e.g. with an
 // email).
-func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signature string) error {
+func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, signature string) error {
 	id := req.ProposalID
 	if signature == "" {
 		signature = req.By
 	}
-	var after Proposal
+	var after rulefmt.Proposal
 	var done bool
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := rc.store.Commit(ctx, rc.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		if prev, ok, err := m.store.proposalAt(s, RejectedPath(id)); err != nil {
+		if prev, ok, err := rc.store.ProposalAt(s, rulefmt.RejectedPath(id)); err != nil {
 			return nil, err
 		} else if ok {
 			if prev.Rejection != nil && prev.Rejection.Rejector == req.By {
@@ -136,24 +137,24 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 			}
 			return nil, precept.Errorf(precept.FailedPrecondition, "proposal %s was already rejected", id)
 		}
-		if ok, err := m.store.hasRule(s, RuleIDFor(id)); err != nil || ok {
-			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s; roll the rule back instead", id, RuleIDFor(id)))
+		if ok, err := rc.store.HasRule(s, rulefmt.RuleIDFor(id)); err != nil || ok {
+			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s; roll the rule back instead", id, rulefmt.RuleIDFor(id)))
 		}
-		branch, err := m.store.repo.Snapshot(ProposalBranch(id))
+		branch, err := rc.store.Repo().Snapshot(rulefmt.ProposalBranch(id))
 		if err != nil {
 			return nil, err
 		}
-		p, ok, err := m.store.proposalAt(branch, ProposalPath(id))
+		p, ok, err := rc.store.ProposalAt(branch, rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, precept.Errorf(precept.NotFound, "proposal %s not found", id)
 		}
-		if reach, err := m.store.reachable(s.Commit); err != nil || reach[branch.Commit] {
-			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, m.store.main))
+		if merged, err := rc.store.Reaches(s.Commit, branch.Commit); err != nil || merged {
+			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, rc.store.Main()))
 		}
-		now := m.now()
+		now := rc.now()
 		p, err = reject(p, req, now)
 		if err != nil {
 			return nil, err
@@ -162,25 +163,25 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 		if err != nil {
 			return nil, err
 		}
-		changes := []gitrepo.Change{{Path: RejectedPath(id), Data: data}}
+		changes := []gitrepo.Change{{Path: rulefmt.RejectedPath(id), Data: data}}
 		// A rejected lifecycle proposal keeps a rule people want: its text
 		// is no bad example.
-		for _, agent := range lifecycleless(p) {
-			ex, err := tuningExample(p, agent, "bad", req.By, req.Reason, req.Via, now)
+		for _, agent := range rulefmt.ExampleAgents(p) {
+			ex, err := rulefmt.TuningExample(p, agent, "bad", req.By, req.Reason, req.Via, now)
 			if err != nil {
 				return nil, err
 			}
-			changes = append(changes, gitrepo.Change{Path: TuningPath(agent, "bad", id, req.By), Data: ex})
+			changes = append(changes, gitrepo.Change{Path: rulefmt.TuningPath(agent, "bad", id, req.By), Data: ex})
 		}
 		after, done = p, true
 		return &gitrepo.CommitSpec{
 			Message: fmt.Sprintf("Reject %s by %s: %s", id, req.By, text.ClipWords(text.OneLine(req.Reason), 72)),
 			Trailers: []gitrepo.Trailer{
-				{Key: TrailerRejectedBy, Value: signature},
-				{Key: TrailerReason, Value: text.ClipWords(text.OneLine(req.Reason), 500)},
-				{Key: TrailerProposalID, Value: id},
-				{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)},
-				{Key: TrailerVia, Value: req.Via},
+				{Key: rulefmt.TrailerRejectedBy, Value: signature},
+				{Key: rulefmt.TrailerReason, Value: text.ClipWords(text.OneLine(req.Reason), 500)},
+				{Key: rulefmt.TrailerProposalID, Value: id},
+				{Key: rulefmt.TrailerFeedbackIDs, Value: rulefmt.FeedbackTrailer(p.FeedbackIDs)},
+				{Key: rulefmt.TrailerVia, Value: req.Via},
 			},
 			Changes: changes,
 		}, nil
@@ -189,8 +190,8 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 		return err
 	}
 	if done {
-		m.log.Info("proposal rejected", "proposal_id", id, "rejector", req.By, "via", req.Via)
-		m.emit(Change{Kind: ProposalRejected, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via, MainChanged: true})
+		rc.log.Info("proposal rejected", "proposal_id", id, "rejector", req.By, "via", req.Via)
+		rc.emit(rulefmt.Change{Kind: rulefmt.ProposalRejected, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: req.By, Via: req.Via, MainChanged: true})
 	}
 	return nil
 }
@@ -198,34 +199,34 @@ func (m *Manager) commitRejection(ctx context.Context, req RejectRequest, signat
 // mergeProposal merges an APPROVED proposal's branch into main as its
 // rule. It does nothing when the branch was merged before.
 func (m *Manager) mergeProposal(ctx context.Context, id string) error {
-	tip, err := m.store.tip(ProposalBranch(id))
+	tip, err := m.store.Tip(rulefmt.ProposalBranch(id))
 	if err != nil || tip.IsZero() {
 		return err
 	}
-	branch, err := m.store.repo.SnapshotAt(tip)
+	branch, err := m.store.Repo().SnapshotAt(tip)
 	if err != nil {
 		return err
 	}
-	p, ok, err := m.store.proposalAt(branch, ProposalPath(id))
-	if err != nil || !ok || p.Status != Approved {
+	p, ok, err := m.store.ProposalAt(branch, rulefmt.ProposalPath(id))
+	if err != nil || !ok || p.Status != rulefmt.Approved {
 		return err
 	}
 	var done bool
 	var superseded []string
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		if ok, err := s.Exists(RejectedPath(id)); err != nil || ok {
+		if ok, err := s.Exists(rulefmt.RejectedPath(id)); err != nil || ok {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected", id))
 		}
-		if ok, err := m.store.hasRule(s, p.RuleID); err != nil || ok && !p.Kind.Lifecycle() {
+		if ok, err := m.store.HasRule(s, p.RuleID); err != nil || ok && !p.Kind.DecidesOnRule() {
 			return nil, err
 		}
 		// Merged before (and perhaps rolled back since): never again.
-		if reach, err := m.store.reachable(s.Commit); err != nil || reach[tip] {
+		if merged, err := m.store.Reaches(s.Commit, tip); err != nil || merged {
 			return nil, err
 		}
-		if p.Kind.Lifecycle() {
-			spec, err := m.store.lifecycleSpec(s, p, m.now(), nil)
+		if p.Kind.DecidesOnRule() {
+			spec, err := m.store.LifecycleSpec(s, p, m.now(), nil)
 			if err != nil {
 				return nil, err
 			}
@@ -234,8 +235,8 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 				// state the proposal asks about): record the decision with
 				// nothing to do, so the proposal does not stay APPROVED.
 				spec = &gitrepo.CommitSpec{
-					Message:    fmt.Sprintf("Close %s: rule %s is no longer %s, nothing to do", p.ID, p.RuleID, lifecycleStatus(p.Kind)),
-					Trailers:   []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}},
+					Message:    fmt.Sprintf("Close %s: rule %s is no longer %s, nothing to do", p.ID, p.RuleID, rulefmt.RuleStatusFor(p.Kind)),
+					Trailers:   []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: p.ID}},
 					AllowEmpty: true,
 				}
 			}
@@ -243,7 +244,7 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 			done = true
 			return spec, nil
 		}
-		spec, sup, err := m.store.approvalSpec(s, p, m.policy.ruleFor(p, m.now()), nil)
+		spec, sup, err := m.store.ApprovalSpec(s, p, m.policy.ruleFor(p, m.now()), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +257,7 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 	}
 	if done {
 		m.log.Info("rule merged into main", "proposal_id", id, "rule_id", p.RuleID, "commit", h.String(), "supersedes", superseded)
-		m.emit(Change{Kind: RuleMerged, ProposalID: id, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: SystemProposer, Via: "precept", MainChanged: true})
+		m.emit(rulefmt.Change{Kind: rulefmt.RuleMerged, ProposalID: id, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
 	}
 	return nil
 }
@@ -269,8 +270,8 @@ func (m *Manager) mergeApproved(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	for _, id := range st.ids() {
-		if st.open(id) && st.onBranch[id].Status == Approved && st.onMain[id] == nil {
+	for _, id := range st.IDs() {
+		if st.Open(id) && st.OnBranch[id].Status == rulefmt.Approved && st.OnMain[id] == nil {
 			if err := m.mergeProposal(ctx, id); err != nil {
 				errs = append(errs, fmt.Errorf("merge %s: %w", id, err))
 			}
@@ -288,9 +289,9 @@ func (m *Manager) activateShadowRules(ctx context.Context) error {
 	}
 	now := m.now()
 	var errs []error
-	for _, id := range slices.Sorted(maps.Keys(st.rules)) {
-		r := st.rules[id]
-		if r.Status != Shadow || r.ShadowUntil == nil || r.ShadowUntil.After(now) {
+	for _, id := range slices.Sorted(maps.Keys(st.Rules)) {
+		r := st.Rules[id]
+		if r.Status != rulefmt.Shadow || r.ShadowUntil == nil || r.ShadowUntil.After(now) {
 			continue
 		}
 		if err := m.activate(ctx, id); err != nil {
@@ -301,14 +302,14 @@ func (m *Manager) activateShadowRules(ctx context.Context) error {
 }
 
 func (m *Manager) activate(ctx context.Context, ruleID string) error {
-	var r *Rule
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	var r *rulefmt.Rule
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		var changes []gitrepo.Change
 		var err error
-		changes, r, err = m.store.editRule(s, ruleID, func(cur *Rule) (Rule, bool) {
-			next := cur.clone()
-			next.Status, next.ActivatedAt = Active, m.now()
-			return next, cur.Status == Shadow
+		changes, r, err = m.store.EditRule(s, ruleID, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
+			next := cur.Clone()
+			next.Status, next.ActivatedAt = rulefmt.Active, m.now()
+			return next, cur.Status == rulefmt.Shadow
 		})
 		if err != nil {
 			return nil, err
@@ -318,7 +319,7 @@ func (m *Manager) activate(ctx context.Context, ruleID string) error {
 		}
 		return &gitrepo.CommitSpec{
 			Message:  fmt.Sprintf("Activate rule %s after its shadow period", ruleID),
-			Trailers: []gitrepo.Trailer{{Key: TrailerRuleID, Value: ruleID}, {Key: TrailerProposalID, Value: r.ProposalID}},
+			Trailers: []gitrepo.Trailer{{Key: rulefmt.TrailerRuleID, Value: ruleID}, {Key: rulefmt.TrailerProposalID, Value: r.ProposalID}},
 			Changes:  changes,
 		}, nil
 	})
@@ -326,6 +327,6 @@ func (m *Manager) activate(ctx context.Context, ruleID string) error {
 		return err
 	}
 	m.log.Info("shadow rule activated", "rule_id", ruleID, "commit", h.String())
-	m.emit(Change{Kind: RuleActivated, ProposalID: r.ProposalID, RuleID: ruleID, Agents: r.Agents, Commit: h.String(), Actor: SystemProposer, Via: "precept", MainChanged: true})
+	m.emit(rulefmt.Change{Kind: rulefmt.RuleActivated, ProposalID: r.ProposalID, RuleID: ruleID, Agents: r.Agents, Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/lib/english"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Candidate is rule text to check against the active rules and the open
@@ -67,12 +68,12 @@ func (t Thresholds) withDefaults() Thresholds {
 // topical similarity is opposing guidance when the insertion point is the
 // same, an overlap otherwise, and never a duplicate. Reports are ordered
 // by similarity, highest first.
-func classifyConflicts(cand Candidate, candVec []float32, others []ruleText, vecs [][]float32, th Thresholds) []ConflictReport {
-	var out []ConflictReport
+func classifyConflicts(cand Candidate, candVec []float32, others []ruleText, vecs [][]float32, th Thresholds) []rulefmt.ConflictReport {
+	var out []rulefmt.ConflictReport
 	candPolarity := polarity(cand.Content)
 	for i, o := range others {
 		agent, shared := sharedAgent(cand.Agents, o.Agents)
-		if !shared || o.ID == cand.ProposalID || o.ID == RuleIDFor(cand.ProposalID) && cand.ProposalID != "" {
+		if !shared || o.ID == cand.ProposalID || o.ID == rulefmt.RuleIDFor(cand.ProposalID) && cand.ProposalID != "" {
 			continue
 		}
 		sim := embedding.Cosine(candVec, vecs[i])
@@ -84,26 +85,26 @@ func classifyConflicts(cand Candidate, candVec []float32, others []ruleText, vec
 		if o.IsRule {
 			what = "rule"
 		}
-		r := ConflictReport{OtherID: o.ID, Similarity: round3(sim), OtherContent: o.Content, Agent: agent, InsertionPoint: o.InsertionPoint}
+		r := rulefmt.ConflictReport{OtherID: o.ID, Similarity: round3(sim), OtherContent: o.Content, Agent: agent, InsertionPoint: o.InsertionPoint}
 		switch {
 		case opposite && o.InsertionPoint == cand.InsertionPoint:
-			r.Kind = ConflictOpposing
+			r.Kind = rulefmt.ConflictOpposing
 			r.Explanation = fmt.Sprintf("opposing guidance: the %s %s gives %s the opposite instruction on the same topic at %s (similarity %.2f)",
 				what, o.ID, agent, o.InsertionPoint, sim)
 		case opposite:
-			r.Kind = ConflictOverlap
+			r.Kind = rulefmt.ConflictOverlap
 			r.Explanation = fmt.Sprintf("the %s %s covers the same topic with the opposite instruction, at a different insertion point (%s; similarity %.2f)",
 				what, o.ID, o.InsertionPoint, sim)
 		case sim > th.Duplicate:
-			r.Kind = ConflictDuplicate
+			r.Kind = rulefmt.ConflictDuplicate
 			r.Explanation = fmt.Sprintf("duplicates the %s %s (similarity %.2f > %.2f)", what, o.ID, sim, th.Duplicate)
 		default:
-			r.Kind = ConflictOverlap
+			r.Kind = rulefmt.ConflictOverlap
 			r.Explanation = fmt.Sprintf("overlaps the %s %s (similarity %.2f in %.2f–%.2f)", what, o.ID, sim, th.Conflict, th.Duplicate)
 		}
 		out = append(out, r)
 	}
-	slices.SortStableFunc(out, func(a, b ConflictReport) int {
+	slices.SortStableFunc(out, func(a, b rulefmt.ConflictReport) int {
 		switch {
 		case a.Similarity > b.Similarity:
 			return -1

@@ -18,34 +18,43 @@
 // Rolled-back-by, Reason, Feedback-Ids, Proposal-Id, Rule-Id), so history
 // is the audit log.
 //
-// # Three layers
+// # Three packages
 //
-// The package is built in three layers, each using only the ones below
-// it (docs/architecture.md):
+// The rules repository is handled by three packages, each importing only
+// the ones below it (docs/architecture.md, "Inside rules"):
 //
-//   - The store (store.go, load.go, history.go) is the repository: it
-//     builds the state at the current ref tips (state.go), reads history,
-//     and commits with compare-and-swap (gitrepo.Repo.Update), so stores
-//     in several processes may share a repository. It holds every cache
-//     of what was read from git, under one lock.
-//   - The policy (policy.go, guards.go, draft.go, conflict.go,
-//     quality.go) decides: the guards a draft passes before anything is
-//     committed (safety floor, quality gate, rejected before,
-//     reconsolidation and conflicts, rule cap, rate cap), drafting from
-//     evidence (with an LLM and the draft_rule.tmpl template beside this
-//     file, or extractively), consolidation at the rule cap, and the
-//     rules of meta-approval (distinct approvers, no self-approval,
-//     revisions). It reads no repository: each of its functions takes a
-//     state, a proposal and the options; it remembers only the vectors of
-//     rule texts it has embedded.
-//   - The workflow (Manager: manager.go, propose.go, approve.go,
-//     gitmerge.go, rollback.go, remote.go, query.go) runs each operation:
-//     read the state, ask the policy, commit the outcome, tell OnChange
-//     listeners. Its requests are structs (ApproveRequest, RejectRequest,
-//     RollbackRequest).
+//   - rules/rulefmt holds the types and file formats other packages read:
+//     proposals, rules, their kinds and statuses, the front-matter files,
+//     the repository layout and trailers, evidence, Change, history
+//     entries.
+//   - rules/gitstore is the repository: its Store builds the State at the
+//     current ref tips, reads history, builds the commits of approvals and
+//     lifecycle proposals, and commits with compare-and-swap
+//     (gitrepo.Repo.Update), so stores in several processes may share a
+//     repository. Every cache of what was read from git is unexported
+//     there, under one lock.
+//   - This package is the policy and the workflow over the store.
 //
-// Below them are the types and file formats (proposal.go, rulefile.go,
-// layout.go, evidence.go, change.go, requests.go, options.go).
+// The policy (policy.go, guards.go, draft.go, conflict.go, quality.go,
+// instruction.go) decides: the guards a draft passes before anything is
+// committed (safety floor, quality gate, rejected before,
+// reconsolidation and conflicts, rule cap, rate cap), drafting from
+// evidence (with an LLM and the draft_rule.tmpl template beside this
+// file, or extractively), consolidation at the rule cap, and the rules of
+// meta-approval (distinct approvers, no self-approval, revisions). It
+// reads no repository: each of its functions takes a gitstore.State, a
+// proposal and the options; it remembers only the vectors of rule texts
+// it has embedded.
+//
+// The workflow runs each operation: read the state, ask the policy,
+// commit the outcome, tell OnChange listeners. Manager (manager.go,
+// propose.go, approve.go, gitmerge.go, rollback.go, remote.go, query.go)
+// drafts, decides, merges, rolls back and syncs; its requests are structs
+// (ApproveRequest, RejectRequest, RollbackRequest). Upkeep (upkeep.go) is
+// what the learning loop does to approved rules: record their effects,
+// move idle rules to SHADOW, make and withdraw lifecycle proposals. Both
+// share a recorder (recorder.go): the store, the clock, the log and the
+// listeners.
 //
 // A Manager drafts a proposal for each generalizable cluster an
 // EvidenceSource offers. A draft a guard holds is recorded under

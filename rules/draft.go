@@ -16,6 +16,7 @@ import (
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // LLM completes prompts; the langchaingo adapter in internal/llm
@@ -29,7 +30,7 @@ type LLM interface {
 
 // draft is rule text drafted from evidence, before the guards.
 type draft struct {
-	Type    Type
+	Type    rulefmt.Type
 	Content string
 	// By is "extractive", "lesson" (the category's canonical rule) or
 	// "llm:<model>".
@@ -66,7 +67,7 @@ func parseDraftTemplate() (*template.Template, error) {
 
 // draft writes the rule text: with the LLM when one is configured and its
 // answer is valid, else extractively.
-func (pol policy) draft(ctx context.Context, ev Evidence) draft {
+func (pol policy) draft(ctx context.Context, ev rulefmt.Evidence) draft {
 	if pol.opts.LLM == nil {
 		return extractiveDraft(ev)
 	}
@@ -106,11 +107,11 @@ type draftPromptData struct {
 
 // renderDraftPrompt fills the template. Comments are clipped and their
 // delimiters neutralised: they are untrusted data.
-func renderDraftPrompt(t *template.Template, ev Evidence, q Quality) (string, error) {
+func renderDraftPrompt(t *template.Template, ev rulefmt.Evidence, q Quality) (string, error) {
 	data := draftPromptData{
 		// The model specialises only what the evidence asks for.
 		Category: ev.Category, CategoryRule: narrowRule(ev).Text,
-		Agents: ev.Agents, Size: ev.Size, Reviewers: len(distinct(ev.Reviewers)), Epics: len(distinct(ev.Epics)),
+		Agents: ev.Agents, Size: ev.Size, Reviewers: len(rulefmt.Distinct(ev.Reviewers)), Epics: len(rulefmt.Distinct(ev.Epics)),
 		Class: ev.Class, Tags: ev.Tags, MinLength: q.MinLength, MaxLength: q.MaxLength,
 	}
 	for _, c := range ev.Comments {
@@ -154,7 +155,7 @@ func parseLLMDraft(answer string, q Quality) (draft, error) {
 	if err := dec.Decode(&a); err != nil {
 		return draft{}, fmt.Errorf("malformed JSON: %w", err)
 	}
-	t := Type(strings.ToUpper(strings.TrimSpace(a.RuleType)))
+	t := rulefmt.Type(strings.ToUpper(strings.TrimSpace(a.RuleType)))
 	if !t.Valid() {
 		return draft{}, fmt.Errorf("unknown rule_type %q", a.RuleType)
 	}
@@ -187,7 +188,7 @@ const (
 // central comment is kept as the problem to avoid. The rule text is the
 // instruction alone: the evidence summary quotes the comments, and rule
 // texts without quotes compare well when guarding against duplicates.
-func extractiveDraft(ev Evidence) draft {
+func extractiveDraft(ev rulefmt.Evidence) draft {
 	if ev.CategoryRule != "" {
 		return lessonDraft(ev)
 	}
@@ -198,7 +199,7 @@ func extractiveDraft(ev Evidence) draft {
 		}
 	}
 	if len(texts) == 0 {
-		return draft{Type: NegativeExample, By: "extractive"}
+		return draft{Type: rulefmt.NegativeExample, By: "extractive"}
 	}
 	for _, t := range texts {
 		if s, typ, reason, ok := instructionWithReason(t); ok {
@@ -208,18 +209,18 @@ func extractiveDraft(ev Evidence) draft {
 			return draft{Type: typ, Content: s, By: "extractive"}
 		}
 	}
-	problem := lowerFirst(trimSentence(text.ClipWords(firstSentence(texts[0]), maxInstructionRunes)))
+	problem := lowerFirst(trimSentence(text.ClipWords(rulefmt.FirstSentence(texts[0]), maxInstructionRunes)))
 	if contentWords(problem) < minProblemWords {
 		// Nothing to learn from: an empty draft, which the quality gate
 		// blocks.
-		return draft{Type: NegativeExample, By: "extractive"}
+		return draft{Type: rulefmt.NegativeExample, By: "extractive"}
 	}
-	return draft{Type: NegativeExample, Content: "Avoid this problem reviewers keep flagging: " + problem + ".", By: "extractive"}
+	return draft{Type: rulefmt.NegativeExample, Content: "Avoid this problem reviewers keep flagging: " + problem + ".", By: "extractive"}
 }
 
 // narrowRule is the part of the cluster's canonical rule that its
 // comments, and what its reviewers asked for, name (lesson.Narrow).
-func narrowRule(ev Evidence) lesson.Narrowed {
+func narrowRule(ev rulefmt.Evidence) lesson.Narrowed {
 	said := make([]string, 0, len(ev.Comments)+len(ev.Asked))
 	for _, c := range ev.Comments {
 		said = append(said, text.ClipRunes(c.Text, maxCommentRunes))
@@ -235,7 +236,7 @@ func narrowRule(ev Evidence) lesson.Narrowed {
 // specialised by the first prescription of the cluster's own that says
 // more than the rule, with the support behind it ("… — flagged 7 times
 // by 5 reviewers in 4 epics").
-func lessonDraft(ev Evidence) draft {
+func lessonDraft(ev rulefmt.Evidence) draft {
 	narrowed := narrowRule(ev)
 	rule := narrowed.Text
 	content := strings.TrimRight(rule, ". ")
@@ -260,30 +261,30 @@ func lessonDraft(ev Evidence) draft {
 			break
 		}
 	}
-	reviewers, epics := len(distinct(ev.Reviewers)), len(distinct(ev.Epics))
-	content += fmt.Sprintf(" — flagged %d %s by %d %s in %d %s.", ev.support(), text.Plural(ev.support(), "time", "times"),
+	reviewers, epics := len(rulefmt.Distinct(ev.Reviewers)), len(rulefmt.Distinct(ev.Epics))
+	content += fmt.Sprintf(" — flagged %d %s by %d %s in %d %s.", ev.Support(), text.Plural(ev.Support(), "time", "times"),
 		reviewers, text.Plural(reviewers, "reviewer", "reviewers"), epics, text.Plural(epics, "epic", "epics"))
-	typ := Guideline
+	typ := rulefmt.Guideline
 	if ev.Protected {
-		typ = Constraint
+		typ = rulefmt.Constraint
 	}
 	return draft{Type: typ, Content: content, By: "lesson", Left: narrowed.Left}
 }
 
 // directiveVerbs start a sentence that already reads as an instruction.
-var directiveVerbs = map[string]Type{
-	"always": Constraint, "never": Constraint, "don't": Constraint, "dont": Constraint, "must": Constraint,
-	"add": Guideline, "avoid": Guideline, "use": Guideline, "remove": Guideline, "include": Guideline,
-	"write": Guideline, "keep": Guideline, "make": Guideline, "ensure": Guideline, "prefer": Guideline,
-	"handle": Guideline, "check": Guideline, "validate": Guideline, "wrap": Guideline, "return": Guideline,
-	"log": Guideline, "document": Guideline, "split": Guideline, "rename": Guideline, "follow": Guideline,
-	"cover": Guideline, "run": Guideline, "update": Guideline, "delete": Guideline, "drop": Guideline,
-	"stop": Guideline, "put": Guideline, "move": Guideline, "extract": Guideline, "reuse": Guideline,
-	"replace": Guideline, "limit": Guideline, "explain": Guideline, "describe": Guideline, "mention": Guideline,
-	"cite": Guideline, "link": Guideline, "state": Guideline, "list": Guideline, "close": Guideline,
-	"release": Guideline, "guard": Guideline, "escape": Guideline, "sanitize": Guideline, "verify": Guideline,
-	"pin": Guideline, "specify": Guideline, "clarify": Guideline, "reference": Guideline, "test": Guideline,
-	"consider": Guideline, "break": Guideline, "name": Guideline, "annotate": Guideline, "mock": Guideline,
+var directiveVerbs = map[string]rulefmt.Type{
+	"always": rulefmt.Constraint, "never": rulefmt.Constraint, "don't": rulefmt.Constraint, "dont": rulefmt.Constraint, "must": rulefmt.Constraint,
+	"add": rulefmt.Guideline, "avoid": rulefmt.Guideline, "use": rulefmt.Guideline, "remove": rulefmt.Guideline, "include": rulefmt.Guideline,
+	"write": rulefmt.Guideline, "keep": rulefmt.Guideline, "make": rulefmt.Guideline, "ensure": rulefmt.Guideline, "prefer": rulefmt.Guideline,
+	"handle": rulefmt.Guideline, "check": rulefmt.Guideline, "validate": rulefmt.Guideline, "wrap": rulefmt.Guideline, "return": rulefmt.Guideline,
+	"log": rulefmt.Guideline, "document": rulefmt.Guideline, "split": rulefmt.Guideline, "rename": rulefmt.Guideline, "follow": rulefmt.Guideline,
+	"cover": rulefmt.Guideline, "run": rulefmt.Guideline, "update": rulefmt.Guideline, "delete": rulefmt.Guideline, "drop": rulefmt.Guideline,
+	"stop": rulefmt.Guideline, "put": rulefmt.Guideline, "move": rulefmt.Guideline, "extract": rulefmt.Guideline, "reuse": rulefmt.Guideline,
+	"replace": rulefmt.Guideline, "limit": rulefmt.Guideline, "explain": rulefmt.Guideline, "describe": rulefmt.Guideline, "mention": rulefmt.Guideline,
+	"cite": rulefmt.Guideline, "link": rulefmt.Guideline, "state": rulefmt.Guideline, "list": rulefmt.Guideline, "close": rulefmt.Guideline,
+	"release": rulefmt.Guideline, "guard": rulefmt.Guideline, "escape": rulefmt.Guideline, "sanitize": rulefmt.Guideline, "verify": rulefmt.Guideline,
+	"pin": rulefmt.Guideline, "specify": rulefmt.Guideline, "clarify": rulefmt.Guideline, "reference": rulefmt.Guideline, "test": rulefmt.Guideline,
+	"consider": rulefmt.Guideline, "break": rulefmt.Guideline, "name": rulefmt.Guideline, "annotate": rulefmt.Guideline, "mock": rulefmt.Guideline,
 }
 
 // leadIns are filler a reviewer puts before the point.
@@ -303,7 +304,7 @@ var (
 )
 
 // instruction rewrites one comment as an imperative instruction, if it can.
-func instruction(comment string) (string, Type, bool) {
+func instruction(comment string) (string, rulefmt.Type, bool) {
 	out, typ, _, ok := instructionWithReason(comment)
 	return out, typ, ok
 }
@@ -314,9 +315,9 @@ func instruction(comment string) (string, Type, bool) {
 // statement ("missing tests" → "Include tests"). When the instruction
 // comes from a later sentence, the comment's first sentence (usually the
 // problem) is returned as the reason.
-func instructionWithReason(comment string) (string, Type, string, bool) {
+func instructionWithReason(comment string) (string, rulefmt.Type, string, bool) {
 	var cands []string
-	for _, cand := range sentences(comment) {
+	for _, cand := range rulefmt.Sentences(comment) {
 		c := balance(text.ClipWords(stripLeadIns(trimSentence(cand)), maxInstructionRunes))
 		if contentWords(c) >= 2 {
 			cands = append(cands, c)
@@ -325,7 +326,7 @@ func instructionWithReason(comment string) (string, Type, string, bool) {
 	// A prescription the reviewer wrote ("never …", "X should …") wins
 	// over a sentence that merely starts with a verb, which wins over one
 	// inferred from a problem: the problem sentence is never the rule.
-	for _, try := range []func(string) (string, Type, bool){prescribedInstruction, imperativeInstruction, inferredInstruction} {
+	for _, try := range []func(string) (string, rulefmt.Type, bool){prescribedInstruction, imperativeInstruction, inferredInstruction} {
 		for i, c := range cands {
 			if out, typ, ok := try(c); ok {
 				reason := ""
@@ -341,22 +342,22 @@ func instructionWithReason(comment string) (string, Type, string, bool) {
 
 // prescribedInstruction accepts a sentence that prescribes in so many
 // words: "always …", "never …", "don't …", "do not …", "X should …".
-func prescribedInstruction(s string) (string, Type, bool) {
+func prescribedInstruction(s string) (string, rulefmt.Type, bool) {
 	first := strings.ToLower(strings.Trim(strings.Fields(s)[0], ",:"))
 	lower := strings.ToLower(s)
 	switch {
 	case strings.HasPrefix(lower, "do not "):
-		return text.UpperFirst(s) + ".", Constraint, true
+		return text.UpperFirst(s) + ".", rulefmt.Constraint, true
 	case strings.HasPrefix(lower, "no need"):
 		return "", "", false
 	}
-	if t := directiveVerbs[first]; t == Constraint {
+	if t := directiveVerbs[first]; t == rulefmt.Constraint {
 		return text.UpperFirst(s) + ".", t, true
 	}
 	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
-		t := Guideline
+		t := rulefmt.Guideline
 		if strings.EqualFold(m[2], "must") {
-			t = Constraint
+			t = rulefmt.Constraint
 		}
 		return text.UpperFirst(s) + ".", t, true
 	}
@@ -366,7 +367,7 @@ func prescribedInstruction(s string) (string, Type, bool) {
 // imperativeInstruction accepts a sentence starting with an imperative
 // verb ("add …", "wrap …"), unless the verb is a noun followed by a
 // statement ("log lines include …", "release push fails …").
-func imperativeInstruction(s string) (string, Type, bool) {
+func imperativeInstruction(s string) (string, rulefmt.Type, bool) {
 	first := strings.ToLower(strings.Trim(strings.Fields(s)[0], ",:"))
 	if t, ok := directiveVerbs[first]; ok && prescribes(s) {
 		return text.UpperFirst(s) + ".", t, true
@@ -377,16 +378,16 @@ func imperativeInstruction(s string) (string, Type, bool) {
 // inferredInstruction turns a problem statement into an instruction:
 // what is missing should be included, excess avoided, a bad state not
 // reached.
-func inferredInstruction(s string) (string, Type, bool) {
+func inferredInstruction(s string) (string, rulefmt.Type, bool) {
 	if m := missingLead.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
-		return "Include " + lowerFirst(stripLeadIns(m[1])) + ".", Guideline, true
+		return "Include " + lowerFirst(stripLeadIns(m[1])) + ".", rulefmt.Guideline, true
 	}
 	if m := missingTail.FindStringSubmatch(s); m != nil {
 		rest := strings.TrimSpace(m[1] + " " + m[2])
-		return "Include " + lowerFirst(rest) + ".", Guideline, true
+		return "Include " + lowerFirst(rest) + ".", rulefmt.Guideline, true
 	}
 	if tooPattern.MatchString(s) {
-		return "Avoid " + lowerFirst(s) + ".", Guideline, true
+		return "Avoid " + lowerFirst(s) + ".", rulefmt.Guideline, true
 	}
 	if m := badState.FindStringSubmatch(s); m != nil {
 		rest := strings.TrimSpace(m[4])
@@ -398,7 +399,7 @@ func inferredInstruction(s string) (string, Type, bool) {
 		default:
 			out += " " + rest
 		}
-		return out + ".", Guideline, true
+		return out + ".", rulefmt.Guideline, true
 	}
 	return "", "", false
 }
@@ -500,15 +501,15 @@ func lowerFirst(s string) string {
 
 // evidenceSummary says what supports a drafted rule: counts, distinct
 // reviewers and epics, and representative comments quoted.
-func evidenceSummary(ev Evidence) string {
-	reviewers, epics := distinct(ev.Reviewers), distinct(ev.Epics)
+func evidenceSummary(ev rulefmt.Evidence) string {
+	reviewers, epics := rulefmt.Distinct(ev.Reviewers), rulefmt.Distinct(ev.Epics)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d negative %s from %d distinct %s (%s) across %d distinct %s (%s) for %s; cluster %s classified %s (confidence %.2f).",
 		ev.Size, text.Plural(ev.Size, "review", "reviews"),
 		len(reviewers), text.Plural(len(reviewers), "reviewer", "reviewers"), listSome(reviewers, 5),
 		len(epics), text.Plural(len(epics), "epic", "epics"), listSome(epics, 5),
 		strings.Join(ev.Agents, ", "), ev.ClusterID, ev.Class, ev.Confidence)
-	if producers := distinct(ev.Producers); len(producers) > 0 {
+	if producers := rulefmt.Distinct(ev.Producers); len(producers) > 0 {
 		fmt.Fprintf(&b, " Recorded by %d %s: %s.", len(producers), text.Plural(len(producers), "producer", "producers"), listSome(producers, 5))
 	}
 	var quotes []string
@@ -532,4 +533,15 @@ func evidenceSummary(ev Evidence) string {
 		b.WriteString(" Representative comments: " + strings.Join(quotes, "; ") + ".")
 	}
 	return b.String()
+}
+
+// listSome lists at most n items, and how many more there are.
+func listSome(items []string, n int) string {
+	if len(items) == 0 {
+		return "none recorded"
+	}
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }

@@ -3,6 +3,8 @@ package rules
 import (
 	"testing"
 	"unicode/utf8"
+
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // FuzzDraftingAndGuardsNeverPanic feeds arbitrary reviewer comments and
@@ -18,16 +20,16 @@ func FuzzDraftingAndGuardsNeverPanic(f *testing.F) {
 	}
 	q := Quality{}.withDefaults()
 	f.Fuzz(func(t *testing.T, s string) {
-		d := extractiveDraft(Evidence{Comments: []Comment{{Text: s}, {Text: s + " again"}}})
+		d := extractiveDraft(rulefmt.Evidence{Comments: []rulefmt.Comment{{Text: s}, {Text: s + " again"}}})
 		if utf8.ValidString(s) && !utf8.ValidString(d.Content) {
 			t.Fatalf("draft of valid text %q is not valid UTF-8: %q", s, d.Content)
 		}
 		_ = q.Check(s)
 		_ = SignalDensity(s)
 		_ = polarity(s)
-		_, _ = ParseProposal([]byte(s))
+		_, _ = rulefmt.ParseProposal([]byte(s))
 		_, _ = parseLLMDraft(s, q)
-		_ = evidenceSummary(Evidence{Comments: []Comment{{Text: s, ReviewerID: s}}, Reviewers: []string{s}})
-		_ = slug(s)
+		_ = evidenceSummary(rulefmt.Evidence{Comments: []rulefmt.Comment{{Text: s, ReviewerID: s}}, Reviewers: []string{s}})
+		_ = rulefmt.Slug(s)
 	})
 }

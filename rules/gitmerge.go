@@ -6,21 +6,22 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/gitstore"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // convertMerged turns proposals merged into main in git into rules.
 // merges come from the remote's main when syncing; nil looks at the local
 // main.
-func (m *Manager) convertMerged(ctx context.Context, merges map[string]*gitApproval) error {
+func (m *Manager) convertMerged(ctx context.Context, merges map[string]*gitstore.GitApproval) error {
 	if merges == nil {
-		tip, err := m.store.tip(m.store.main)
+		tip, err := m.store.Tip(m.store.Main())
 		if err != nil {
 			return err
 		}
-		if merges, err = m.store.findGitMerges(tip); err != nil {
+		if merges, err = m.store.FindGitMerges(tip); err != nil {
 			return err
 		}
 	}
@@ -33,47 +34,47 @@ func (m *Manager) convertMerged(ctx context.Context, merges map[string]*gitAppro
 	return errors.Join(errs...)
 }
 
-func (m *Manager) convertOne(ctx context.Context, id string, g *gitApproval) error {
-	var p Proposal
+func (m *Manager) convertOne(ctx context.Context, id string, g *gitstore.GitApproval) error {
+	var p rulefmt.Proposal
 	var outcome string
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		outcome = ""
 		var ok bool
 		var err error
-		if p, ok, err = m.store.proposalAt(s, ProposalPath(id)); err != nil || !ok {
+		if p, ok, err = m.store.ProposalAt(s, rulefmt.ProposalPath(id)); err != nil || !ok {
 			return nil, err
 		}
 		stray := func(why string) (*gitrepo.CommitSpec, error) {
 			outcome = why
 			return &gitrepo.CommitSpec{
-				Message:  fmt.Sprintf("Remove %s merged in git: %s", ProposalPath(id), why),
-				Trailers: []gitrepo.Trailer{{Key: TrailerProposalID, Value: id}, {Key: TrailerMergeCommit, Value: g.commit.String()}},
-				Changes:  []gitrepo.Change{{Path: ProposalPath(id), Delete: true}},
+				Message:  fmt.Sprintf("Remove %s merged in git: %s", rulefmt.ProposalPath(id), why),
+				Trailers: []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: id}, {Key: rulefmt.TrailerMergeCommit, Value: g.Commit.String()}},
+				Changes:  []gitrepo.Change{{Path: rulefmt.ProposalPath(id), Delete: true}},
 			}, nil
 		}
-		if ok, err := s.Exists(RejectedPath(id)); err != nil {
+		if ok, err := s.Exists(rulefmt.RejectedPath(id)); err != nil {
 			return nil, err
 		} else if ok {
 			return stray("the proposal was rejected before")
 		}
-		if p.Kind.Lifecycle() {
+		if p.Kind.DecidesOnRule() {
 			// Decides on an existing rule: nothing to compare with.
-		} else if ok, err := m.store.hasRule(s, p.RuleID); err != nil {
+		} else if ok, err := m.store.HasRule(s, p.RuleID); err != nil {
 			return nil, err
 		} else if ok {
 			return stray("the proposal was approved before")
-		} else if approved, err := m.store.approvedBefore(ctx, p.RuleID); err != nil {
+		} else if approved, err := m.store.ApprovedBefore(ctx, p.RuleID); err != nil {
 			return nil, err
 		} else if approved {
 			return stray("its rule was approved and rolled back before")
 		}
-		if !p.ApprovedBy(g.approver()) {
-			p.Approvals = append(p.Approvals, Approval{Approver: g.approver(), At: m.now(), Via: ViaGit})
+		if !p.ApprovedBy(g.Approver()) {
+			p.Approvals = append(p.Approvals, rulefmt.Approval{Approver: g.Approver(), At: m.now(), Via: rulefmt.ViaGit})
 		}
-		p.Status = Approved
+		p.Status = rulefmt.Approved
 		p.Revision++
 		p.UpdatedAt = m.now()
-		spec, _, err := m.store.approvalSpec(s, p, m.policy.ruleFor(p, m.now()), g)
+		spec, _, err := m.store.ApprovalSpec(s, p, m.policy.ruleFor(p, m.now()), g)
 		if err != nil {
 			return nil, err
 		}
@@ -84,86 +85,14 @@ func (m *Manager) convertOne(ctx context.Context, id string, g *gitApproval) err
 	case err != nil:
 		return err
 	case outcome == "approved":
-		m.log.Info("proposal approved by a merge in git", "proposal_id", id, "approver", g.approver(), "merge", g.commit.String(), "commit", h.String())
-		c := Change{ProposalID: id, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: g.approver(), Via: ViaGit, MainChanged: true}
-		c.Kind = ProposalApproved
+		m.log.Info("proposal approved by a merge in git", "proposal_id", id, "approver", g.Approver(), "merge", g.Commit.String(), "commit", h.String())
+		c := rulefmt.Change{ProposalID: id, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: g.Approver(), Via: rulefmt.ViaGit, MainChanged: true}
+		c.Kind = rulefmt.ProposalApproved
 		m.emit(c)
-		c.Kind = RuleMerged
+		c.Kind = rulefmt.RuleMerged
 		m.emit(c)
 	case outcome != "":
 		m.log.Warn("a proposal merged in git was already decided; its file was removed from main", "proposal_id", id, "why", outcome)
 	}
 	return nil
-}
-
-// approvalSpec is the commit that turns approved proposal p into its
-// rule at snapshot s: the rule file in each agent's directory, the
-// superseded rules removed, a tuning example per approval, and (for a
-// merge made in git) the merged proposal file removed. It returns the
-// rules it supersedes. r is the rule the policy made of p.
-func (st *store) approvalSpec(s *gitrepo.Snapshot, p Proposal, r Rule, g *gitApproval) (*gitrepo.CommitSpec, []string, error) {
-	if p.Kind.Lifecycle() {
-		spec, err := st.lifecycleSpec(s, p, r.ActivatedAt, g)
-		if spec == nil && err == nil && g != nil {
-			// The rule changed since: only the merged proposal file goes.
-			spec = &gitrepo.CommitSpec{
-				Message:  fmt.Sprintf("Remove %s merged in git: rule %s is no longer %s", ProposalPath(p.ID), p.RuleID, lifecycleStatus(p.Kind)),
-				Trailers: []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerMergeCommit, Value: g.commit.String()}},
-				Changes:  []gitrepo.Change{{Path: ProposalPath(p.ID), Delete: true}},
-			}
-		}
-		return spec, nil, err
-	}
-	var changes []gitrepo.Change
-	var superseded []string
-	for _, old := range p.Supersedes {
-		paths, err := st.ruleFiles(s, old)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(paths) > 0 {
-			superseded = append(superseded, old)
-		}
-		for _, path := range paths {
-			changes = append(changes, gitrepo.Change{Path: path, Delete: true})
-		}
-	}
-	r.Supersedes = superseded
-	data, err := r.Marshal()
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, agent := range p.Agents {
-		changes = append(changes, gitrepo.Change{Path: ActiveRulePath(agent, r.ID), Data: data})
-		for _, a := range p.Approvals {
-			ex, err := tuningExample(p, agent, "good", a.Approver, a.Note, a.Via, a.At)
-			if err != nil {
-				return nil, nil, err
-			}
-			changes = append(changes, gitrepo.Change{Path: TuningPath(agent, "good", p.ID, a.Approver), Data: ex})
-		}
-	}
-	trailers := []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerRuleID, Value: r.ID}}
-	for _, a := range p.Approvals {
-		v := a.Approver
-		if g != nil && a.Via == ViaGit {
-			v = g.signature()
-		}
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerApprovedBy, Value: v})
-	}
-	trailers = append(trailers, gitrepo.Trailer{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)})
-	if len(superseded) > 0 {
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerSupersedes, Value: strings.Join(superseded, " ")})
-	}
-	subject := fmt.Sprintf("Approve %s as rule %s for %s", p.ID, r.ID, strings.Join(p.Agents, ", "))
-	if g != nil {
-		if ok, err := s.Exists(ProposalPath(p.ID)); err != nil {
-			return nil, nil, err
-		} else if ok {
-			changes = append(changes, gitrepo.Change{Path: ProposalPath(p.ID), Delete: true})
-		}
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerMergeCommit, Value: g.commit.String()})
-		subject = fmt.Sprintf("Activate rule %s: %s merged %s in git", r.ID, g.approver(), ProposalBranch(p.ID))
-	}
-	return &gitrepo.CommitSpec{Message: subject, Trailers: trailers, Changes: changes}, superseded, nil
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/gitstore"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/embedding"
@@ -27,7 +29,7 @@ const (
 )
 
 func normalizeManual(mp ManualProposal) (ManualProposal, error) {
-	mp.Agents = distinct(mp.Agents)
+	mp.Agents = rulefmt.Distinct(mp.Agents)
 	switch {
 	case len(mp.Agents) == 0:
 		return mp, precept.Errorf(precept.Invalid, "affected_agents: at least one agent is required")
@@ -35,27 +37,27 @@ func normalizeManual(mp ManualProposal) (ManualProposal, error) {
 		return mp, precept.Errorf(precept.Invalid, "affected_agents: more than %d agents", maxAgents)
 	}
 	for _, a := range mp.Agents {
-		if !ValidName(a) {
+		if !rulefmt.ValidName(a) {
 			return mp, precept.Errorf(precept.Invalid, "affected_agents: %q is not a valid agent name (letters, digits, '.', '_', '-')", text.ClipRunes(a, 64))
 		}
 	}
 	if mp.Type == "" {
-		mp.Type = Guideline
+		mp.Type = rulefmt.Guideline
 	}
 	if !mp.Type.Valid() {
 		return mp, precept.Errorf(precept.Invalid, "rule_type: %q is not a rule type", mp.Type)
 	}
 	if mp.InsertionPoint == "" {
-		mp.InsertionPoint = DefaultInsertionPoint
+		mp.InsertionPoint = rulefmt.DefaultInsertionPoint
 	}
-	if !ValidName(mp.InsertionPoint) {
+	if !rulefmt.ValidName(mp.InsertionPoint) {
 		return mp, precept.Errorf(precept.Invalid, "insertion_point: %q is not a valid name", text.ClipRunes(mp.InsertionPoint, 64))
 	}
 	mp.Content = strings.TrimSpace(strings.ReplaceAll(mp.Content, "\r\n", "\n"))
 	if utf8.RuneCountInString(mp.Rationale) > maxNoteRunes {
 		return mp, precept.Errorf(precept.Invalid, "rationale: longer than %d characters", maxNoteRunes)
 	}
-	mp.FeedbackIDs = distinct(mp.FeedbackIDs)
+	mp.FeedbackIDs = rulefmt.Distinct(mp.FeedbackIDs)
 	if len(mp.FeedbackIDs) > maxFeedbackIDs {
 		return mp, precept.Errorf(precept.Invalid, "feedback_ids: more than %d", maxFeedbackIDs)
 	}
@@ -76,12 +78,12 @@ func normalizeTags(tags []string) []string {
 	for _, t := range tags {
 		out = append(out, strings.ToLower(strings.TrimSpace(t)))
 	}
-	return distinct(out)
+	return rulefmt.Distinct(out)
 }
 
 // conflicts compares a candidate with the active rules and open
 // proposals that share one of its agents.
-func (pol policy) conflicts(ctx context.Context, st *state, c Candidate) ([]ConflictReport, error) {
+func (pol policy) conflicts(ctx context.Context, st *gitstore.State, c Candidate) ([]rulefmt.ConflictReport, error) {
 	var others []ruleText
 	for _, t := range ruleTexts(st) {
 		if _, ok := sharedAgent(c.Agents, t.Agents); ok {
@@ -106,25 +108,25 @@ func (pol policy) conflicts(ctx context.Context, st *state, c Candidate) ([]Conf
 // proposals (docs/lifecycle.md, "The guards in order"). A duplicate is returned; otherwise
 // overlapping and opposing ones are attached as conflicts and the active
 // rules among them become Supersedes.
-func (pol policy) reconsolidate(ctx context.Context, st *state, p *Proposal) (*ConflictReport, error) {
+func (pol policy) reconsolidate(ctx context.Context, st *gitstore.State, p *rulefmt.Proposal) (*rulefmt.ConflictReport, error) {
 	reports, err := pol.conflicts(ctx, st, Candidate{Agents: p.Agents, Content: p.Content, InsertionPoint: p.InsertionPoint, ProposalID: p.ID})
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range reports {
-		if r.Kind == ConflictDuplicate {
-			p.Conflicts = []ConflictReport{r}
-			p.Guards = append(p.Guards, GuardResult{Guard: GuardReconsolidation, Passed: false, Reason: r.Explanation})
+		if r.Kind == rulefmt.ConflictDuplicate {
+			p.Conflicts = []rulefmt.ConflictReport{r}
+			p.Guards = append(p.Guards, rulefmt.GuardResult{Guard: rulefmt.GuardReconsolidation, Passed: false, Reason: r.Explanation})
 			return &r, nil
 		}
 	}
 	p.Conflicts = reports
 	var overlapping, opposing []string
 	for _, r := range reports {
-		if st.rules[r.OtherID] != nil {
+		if st.Rules[r.OtherID] != nil {
 			p.Supersedes = append(p.Supersedes, r.OtherID)
 		}
-		if r.Kind == ConflictOpposing {
+		if r.Kind == rulefmt.ConflictOpposing {
 			opposing = append(opposing, fmt.Sprintf("%s (%.2f)", r.OtherID, r.Similarity))
 		} else {
 			overlapping = append(overlapping, fmt.Sprintf("%s (%.2f)", r.OtherID, r.Similarity))
@@ -137,8 +139,8 @@ func (pol policy) reconsolidate(ctx context.Context, st *state, p *Proposal) (*C
 	if len(p.Supersedes) > 0 {
 		reason += "; supersedes " + strings.Join(p.Supersedes, ", ") + " when approved"
 	}
-	p.Guards = append(p.Guards, GuardResult{Guard: GuardReconsolidation, Passed: true, Reason: reason})
-	conflict := GuardResult{Guard: GuardConflict, Passed: true}
+	p.Guards = append(p.Guards, rulefmt.GuardResult{Guard: rulefmt.GuardReconsolidation, Passed: true, Reason: reason})
+	conflict := rulefmt.GuardResult{Guard: rulefmt.GuardConflict, Passed: true}
 	if len(opposing) > 0 {
 		conflict.Reason = "opposing guidance for the same agent and insertion point: " + strings.Join(opposing, ", ") + "; see the conflict report"
 	}
@@ -153,23 +155,23 @@ func draftID(clusterID string, generation int) string {
 	return "p-" + hex.EncodeToString(sum[:])[:10]
 }
 
-func (pol policy) normalizeEvidence(ev Evidence) (Evidence, bool) {
-	if ev.ClusterID == "" || ev.Class != ClassGeneralizableLow && ev.Class != ClassGeneralizableHigh {
+func (pol policy) normalizeEvidence(ev rulefmt.Evidence) (rulefmt.Evidence, bool) {
+	if ev.ClusterID == "" || ev.Class != rulefmt.ClassGeneralizableLow && ev.Class != rulefmt.ClassGeneralizableHigh {
 		return ev, false
 	}
 	var agents []string
-	for _, a := range distinct(ev.Agents) {
-		if ValidName(a) {
+	for _, a := range rulefmt.Distinct(ev.Agents) {
+		if rulefmt.ValidName(a) {
 			agents = append(agents, a)
 		} else {
 			pol.log.Warn("evidence names an invalid agent; ignored", "cluster_id", ev.ClusterID, "agent", text.ClipRunes(a, 64))
 		}
 	}
 	ev.Agents = agents
-	ev.FeedbackIDs = distinct(ev.FeedbackIDs)
-	ev.Reviewers = distinct(ev.Reviewers)
-	ev.Epics = distinct(ev.Epics)
-	ev.Producers = distinct(ev.Producers)
+	ev.FeedbackIDs = rulefmt.Distinct(ev.FeedbackIDs)
+	ev.Reviewers = rulefmt.Distinct(ev.Reviewers)
+	ev.Epics = rulefmt.Distinct(ev.Epics)
+	ev.Producers = rulefmt.Distinct(ev.Producers)
 	ev.Tags = normalizeTags(ev.Tags)
 	if ev.Size < len(ev.FeedbackIDs) {
 		ev.Size = len(ev.FeedbackIDs)
@@ -182,33 +184,33 @@ func (pol policy) normalizeEvidence(ev Evidence) (Evidence, bool) {
 // recording each result on p. It returns Pending when p may become a rule
 // PR, Blocked or Deferred when a guard held it, and Merged with the
 // duplicate it should add its evidence to.
-func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p *Proposal, now time.Time) (ProposalStatus, *ConflictReport, error) {
+func (pol policy) guard(ctx context.Context, st *gitstore.State, retired []gitstore.RetiredRule, p *rulefmt.Proposal, now time.Time) (rulefmt.ProposalStatus, *rulefmt.ConflictReport, error) {
 	// Whatever the outcome, it is committed: a draft held for a secret
 	// (or held before the quality gate saw it) never carries the secret
 	// into the repository. The guard's reason names its kind only.
 	defer func() { p.Content = safetext.Redact(p.Content) }()
 	result := func(guard string, passed bool, reason string) {
-		p.Guards = append(p.Guards, GuardResult{Guard: guard, Passed: passed, Reason: reason})
+		p.Guards = append(p.Guards, rulefmt.GuardResult{Guard: guard, Passed: passed, Reason: reason})
 	}
 	if tags := pol.protected(p.Tags); len(tags) > 0 {
-		result(GuardSafetyFloor, false, fmt.Sprintf("touches protected %s %s: such rules are never proposed automatically; a person may propose it (it then needs %d approvals)",
+		result(rulefmt.GuardSafetyFloor, false, fmt.Sprintf("touches protected %s %s: such rules are never proposed automatically; a person may propose it (it then needs %d approvals)",
 			text.Plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), pol.opts.RequiredApprovals+1))
-		return Blocked, nil, nil
+		return rulefmt.Blocked, nil, nil
 	}
-	result(GuardSafetyFloor, true, "")
+	result(rulefmt.GuardSafetyFloor, true, "")
 	if reason := pol.opts.Quality.Check(p.Content); reason != "" {
-		result(GuardQuality, false, reason)
-		return Blocked, nil, nil
+		result(rulefmt.GuardQuality, false, reason)
+		return rulefmt.Blocked, nil, nil
 	}
-	result(GuardQuality, true, "")
+	result(rulefmt.GuardQuality, true, "")
 
 	passed, reason, err := pol.rejectedBefore(ctx, st, retired, p)
 	if err != nil {
 		return "", nil, err
 	}
-	result(GuardRejectedBefore, passed, reason)
+	result(rulefmt.GuardRejectedBefore, passed, reason)
 	if !passed {
-		return Blocked, nil, nil
+		return rulefmt.Blocked, nil, nil
 	}
 
 	dup, err := pol.reconsolidate(ctx, st, p)
@@ -216,55 +218,55 @@ func (pol policy) guard(ctx context.Context, st *state, retired []retiredRule, p
 		return "", nil, err
 	}
 	if dup != nil {
-		return Merged, dup, nil
+		return rulefmt.Merged, dup, nil
 	}
 
 	for _, agent := range p.Agents {
-		n := st.activeCount(agent) - st.supersededOf(p.Supersedes, agent)
+		n := st.ActiveCount(agent) - st.SupersededOf(p.Supersedes, agent)
 		if n < pol.opts.MaxActiveRulesPerAgent {
 			continue
 		}
 		if len(p.Agents) > 1 {
-			result(GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap; a rule for several agents cannot be consolidated into one of them", agent, n))
-			return Blocked, nil, nil
+			result(rulefmt.GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap; a rule for several agents cannot be consolidated into one of them", agent, n))
+			return rulefmt.Blocked, nil, nil
 		}
 		nearest, err := pol.consolidate(ctx, st, p, agent, n)
 		if err != nil {
 			return "", nil, err
 		}
 		if nearest == "" {
-			result(GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap, and none it alone holds to consolidate with", agent, n))
-			return Blocked, nil, nil
+			result(rulefmt.GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap, and none it alone holds to consolidate with", agent, n))
+			return rulefmt.Blocked, nil, nil
 		}
 		if reason := pol.opts.Quality.Check(p.Content); reason != "" {
-			result(GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap; the consolidation with %s fails the quality gate: %s", agent, n, nearest, reason))
-			return Blocked, nil, nil
+			result(rulefmt.GuardRuleCap, false, fmt.Sprintf("%s has %d active rules, the cap; the consolidation with %s fails the quality gate: %s", agent, n, nearest, reason))
+			return rulefmt.Blocked, nil, nil
 		}
-		result(GuardRuleCap, true, fmt.Sprintf("%s has %d active rules, the cap: proposed as a consolidation replacing %s", agent, n, nearest))
+		result(rulefmt.GuardRuleCap, true, fmt.Sprintf("%s has %d active rules, the cap: proposed as a consolidation replacing %s", agent, n, nearest))
 		break
 	}
-	if p.Kind != KindConsolidation {
-		result(GuardRuleCap, true, "")
+	if p.Kind != rulefmt.KindConsolidation {
+		result(rulefmt.GuardRuleCap, true, "")
 	}
 
 	for _, agent := range p.Agents {
 		if n, next := pol.recentDrafts(st, agent, now); n >= pol.opts.MaxProposalsPerAgent {
-			result(GuardRateCap, false, fmt.Sprintf("%d proposals were drafted for %s in the last %s (the cap is %d); the next slot opens at %s",
+			result(rulefmt.GuardRateCap, false, fmt.Sprintf("%d proposals were drafted for %s in the last %s (the cap is %d); the next slot opens at %s",
 				n, agent, pol.opts.ProposalWindow, pol.opts.MaxProposalsPerAgent, next.Format(time.RFC3339)))
-			return Deferred, nil, nil
+			return rulefmt.Deferred, nil, nil
 		}
 	}
-	result(GuardRateCap, true, "")
-	return Pending, nil, nil
+	result(rulefmt.GuardRateCap, true, "")
+	return rulefmt.Pending, nil, nil
 }
 
 // rejectedBefore blocks a draft similar to a rejected proposal unless its
 // support at least doubled; the rejection reason is shown either way.
-func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retiredRule, p *Proposal) (bool, string, error) {
-	var others []*Proposal
-	for _, id := range slices.Sorted(maps.Keys(st.rejected)) {
-		r := st.rejected[id]
-		if r.Kind.Lifecycle() {
+func (pol policy) rejectedBefore(ctx context.Context, st *gitstore.State, retired []gitstore.RetiredRule, p *rulefmt.Proposal) (bool, string, error) {
+	var others []*rulefmt.Proposal
+	for _, id := range slices.Sorted(maps.Keys(st.Rejected)) {
+		r := st.Rejected[id]
+		if r.Kind.DecidesOnRule() {
 			// A rejected sunset or re-approval says the rule is wanted,
 			// not that its text was refused.
 			continue
@@ -275,10 +277,10 @@ func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retir
 	}
 	// A rolled-back rule counts as rejected: its reason is the rollback's.
 	for _, rr := range retired {
-		if _, ok := sharedAgent(p.Agents, rr.rule.Agents); ok {
-			others = append(others, &Proposal{
-				ID: rr.rule.ID, Agents: rr.rule.Agents, Content: rr.rule.Content, Support: len(rr.rule.FeedbackIDs),
-				Rejection: &Rejection{Rejector: rr.by, Reason: "rolled back: " + rr.reason},
+		if _, ok := sharedAgent(p.Agents, rr.Rule.Agents); ok {
+			others = append(others, &rulefmt.Proposal{
+				ID: rr.Rule.ID, Agents: rr.Rule.Agents, Content: rr.Rule.Content, Support: len(rr.Rule.FeedbackIDs),
+				Rejection: &rulefmt.Rejection{Rejector: rr.By, Reason: "rolled back: " + rr.Reason},
 			})
 		}
 	}
@@ -293,7 +295,7 @@ func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retir
 	if err != nil {
 		return false, "", err
 	}
-	var best *Proposal
+	var best *rulefmt.Proposal
 	bestSim := 0.0
 	for i, o := range others {
 		if s := embedding.Cosine(vecs[0], vecs[i+1]); s > pol.opts.Thresholds.Rejected && s > bestSim {
@@ -319,11 +321,11 @@ func (pol policy) rejectedBefore(ctx context.Context, st *state, retired []retir
 // consolidate turns p into a consolidation with the agent's most similar
 // rule that only it holds, and returns that rule's id ("" when there is
 // none).
-func (pol policy) consolidate(ctx context.Context, st *state, p *Proposal, agent string, count int) (string, error) {
-	var candidates []*Rule
-	for _, id := range slices.Sorted(maps.Keys(st.rules)) {
-		r := st.rules[id]
-		if len(r.Agents) == 1 && r.Agents[0] == agent && (r.Status == Active || r.Status == Shadow) && !slices.Contains(p.Supersedes, id) {
+func (pol policy) consolidate(ctx context.Context, st *gitstore.State, p *rulefmt.Proposal, agent string, count int) (string, error) {
+	var candidates []*rulefmt.Rule
+	for _, id := range slices.Sorted(maps.Keys(st.Rules)) {
+		r := st.Rules[id]
+		if len(r.Agents) == 1 && r.Agents[0] == agent && (r.Status == rulefmt.Active || r.Status == rulefmt.Shadow) && !slices.Contains(p.Supersedes, id) {
 			candidates = append(candidates, r)
 		}
 	}
@@ -344,7 +346,7 @@ func (pol policy) consolidate(ctx context.Context, st *state, p *Proposal, agent
 			best, bestSim = c, s
 		}
 	}
-	p.Kind = KindConsolidation
+	p.Kind = rulefmt.KindConsolidation
 	p.Supersedes = append(p.Supersedes, best.ID)
 	p.Content = strings.TrimSpace(p.Content) + "\n\n" + strings.TrimSpace(best.Content)
 	p.EvidenceSummary = fmt.Sprintf("%s has %d active rules, the cap: this consolidation replaces %s with one rule that also carries the new guidance. %s",
@@ -353,7 +355,7 @@ func (pol policy) consolidate(ctx context.Context, st *state, p *Proposal, agent
 }
 
 // rateCapAllows reports whether every agent has a free proposal slot.
-func (pol policy) rateCapAllows(st *state, agents []string, now time.Time) bool {
+func (pol policy) rateCapAllows(st *gitstore.State, agents []string, now time.Time) bool {
 	for _, a := range agents {
 		if n, _ := pol.recentDrafts(st, a, now); n >= pol.opts.MaxProposalsPerAgent {
 			return false
@@ -364,15 +366,15 @@ func (pol policy) rateCapAllows(st *state, agents []string, now time.Time) bool 
 
 // recentDrafts counts the drafted rule PRs for an agent within the window
 // and says when the oldest of them leaves it.
-func (pol policy) recentDrafts(st *state, agent string, now time.Time) (int, time.Time) {
+func (pol policy) recentDrafts(st *gitstore.State, agent string, now time.Time) (int, time.Time) {
 	since := now.Add(-pol.opts.ProposalWindow)
 	n, oldest := 0, now
-	for _, id := range st.ids() {
-		p, ok := st.proposal(id)
-		if !ok || p.ProposedBy != SystemProposer || p.Kind.Lifecycle() || !slices.Contains(p.Agents, agent) || !p.CreatedAt.After(since) {
+	for _, id := range st.IDs() {
+		p, ok := st.Proposal(id)
+		if !ok || p.ProposedBy != rulefmt.SystemProposer || p.Kind.DecidesOnRule() || !slices.Contains(p.Agents, agent) || !p.CreatedAt.After(since) {
 			continue
 		}
-		if p.Status != Pending && p.Status != Approved && p.Status != Rejected {
+		if p.Status != rulefmt.Pending && p.Status != rulefmt.Approved && p.Status != rulefmt.Rejected {
 			continue
 		}
 		n++
@@ -400,35 +402,35 @@ type draftPlan struct {
 // drafting the same cluster collide on the branch name. A held draft of
 // the current generation is retried only when its rate-cap slot opened
 // (deferred; its text is kept) or its support grew (blocked).
-func (pol policy) planDraft(st *state, retired []retiredRule, ev Evidence, now time.Time) (draftPlan, bool) {
+func (pol policy) planDraft(st *gitstore.State, retired []gitstore.RetiredRule, ev rulefmt.Evidence, now time.Time) (draftPlan, bool) {
 	decided := 0
-	var held *Proposal
+	var held *rulefmt.Proposal
 	for _, rr := range retired {
 		// Rolled back with its branch gone: still a generation.
-		if rr.rule.ClusterID == ev.ClusterID && !slices.Contains(st.byCluster[ev.ClusterID], rr.rule.ProposalID) {
+		if rr.Rule.ClusterID == ev.ClusterID && !slices.Contains(st.ByCluster[ev.ClusterID], rr.Rule.ProposalID) {
 			decided++
 		}
 	}
-	for _, id := range st.byCluster[ev.ClusterID] {
-		p, _ := st.proposal(id)
-		_, ruleActive := st.byProposal[id]
+	for _, id := range st.ByCluster[ev.ClusterID] {
+		p, _ := st.Proposal(id)
+		_, ruleActive := st.ByProposal[id]
 		switch {
-		case st.open(id), ruleActive, p.Status == Merged, st.onMain[id] != nil:
+		case st.Open(id), ruleActive, p.Status == rulefmt.Merged, st.OnMain[id] != nil:
 			return draftPlan{}, false
-		case p.Status == Approved, p.Status == Rejected:
+		case p.Status == rulefmt.Approved, p.Status == rulefmt.Rejected:
 			decided++
-		case p.Status == Blocked, p.Status == Deferred:
+		case p.Status == rulefmt.Blocked, p.Status == rulefmt.Deferred:
 			held = &p
 		}
 	}
 	plan := draftPlan{id: draftID(ev.ClusterID, decided), generation: decided}
 	if held != nil && held.ID == plan.id {
 		switch {
-		case held.Status == Deferred && !pol.rateCapAllows(st, held.Agents, now):
+		case held.Status == rulefmt.Deferred && !pol.rateCapAllows(st, held.Agents, now):
 			return draftPlan{}, false
-		case held.Status == Deferred:
+		case held.Status == rulefmt.Deferred:
 			plan.reuse = draft{Type: held.Type, Content: held.Content, By: held.DraftedBy}
-		case ev.support() <= held.Support:
+		case ev.Support() <= held.Support:
 			return draftPlan{}, false
 		}
 	}
@@ -437,19 +439,19 @@ func (pol policy) planDraft(st *state, retired []retiredRule, ev Evidence, now t
 
 // drafted is the proposal a drafted text makes of a cluster, before the
 // guards record their results on it.
-func (pol policy) drafted(ev Evidence, plan draftPlan, d draft, now time.Time) Proposal {
+func (pol policy) drafted(ev rulefmt.Evidence, plan draftPlan, d draft, now time.Time) rulefmt.Proposal {
 	summary := evidenceSummary(ev)
 	if len(d.Left) > 0 {
 		// The curator sees what the drafter chose not to say.
 		summary += " Left out of the category's guidance, as no comment asked for it: “" + strings.Join(d.Left, "”; “") + "”."
 	}
-	return Proposal{
-		ID: plan.id, Kind: KindNewRule, Status: Pending, Revision: 1, ContentRevision: 1,
+	return rulefmt.Proposal{
+		ID: plan.id, Kind: rulefmt.KindNewRule, Status: rulefmt.Pending, Revision: 1, ContentRevision: 1,
 		FeedbackIDs: ev.FeedbackIDs, Confidence: ev.Confidence, Agents: ev.Agents, Type: d.Type,
-		InsertionPoint: DefaultInsertionPoint, EvidenceSummary: summary, CreatedAt: now, UpdatedAt: now,
-		ProposedBy: SystemProposer, ClusterID: ev.ClusterID, Generation: plan.generation, Class: ev.Class, Priority: ev.priority(),
-		Support: ev.support(), Reviewers: ev.Reviewers, Epics: ev.Epics, Producers: ev.Producers, Tags: ev.Tags, DraftedBy: d.By,
-		Required: pol.opts.RequiredApprovals, RuleID: RuleIDFor(plan.id), Content: d.Content,
+		InsertionPoint: rulefmt.DefaultInsertionPoint, EvidenceSummary: summary, CreatedAt: now, UpdatedAt: now,
+		ProposedBy: rulefmt.SystemProposer, ClusterID: ev.ClusterID, Generation: plan.generation, Class: ev.Class, Priority: ev.Priority(),
+		Support: ev.Support(), Reviewers: ev.Reviewers, Epics: ev.Epics, Producers: ev.Producers, Tags: ev.Tags, DraftedBy: d.By,
+		Required: pol.opts.RequiredApprovals, RuleID: rulefmt.RuleIDFor(plan.id), Content: d.Content,
 	}
 }
 
@@ -458,7 +460,7 @@ func (pol policy) drafted(ev Evidence, plan draftPlan, d draft, now time.Time) P
 // touches a protected tag (it then needs one approval more) and that a
 // refusal is an error rather than a held draft: a duplicate of an
 // existing rule or proposal, or an agent at its rule cap.
-func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, proposer, id string, now time.Time) (Proposal, error) {
+func (pol policy) manual(ctx context.Context, st *gitstore.State, mp ManualProposal, proposer, id string, now time.Time) (rulefmt.Proposal, error) {
 	summary := safetext.Redact(strings.TrimSpace(mp.Rationale))
 	if summary == "" {
 		summary = "Proposed by " + proposer + " without a rationale."
@@ -466,31 +468,31 @@ func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, prop
 	if n := len(mp.FeedbackIDs); n > 0 {
 		summary += fmt.Sprintf(" Cites %d %s.", n, text.Plural(n, "decision", "decisions"))
 	}
-	p := Proposal{
-		ID: id, Kind: KindNewRule, Status: Pending, Revision: 1, ContentRevision: 1,
+	p := rulefmt.Proposal{
+		ID: id, Kind: rulefmt.KindNewRule, Status: rulefmt.Pending, Revision: 1, ContentRevision: 1,
 		FeedbackIDs: mp.FeedbackIDs, Confidence: 1, Agents: mp.Agents, Type: mp.Type, InsertionPoint: mp.InsertionPoint,
 		EvidenceSummary: summary, CreatedAt: now, UpdatedAt: now, ProposedBy: proposer, Support: len(mp.FeedbackIDs),
-		Tags: mp.Tags, DraftedBy: "manual", Required: pol.opts.RequiredApprovals, RuleID: RuleIDFor(id), Content: mp.Content,
+		Tags: mp.Tags, DraftedBy: "manual", Required: pol.opts.RequiredApprovals, RuleID: rulefmt.RuleIDFor(id), Content: mp.Content,
 	}
-	p.Guards = append(p.Guards, GuardResult{Guard: GuardQuality, Passed: true})
+	p.Guards = append(p.Guards, rulefmt.GuardResult{Guard: rulefmt.GuardQuality, Passed: true})
 	dup, err := pol.reconsolidate(ctx, st, &p)
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	if dup != nil {
-		return Proposal{}, precept.Errorf(precept.Conflict, "rule_content duplicates %s (similarity %.2f): %q; no new proposal is needed",
+		return rulefmt.Proposal{}, precept.Errorf(precept.Conflict, "rule_content duplicates %s (similarity %.2f): %q; no new proposal is needed",
 			dup.OtherID, dup.Similarity, text.ClipWords(dup.OtherContent, 120))
 	}
 	for _, agent := range p.Agents {
-		if n := st.activeCount(agent) - st.supersededOf(p.Supersedes, agent); n >= pol.opts.MaxActiveRulesPerAgent {
-			return Proposal{}, precept.Errorf(precept.FailedPrecondition, "%s already has %d active rules (rules.max_active_rules_per_agent); roll one back or consolidate first", agent, n)
+		if n := st.ActiveCount(agent) - st.SupersededOf(p.Supersedes, agent); n >= pol.opts.MaxActiveRulesPerAgent {
+			return rulefmt.Proposal{}, precept.Errorf(precept.FailedPrecondition, "%s already has %d active rules (rules.max_active_rules_per_agent); roll one back or consolidate first", agent, n)
 		}
 	}
-	p.Guards = append(p.Guards, GuardResult{Guard: GuardRuleCap, Passed: true})
+	p.Guards = append(p.Guards, rulefmt.GuardResult{Guard: rulefmt.GuardRuleCap, Passed: true})
 	if tags := pol.protected(p.Tags); len(tags) > 0 {
 		p.Protected = true
 		p.Required++
-		p.Guards = append(p.Guards, GuardResult{Guard: GuardSafetyFloor, Passed: true,
+		p.Guards = append(p.Guards, rulefmt.GuardResult{Guard: rulefmt.GuardSafetyFloor, Passed: true,
 			Reason: fmt.Sprintf("touches protected %s %s: needs %d approvals", text.Plural(len(tags), "tag", "tags"), strings.Join(tags, ", "), p.Required)})
 	}
 	return p, nil
@@ -498,26 +500,26 @@ func (pol policy) manual(ctx context.Context, st *state, mp ManualProposal, prop
 
 // ruleTexts returns the active rules and open proposals the guards
 // compare drafts with, in a stable order.
-func ruleTexts(st *state) []ruleText {
+func ruleTexts(st *gitstore.State) []ruleText {
 	var out []ruleText
-	ids := make([]string, 0, len(st.rules))
-	for id := range st.rules {
+	ids := make([]string, 0, len(st.Rules))
+	for id := range st.Rules {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		r := st.rules[id]
-		if !live(r) {
+		r := st.Rules[id]
+		if !r.Live() {
 			continue
 		}
 		out = append(out, ruleText{ID: id, Agents: r.Agents, InsertionPoint: r.InsertionPoint, Content: r.Content, IsRule: true})
 	}
-	for _, id := range st.ids() {
-		if !st.open(id) {
+	for _, id := range st.IDs() {
+		if !st.Open(id) {
 			continue
 		}
-		p := st.onBranch[id]
-		if p.Kind.Lifecycle() {
+		p := st.OnBranch[id]
+		if p.Kind.DecidesOnRule() {
 			// Its text is its rule's, listed above.
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // commitRules puts active rules for an agent straight on main, as if they
@@ -19,13 +20,13 @@ func commitRules(t *testing.T, repo *gitrepo.Repo, agent string, texts ...string
 	var changes []gitrepo.Change
 	for i, text := range texts {
 		id := fmt.Sprintf("r-seed%02d", i)
-		r := Rule{ID: id, ProposalID: fmt.Sprintf("p-seed%02d", i), Agents: []string{agent}, Type: Guideline, Status: Active,
+		r := rulefmt.Rule{ID: id, ProposalID: fmt.Sprintf("p-seed%02d", i), Agents: []string{agent}, Type: rulefmt.Guideline, Status: rulefmt.Active,
 			Confidence: 0.9, Frequency: 1, ActivatedAt: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Content: text}
 		data, err := r.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		changes = append(changes, gitrepo.Change{Path: ActiveRulePath(agent, id), Data: data})
+		changes = append(changes, gitrepo.Change{Path: rulefmt.ActiveRulePath(agent, id), Data: data})
 		ids = append(ids, id)
 	}
 	_, err := repo.Update(context.Background(), "main", func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
@@ -37,7 +38,7 @@ func commitRules(t *testing.T, repo *gitrepo.Repo, agent string, texts ...string
 	return ids
 }
 
-func failed(p Proposal) GuardResult {
+func failed(p rulefmt.Proposal) rulefmt.GuardResult {
 	g, _ := p.FailedGuard()
 	return g
 }
@@ -57,7 +58,7 @@ func TestQualityGateBlocksDraftsAndRecordsTheReason(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
 			p := f.proposeOne(cluster("c-q", "coding-agent", tt.comments...))
-			if p.Status != Blocked || failed(p).Guard != GuardQuality || !strings.Contains(failed(p).Reason, tt.reason) {
+			if p.Status != rulefmt.Blocked || failed(p).Guard != rulefmt.GuardQuality || !strings.Contains(failed(p).Reason, tt.reason) {
 				t.Fatalf("outcome = %s, guard %+v; want blocked by quality with %q", p.Status, failed(p), tt.reason)
 			}
 			if strings.Contains(failed(p).Reason, "AKIAIOSFODNN7EXAMPLE") {
@@ -65,11 +66,11 @@ func TestQualityGateBlocksDraftsAndRecordsTheReason(t *testing.T) {
 			}
 			// Visible as blocked and recorded on main (internal/metrics
 			// counts it).
-			list, err := f.m.List(context.Background(), ListFilter{Status: Blocked})
+			list, err := f.m.List(context.Background(), ListFilter{Status: rulefmt.Blocked})
 			if err != nil || len(list) != 1 || list[0].ID != p.ID {
 				t.Fatalf("blocked list = %+v, %v", list, err)
 			}
-			if f.readMain(DraftPath(p.ID)) == "" {
+			if f.readMain(rulefmt.DraftPath(p.ID)) == "" {
 				t.Fatal("the blocked draft is not recorded on main")
 			}
 			// The same evidence again records nothing new.
@@ -130,7 +131,7 @@ func TestSafetyFloorNeverAutoProposesProtectedTags(t *testing.T) {
 	ev := cluster("c-sec", "coding-agent", logCluster...)
 	ev.Tags = []string{"logging", "Security"}
 	p := f.proposeOne(ev)
-	if p.Status != Blocked || failed(p).Guard != GuardSafetyFloor || !strings.Contains(failed(p).Reason, "security") || !strings.Contains(failed(p).Reason, "needs 3 approvals") {
+	if p.Status != rulefmt.Blocked || failed(p).Guard != rulefmt.GuardSafetyFloor || !strings.Contains(failed(p).Reason, "security") || !strings.Contains(failed(p).Reason, "needs 3 approvals") {
 		t.Fatalf("outcome = %s, %+v", p.Status, failed(p))
 	}
 }
@@ -140,7 +141,7 @@ func TestDuplicateDraftAddsItsEvidenceToTheExistingRule(t *testing.T) {
 	f := newFixture(t, Options{})
 	commitRules(t, f.repo, "coding-agent", "Add unit tests for the new retry helper.")
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
-	if p.Status != Merged || p.MergedInto != "r-seed00" || p.Conflicts[0].Kind != ConflictDuplicate || p.Conflicts[0].Similarity <= 0.92 {
+	if p.Status != rulefmt.Merged || p.MergedInto != "r-seed00" || p.Conflicts[0].Kind != rulefmt.ConflictDuplicate || p.Conflicts[0].Similarity <= 0.92 {
 		t.Fatalf("outcome = %+v", p)
 	}
 	r, _, err := f.m.Rule(ctx, "r-seed00")
@@ -157,7 +158,7 @@ func TestDuplicateDraftAddsItsEvidenceToTheExistingRule(t *testing.T) {
 	if r, _, _ := f.m.Rule(ctx, "r-seed00"); r.Frequency != 2 {
 		t.Fatalf("frequency counted twice: %d", r.Frequency)
 	}
-	if list, _ := f.m.List(ctx, ListFilter{Status: Merged}); len(list) != 1 {
+	if list, _ := f.m.List(ctx, ListFilter{Status: rulefmt.Merged}); len(list) != 1 {
 		t.Fatalf("merged drafts = %+v", list)
 	}
 }
@@ -167,7 +168,7 @@ func TestOverlappingDraftSupersedesTheRuleItOverlapsOnApproval(t *testing.T) {
 	f := newFixture(t, Options{})
 	commitRules(t, f.repo, "coding-agent", "Include unit tests for every new helper function.", "Keep functions shorter than 60 lines.")
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
-	if p.Status != Pending || len(p.Conflicts) != 1 || p.Conflicts[0].Kind != ConflictOverlap || p.Conflicts[0].OtherID != "r-seed00" {
+	if p.Status != rulefmt.Pending || len(p.Conflicts) != 1 || p.Conflicts[0].Kind != rulefmt.ConflictOverlap || p.Conflicts[0].OtherID != "r-seed00" {
 		t.Fatalf("proposal = %+v", p)
 	}
 	if len(p.Supersedes) != 1 || p.Supersedes[0] != "r-seed00" {
@@ -180,7 +181,7 @@ func TestOverlappingDraftSupersedesTheRuleItOverlapsOnApproval(t *testing.T) {
 		t.Fatalf("active rules after superseding = %+v", rules)
 	}
 	old, _, err := f.m.Rule(ctx, "r-seed00")
-	if err != nil || old.Status != Sunset || old.SunsetReason != "superseded by "+got.RuleID {
+	if err != nil || old.Status != rulefmt.Sunset || old.SunsetReason != "superseded by "+got.RuleID {
 		t.Fatalf("superseded rule = %+v, %v", old, err)
 	}
 	if tr := f.git("log", "-1", "--format=%(trailers:key=Supersedes,valueonly)", "main"); tr != "r-seed00" {
@@ -197,9 +198,9 @@ func TestCheckConflictsReportsOpposingGuidance(t *testing.T) {
 		candidate Candidate
 		kind      string
 	}{
-		{"opposite instruction, same insertion point", Candidate{Agents: []string{"coding-agent"}, Content: "Never add logging inside the retry loop."}, ConflictOpposing},
-		{"opposite instruction, other insertion point", Candidate{Agents: []string{"coding-agent"}, Content: "Never add logging inside the retry loop.", InsertionPoint: "review_checklist"}, ConflictOverlap},
-		{"same guidance", Candidate{Agents: []string{"coding-agent"}, Content: "Add logging inside the retry loop so that failures can be diagnosed."}, ConflictDuplicate},
+		{"opposite instruction, same insertion point", Candidate{Agents: []string{"coding-agent"}, Content: "Never add logging inside the retry loop."}, rulefmt.ConflictOpposing},
+		{"opposite instruction, other insertion point", Candidate{Agents: []string{"coding-agent"}, Content: "Never add logging inside the retry loop.", InsertionPoint: "review_checklist"}, rulefmt.ConflictOverlap},
+		{"same guidance", Candidate{Agents: []string{"coding-agent"}, Content: "Add logging inside the retry loop so that failures can be diagnosed."}, rulefmt.ConflictDuplicate},
 		{"other agent", Candidate{Agents: []string{"docs-agent"}, Content: "Never add logging inside the retry loop."}, ""},
 		{"unrelated", Candidate{Agents: []string{"coding-agent"}, Content: "Escape user input before embedding it into HTML templates."}, ""},
 	}
@@ -226,12 +227,12 @@ func TestCheckConflictsReportsOpposingGuidance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Conflicts) != 1 || p.Conflicts[0].Kind != ConflictOpposing || p.Supersedes[0] != "r-seed00" {
+	if len(p.Conflicts) != 1 || p.Conflicts[0].Kind != rulefmt.ConflictOpposing || p.Supersedes[0] != "r-seed00" {
 		t.Fatalf("proposal = %+v", p)
 	}
-	var conflictGuard GuardResult
+	var conflictGuard rulefmt.GuardResult
 	for _, g := range p.Guards {
-		if g.Guard == GuardConflict {
+		if g.Guard == rulefmt.GuardConflict {
 			conflictGuard = g
 		}
 	}
@@ -269,7 +270,7 @@ func TestPolarity(t *testing.T) {
 func TestRateCapDefersTheFourthDraftUntilTheWindowAllows(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	evs := []Evidence{
+	evs := []rulefmt.Evidence{
 		cluster("c-1", "coding-agent", testsCluster...),
 		cluster("c-2", "coding-agent", errorsCluster...),
 		cluster("c-3", "coding-agent", "Close HTTP response bodies with defer right after checking the error.", "response body leaked", "body never closed"),
@@ -281,12 +282,12 @@ func TestRateCapDefersTheFourthDraftUntilTheWindowAllows(t *testing.T) {
 	var deferredID string
 	for _, p := range out {
 		switch p.Status {
-		case Pending:
+		case rulefmt.Pending:
 			pending++
-		case Deferred:
+		case rulefmt.Deferred:
 			deferred++
 			deferredID = p.ID
-			if g := failed(p); g.Guard != GuardRateCap || !strings.Contains(g.Reason, "3 proposals were drafted for coding-agent") {
+			if g := failed(p); g.Guard != rulefmt.GuardRateCap || !strings.Contains(g.Reason, "3 proposals were drafted for coding-agent") {
 				t.Fatalf("deferred by %+v", g)
 			}
 		}
@@ -300,13 +301,13 @@ func TestRateCapDefersTheFourthDraftUntilTheWindowAllows(t *testing.T) {
 	}
 	f.clock.Advance(8*time.Hour + time.Second)
 	again := f.propose(evs...)
-	if len(again) != 1 || again[0].ID != deferredID || again[0].Status != Pending {
+	if len(again) != 1 || again[0].ID != deferredID || again[0].Status != rulefmt.Pending {
 		t.Fatalf("after the window = %+v", again)
 	}
-	if f.readMain(DraftPath(deferredID)) != "" {
+	if f.readMain(rulefmt.DraftPath(deferredID)) != "" {
 		t.Fatal("the deferred record stayed on main after the draft was proposed")
 	}
-	if list, _ := f.m.List(ctx, ListFilter{Status: Deferred}); len(list) != 0 {
+	if list, _ := f.m.List(ctx, ListFilter{Status: rulefmt.Deferred}); len(list) != 0 {
 		t.Fatalf("deferred after proposing = %+v", list)
 	}
 }
@@ -340,7 +341,7 @@ func TestRuleCapProposesAConsolidationInsteadOfATwentyFirstRule(t *testing.T) {
 	f := newFixture(t, Options{})
 	commitRules(t, f.repo, "coding-agent", twentyRules...)
 	p := f.proposeOne(cluster("c-errors", "coding-agent", errorsCluster...))
-	if p.Status != Pending || p.Kind != KindConsolidation || len(p.Supersedes) != 1 {
+	if p.Status != rulefmt.Pending || p.Kind != rulefmt.KindConsolidation || len(p.Supersedes) != 1 {
 		t.Fatalf("outcome = %+v", p)
 	}
 	nearest := p.Supersedes[0]
@@ -369,7 +370,7 @@ func TestRejectedDraftReturnsOnlyWhenItsSupportDoubles(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	first := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
-	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: first.ID, By: "alice", Reason: "Tests for helpers are covered by the integration suite.", Via: ViaAPI}); err != nil {
+	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: first.ID, By: "alice", Reason: "Tests for helpers are covered by the integration suite.", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	// The cluster grows by one: similar to the rejected proposal, support
@@ -380,23 +381,23 @@ func TestRejectedDraftReturnsOnlyWhenItsSupportDoubles(t *testing.T) {
 		t.Fatalf("second draft id = %s (first %s)", second.ID, first.ID)
 	}
 	g := failed(second)
-	if second.Status != Blocked || g.Guard != GuardRejectedBefore || !strings.Contains(g.Reason, "covered by the integration suite") || !strings.Contains(g.Reason, "4 now, 6 needed") {
+	if second.Status != rulefmt.Blocked || g.Guard != rulefmt.GuardRejectedBefore || !strings.Contains(g.Reason, "covered by the integration suite") || !strings.Contains(g.Reason, "4 now, 6 needed") {
 		t.Fatalf("second = %s, %+v", second.Status, g)
 	}
 	// Doubled support: proposed again, and the rejection is shown.
 	doubled := append(grown, "please test the retry helper", "retry helper untested")
 	third := f.proposeOne(cluster("c-tests", "coding-agent", doubled...))
-	if third.ID != second.ID || third.Status != Pending {
+	if third.ID != second.ID || third.Status != rulefmt.Pending {
 		t.Fatalf("third = %+v", third)
 	}
 	var shown bool
 	for _, g := range third.Guards {
-		shown = shown || g.Guard == GuardRejectedBefore && g.Passed && strings.Contains(g.Reason, "covered by the integration suite") && strings.Contains(g.Reason, "3 → 6")
+		shown = shown || g.Guard == rulefmt.GuardRejectedBefore && g.Passed && strings.Contains(g.Reason, "covered by the integration suite") && strings.Contains(g.Reason, "3 → 6")
 	}
 	if !shown {
 		t.Fatalf("guards of the re-proposal = %+v", third.Guards)
 	}
-	if f.readMain(DraftPath(third.ID)) != "" {
+	if f.readMain(rulefmt.DraftPath(third.ID)) != "" {
 		t.Fatal("the blocked record stayed after the draft was proposed")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // TestQualityGateSeesThroughDisguisedInjectionsAndSecrets pins issue 10's
@@ -51,10 +52,10 @@ func TestABlockedDraftNeverCommitsTheSecret(t *testing.T) {
 		"Always authenticate the CI job with "+token+" so the release can push.",
 		"the CI job cannot push the release, token "+token+" works",
 		"release push fails in CI"))
-	if p.Status != Blocked || failed(p).Guard != GuardQuality || !strings.Contains(failed(p).Reason, "GitHub token") {
+	if p.Status != rulefmt.Blocked || failed(p).Guard != rulefmt.GuardQuality || !strings.Contains(failed(p).Reason, "GitHub token") {
 		t.Fatalf("outcome = %s, guard %+v; want blocked by quality naming the kind", p.Status, failed(p))
 	}
-	draft := f.readMain(DraftPath(p.ID))
+	draft := f.readMain(rulefmt.DraftPath(p.ID))
 	if draft == "" || !strings.Contains(draft, "[redacted: GitHub token]") {
 		t.Fatalf("the held draft does not show where the secret was:\n%s", draft)
 	}
@@ -85,11 +86,11 @@ func TestABlockedDraftNeverCommitsTheSecret(t *testing.T) {
 // drafted as the rule when the comment also says what to do.
 func TestTheDrafterNeverMakesTheProblemTheRule(t *testing.T) {
 	comment := "Log lines include the full request body with personal data; never log request bodies, log their size and a hash instead."
-	d := extractiveDraft(Evidence{Comments: []Comment{{Text: comment}}})
+	d := extractiveDraft(rulefmt.Evidence{Comments: []rulefmt.Comment{{Text: comment}}})
 	if strings.HasPrefix(d.Content, "Log lines include") || !strings.HasPrefix(d.Content, "Never log request bodies") {
 		t.Fatalf("draft = %q; want the instruction, not the problem", d.Content)
 	}
-	if d.Type != Constraint {
+	if d.Type != rulefmt.Constraint {
 		t.Fatalf("type = %s, want CONSTRAINT", d.Type)
 	}
 }
@@ -190,7 +191,7 @@ func TestDraftingNeverPassesSecretsOrControlCharactersOn(t *testing.T) {
 // it: no draft is refused for not reading as an instruction, and none is
 // the sentence stating the problem.
 func TestFixtureDraftsReadAsInstructions(t *testing.T) {
-	clusters := map[string][]Comment{}
+	clusters := map[string][]rulefmt.Comment{}
 	var names []string
 	for _, file := range []string{"labelled", "holdout-1", "holdout-2"} {
 		data, err := os.ReadFile("../testdata/feedback/" + file + ".jsonl")
@@ -213,12 +214,12 @@ func TestFixtureDraftsReadAsInstructions(t *testing.T) {
 			if clusters[key] == nil {
 				names = append(names, key)
 			}
-			clusters[key] = append(clusters[key], Comment{Text: e.Comment})
+			clusters[key] = append(clusters[key], rulefmt.Comment{Text: e.Comment})
 		}
 	}
 	drafted, passed := 0, 0
 	for _, name := range names {
-		d := extractiveDraft(Evidence{Comments: clusters[name]})
+		d := extractiveDraft(rulefmt.Evidence{Comments: clusters[name]})
 		if d.Content == "" {
 			continue
 		}
@@ -235,7 +236,7 @@ func TestFixtureDraftsReadAsInstructions(t *testing.T) {
 	if drafted < 90 || passed < drafted-1 {
 		t.Fatalf("%d of %d drafts pass", passed, drafted)
 	}
-	d := extractiveDraft(Evidence{Comments: clusters["labelled/test-names-meaningless"]})
+	d := extractiveDraft(rulefmt.Evidence{Comments: clusters["labelled/test-names-meaningless"]})
 	if !strings.HasPrefix(d.Content, "Name tests after the behaviour.") {
 		t.Fatalf("test-names-meaningless drafts %q", d.Content)
 	}
@@ -294,10 +295,10 @@ func TestNotesAndReasonsAreCommittedWithoutTheirSecrets(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	good := f.proposeOne(cluster("c-ok", "coding-agent", "Return errors to the caller, wrapped with context.", "errors are swallowed", "the error is dropped"))
-	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: good.ID, By: "alice", Via: ViaAPI, Note: "checked with " + token}); err != nil {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: good.ID, By: "alice", Via: rulefmt.ViaAPI, Note: "checked with " + token}); err != nil {
 		t.Fatal(err)
 	}
-	approved, err := f.m.Approve(ctx, ApproveRequest{ProposalID: good.ID, By: "bob", Via: ViaAPI})
+	approved, err := f.m.Approve(ctx, ApproveRequest{ProposalID: good.ID, By: "bob", Via: rulefmt.ViaAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestNotesAndReasonsAreCommittedWithoutTheirSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := f.proposeOne(cluster("c-other", "coding-agent", "Name tests after the behaviour they check.", "test names say nothing", "TestFoo1 is meaningless"))
-	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: other.ID, By: "bob", Via: ViaAPI, Reason: "not now " + token}); err != nil {
+	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: other.ID, By: "bob", Via: rulefmt.ViaAPI, Reason: "not now " + token}); err != nil {
 		t.Fatal(err)
 	}
 	log := f.git("log", "-p", "--all")

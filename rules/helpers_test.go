@@ -11,6 +11,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // gitCLI runs the git CLI in dir and returns its trimmed output.
@@ -27,17 +28,17 @@ func newClock() *testenv.Clock {
 // fakeSource is an EvidenceSource whose clusters tests set.
 type fakeSource struct {
 	mu  sync.Mutex
-	evs []Evidence
+	evs []rulefmt.Evidence
 	err error
 }
 
-func (f *fakeSource) Generalizable(ctx context.Context) ([]Evidence, error) {
+func (f *fakeSource) Generalizable(ctx context.Context) ([]rulefmt.Evidence, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Evidence(nil), f.evs...), f.err
+	return append([]rulefmt.Evidence(nil), f.evs...), f.err
 }
 
-func (f *fakeSource) set(evs ...Evidence) {
+func (f *fakeSource) set(evs ...rulefmt.Evidence) {
 	f.mu.Lock()
 	f.evs = evs
 	f.mu.Unlock()
@@ -52,7 +53,7 @@ type fixture struct {
 	clock *testenv.Clock
 	// changes are the transitions OnChange reported.
 	mu      sync.Mutex
-	changes []Change
+	changes []rulefmt.Change
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
@@ -87,7 +88,7 @@ func attach(t *testing.T, repo *gitrepo.Repo, opts Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.OnChange(func(c Change) {
+	m.OnChange(func(c rulefmt.Change) {
 		f.mu.Lock()
 		f.changes = append(f.changes, c)
 		f.mu.Unlock()
@@ -96,10 +97,10 @@ func attach(t *testing.T, repo *gitrepo.Repo, opts Options) *fixture {
 	return f
 }
 
-func (f *fixture) kinds() []ChangeKind {
+func (f *fixture) kinds() []rulefmt.ChangeKind {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []ChangeKind
+	var out []rulefmt.ChangeKind
 	for _, c := range f.changes {
 		out = append(out, c.Kind)
 	}
@@ -107,7 +108,7 @@ func (f *fixture) kinds() []ChangeKind {
 }
 
 // propose drafts from the fake source and returns what was committed.
-func (f *fixture) propose(evs ...Evidence) []Proposal {
+func (f *fixture) propose(evs ...rulefmt.Evidence) []rulefmt.Proposal {
 	f.t.Helper()
 	f.src.set(evs...)
 	out, err := f.m.ProposeFromEvidence(context.Background())
@@ -118,7 +119,7 @@ func (f *fixture) propose(evs ...Evidence) []Proposal {
 }
 
 // proposeOne drafts one cluster and expects one outcome.
-func (f *fixture) proposeOne(ev Evidence) Proposal {
+func (f *fixture) proposeOne(ev rulefmt.Evidence) rulefmt.Proposal {
 	f.t.Helper()
 	out := f.propose(ev)
 	if len(out) != 1 {
@@ -127,16 +128,16 @@ func (f *fixture) proposeOne(ev Evidence) Proposal {
 	return out[0]
 }
 
-func (f *fixture) approve(id, who string) Proposal {
+func (f *fixture) approve(id, who string) rulefmt.Proposal {
 	f.t.Helper()
-	p, err := f.m.Approve(context.Background(), ApproveRequest{ProposalID: id, By: who, Via: ViaAPI})
+	p, err := f.m.Approve(context.Background(), ApproveRequest{ProposalID: id, By: who, Via: rulefmt.ViaAPI})
 	if err != nil {
 		f.t.Fatalf("approve %s by %s: %v", id, who, err)
 	}
 	return p
 }
 
-func (f *fixture) get(id string) Proposal {
+func (f *fixture) get(id string) rulefmt.Proposal {
 	f.t.Helper()
 	p, err := f.m.Get(context.Background(), id)
 	if err != nil {
@@ -171,8 +172,8 @@ func (f *fixture) readMain(p string) string {
 
 // cluster builds realistic evidence: comments by distinct reviewers in
 // distinct epics.
-func cluster(id, agent string, comments ...string) Evidence {
-	ev := Evidence{ClusterID: id, Class: ClassGeneralizableHigh, Confidence: 0.86, Agents: []string{agent},
+func cluster(id, agent string, comments ...string) rulefmt.Evidence {
+	ev := rulefmt.Evidence{ClusterID: id, Class: rulefmt.ClassGeneralizableHigh, Confidence: 0.86, Agents: []string{agent},
 		FirstSeen: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), LastSeen: time.Date(2026, 11, 19, 0, 0, 0, 0, time.UTC)}
 	for i, c := range comments {
 		d := fmt.Sprintf("%s-d%d", id, i+1)
@@ -180,11 +181,11 @@ func cluster(id, agent string, comments ...string) Evidence {
 		ev.FeedbackIDs = append(ev.FeedbackIDs, d)
 		ev.Reviewers = append(ev.Reviewers, r)
 		ev.Epics = append(ev.Epics, fmt.Sprintf("EPIC-%d", i%2+1))
-		ev.Comments = append(ev.Comments, Comment{DecisionID: d, ReviewerID: r, Agent: agent, Text: c, Centrality: 1 - float64(i)/10})
+		ev.Comments = append(ev.Comments, rulefmt.Comment{DecisionID: d, ReviewerID: r, Agent: agent, Text: c, Centrality: 1 - float64(i)/10})
 	}
 	ev.Size = len(comments)
-	ev.Reviewers = distinct(ev.Reviewers)
-	ev.Epics = distinct(ev.Epics)
+	ev.Reviewers = rulefmt.Distinct(ev.Reviewers)
+	ev.Epics = rulefmt.Distinct(ev.Epics)
 	return ev
 }
 

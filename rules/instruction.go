@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Whether rule text reads as an instruction (docs/thresholds.md,
@@ -60,7 +62,7 @@ func readsAsInstruction(text string) bool {
 	if !looksEnglish(text) {
 		return true
 	}
-	for _, s := range sentences(text) {
+	for _, s := range rulefmt.Sentences(text) {
 		if prescribes(s) {
 			return true
 		}
@@ -339,7 +341,7 @@ func instructionInCondition(ws []string) reading {
 			// "when you add …", "if we don't …": the condition's verb.
 		case w == "avoid" || w == "ensure" || w == "prefer" || (w == "don't" || w == "dont") && !plural(prev):
 			return instructs
-		case directiveVerbs[w] == Guideline && !ambiguousVerbs[w] && !plural(prev):
+		case directiveVerbs[w] == rulefmt.Guideline && !ambiguousVerbs[w] && !plural(prev):
 			return imperative(ws[i:])
 		case phrase && i > 1 && !functionWord(w) && !functionWord(prev) && !thirdPerson(w) && !participle(w) &&
 			(determiners[next] || next == "only" || next == codeWord):

@@ -3,37 +3,33 @@ package rules
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/gitstore"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Manager runs the rule lifecycle on the rules repository: it drafts and
 // guards proposals, records approvals and rejections, merges approved
 // rules, rolls them back and keeps the repository in step with its
-// remote. It is the top of the package's three layers
+// remote. It is the top of the rules packages' layers
 // (docs/architecture.md): each of its operations reads the state from
-// the store, asks the policy, and commits the outcome through the store.
+// the store, asks the policy, and commits the outcome through the store
+// (gitstore.Store).
 // Every write is a compare-and-swap commit, so several Managers (in one
 // process or several sharing the data directory) may work on one
 // repository at once.
 type Manager struct {
-	store    *store
+	recorder
 	policy   policy
 	opts     Options
 	features Features
-	log      *slog.Logger
 	// remote syncs with the remote; nil without one.
 	remote *syncer
+	// upkeep shares the recorder: the learning loop's operations.
+	upkeep *Upkeep
 
-	hookMu sync.RWMutex
-	hooks  []func(Change)
-
-	// kick asks Run to push soon after a local commit.
-	kick chan struct{}
 	// wake asks Run to draft soon: new evidence arrived.
 	wake chan struct{}
 }
@@ -49,13 +45,19 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 	if main == "" {
 		main = repo.DefaultBranch()
 	}
+	notify := &notifier{}
+	if opts.Remote != nil {
+		// kick asks Run to push soon after a local commit.
+		notify.kick = make(chan struct{}, 1)
+	}
 	m := &Manager{
-		store:    newStore(repo, main, opts.Logger),
+		recorder: recorder{
+			store: gitstore.NewStore(repo, main, opts.Logger), remoteOpts: opts.Remote,
+			clock: opts.Now, log: opts.Logger, notify: notify,
+		},
 		policy:   pol,
 		opts:     opts,
 		features: Features{Proposing: true, AutoMerge: true},
-		log:      opts.Logger,
-		kick:     make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 	}
 	if opts.Features != nil {
@@ -66,12 +68,13 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 			return nil, err
 		}
 		r = r.withDefaults()
-		m.opts.Remote = r
+		m.opts.Remote, m.remoteOpts = r, r
 		if err := repo.AddRemote(r.Name, r.URL); err != nil {
 			return nil, err
 		}
 		m.remote = &syncer{m: m, store: m.store, r: r}
 	}
+	m.upkeep = &Upkeep{rec: m.recorder, requiredApprovals: m.opts.RequiredApprovals}
 	return m, nil
 }
 
@@ -80,28 +83,11 @@ func (m *Manager) Features() Features { return m.features }
 
 // OnChange registers fn to be called after every committed transition,
 // in the goroutine that committed it. fn must return quickly.
-func (m *Manager) OnChange(fn func(Change)) {
-	m.hookMu.Lock()
-	m.hooks = append(m.hooks, fn)
-	m.hookMu.Unlock()
-}
+func (m *Manager) OnChange(fn func(rulefmt.Change)) { m.notify.add(fn) }
 
-func (m *Manager) emit(c Change) {
-	m.hookMu.RLock()
-	hooks := slices.Clone(m.hooks)
-	m.hookMu.RUnlock()
-	for _, fn := range hooks {
-		fn(c)
-	}
-	if m.remote != nil {
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (m *Manager) now() time.Time { return m.opts.Now().UTC().Truncate(time.Second) }
+// Upkeep returns the operations of the learning loop on approved rules,
+// sharing the Manager's store and listeners.
+func (m *Manager) Upkeep() *Upkeep { return m.upkeep }
 
 // Run drafts proposals from evidence and does maintenance every
 // ProposeInterval, and with a remote syncs every fetch interval and soon
@@ -136,7 +122,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			took = m.timedRound(ctx)
 		case <-fetch:
 			m.remote.syncAndLog(ctx)
-		case <-m.kick:
+		case <-m.notify.kick:
 			m.remote.syncAndLog(ctx)
 		}
 	}

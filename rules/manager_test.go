@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func TestDraftedProposalBecomesARulePRAndTwoApprovalsMergeIt(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
-	if p.Status != Pending || p.Branch != "proposal/"+p.ID || p.ID != draftID("c-tests", 0) {
+	if p.Status != rulefmt.Pending || p.Branch != "proposal/"+p.ID || p.ID != draftID("c-tests", 0) {
 		t.Fatalf("drafted = %+v", p)
 	}
 	if !strings.HasPrefix(p.Content, "Include unit tests for the new retry helper.") {
@@ -34,21 +35,21 @@ func TestDraftedProposalBecomesARulePRAndTwoApprovalsMergeIt(t *testing.T) {
 	}
 
 	one := f.approve(p.ID, "alice")
-	if one.Status != Pending || len(one.Approvals) != 1 || one.Revision != 2 {
+	if one.Status != rulefmt.Pending || len(one.Approvals) != 1 || one.Revision != 2 {
 		t.Fatalf("after one approval = %+v", one)
 	}
 	if again := f.approve(p.ID, "alice"); again.Revision != 2 || len(again.Approvals) != 1 {
 		t.Fatalf("approving twice changed the proposal: %+v", again)
 	}
-	two, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "bob", Note: "good catch, we keep forgetting these", Revision: 2, Via: ViaSlack})
+	two, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "bob", Note: "good catch, we keep forgetting these", Revision: 2, Via: rulefmt.ViaSlack})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if two.Status != Approved || two.RuleID != "r-"+strings.TrimPrefix(p.ID, "p-") || two.MergedCommit == "" {
+	if two.Status != rulefmt.Approved || two.RuleID != "r-"+strings.TrimPrefix(p.ID, "p-") || two.MergedCommit == "" {
 		t.Fatalf("after two approvals = %+v", two)
 	}
 	rules, err := f.m.ActiveRules(ctx, "coding-agent")
-	if err != nil || len(rules) != 1 || rules[0].ID != two.RuleID || rules[0].Status != Active || rules[0].Content != p.Content {
+	if err != nil || len(rules) != 1 || rules[0].ID != two.RuleID || rules[0].Status != rulefmt.Active || rules[0].Content != p.Content {
 		t.Fatalf("active rules = %+v, %v", rules, err)
 	}
 	// The merge and its trailers, as git shows them.
@@ -70,7 +71,7 @@ func TestDraftedProposalBecomesARulePRAndTwoApprovalsMergeIt(t *testing.T) {
 	if ex := f.readMain("tuning/examples/coding-agent/good/" + p.ID + "-bob.md"); !strings.Contains(ex, "good catch") || !strings.Contains(ex, "ground_truth: true") || !strings.Contains(ex, "via: slack") {
 		t.Fatalf("tuning example:\n%s", ex)
 	}
-	if want := []ChangeKind{ProposalCreated, ApprovalRecorded, ApprovalRecorded, ProposalApproved, RuleMerged}; !slices.Equal(f.kinds(), want) {
+	if want := []rulefmt.ChangeKind{rulefmt.ProposalCreated, rulefmt.ApprovalRecorded, rulefmt.ApprovalRecorded, rulefmt.ProposalApproved, rulefmt.RuleMerged}; !slices.Equal(f.kinds(), want) {
 		t.Fatalf("changes = %v, want %v", f.kinds(), want)
 	}
 	f.fsck()
@@ -106,7 +107,7 @@ func TestApprovalPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := f.m.Approve(ctx, ApproveRequest{ProposalID: tt.id, By: tt.who, Revision: tt.revision, Via: ViaAPI})
+			_, err := f.m.Approve(ctx, ApproveRequest{ProposalID: tt.id, By: tt.who, Revision: tt.revision, Via: rulefmt.ViaAPI})
 			if got := precept.ErrorCode(err); got != tt.code {
 				t.Fatalf("Approve = %v (code %s), want code %s", err, got, tt.code)
 			}
@@ -115,32 +116,32 @@ func TestApprovalPolicy(t *testing.T) {
 
 	// A protected proposal needs one approval more than the default.
 	f.approve(protected.ID, "carol")
-	if p := f.approve(protected.ID, "bob"); p.Status != Pending {
+	if p := f.approve(protected.ID, "bob"); p.Status != rulefmt.Pending {
 		t.Fatalf("protected proposal after 2 approvals = %s", p.Status)
 	}
-	if p := f.approve(protected.ID, "dave"); p.Status != Approved || p.MergedCommit == "" {
+	if p := f.approve(protected.ID, "dave"); p.Status != rulefmt.Approved || p.MergedCommit == "" {
 		t.Fatalf("protected proposal after 3 approvals = %+v", p)
 	}
-	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: protected.ID, By: "alice", Via: ViaAPI}); precept.ErrorCode(err) != precept.FailedPrecondition {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: protected.ID, By: "alice", Via: rulefmt.ViaAPI}); precept.ErrorCode(err) != precept.FailedPrecondition {
 		t.Fatalf("approving a merged proposal: %v", err)
 	}
 
 	// One rejection with a reason rejects; a reason is required.
-	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: manual.ID, By: "alice", Reason: "  ", Via: ViaAPI}); precept.ErrorCode(err) != precept.Invalid {
+	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: manual.ID, By: "alice", Reason: "  ", Via: rulefmt.ViaAPI}); precept.ErrorCode(err) != precept.Invalid {
 		t.Fatalf("reject without reason: %v", err)
 	}
 	f.approve(manual.ID, "bob")
-	rejected, err := f.m.Reject(ctx, RejectRequest{ProposalID: manual.ID, By: "alice", Reason: "Sentence case is already enforced by the linter.", Via: ViaAPI})
+	rejected, err := f.m.Reject(ctx, RejectRequest{ProposalID: manual.ID, By: "alice", Reason: "Sentence case is already enforced by the linter.", Via: rulefmt.ViaAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rejected.Status != Rejected || rejected.Rejection.Rejector != "alice" || len(rejected.Approvals) != 1 {
+	if rejected.Status != rulefmt.Rejected || rejected.Rejection.Rejector != "alice" || len(rejected.Approvals) != 1 {
 		t.Fatalf("rejected = %+v", rejected)
 	}
-	if again, err := f.m.Reject(ctx, RejectRequest{ProposalID: manual.ID, By: "alice", Reason: "again", Via: ViaAPI}); err != nil || again.Rejection.Reason != "Sentence case is already enforced by the linter." {
+	if again, err := f.m.Reject(ctx, RejectRequest{ProposalID: manual.ID, By: "alice", Reason: "again", Via: rulefmt.ViaAPI}); err != nil || again.Rejection.Reason != "Sentence case is already enforced by the linter." {
 		t.Fatalf("rejecting twice = %+v, %v", again, err)
 	}
-	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: manual.ID, By: "dave", Via: ViaAPI}); precept.ErrorCode(err) != precept.FailedPrecondition || !strings.Contains(err.Error(), "rejected by alice") {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: manual.ID, By: "dave", Via: rulefmt.ViaAPI}); precept.ErrorCode(err) != precept.FailedPrecondition || !strings.Contains(err.Error(), "rejected by alice") {
 		t.Fatalf("approving a rejected proposal: %v", err)
 	}
 	if got := f.git("log", "-1", "--format=%(trailers:key=Rejected-by,valueonly)%(trailers:key=Reason,valueonly)", "main"); !strings.Contains(got, "alice") || !strings.Contains(got, "linter") {
@@ -161,27 +162,27 @@ func TestStaleRevisionIsRefusedButApprovalsByOthersAreNot(t *testing.T) {
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
 	f.approve(p.ID, "alice")
 	// bob saw revision 1; alice's approval since does not make it stale.
-	if got, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "bob", Revision: 1, Via: ViaSlack}); err != nil || len(got.Approvals) != 2 {
+	if got, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "bob", Revision: 1, Via: rulefmt.ViaSlack}); err != nil || len(got.Approvals) != 2 {
 		t.Fatalf("approve at revision 1 after another approval = %+v, %v", got, err)
 	}
 	// New evidence from a duplicate cluster changes the proposal: a
 	// decision made before it is stale.
 	dup := cluster("c-tests-2", "coding-agent", "missing unit tests for the new retry helper", "add unit tests for the new retry helper please")
-	if out := f.proposeOne(dup); out.Status != Merged || out.MergedInto != p.ID {
+	if out := f.proposeOne(dup); out.Status != rulefmt.Merged || out.MergedInto != p.ID {
 		t.Fatalf("duplicate draft = %+v", out)
 	}
 	cur := f.get(p.ID)
 	if cur.Revision != 4 || len(cur.FeedbackIDs) != 5 {
 		t.Fatalf("after the evidence was added = rev %d, feedback %v", cur.Revision, cur.FeedbackIDs)
 	}
-	_, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "carol", Revision: 3, Via: ViaSlack})
+	_, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "carol", Revision: 3, Via: rulefmt.ViaSlack})
 	if precept.ErrorCode(err) != precept.FailedPrecondition || !strings.Contains(err.Error(), "stale revision 3") {
 		t.Fatalf("approve at a stale revision: %v", err)
 	}
-	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: p.ID, By: "carol", Reason: "no", Revision: 2, Via: ViaSlack}); precept.ErrorCode(err) != precept.FailedPrecondition {
+	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: p.ID, By: "carol", Reason: "no", Revision: 2, Via: rulefmt.ViaSlack}); precept.ErrorCode(err) != precept.FailedPrecondition {
 		t.Fatalf("reject at a stale revision: %v", err)
 	}
-	if got, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "carol", Revision: cur.Revision, Via: ViaSlack}); err != nil || got.Status != Approved {
+	if got, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "carol", Revision: cur.Revision, Via: rulefmt.ViaSlack}); err != nil || got.Status != rulefmt.Approved {
 		t.Fatalf("approve at the current revision = %+v, %v", got, err)
 	}
 }
@@ -190,7 +191,7 @@ func TestSelfApprovalIsAllowedOnlyForDraftedProposals(t *testing.T) {
 	f := newFixture(t, Options{})
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
 	// Drafted proposals have no human proposer; "precept" is no approver.
-	if _, err := f.m.Approve(context.Background(), ApproveRequest{ProposalID: p.ID, By: SystemProposer, Via: ViaAPI}); err != nil {
+	if _, err := f.m.Approve(context.Background(), ApproveRequest{ProposalID: p.ID, By: rulefmt.SystemProposer, Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatalf("approving a drafted proposal: %v", err)
 	}
 }
@@ -201,7 +202,7 @@ func TestAutoMergeOffLeavesAnApprovedProposalUnmergedUntilTurnedOn(t *testing.T)
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
 	f.approve(p.ID, "alice")
 	got := f.approve(p.ID, "bob")
-	if got.Status != Approved || got.MergedCommit != "" || got.Branch == "" {
+	if got.Status != rulefmt.Approved || got.MergedCommit != "" || got.Branch == "" {
 		t.Fatalf("approved with auto-merge off = %+v", got)
 	}
 	if err := f.m.Maintain(ctx); err != nil {
@@ -210,7 +211,7 @@ func TestAutoMergeOffLeavesAnApprovedProposalUnmergedUntilTurnedOn(t *testing.T)
 	if rules, _ := f.m.ActiveRules(ctx, ""); len(rules) != 0 {
 		t.Fatalf("merged with auto-merge off: %+v", rules)
 	}
-	if list, _ := f.m.List(ctx, ListFilter{Status: Approved}); len(list) != 1 {
+	if list, _ := f.m.List(ctx, ListFilter{Status: rulefmt.Approved}); len(list) != 1 {
 		t.Fatalf("approved proposals = %+v", list)
 	}
 	// Turned on: the manager restarts with the flag.
@@ -238,7 +239,7 @@ func TestProposingOffDraftsNothingUntilTurnedOn(t *testing.T) {
 	}
 	// Turned on: the manager restarts with the flag.
 	f.m = attach(t, f.repo, Options{Now: f.clock.Now, Evidence: f.src}).m
-	if out := f.propose(cluster("c-tests", "coding-agent", testsCluster...)); len(out) != 1 || out[0].Status != Pending {
+	if out := f.propose(cluster("c-tests", "coding-agent", testsCluster...)); len(out) != 1 || out[0].Status != rulefmt.Pending {
 		t.Fatalf("after turning proposing on: %+v", out)
 	}
 }
@@ -250,25 +251,25 @@ func TestShadowPeriodKeepsTheRuleInShadowUntilItEnds(t *testing.T) {
 	f.approve(p.ID, "alice")
 	got := f.approve(p.ID, "bob")
 	r, _, err := f.m.Rule(ctx, got.RuleID)
-	if err != nil || r.Status != Shadow || r.ShadowUntil == nil || !r.ShadowUntil.Equal(f.clock.Now().Add(72*60*60*1e9)) {
+	if err != nil || r.Status != rulefmt.Shadow || r.ShadowUntil == nil || !r.ShadowUntil.Equal(f.clock.Now().Add(72*60*60*1e9)) {
 		t.Fatalf("rule after approval = %+v, %v", r, err)
 	}
 	f.clock.Advance(71 * 60 * 60 * 1e9)
 	f.m.Maintain(ctx)
-	if r, _, _ := f.m.Rule(ctx, got.RuleID); r.Status != Shadow {
+	if r, _, _ := f.m.Rule(ctx, got.RuleID); r.Status != rulefmt.Shadow {
 		t.Fatalf("activated early: %s", r.Status)
 	}
 	f.clock.Advance(2 * 60 * 60 * 1e9)
 	if err := f.m.Maintain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := f.m.Rule(ctx, got.RuleID); r.Status != Active {
+	if r, _, _ := f.m.Rule(ctx, got.RuleID); r.Status != rulefmt.Active {
 		t.Fatalf("not activated after the period: %s", r.Status)
 	}
 	if got := f.git("log", "-1", "--format=%s%n%(trailers:key=Rule-Id,valueonly)", "main"); !strings.Contains(got, "Activate rule "+r.ID) {
 		t.Fatalf("activation commit = %q", got)
 	}
-	if !slices.Contains(f.kinds(), RuleActivated) {
+	if !slices.Contains(f.kinds(), rulefmt.RuleActivated) {
 		t.Fatalf("changes = %v", f.kinds())
 	}
 }
@@ -286,7 +287,7 @@ func TestListFiltersByStatusAndAgentNewestFirst(t *testing.T) {
 	if docs, _ := f.m.List(ctx, ListFilter{Agent: "docs-agent"}); len(docs) != 1 || docs[0].ID != b.ID {
 		t.Fatalf("List docs-agent = %+v", docs)
 	}
-	if none, _ := f.m.List(ctx, ListFilter{Status: Rejected}); len(none) != 0 {
+	if none, _ := f.m.List(ctx, ListFilter{Status: rulefmt.Rejected}); len(none) != 0 {
 		t.Fatalf("List rejected = %+v", none)
 	}
 	if _, err := f.m.List(ctx, ListFilter{Status: "MAYBE"}); precept.ErrorCode(err) != precept.Invalid {
@@ -319,10 +320,10 @@ func TestARuleForSeveralAgentsHasOneFileInEachAgentsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.approve(p.ID, "bob")
-	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "carol", Via: ViaSlack}); err != nil {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "carol", Via: rulefmt.ViaSlack}); err != nil {
 		t.Fatal(err)
 	}
-	a, b := f.readMain(ActiveRulePath("coding-agent", p.RuleID)), f.readMain(ActiveRulePath("docs-agent", p.RuleID))
+	a, b := f.readMain(rulefmt.ActiveRulePath("coding-agent", p.RuleID)), f.readMain(rulefmt.ActiveRulePath("docs-agent", p.RuleID))
 	if a == "" || a != b {
 		t.Fatalf("rule files differ or are missing:\n%s\n---\n%s", a, b)
 	}
@@ -331,7 +332,7 @@ func TestARuleForSeveralAgentsHasOneFileInEachAgentsDirectory(t *testing.T) {
 		t.Fatalf("rule = %+v, %v", r, err)
 	}
 	for _, agent := range []string{"coding-agent", "docs-agent"} {
-		if f.readMain(TuningPath(agent, "good", p.ID, "carol")) == "" {
+		if f.readMain(rulefmt.TuningPath(agent, "good", p.ID, "carol")) == "" {
 			t.Errorf("no tuning example for %s", agent)
 		}
 	}

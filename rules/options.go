@@ -7,6 +7,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Options configure a Manager. The zero value means the defaults
@@ -43,7 +44,7 @@ type Options struct {
 	Features *Features
 	// Evidence supplies generalizable clusters; nil means only manual
 	// proposals.
-	Evidence EvidenceSource
+	Evidence rulefmt.EvidenceSource
 	// LLM drafts rule text when set; otherwise drafts are extractive.
 	LLM LLM
 	// LLMTimeout bounds one drafting call; default 20s.

@@ -9,11 +9,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/gitstore"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
 )
 
-// policy is the middle of the package's three layers
+// policy is the middle of the rules packages' layers
 // (docs/architecture.md): the guards, drafting, consolidation and the
 // rules of meta-approval (docs/lifecycle.md). Each of its methods is a
 // function of a state, a proposal and the options it holds; none reads
@@ -40,7 +42,7 @@ func newPolicy(opts Options) (policy, error) {
 const maxNoteRunes = 4000
 
 func checkProposalID(id string) error {
-	if !ValidProposalID(id) {
+	if !rulefmt.ValidProposalID(id) {
 		return precept.Errorf(precept.Invalid, "proposal_id: %q is not a proposal id (p-…)", text.ClipRunes(id, 64))
 	}
 	return nil
@@ -64,7 +66,7 @@ func (pol policy) checkDecision(id, who, text, via string) error {
 	if err := checkProposalID(id); err != nil {
 		return err
 	}
-	if via != ViaAPI && via != ViaSlack && via != ViaConsole {
+	if via != rulefmt.ViaAPI && via != rulefmt.ViaSlack && via != rulefmt.ViaConsole {
 		return precept.Errorf(precept.Invalid, "via: %q is not api, console or slack", via)
 	}
 	if err := pol.mayDecide(who); err != nil {
@@ -77,34 +79,34 @@ func (pol policy) checkDecision(id, who, text, via string) error {
 }
 
 // decidable returns why a proposal takes no decision, or nil.
-func decidable(st *state, id string) error {
-	if p := st.rejected[id]; p != nil {
+func decidable(st *gitstore.State, id string) error {
+	if p := st.Rejected[id]; p != nil {
 		who, why := "", ""
 		if p.Rejection != nil {
 			who, why = p.Rejection.Rejector, p.Rejection.Reason
 		}
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected by %s: %s", id, who, why)
 	}
-	if ruleID, merged := st.byProposal[id]; merged {
+	if ruleID, merged := st.ByProposal[id]; merged {
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s", id, ruleID)
 	}
-	if st.onMain[id] != nil {
+	if st.OnMain[id] != nil {
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was merged in git and is becoming a rule", id)
 	}
-	if st.merged[id] {
+	if st.Merged[id] {
 		return precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into main", id)
 	}
-	if _, ok := st.branches[id]; ok {
+	if _, ok := st.Branches[id]; ok {
 		return nil
 	}
-	if p := st.drafts[id]; p != nil {
+	if p := st.Drafts[id]; p != nil {
 		return precept.Errorf(precept.FailedPrecondition, "%s is a %s draft, not a rule PR: %s", id, strings.ToLower(string(p.Status)), draftReason(p))
 	}
 	return precept.Errorf(precept.NotFound, "proposal %s not found", id)
 }
 
 // checkRevision refuses a decision made on a stale view of the proposal.
-func checkRevision(p Proposal, revision int) error {
+func checkRevision(p rulefmt.Proposal, revision int) error {
 	switch {
 	case revision == 0:
 		return nil
@@ -119,39 +121,39 @@ func checkRevision(p Proposal, revision int) error {
 // approve applies one approval to a proposal as read from its branch.
 // recorded is false when the approver had approved already (a no-op);
 // completed says the approval gave the proposal its required approvals.
-func approve(p Proposal, req ApproveRequest, now time.Time) (next Proposal, recorded, completed bool, err error) {
+func approve(p rulefmt.Proposal, req ApproveRequest, now time.Time) (next rulefmt.Proposal, recorded, completed bool, err error) {
 	if p.ApprovedBy(req.By) {
 		return p, false, false, nil
 	}
-	if p.Status != Pending {
+	if p.Status != rulefmt.Pending {
 		return p, false, false, precept.Errorf(precept.FailedPrecondition, "proposal %s is %s; it takes no more approvals", p.ID, p.Status)
 	}
-	if p.ProposedBy == req.By && p.ProposedBy != SystemProposer {
+	if p.ProposedBy == req.By && p.ProposedBy != rulefmt.SystemProposer {
 		return p, false, false, precept.Errorf(precept.PermissionDenied, "%s proposed %s and cannot approve it", req.By, p.ID)
 	}
 	if err := checkRevision(p, req.Revision); err != nil {
 		return p, false, false, err
 	}
-	p.Approvals = append(p.Approvals, Approval{Approver: req.By, Note: req.Note, At: now, Via: req.Via})
+	p.Approvals = append(p.Approvals, rulefmt.Approval{Approver: req.By, Note: req.Note, At: now, Via: req.Via})
 	p.Revision++
 	p.UpdatedAt = now
 	if len(p.Approvals) >= p.Required {
-		p.Status = Approved
+		p.Status = rulefmt.Approved
 		completed = true
 	}
 	return p, true, completed, nil
 }
 
 // reject applies a rejection to a pending proposal.
-func reject(p Proposal, req RejectRequest, now time.Time) (Proposal, error) {
-	if p.Status != Pending {
+func reject(p rulefmt.Proposal, req RejectRequest, now time.Time) (rulefmt.Proposal, error) {
+	if p.Status != rulefmt.Pending {
 		return p, precept.Errorf(precept.FailedPrecondition, "proposal %s is %s and waits to be merged; roll its rule back once it is", p.ID, p.Status)
 	}
 	if err := checkRevision(p, req.Revision); err != nil {
 		return p, err
 	}
-	p.Status = Rejected
-	p.Rejection = &Rejection{Rejector: req.By, Reason: req.Reason, At: now, Via: req.Via}
+	p.Status = rulefmt.Rejected
+	p.Rejection = &rulefmt.Rejection{Rejector: req.By, Reason: req.Reason, At: now, Via: req.Via}
 	p.Revision++
 	p.ContentRevision = p.Revision
 	p.UpdatedAt = now
@@ -160,25 +162,25 @@ func reject(p Proposal, req RejectRequest, now time.Time) (Proposal, error) {
 
 // ruleFor is the rule an approved proposal becomes at now: ACTIVE, or
 // SHADOW for the shadow period.
-func (pol policy) ruleFor(p Proposal, now time.Time) Rule {
+func (pol policy) ruleFor(p rulefmt.Proposal, now time.Time) rulefmt.Rule {
 	confidence := p.Confidence
 	if confidence == 0 {
 		confidence = 1
 	}
 	typ := p.Type
 	if !typ.Valid() {
-		typ = Guideline
+		typ = rulefmt.Guideline
 	}
-	r := Rule{
+	r := rulefmt.Rule{
 		ID: p.RuleID, ProposalID: p.ID, Agents: p.Agents, Type: typ, InsertionPoint: p.InsertionPoint,
-		Status: Active, Importance: Normal, Confidence: confidence, Frequency: 1 + len(p.EvidenceClusters),
+		Status: rulefmt.Active, Importance: rulefmt.Normal, Confidence: confidence, Frequency: 1 + len(p.EvidenceClusters),
 		FeedbackIDs: p.FeedbackIDs, ClusterID: p.ClusterID, Approvals: p.Approvals, Tags: p.Tags,
 		Protected: p.Protected, ActivatedAt: now, EvidenceSummary: p.EvidenceSummary, ProposedBy: p.ProposedBy,
 		EvidenceClusters: p.EvidenceClusters, Content: p.Content,
 	}
 	if pol.opts.ShadowPeriod > 0 {
 		until := now.Add(pol.opts.ShadowPeriod)
-		r.Status, r.ShadowUntil = Shadow, &until
+		r.Status, r.ShadowUntil = rulefmt.Shadow, &until
 	}
 	return r
 }
@@ -195,12 +197,27 @@ func (pol policy) protected(tags []string) []string {
 }
 
 // draftReason says why a held draft was held.
-func draftReason(p *Proposal) string {
-	if p.Status == Merged {
+func draftReason(p *rulefmt.Proposal) string {
+	if p.Status == rulefmt.Merged {
 		return "its evidence was added to " + p.MergedInto
 	}
 	if g, ok := p.FailedGuard(); ok {
 		return g.Guard + ": " + g.Reason
 	}
 	return "held"
+}
+
+// openLifecycleProposal returns the open lifecycle proposal about a rule, if any.
+
+func openLifecycleProposal(st *gitstore.State, ruleID string) (rulefmt.Proposal, bool) {
+	for _, id := range st.IDs() {
+		if !st.Open(id) {
+			continue
+		}
+		if p := st.OnBranch[id]; p.Kind.DecidesOnRule() && p.RuleID == ruleID {
+			out, _ := st.Proposal(id)
+			return out, true
+		}
+	}
+	return rulefmt.Proposal{}, false
 }

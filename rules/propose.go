@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/gitstore"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/oklog/ulid/v2"
 
@@ -22,45 +24,45 @@ import (
 // rule or proposal is refused, overlapping and opposing ones are reported
 // and superseded on approval. A proposal touching a protected tag needs
 // one approval more; its proposer cannot approve it.
-func (m *Manager) Propose(ctx context.Context, mp ManualProposal, proposer precept.Identity) (Proposal, error) {
+func (m *Manager) Propose(ctx context.Context, mp ManualProposal, proposer precept.Identity) (rulefmt.Proposal, error) {
 	if proposer.Name == "" {
-		return Proposal{}, precept.Errorf(precept.PermissionDenied, "a proposal needs an identity")
+		return rulefmt.Proposal{}, precept.Errorf(precept.PermissionDenied, "a proposal needs an identity")
 	}
 	mp, err := normalizeManual(mp)
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	if reason := m.opts.Quality.Check(mp.Content); reason != "" {
-		return Proposal{}, precept.Errorf(precept.Invalid, "rule_content: blocked by the quality gate: %s", reason)
+		return rulefmt.Proposal{}, precept.Errorf(precept.Invalid, "rule_content: blocked by the quality gate: %s", reason)
 	}
 	if err := m.ensureMain(ctx); err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	st, err := m.store.State(ctx)
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	id := "p-" + strings.ToLower(ulid.Make().String())
 	p, err := m.policy.manual(ctx, st, mp, proposer.Name, id, m.now())
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
-	h, created, err := m.store.createProposal(p)
+	h, created, err := m.store.CreateProposal(p)
 	if err != nil {
-		return Proposal{}, err
+		return rulefmt.Proposal{}, err
 	}
 	if !created {
-		return Proposal{}, fmt.Errorf("propose %s: its branch exists already", id)
+		return rulefmt.Proposal{}, fmt.Errorf("propose %s: its branch exists already", id)
 	}
 	m.log.Info("rule proposed", "proposal_id", id, "by", proposer.Name, "agents", p.Agents)
-	m.emit(Change{Kind: ProposalCreated, ProposalID: id, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: proposer.Name, Via: ViaAPI})
+	m.emit(rulefmt.Change{Kind: rulefmt.ProposalCreated, ProposalID: id, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: proposer.Name, Via: rulefmt.ViaAPI})
 	return m.Get(ctx, id)
 }
 
 // CheckConflicts reports the active rules and open proposals that
 // duplicate, overlap or oppose a candidate rule for the same agents.
-func (m *Manager) CheckConflicts(ctx context.Context, c Candidate) ([]ConflictReport, error) {
-	c.Agents = distinct(c.Agents)
+func (m *Manager) CheckConflicts(ctx context.Context, c Candidate) ([]rulefmt.ConflictReport, error) {
+	c.Agents = rulefmt.Distinct(c.Agents)
 	if len(c.Agents) == 0 {
 		return nil, precept.Errorf(precept.Invalid, "agents: at least one agent is required")
 	}
@@ -71,7 +73,7 @@ func (m *Manager) CheckConflicts(ctx context.Context, c Candidate) ([]ConflictRe
 		return nil, precept.Errorf(precept.Invalid, "content: longer than %d characters", 4*m.opts.Quality.MaxLength)
 	}
 	if c.InsertionPoint == "" {
-		c.InsertionPoint = DefaultInsertionPoint
+		c.InsertionPoint = rulefmt.DefaultInsertionPoint
 	}
 	st, err := m.store.State(ctx)
 	if err != nil {
@@ -83,7 +85,7 @@ func (m *Manager) CheckConflicts(ctx context.Context, c Candidate) ([]ConflictRe
 // ensureMain gives a repository without a main branch its first commit,
 // after looking for one on the remote, so that rule PRs fork from main.
 func (m *Manager) ensureMain(ctx context.Context) error {
-	if tip, err := m.store.tip(m.store.main); err != nil || !tip.IsZero() {
+	if tip, err := m.store.Tip(m.store.Main()); err != nil || !tip.IsZero() {
 		return err
 	}
 	if m.opts.Remote != nil {
@@ -91,11 +93,11 @@ func (m *Manager) ensureMain(ctx context.Context) error {
 			m.log.Warn("sync before creating main", "err", err)
 		}
 	}
-	_, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		if !s.Commit.IsZero() {
 			return nil, nil
 		}
-		return &gitrepo.CommitSpec{Message: "Initialize the rules repository", Changes: []gitrepo.Change{{Path: "rules/README.md", Data: []byte(readmeText)}}}, nil
+		return &gitrepo.CommitSpec{Message: "Initialize the rules repository", Changes: []gitrepo.Change{{Path: "rules/README.md", Data: []byte(rulefmt.ReadmeText)}}}, nil
 	})
 	return err
 }
@@ -106,7 +108,7 @@ func (m *Manager) ensureMain(ctx context.Context) error {
 // evidence added to the rule or proposal it duplicates. It returns what
 // it committed. With proposing switched off, or without an evidence
 // source, it does nothing and the clusters keep their evidence.
-func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]Proposal, error) {
+func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, error) {
 	if m.opts.Evidence == nil || !m.features.Proposing {
 		return nil, nil
 	}
@@ -116,11 +118,11 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]Proposal, error) {
 	}
 	sort.SliceStable(evs, func(i, j int) bool {
 		a, b := evs[i], evs[j]
-		if (a.Class == ClassGeneralizableHigh) != (b.Class == ClassGeneralizableHigh) {
-			return a.Class == ClassGeneralizableHigh
+		if (a.Class == rulefmt.ClassGeneralizableHigh) != (b.Class == rulefmt.ClassGeneralizableHigh) {
+			return a.Class == rulefmt.ClassGeneralizableHigh
 		}
-		if a.support() != b.support() {
-			return a.support() > b.support()
+		if a.Support() != b.Support() {
+			return a.Support() > b.Support()
 		}
 		return a.ClusterID < b.ClusterID
 	})
@@ -129,7 +131,7 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]Proposal, error) {
 			return nil, err
 		}
 	}
-	var out []Proposal
+	var out []rulefmt.Proposal
 	var errs []error
 	for _, ev := range evs {
 		p, err := m.proposeCluster(ctx, ev)
@@ -149,7 +151,7 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]Proposal, error) {
 
 // proposeCluster handles one cluster; it returns nil when nothing was
 // committed.
-func (m *Manager) proposeCluster(ctx context.Context, ev Evidence) (*Proposal, error) {
+func (m *Manager) proposeCluster(ctx context.Context, ev rulefmt.Evidence) (*rulefmt.Proposal, error) {
 	ev, ok := m.policy.normalizeEvidence(ev)
 	if !ok {
 		return nil, nil
@@ -158,12 +160,12 @@ func (m *Manager) proposeCluster(ctx context.Context, ev Evidence) (*Proposal, e
 	if err != nil {
 		return nil, err
 	}
-	idx, err := m.store.history(ctx)
+	idx, err := m.store.History(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := m.now()
-	plan, ok := m.policy.planDraft(st, idx.retired, ev, now)
+	plan, ok := m.policy.planDraft(st, idx.Retired, ev, now)
 	if !ok {
 		return nil, nil
 	}
@@ -172,15 +174,15 @@ func (m *Manager) proposeCluster(ctx context.Context, ev Evidence) (*Proposal, e
 		d = m.policy.draft(ctx, ev)
 	}
 	p := m.policy.drafted(ev, plan, d, now)
-	status, dup, err := m.policy.guard(ctx, st, idx.retired, &p, now)
+	status, dup, err := m.policy.guard(ctx, st, idx.Retired, &p, now)
 	if err != nil {
 		return nil, err
 	}
 	p.Status = status
 	switch status {
-	case Pending:
+	case rulefmt.Pending:
 		return m.commitDrafted(ctx, st, p)
-	case Merged:
+	case rulefmt.Merged:
 		return m.mergeEvidence(ctx, st, p, *dup)
 	default:
 		return m.holdDraft(ctx, p)
@@ -189,20 +191,20 @@ func (m *Manager) proposeCluster(ctx context.Context, ev Evidence) (*Proposal, e
 
 // commitDrafted commits a guarded draft as a rule PR and removes the held
 // draft record it replaces.
-func (m *Manager) commitDrafted(ctx context.Context, st *state, p Proposal) (*Proposal, error) {
-	h, created, err := m.store.createProposal(p)
+func (m *Manager) commitDrafted(ctx context.Context, st *gitstore.State, p rulefmt.Proposal) (*rulefmt.Proposal, error) {
+	h, created, err := m.store.CreateProposal(p)
 	if err != nil || !created {
 		return nil, err
 	}
-	if st.drafts[p.ID] != nil {
-		_, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-			if ok, err := s.Exists(DraftPath(p.ID)); err != nil || !ok {
+	if st.Drafts[p.ID] != nil {
+		_, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+			if ok, err := s.Exists(rulefmt.DraftPath(p.ID)); err != nil || !ok {
 				return nil, err
 			}
 			return &gitrepo.CommitSpec{
 				Message:  fmt.Sprintf("Release held draft %s: it is now a rule PR", p.ID),
-				Trailers: []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerClusterID, Value: p.ClusterID}},
-				Changes:  []gitrepo.Change{{Path: DraftPath(p.ID), Delete: true}},
+				Trailers: []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: p.ID}, {Key: rulefmt.TrailerClusterID, Value: p.ClusterID}},
+				Changes:  []gitrepo.Change{{Path: rulefmt.DraftPath(p.ID), Delete: true}},
 			}, nil
 		})
 		if err != nil {
@@ -210,19 +212,19 @@ func (m *Manager) commitDrafted(ctx context.Context, st *state, p Proposal) (*Pr
 		}
 	}
 	m.log.Info("rule proposal drafted", "proposal_id", p.ID, "cluster_id", p.ClusterID, "agents", p.Agents, "kind", p.Kind, "drafted_by", p.DraftedBy)
-	m.emit(Change{Kind: ProposalCreated, ProposalID: p.ID, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: SystemProposer, Via: "precept"})
-	p.Branch = ProposalBranch(p.ID)
+	m.emit(rulefmt.Change{Kind: rulefmt.ProposalCreated, ProposalID: p.ID, RuleID: p.RuleID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: rulefmt.SystemProposer, Via: "precept"})
+	p.Branch = rulefmt.ProposalBranch(p.ID)
 	return &p, nil
 }
 
 // holdDraft records a blocked or deferred draft under rules/drafts/ on
 // main, unless the same outcome is recorded already.
-func (m *Manager) holdDraft(ctx context.Context, p Proposal) (*Proposal, error) {
+func (m *Manager) holdDraft(ctx context.Context, p rulefmt.Proposal) (*rulefmt.Proposal, error) {
 	g, _ := p.FailedGuard()
 	var done bool
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		prev, ok, err := m.store.proposalAt(s, DraftPath(p.ID))
+		prev, ok, err := m.store.ProposalAt(s, rulefmt.DraftPath(p.ID))
 		if err != nil {
 			return nil, err
 		}
@@ -238,49 +240,49 @@ func (m *Manager) holdDraft(ctx context.Context, p Proposal) (*Proposal, error) 
 		}
 		done = true
 		verb := "Block"
-		if p.Status == Deferred {
+		if p.Status == rulefmt.Deferred {
 			verb = "Defer"
 		}
 		return &gitrepo.CommitSpec{
 			Message: fmt.Sprintf("%s draft %s for %s (%s)", verb, p.ID, strings.Join(p.Agents, ", "), g.Guard),
 			Trailers: []gitrepo.Trailer{
-				{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerClusterID, Value: p.ClusterID},
-				{Key: TrailerReason, Value: text.ClipWords(text.OneLine(g.Reason), 500)},
-				{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)},
+				{Key: rulefmt.TrailerProposalID, Value: p.ID}, {Key: rulefmt.TrailerClusterID, Value: p.ClusterID},
+				{Key: rulefmt.TrailerReason, Value: text.ClipWords(text.OneLine(g.Reason), 500)},
+				{Key: rulefmt.TrailerFeedbackIDs, Value: rulefmt.FeedbackTrailer(p.FeedbackIDs)},
 			},
-			Changes: []gitrepo.Change{{Path: DraftPath(p.ID), Data: data}},
+			Changes: []gitrepo.Change{{Path: rulefmt.DraftPath(p.ID), Data: data}},
 		}, nil
 	})
 	if err != nil || !done {
 		return nil, err
 	}
 	m.log.Info("draft held by a guard", "proposal_id", p.ID, "cluster_id", p.ClusterID, "status", p.Status, "guard", g.Guard, "reason", g.Reason)
-	m.emit(Change{Kind: DraftHeld, ProposalID: p.ID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: SystemProposer, Via: "precept", MainChanged: true, Guard: g.Guard})
+	m.emit(rulefmt.Change{Kind: rulefmt.DraftHeld, ProposalID: p.ID, Agents: p.Agents, Commit: h.String(), Revision: p.Revision, Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true, Guard: g.Guard})
 	return &p, nil
 }
 
 // mergeEvidence adds a duplicate draft's evidence to the rule or open
 // proposal it duplicates (frequency +1) and records the draft as merged.
-func (m *Manager) mergeEvidence(ctx context.Context, st *state, p Proposal, dup ConflictReport) (*Proposal, error) {
+func (m *Manager) mergeEvidence(ctx context.Context, st *gitstore.State, p rulefmt.Proposal, dup rulefmt.ConflictReport) (*rulefmt.Proposal, error) {
 	p.MergedInto = dup.OtherID
 	record, err := p.Marshal()
 	if err != nil {
 		return nil, err
 	}
-	draftChange := gitrepo.Change{Path: DraftPath(p.ID), Data: record}
+	draftChange := gitrepo.Change{Path: rulefmt.DraftPath(p.ID), Data: record}
 	trailers := []gitrepo.Trailer{
-		{Key: TrailerProposalID, Value: p.ID}, {Key: TrailerClusterID, Value: p.ClusterID},
-		{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)},
+		{Key: rulefmt.TrailerProposalID, Value: p.ID}, {Key: rulefmt.TrailerClusterID, Value: p.ClusterID},
+		{Key: rulefmt.TrailerFeedbackIDs, Value: rulefmt.FeedbackTrailer(p.FeedbackIDs)},
 	}
 	var h gitrepo.Hash
 	var agents []string
-	if rule := st.rules[dup.OtherID]; rule != nil {
+	if rule := st.Rules[dup.OtherID]; rule != nil {
 		agents = rule.Agents
-		h, err = m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-			if ok, err := s.Exists(DraftPath(p.ID)); err != nil || ok {
+		h, err = m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+			if ok, err := s.Exists(rulefmt.DraftPath(p.ID)); err != nil || ok {
 				return nil, err
 			}
-			paths, err := m.store.ruleFiles(s, dup.OtherID)
+			paths, err := m.store.RuleFiles(s, dup.OtherID)
 			if err != nil {
 				return nil, err
 			}
@@ -291,15 +293,15 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p Proposal, dup 
 				if err != nil {
 					return nil, err
 				}
-				cur, err := m.store.rule(blob)
+				cur, err := m.store.RuleFile(blob)
 				if err != nil {
 					return nil, err
 				}
-				next := cur.clone()
+				next := cur.Clone()
 				if !slices.Contains(next.EvidenceClusters, p.ClusterID) {
 					next.Frequency++
 					next.EvidenceClusters = append(next.EvidenceClusters, p.ClusterID)
-					next.FeedbackIDs = distinct(append(next.FeedbackIDs, p.FeedbackIDs...))
+					next.FeedbackIDs = rulefmt.Distinct(append(next.FeedbackIDs, p.FeedbackIDs...))
 				}
 				freq = next.Frequency
 				data, err := next.Marshal()
@@ -310,19 +312,19 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p Proposal, dup 
 			}
 			return &gitrepo.CommitSpec{
 				Message:  fmt.Sprintf("Add the evidence of cluster %s to rule %s (frequency %d)", p.ClusterID, dup.OtherID, freq),
-				Trailers: append([]gitrepo.Trailer{{Key: TrailerRuleID, Value: dup.OtherID}}, trailers...),
+				Trailers: append([]gitrepo.Trailer{{Key: rulefmt.TrailerRuleID, Value: dup.OtherID}}, trailers...),
 				Changes:  changes,
 			}, nil
 		})
 	} else {
 		agents = p.Agents
-		if _, err = m.store.Commit(ctx, ProposalBranch(dup.OtherID), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-			target, ok, err := m.store.proposalAt(s, ProposalPath(dup.OtherID))
-			if err != nil || !ok || target.Status != Pending || slices.Contains(target.EvidenceClusters, p.ClusterID) {
+		if _, err = m.store.Commit(ctx, rulefmt.ProposalBranch(dup.OtherID), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+			target, ok, err := m.store.ProposalAt(s, rulefmt.ProposalPath(dup.OtherID))
+			if err != nil || !ok || target.Status != rulefmt.Pending || slices.Contains(target.EvidenceClusters, p.ClusterID) {
 				return nil, err
 			}
 			target.EvidenceClusters = append(target.EvidenceClusters, p.ClusterID)
-			target.FeedbackIDs = distinct(append(target.FeedbackIDs, p.FeedbackIDs...))
+			target.FeedbackIDs = rulefmt.Distinct(append(target.FeedbackIDs, p.FeedbackIDs...))
 			target.Support = len(target.FeedbackIDs)
 			target.EvidenceSummary += "\n\nAlso supported by a duplicate draft: " + p.EvidenceSummary
 			target.Revision++
@@ -334,14 +336,14 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p Proposal, dup 
 			}
 			return &gitrepo.CommitSpec{
 				Message:  fmt.Sprintf("Add the evidence of cluster %s to proposal %s", p.ClusterID, dup.OtherID),
-				Trailers: []gitrepo.Trailer{{Key: TrailerProposalID, Value: dup.OtherID}, {Key: TrailerClusterID, Value: p.ClusterID}, {Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)}},
-				Changes:  []gitrepo.Change{{Path: ProposalPath(dup.OtherID), Data: data}},
+				Trailers: []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: dup.OtherID}, {Key: rulefmt.TrailerClusterID, Value: p.ClusterID}, {Key: rulefmt.TrailerFeedbackIDs, Value: rulefmt.FeedbackTrailer(p.FeedbackIDs)}},
+				Changes:  []gitrepo.Change{{Path: rulefmt.ProposalPath(dup.OtherID), Data: data}},
 			}, nil
 		}); err != nil {
 			return nil, err
 		}
-		h, err = m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-			if ok, err := s.Exists(DraftPath(p.ID)); err != nil || ok {
+		h, err = m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+			if ok, err := s.Exists(rulefmt.DraftPath(p.ID)); err != nil || ok {
 				return nil, err
 			}
 			return &gitrepo.CommitSpec{
@@ -355,6 +357,6 @@ func (m *Manager) mergeEvidence(ctx context.Context, st *state, p Proposal, dup 
 		return nil, err
 	}
 	m.log.Info("duplicate draft merged into an existing rule", "proposal_id", p.ID, "cluster_id", p.ClusterID, "into", dup.OtherID, "similarity", dup.Similarity)
-	m.emit(Change{Kind: EvidenceAdded, ProposalID: p.ID, RuleID: st.ruleIDOf(dup.OtherID), Agents: agents, Commit: h.String(), Actor: SystemProposer, Via: "precept", MainChanged: true, Guard: GuardReconsolidation})
+	m.emit(rulefmt.Change{Kind: rulefmt.EvidenceAdded, ProposalID: p.ID, RuleID: st.RuleIDOf(dup.OtherID), Agents: agents, Commit: h.String(), Actor: rulefmt.SystemProposer, Via: "precept", MainChanged: true, Guard: rulefmt.GuardReconsolidation})
 	return &p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/precept-dev/precept/lib/english"
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Quality is the pre-commit quality gate (docs/thresholds.md, "Quality gate"). The zero value
@@ -78,7 +79,7 @@ func (q Quality) Check(content string) string {
 	}
 	if !readsAsInstruction(content) {
 		return fmt.Sprintf("the rule text does not read as an instruction: %q states a problem without saying what to do; "+
-			"write what the agent should do (\"Never …\", \"Always …\", \"Use …\", \"X must …\")", text.ClipWords(firstSentence(content), 80))
+			"write what the agent should do (\"Never …\", \"Always …\", \"Use …\", \"X must …\")", text.ClipWords(rulefmt.FirstSentence(content), 80))
 	}
 	return ""
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // TestQualityGateParsesImperativesAndProblemStatements pins how the gate
@@ -174,7 +176,7 @@ func TestQualityGateParsesImperativesAndProblemStatements(t *testing.T) {
 	}
 	// prescribesIn is the parse alone, whatever the language check says.
 	prescribesIn := func(text string) bool {
-		for _, s := range sentences(text) {
+		for _, s := range rulefmt.Sentences(text) {
 			if prescribes(s) {
 				return true
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // The approver process: the test binary re-run with these variables set
@@ -55,7 +56,7 @@ func approverProcess() int {
 		}
 	}
 	for _, id := range strings.Split(os.Getenv(helperIDs), ",") {
-		p, err := m.Approve(context.Background(), ApproveRequest{ProposalID: id, By: os.Getenv(helperWho), Via: ViaAPI})
+		p, err := m.Approve(context.Background(), ApproveRequest{ProposalID: id, By: os.Getenv(helperWho), Via: rulefmt.ViaAPI})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "approve %s: %v\n", id, err)
 			fmt.Printf("%s %s\n", id, precept.ErrorCode(err))
@@ -135,7 +136,7 @@ func TestTwoProcessesRacingApprovalsLoseNoneAndMergeOnce(t *testing.T) {
 		if n := len(strings.Fields(merges)); n != 1 {
 			t.Fatalf("%s merged %d times", id, n)
 		}
-		r, _, err := f.m.Rule(ctx, RuleIDFor(id))
+		r, _, err := f.m.Rule(ctx, rulefmt.RuleIDFor(id))
 		if err != nil || len(r.Approvals) != 3 {
 			t.Fatalf("rule of %s = %+v, %v", id, r, err)
 		}

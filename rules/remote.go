@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/gitstore"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // maxSyncRounds bounds how often Sync fetches again after a push was
@@ -21,14 +23,14 @@ const maxSyncRounds = 4
 // and integrate the same refs.
 type syncer struct {
 	m     *Manager
-	store *store
+	store *gitstore.Store
 	r     *Remote
 	mu    sync.Mutex
 }
 
 // branches are main and the other branches kept in step like it.
 func (y *syncer) branches() []string {
-	return append([]string{y.store.main}, y.r.Branches...)
+	return append([]string{y.store.Main()}, y.r.Branches...)
 }
 
 func (y *syncer) syncAndLog(ctx context.Context) {
@@ -52,32 +54,32 @@ func (y *syncer) sync(ctx context.Context) error {
 
 func (y *syncer) round(ctx context.Context) error {
 	r := y.r
-	before, err := y.store.remoteTips(r.Name)
+	before, err := y.store.RemoteTips(r.Name)
 	if err != nil {
 		return err
 	}
-	if _, err := y.store.repo.Fetch(ctx, r.Name, r.Auth); err != nil {
+	if _, err := y.store.Repo().Fetch(ctx, r.Name, r.Auth); err != nil {
 		if !isEmptyRemote(err) {
 			return err
 		}
 		// A new, empty remote: there is nothing to apply; push.
 		return y.push(ctx)
 	}
-	after, err := y.store.remoteTips(r.Name)
+	after, err := y.store.RemoteTips(r.Name)
 	if err != nil {
 		return err
 	}
 	changedMain := false
 	var errs []error
 
-	remoteMain := after[y.store.main]
-	merges, err := y.store.findGitMerges(remoteMain)
+	remoteMain := after[y.store.Main()]
+	merges, err := y.store.FindGitMerges(remoteMain)
 	if err != nil {
 		return err
 	}
 	// A second listing: a branch another process is updating may be
 	// missing from one listing, and a missing branch means a rejection.
-	again, err := y.store.remoteTips(r.Name)
+	again, err := y.store.RemoteTips(r.Name)
 	if err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func (y *syncer) round(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			changedMain = changedMain || moved && b == y.store.main
+			changedMain = changedMain || moved && b == y.store.Main()
 		}
 	}
 	if err := y.m.convertMerged(ctx, merges); err != nil {
@@ -104,7 +106,7 @@ func (y *syncer) round(ctx context.Context) error {
 	}
 	for _, id := range deleted {
 		reason := fmt.Sprintf("the proposal branch was deleted on %s without being merged", r.Name)
-		if err := y.m.commitRejection(ctx, RejectRequest{ProposalID: id, By: ViaGit, Reason: reason, Via: ViaGit}, ""); err != nil {
+		if err := y.m.commitRejection(ctx, RejectRequest{ProposalID: id, By: rulefmt.ViaGit, Reason: reason, Via: rulefmt.ViaGit}, ""); err != nil {
 			errs = append(errs, fmt.Errorf("reject %s deleted on the remote: %w", id, err))
 		}
 	}
@@ -113,11 +115,11 @@ func (y *syncer) round(ctx context.Context) error {
 	}
 	if changedMain {
 		y.m.log.Info("remote changes brought into main", "remote", r.Name)
-		tip, err := y.store.tip(y.store.main)
+		tip, err := y.store.Tip(y.store.Main())
 		if err != nil {
 			errs = append(errs, err)
 		}
-		y.m.emit(Change{Kind: RemoteSynced, Commit: tip.String(), Actor: r.Name, Via: ViaGit, MainChanged: true})
+		y.m.emit(rulefmt.Change{Kind: rulefmt.RemoteSynced, Commit: tip.String(), Actor: r.Name, Via: rulefmt.ViaGit, MainChanged: true})
 	}
 	if err := y.push(ctx); err != nil {
 		if errors.Is(err, gitrepo.ErrRefChanged) {
@@ -145,12 +147,12 @@ func (y *syncer) deletedUnmerged(ctx context.Context, before, after map[string]g
 	}
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(before)) {
-		id, ok := strings.CutPrefix(name, BranchPrefix)
-		if _, still := after[name]; !ok || still || !st.open(id) {
+		id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix)
+		if _, still := after[name]; !ok || still || !st.Open(id) {
 			continue
 		}
 		if !remoteMain.IsZero() {
-			merged, err := y.store.repo.IsAncestor(before[name], remoteMain)
+			merged, err := y.store.Repo().IsAncestor(before[name], remoteMain)
 			if err != nil {
 				return nil, err
 			}
@@ -170,16 +172,16 @@ func (y *syncer) deletedUnmerged(ctx context.Context, before, after map[string]g
 // decidedAt reports whether the snapshot at tip holds a decision about a
 // proposal: its rejection, its rule, or its merged file.
 func (y *syncer) decidedAt(tip gitrepo.Hash, id string) (bool, error) {
-	s, err := y.store.repo.SnapshotAt(tip)
+	s, err := y.store.Repo().SnapshotAt(tip)
 	if err != nil {
 		return false, err
 	}
-	for _, p := range []string{RejectedPath(id), ProposalPath(id)} {
+	for _, p := range []string{rulefmt.RejectedPath(id), rulefmt.ProposalPath(id)} {
 		if ok, err := s.Exists(p); err != nil || ok {
 			return ok, err
 		}
 	}
-	return y.store.hasRule(s, RuleIDFor(id))
+	return y.store.HasRule(s, rulefmt.RuleIDFor(id))
 }
 
 // integrate brings a remote branch's tip into the local branch: nothing
@@ -191,7 +193,7 @@ func (y *syncer) integrate(ctx context.Context, branch, remote string, theirs gi
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		ours, err := y.store.tip(branch)
+		ours, err := y.store.Tip(branch)
 		if err != nil {
 			return false, err
 		}
@@ -199,18 +201,18 @@ func (y *syncer) integrate(ctx context.Context, branch, remote string, theirs gi
 			return false, nil
 		}
 		if !ours.IsZero() {
-			if ok, err := y.store.repo.IsAncestor(theirs, ours); err != nil || ok {
+			if ok, err := y.store.Repo().IsAncestor(theirs, ours); err != nil || ok {
 				return false, err
 			}
 		}
 		ff := ours.IsZero()
 		if !ff {
-			if ff, err = y.store.repo.IsAncestor(ours, theirs); err != nil {
+			if ff, err = y.store.Repo().IsAncestor(ours, theirs); err != nil {
 				return false, err
 			}
 		}
 		if ff {
-			err = y.store.repo.SetBranch(branch, ours, theirs)
+			err = y.store.Repo().SetBranch(branch, ours, theirs)
 		} else {
 			err = y.mergeRemote(branch, remote, ours, theirs)
 		}
@@ -226,11 +228,11 @@ func (y *syncer) integrate(ctx context.Context, branch, remote string, theirs gi
 // branch. On a true conflict the remote's version of the file wins; the
 // conflicts are logged and named in the commit.
 func (y *syncer) mergeRemote(branch, remote string, ours, theirs gitrepo.Hash) error {
-	res, err := y.store.repo.MergeFiles(ours, theirs)
+	res, err := y.store.Repo().MergeFiles(ours, theirs)
 	if err != nil {
 		return err
 	}
-	snap, err := y.store.repo.SnapshotAt(ours)
+	snap, err := y.store.Repo().SnapshotAt(ours)
 	if err != nil {
 		return err
 	}
@@ -239,9 +241,9 @@ func (y *syncer) mergeRemote(branch, remote string, ours, theirs gitrepo.Hash) e
 		msg += "\n\nConflicting files, resolved with the remote's version:\n  " + strings.Join(res.Conflicts, "\n  ")
 		y.m.log.Warn("merge conflicts with the remote resolved with the remote's version", "branch", branch, "files", res.Conflicts)
 	}
-	_, err = y.store.repo.Commit(branch, ours, snap, gitrepo.CommitSpec{
+	_, err = y.store.Repo().Commit(branch, ours, snap, gitrepo.CommitSpec{
 		Message:      msg,
-		Trailers:     []gitrepo.Trailer{{Key: TrailerRemoteSync, Value: remote + "/" + branch}},
+		Trailers:     []gitrepo.Trailer{{Key: rulefmt.TrailerRemoteSync, Value: remote + "/" + branch}},
 		Changes:      res.Changes,
 		MergeParents: []gitrepo.Hash{theirs},
 	})
@@ -258,24 +260,24 @@ func (y *syncer) followProposalBranches(ctx context.Context, remote map[string]g
 	}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
-		id, ok := strings.CutPrefix(name, BranchPrefix)
-		if !ok || !ValidProposalID(id) || st.rejected[id] != nil || st.byProposal[id] != "" || st.merged[id] {
+		id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix)
+		if !ok || !rulefmt.ValidProposalID(id) || st.Rejected[id] != nil || st.ByProposal[id] != "" || st.Merged[id] {
 			continue
 		}
 		theirs := remote[name]
-		ours := st.branches[id]
+		ours := st.Branches[id]
 		switch {
 		case ours == theirs:
 			continue
 		case ours.IsZero():
-			err = y.store.repo.SetBranch(name, gitrepo.ZeroHash, theirs)
+			err = y.store.Repo().SetBranch(name, gitrepo.ZeroHash, theirs)
 		default:
 			var behind, ahead bool
-			if behind, err = y.store.repo.IsAncestor(ours, theirs); err == nil && behind {
-				err = y.store.repo.SetBranch(name, ours, theirs)
+			if behind, err = y.store.Repo().IsAncestor(ours, theirs); err == nil && behind {
+				err = y.store.Repo().SetBranch(name, ours, theirs)
 				break
 			}
-			if ahead, err = y.store.repo.IsAncestor(theirs, ours); err == nil && !ahead {
+			if ahead, err = y.store.Repo().IsAncestor(theirs, ours); err == nil && !ahead {
 				err = y.reconcileProposal(ctx, id, theirs)
 			}
 		}
@@ -289,16 +291,16 @@ func (y *syncer) followProposalBranches(ctx context.Context, remote map[string]g
 // reconcileProposal merges a proposal branch that two replicas advanced
 // independently: the approvals of both are kept, so none is lost.
 func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrepo.Hash) error {
-	remoteSnap, err := y.store.repo.SnapshotAt(theirs)
+	remoteSnap, err := y.store.Repo().SnapshotAt(theirs)
 	if err != nil {
 		return err
 	}
-	other, ok, err := y.store.proposalAt(remoteSnap, ProposalPath(id))
+	other, ok, err := y.store.ProposalAt(remoteSnap, rulefmt.ProposalPath(id))
 	if err != nil || !ok {
 		return err
 	}
-	_, err = y.store.repo.Update(ctx, ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		p, ok, err := y.store.proposalAt(s, ProposalPath(id))
+	_, err = y.store.Repo().Update(ctx, rulefmt.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		p, ok, err := y.store.ProposalAt(s, rulefmt.ProposalPath(id))
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -307,11 +309,11 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 				p.Approvals = append(p.Approvals, a)
 			}
 		}
-		slices.SortStableFunc(p.Approvals, func(a, b Approval) int { return a.At.Compare(b.At) })
+		slices.SortStableFunc(p.Approvals, func(a, b rulefmt.Approval) int { return a.At.Compare(b.At) })
 		p.Revision = max(p.Revision, other.Revision) + 1
 		p.ContentRevision = max(p.ContentRevision, other.ContentRevision)
-		if p.Status == Pending && len(p.Approvals) >= p.Required {
-			p.Status = Approved
+		if p.Status == rulefmt.Pending && len(p.Approvals) >= p.Required {
+			p.Status = rulefmt.Approved
 		}
 		data, err := p.Marshal()
 		if err != nil {
@@ -319,8 +321,8 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 		}
 		return &gitrepo.CommitSpec{
 			Message:      fmt.Sprintf("Join the approvals of %s recorded by another replica", id),
-			Trailers:     []gitrepo.Trailer{{Key: TrailerProposalID, Value: id}, {Key: TrailerRemoteSync, Value: ProposalBranch(id)}},
-			Changes:      []gitrepo.Change{{Path: ProposalPath(id), Data: data}},
+			Trailers:     []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: id}, {Key: rulefmt.TrailerRemoteSync, Value: rulefmt.ProposalBranch(id)}},
+			Changes:      []gitrepo.Change{{Path: rulefmt.ProposalPath(id), Data: data}},
 			MergeParents: []gitrepo.Hash{theirs},
 		}, nil
 	})
@@ -332,7 +334,7 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 // that were rejected. A refused non-fast-forward update is ErrRefChanged.
 func (y *syncer) push(ctx context.Context) error {
 	r := y.r
-	remote, err := y.store.remoteTips(r.Name)
+	remote, err := y.store.RemoteTips(r.Name)
 	if err != nil {
 		return err
 	}
@@ -342,25 +344,25 @@ func (y *syncer) push(ctx context.Context) error {
 	}
 	var specs []gitrepo.PushSpec
 	for _, b := range y.branches() {
-		if tip, err := y.store.tip(b); err != nil {
+		if tip, err := y.store.Tip(b); err != nil {
 			return err
 		} else if !tip.IsZero() && remote[b] != tip {
 			specs = append(specs, gitrepo.PushSpec{Branch: b})
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(st.branches)) {
-		name := ProposalBranch(id)
-		if st.open(id) && remote[name] != st.branches[id] {
+	for _, id := range slices.Sorted(maps.Keys(st.Branches)) {
+		name := rulefmt.ProposalBranch(id)
+		if st.Open(id) && remote[name] != st.Branches[id] {
 			specs = append(specs, gitrepo.PushSpec{Branch: name})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
-		if id, ok := strings.CutPrefix(name, BranchPrefix); ok && st.rejected[id] != nil {
+		if id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix); ok && st.Rejected[id] != nil {
 			specs = append(specs, gitrepo.PushSpec{RemoteBranch: name, Delete: true})
 		}
 	}
 	if len(specs) == 0 {
 		return nil
 	}
-	return y.store.repo.Push(ctx, r.Name, r.Auth, specs...)
+	return y.store.Repo().Push(ctx, r.Name, r.Auth, specs...)
 }

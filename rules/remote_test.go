@@ -12,6 +12,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // remoteFixture is a Manager whose repository has a bare remote made
@@ -75,11 +76,11 @@ func TestProposalBranchesArePushedAndAMergeOnTheRemoteApproves(t *testing.T) {
 
 	r.sync()
 	got := r.get(p.ID)
-	if got.Status != Approved || got.RuleID == "" {
+	if got.Status != rulefmt.Approved || got.RuleID == "" {
 		t.Fatalf("after the remote merge = %+v", got)
 	}
 	rule, _, err := r.m.Rule(ctx, got.RuleID)
-	if err != nil || rule.Status != Active {
+	if err != nil || rule.Status != rulefmt.Active {
 		t.Fatalf("rule = %+v, %v", rule, err)
 	}
 	var approvers []string
@@ -106,7 +107,7 @@ func TestProposalBranchesArePushedAndAMergeOnTheRemoteApproves(t *testing.T) {
 	if strings.Contains(r.remoteGit("ls-tree", "--name-only", "-r", "main"), "rules/proposals/") {
 		t.Fatal("the merged proposal file stayed on main")
 	}
-	if !slices.Contains(r.kinds(), RuleMerged) {
+	if !slices.Contains(r.kinds(), rulefmt.RuleMerged) {
 		t.Fatalf("changes = %v", r.kinds())
 	}
 
@@ -139,20 +140,20 @@ func TestABranchDeletedOnTheRemoteRejectsTheProposal(t *testing.T) {
 
 	r.sync()
 	got := r.get(p.ID)
-	if got.Status != Rejected || got.Rejection.Via != ViaGit || !strings.Contains(got.Rejection.Reason, "deleted on origin without being merged") {
+	if got.Status != rulefmt.Rejected || got.Rejection.Via != rulefmt.ViaGit || !strings.Contains(got.Rejection.Reason, "deleted on origin without being merged") {
 		t.Fatalf("after the deletion = %+v", got)
 	}
-	if r.get(keep.ID).Status != Pending {
+	if r.get(keep.ID).Status != rulefmt.Pending {
 		t.Fatal("another proposal was decided too")
 	}
 	if !strings.Contains(r.remoteGit("ls-tree", "--name-only", "-r", "main"), "rules/rejected/"+p.ID+".md") {
 		t.Fatal("the rejection was not pushed")
 	}
-	if _, err := r.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "alice", Via: ViaAPI}); err == nil {
+	if _, err := r.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "alice", Via: rulefmt.ViaAPI}); err == nil {
 		t.Fatal("approved a proposal rejected in git")
 	}
 	// A rejection through the API deletes the remote branch.
-	if _, err := r.m.Reject(ctx, RejectRequest{ProposalID: keep.ID, By: "alice", Reason: "Covered by the linter.", Via: ViaAPI}); err != nil {
+	if _, err := r.m.Reject(ctx, RejectRequest{ProposalID: keep.ID, By: "alice", Reason: "Covered by the linter.", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	r.sync()
@@ -207,7 +208,7 @@ func TestRemoteCommitsAreMergedWithoutLosingLocalOnes(t *testing.T) {
 	if r.remoteGit("rev-parse", "main") != r.git("rev-parse", "main") {
 		t.Fatal("the merged main was not pushed")
 	}
-	if !slices.Contains(r.kinds(), RemoteSynced) {
+	if !slices.Contains(r.kinds(), rulefmt.RemoteSynced) {
 		t.Fatalf("changes = %v", r.kinds())
 	}
 	r.fsck()
@@ -229,7 +230,7 @@ func TestReplicasWithTheirOwnRepositoriesShareProposalsAndApprovalsThroughTheRem
 	if err := b.m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.get(p.ID); got.Status != Pending || got.Content != p.Content {
+	if got := b.get(p.ID); got.Status != rulefmt.Pending || got.Content != p.Content {
 		t.Fatalf("replica b sees %+v", got)
 	}
 	// Both record an approval before syncing: the branch diverges, and
@@ -253,7 +254,7 @@ func TestReplicasWithTheirOwnRepositoriesShareProposalsAndApprovalsThroughTheRem
 		}
 	}
 	// The third approval on b merges; a follows.
-	if got := b.approve(p.ID, "carol"); got.Status != Approved || got.MergedCommit == "" {
+	if got := b.approve(p.ID, "carol"); got.Status != rulefmt.Approved || got.MergedCommit == "" {
 		t.Fatalf("third approval = %+v", got)
 	}
 	if err := b.m.Sync(ctx); err != nil {
@@ -283,20 +284,20 @@ func TestAMergeIntoTheLocalMainInGitIsAnApprovalByTheAuthorWhenAHostCommitted(t 
 	}
 	gitCLI(t, work, "push", "-q", "origin", "main")
 
-	if got := f.get(p.ID); got.Status != Pending {
+	if got := f.get(p.ID); got.Status != rulefmt.Pending {
 		t.Fatalf("before maintenance = %s", got.Status)
 	}
-	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "alice", Via: ViaAPI}); precept.ErrorCode(err) != precept.FailedPrecondition {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "alice", Via: rulefmt.ViaAPI}); precept.ErrorCode(err) != precept.FailedPrecondition {
 		t.Fatalf("approving a proposal merged in git: %v", err)
 	}
 	if err := f.m.Maintain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := f.get(p.ID)
-	if got.Status != Approved || len(got.Approvals) != 1 || got.Approvals[0].Approver != "Jane Reviewer" || got.Approvals[0].Via != ViaGit {
+	if got.Status != rulefmt.Approved || len(got.Approvals) != 1 || got.Approvals[0].Approver != "Jane Reviewer" || got.Approvals[0].Via != rulefmt.ViaGit {
 		t.Fatalf("after maintenance = %+v", got)
 	}
-	if strings.Contains(f.git("ls-tree", "-r", "--name-only", "main"), ProposalsDir) {
+	if strings.Contains(f.git("ls-tree", "-r", "--name-only", "main"), rulefmt.ProposalsDir) {
 		t.Fatal("the merged proposal file stayed on main")
 	}
 	if tr := f.git("log", "-1", "--format=%(trailers:key=Approved-by,valueonly)", "main"); tr != "Jane Reviewer <jane@example.com>" {

@@ -1,10 +1,12 @@
 package rules
 
+import "github.com/precept-dev/precept/rules/rulefmt"
+
 // ManualProposal is a rule a person proposes through the API.
 type ManualProposal struct {
 	Agents []string
 	// Type defaults to GUIDELINE.
-	Type    Type
+	Type    rulefmt.Type
 	Content string
 	// InsertionPoint defaults to DefaultInsertionPoint.
 	InsertionPoint string
@@ -52,7 +54,7 @@ type RollbackRequest struct {
 // ListFilter selects proposals.
 type ListFilter struct {
 	// Status; empty lists every status.
-	Status ProposalStatus
+	Status rulefmt.ProposalStatus
 	// Agent; empty lists every agent.
 	Agent string
 }
@@ -60,6 +62,6 @@ type ListFilter struct {
 // Rollback is a rolled-back rule as it was, with status ROLLED_BACK, and
 // the commit that rolled it back.
 type Rollback struct {
-	Rule   Rule
+	Rule   rulefmt.Rule
 	Commit string
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/precept-dev/precept/lib/safetext"
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -25,7 +26,7 @@ import (
 func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, error) {
 	ruleID, by, reason := req.RuleID, req.By, safetext.Redact(strings.TrimSpace(req.Reason))
 	switch {
-	case !ValidRuleID(ruleID):
+	case !rulefmt.ValidRuleID(ruleID):
 		return Rollback{}, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(ruleID, 64))
 	case reason == "":
 		return Rollback{}, precept.Errorf(precept.Invalid, "reason: a rollback needs a reason")
@@ -38,21 +39,21 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 	if err != nil {
 		return Rollback{}, err
 	}
-	rule, ok := st.rules[ruleID]
+	rule, ok := st.Rules[ruleID]
 	if !ok {
 		if _, _, err := m.Rule(ctx, ruleID); err != nil {
 			return Rollback{}, err
 		}
 		return Rollback{}, precept.Errorf(precept.FailedPrecondition, "rule %s is not active; it was already rolled back or retired", ruleID)
 	}
-	restore, approval, err := m.store.preApprovalContent(ctx, ruleID)
+	restore, approval, err := m.store.PreApprovalContent(ctx, ruleID)
 	if err != nil {
 		return Rollback{}, err
 	}
 	var done bool
-	h, err := m.store.Commit(ctx, m.store.main, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		done = false
-		if ok, err := m.store.hasRule(s, ruleID); err != nil || !ok {
+		if ok, err := m.store.HasRule(s, ruleID); err != nil || !ok {
 			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "rule %s was rolled back meanwhile", ruleID))
 		}
 		var changes []gitrepo.Change
@@ -76,11 +77,11 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 		return &gitrepo.CommitSpec{
 			Message: fmt.Sprintf("Roll back rule %s: %s", ruleID, text.ClipWords(text.OneLine(reason), 72)),
 			Trailers: []gitrepo.Trailer{
-				{Key: TrailerRolledBackBy, Value: by},
-				{Key: TrailerReason, Value: text.ClipWords(text.OneLine(reason), 500)},
-				{Key: TrailerRuleID, Value: ruleID},
-				{Key: TrailerProposalID, Value: rule.ProposalID},
-				{Key: TrailerReverts, Value: approval.String()},
+				{Key: rulefmt.TrailerRolledBackBy, Value: by},
+				{Key: rulefmt.TrailerReason, Value: text.ClipWords(text.OneLine(reason), 500)},
+				{Key: rulefmt.TrailerRuleID, Value: ruleID},
+				{Key: rulefmt.TrailerProposalID, Value: rule.ProposalID},
+				{Key: rulefmt.TrailerReverts, Value: approval.String()},
 			},
 			Changes: changes,
 		}, nil
@@ -88,11 +89,11 @@ func (m *Manager) Rollback(ctx context.Context, req RollbackRequest) (Rollback, 
 	if err != nil {
 		return Rollback{}, err
 	}
-	out := rule.clone()
-	out.Status, out.RollbackReason = RolledBack, reason
+	out := rule.Clone()
+	out.Status, out.RollbackReason = rulefmt.RolledBack, reason
 	if done {
 		m.log.Info("rule rolled back", "rule_id", ruleID, "by", by, "commit", h.String())
-		m.emit(Change{Kind: RuleRolledBack, ProposalID: rule.ProposalID, RuleID: ruleID, Agents: rule.Agents, Commit: h.String(), Actor: by, Via: ViaAPI, MainChanged: true})
+		m.emit(rulefmt.Change{Kind: rulefmt.RuleRolledBack, ProposalID: rule.ProposalID, RuleID: ruleID, Agents: rule.Agents, Commit: h.String(), Actor: by, Via: rulefmt.ViaAPI, MainChanged: true})
 	}
 	return Rollback{Rule: out, Commit: h.String()}, nil
 }

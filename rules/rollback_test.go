@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
@@ -20,7 +21,7 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 		t.Fatalf("supersedes = %v", p.Supersedes)
 	}
 	f.approve(p.ID, "alice")
-	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "bob", Note: "we keep forgetting these", Via: ViaAPI}); err != nil {
+	if _, err := f.m.Approve(ctx, ApproveRequest{ProposalID: p.ID, By: "bob", Note: "we keep forgetting these", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	approval := f.git("rev-parse", "main")
@@ -28,11 +29,11 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 	if len(changed) != 4 { // the rule, the superseded rule, two tuning examples
 		t.Fatalf("the approval changed %v", changed)
 	}
-	ruleID := RuleIDFor(p.ID)
+	ruleID := rulefmt.RuleIDFor(p.ID)
 
 	// Later commits: the rule gains evidence, a curator edits _rules.md.
 	dup := f.proposeOne(cluster("c-tests-2", "coding-agent", "Include unit tests for the new retry helper", "add unit tests for the new retry helper please"))
-	if dup.Status != Merged || dup.MergedInto != ruleID {
+	if dup.Status != rulefmt.Merged || dup.MergedInto != ruleID {
 		t.Fatalf("duplicate = %+v", dup)
 	}
 	work := filepath.Join(t.TempDir(), "w")
@@ -47,7 +48,7 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rolled, commit := rb.Rule, rb.Commit
-	if rolled.Status != RolledBack || rolled.RollbackReason != "It made the agent write tests for generated code." || commit != f.git("rev-parse", "main") {
+	if rolled.Status != rulefmt.RolledBack || rolled.RollbackReason != "It made the agent write tests for generated code." || commit != f.git("rev-parse", "main") {
 		t.Fatalf("Rollback = %+v, %s", rolled, commit)
 	}
 	// Every path the approval changed has its pre-approval content again.
@@ -67,13 +68,13 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 	}
 	// GetRule answers from history; the superseded rule is active again.
 	r, hist, err := f.m.Rule(ctx, ruleID)
-	if err != nil || r.Status != RolledBack || r.Content != p.Content || len(hist) < 4 || hist[0].Commit != commit {
+	if err != nil || r.Status != rulefmt.RolledBack || r.Content != p.Content || len(hist) < 4 || hist[0].Commit != commit {
 		t.Fatalf("Rule after rollback = %+v, %d history entries, %v", r, len(hist), err)
 	}
-	if old, _, err := f.m.Rule(ctx, "r-seed00"); err != nil || old.Status != Active {
+	if old, _, err := f.m.Rule(ctx, "r-seed00"); err != nil || old.Status != rulefmt.Active {
 		t.Fatalf("superseded rule after rollback = %+v, %v", old, err)
 	}
-	if !slices.Contains(f.kinds(), RuleRolledBack) {
+	if !slices.Contains(f.kinds(), rulefmt.RuleRolledBack) {
 		t.Fatalf("changes = %v", f.kinds())
 	}
 
@@ -84,7 +85,7 @@ func TestRollbackRestoresThePreviousMainContentExactly(t *testing.T) {
 		t.Fatalf("maintenance after rollback moved main: %v", err)
 	}
 	again := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
-	if again.Status != Blocked || failed(again).Guard != GuardRejectedBefore || !strings.Contains(failed(again).Reason, "rolled back: It made the agent") {
+	if again.Status != rulefmt.Blocked || failed(again).Guard != rulefmt.GuardRejectedBefore || !strings.Contains(failed(again).Reason, "rolled back: It made the agent") {
 		t.Fatalf("re-draft after rollback = %s, %+v", again.Status, failed(again))
 	}
 
@@ -113,7 +114,7 @@ func TestHistoryOfARuleListsItsTransitionsWithTrailers(t *testing.T) {
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
 	f.approve(p.ID, "alice")
 	f.approve(p.ID, "bob")
-	ruleID := RuleIDFor(p.ID)
+	ruleID := rulefmt.RuleIDFor(p.ID)
 	for _, id := range []string{p.ID, ruleID} {
 		hist, err := f.m.History(ctx, id)
 		if err != nil {
@@ -127,7 +128,7 @@ func TestHistoryOfARuleListsItsTransitionsWithTrailers(t *testing.T) {
 		if len(subjects) != 4 || !slices.Equal(subjects[:3], want) || !strings.HasPrefix(subjects[3], "Propose "+p.ID) {
 			t.Fatalf("History(%s) = %q", id, subjects)
 		}
-		if hist[0].Trailers[TrailerApprovedBy] != "alice, bob" {
+		if hist[0].Trailers[rulefmt.TrailerApprovedBy] != "alice, bob" {
 			t.Fatalf("trailers = %v", hist[0].Trailers)
 		}
 	}

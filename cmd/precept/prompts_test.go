@@ -15,7 +15,7 @@ import (
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/testenv"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 const promptReaderToken = "agent-reader-token-0123456789"
@@ -43,17 +43,17 @@ auth:
 		"prompts/implement.md":  "You implement tasks.",
 		"prompts/src/_rules.md": "Wrap errors.",
 	}
-	for _, r := range []rules.Rule{
-		{ID: "r-1", Status: rules.Active, Importance: rules.Critical, Confidence: 0.9, Content: "Check Close errors.", Approvals: []rules.Approval{{Approver: "alice"}}},
-		{ID: "r-2", Status: rules.Active, Confidence: 0.6, Content: "Prefer table tests."},
-		{ID: "r-3", Status: rules.Active, Confidence: 0.1, Content: "Keep functions short."},
-		{ID: "r-4", Status: rules.Shadow, Importance: rules.Important, Confidence: 0.5, Content: "Log with request ids."},
+	for _, r := range []rulefmt.Rule{
+		{ID: "r-1", Status: rulefmt.Active, Importance: rulefmt.Critical, Confidence: 0.9, Content: "Check Close errors.", Approvals: []rulefmt.Approval{{Approver: "alice"}}},
+		{ID: "r-2", Status: rulefmt.Active, Confidence: 0.6, Content: "Prefer table tests."},
+		{ID: "r-3", Status: rulefmt.Active, Confidence: 0.1, Content: "Keep functions short."},
+		{ID: "r-4", Status: rulefmt.Shadow, Importance: rulefmt.Important, Confidence: 0.5, Content: "Log with request ids."},
 	} {
 		b, err := r.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[rules.ActiveRulePath("coding-agent", r.ID)] = string(b)
+		files[rulefmt.ActiveRulePath("coding-agent", r.ID)] = string(b)
 	}
 	commitRules(t, a, files)
 	return a
@@ -173,8 +173,8 @@ func TestPromptWatchPrintsALinePerVersion(t *testing.T) {
 	if first["reason"] != "initial" {
 		t.Fatalf("first line = %v", first)
 	}
-	b, _ := rules.Rule{ID: "r-0", Status: rules.Active, Importance: rules.Critical, Confidence: 1, Content: "Newly approved."}.Marshal()
-	commitRules(t, a, map[string]string{rules.ActiveRulePath("coding-agent", "r-0"): string(b)})
+	b, _ := rulefmt.Rule{ID: "r-0", Status: rulefmt.Active, Importance: rulefmt.Critical, Confidence: 1, Content: "Newly approved."}.Marshal()
+	commitRules(t, a, map[string]string{rulefmt.ActiveRulePath("coding-agent", "r-0"): string(b)})
 	second := next()
 	prompt, _ := second["prompt"].(map[string]any)
 	if second["reason"] != "changed" || !strings.Contains(fmt.Sprint(prompt["prompt"]), "- [r-0] Newly approved.") {

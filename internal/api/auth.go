@@ -11,7 +11,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // LocalIdentity is who callers are when no tokens are configured: the
@@ -228,9 +228,9 @@ func InProcess(ctx context.Context, id precept.Identity) context.Context {
 // calls, else the API.
 func via(ctx context.Context) string {
 	if _, ok := ctx.Value(inProcessKey{}).(precept.Identity); ok {
-		return rules.ViaConsole
+		return rulefmt.ViaConsole
 	}
-	return rules.ViaAPI
+	return rulefmt.ViaAPI
 }
 
 // caller returns the identity the interceptor put in the context.

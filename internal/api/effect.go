@@ -11,7 +11,7 @@ import (
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/lib/text"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Effects is what EffectService needs of the learning loop; effect.Tracker
@@ -46,7 +46,7 @@ func (s *EffectService) GetRuleEffect(ctx context.Context, req *connect.Request[
 		return nil, toConnect(ctx, s.Log, proc, s.off())
 	}
 	id := req.Msg.GetRuleId()
-	if !rules.ValidRuleID(id) {
+	if !rulefmt.ValidRuleID(id) {
 		return nil, toConnect(ctx, s.Log, proc, precept.Errorf(precept.Invalid, "rule_id: %q is not a rule id (r-…)", text.ClipRunes(id, 64)))
 	}
 	e, err := s.Effects.Effect(ctx, id)
@@ -64,7 +64,7 @@ func (s *EffectService) ListRuleEffects(ctx context.Context, req *connect.Reques
 		return nil, toConnect(ctx, s.Log, proc, s.off())
 	}
 	agent := req.Msg.GetAgent()
-	if agent != "" && !rules.ValidName(agent) {
+	if agent != "" && !rulefmt.ValidName(agent) {
 		return nil, toConnect(ctx, s.Log, proc, precept.Errorf(precept.Invalid, "agent: %q is not an agent name", text.ClipRunes(agent, 64)))
 	}
 	es, err := s.Effects.Effects(ctx, agent)

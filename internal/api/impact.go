@@ -3,13 +3,13 @@ package api
 import (
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/impact"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // ImpactPreviews give a proposal's latest impact preview without
 // computing anything; impact.Service implements it.
 type ImpactPreviews interface {
-	Preview(p rules.Proposal) (impact.Preview, bool)
+	Preview(p rulefmt.Proposal) (impact.Preview, bool)
 }
 
 var _ ImpactPreviews = (*impact.Service)(nil)

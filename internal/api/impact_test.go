@@ -14,12 +14,13 @@ import (
 	"github.com/precept-dev/precept/impact"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // previews hands out fixed previews by proposal id.
 type previews map[string]impact.Preview
 
-func (p previews) Preview(pr rules.Proposal) (impact.Preview, bool) {
+func (p previews) Preview(pr rulefmt.Proposal) (impact.Preview, bool) {
 	pv, ok := p[pr.ID]
 	return pv, ok
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 const readerToken = "reader-token-0123456789"
@@ -53,11 +53,11 @@ func startPromptServer(t *testing.T) *promptServer {
 		"prompts/src/_rules.md": "Wrap errors.",
 	})
 	commitRules(t, repo, "coding-agent",
-		rules.Rule{ID: "r-1", Status: rules.Active, Importance: rules.Critical, Confidence: 0.9, Content: "Check Close errors.",
-			FeedbackIDs: []string{"d-1", "d-2"}, Approvals: []rules.Approval{{Approver: "alice"}, {Approver: "bob"}}},
-		rules.Rule{ID: "r-2", Status: rules.Active, Confidence: 0.5, Content: "Prefer table tests."},
-		rules.Rule{ID: "r-3", Status: rules.Shadow, Importance: rules.Important, Confidence: 0.7, Content: "Name goroutines' owners."},
-		rules.Rule{ID: "r-4", Status: rules.Active, Confidence: 0.3, Content: "Keep functions short."},
+		rulefmt.Rule{ID: "r-1", Status: rulefmt.Active, Importance: rulefmt.Critical, Confidence: 0.9, Content: "Check Close errors.",
+			FeedbackIDs: []string{"d-1", "d-2"}, Approvals: []rulefmt.Approval{{Approver: "alice"}, {Approver: "bob"}}},
+		rulefmt.Rule{ID: "r-2", Status: rulefmt.Active, Confidence: 0.5, Content: "Prefer table tests."},
+		rulefmt.Rule{ID: "r-3", Status: rulefmt.Shadow, Importance: rulefmt.Important, Confidence: 0.7, Content: "Name goroutines' owners."},
+		rulefmt.Rule{ID: "r-4", Status: rulefmt.Active, Confidence: 0.3, Content: "Keep functions short."},
 	)
 	versions := prompts.NewVersions(repo, nil, nil)
 	a, err := prompts.New(repo, prompts.Options{MaxRules: 2, OnAssembled: versions.Observe})
@@ -94,7 +94,7 @@ func commitFiles(t *testing.T, repo *gitrepo.Repo, fs map[string]string) {
 	}
 }
 
-func commitRules(t *testing.T, repo *gitrepo.Repo, agent string, rs ...rules.Rule) {
+func commitRules(t *testing.T, repo *gitrepo.Repo, agent string, rs ...rulefmt.Rule) {
 	t.Helper()
 	fs := map[string]string{}
 	for _, r := range rs {
@@ -102,7 +102,7 @@ func commitRules(t *testing.T, repo *gitrepo.Repo, agent string, rs ...rules.Rul
 		if err != nil {
 			t.Fatal(err)
 		}
-		fs[rules.ActiveRulePath(agent, r.ID)] = string(b)
+		fs[rulefmt.ActiveRulePath(agent, r.ID)] = string(b)
 	}
 	commitFiles(t, repo, fs)
 }
@@ -297,7 +297,7 @@ func TestWatchPromptStreamsEachNewVersionAndResumesFromTheLastOne(t *testing.T) 
 
 func TestExplainPromptConvertsEveryRuleAndRulesFile(t *testing.T) {
 	s := startPromptServer(t)
-	commitRules(t, s.repo, "docs-agent", rules.Rule{ID: "r-docs", Status: rules.Active, Content: "Use sentence case."})
+	commitRules(t, s.repo, "docs-agent", rulefmt.Rule{ID: "r-docs", Status: rulefmt.Active, Content: "Use sentence case."})
 	if _, err := s.assembler.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -18,20 +18,21 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // RuleManager is what RuleService needs of the rule manager.
 type RuleManager interface {
-	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
-	Get(ctx context.Context, id string) (rules.Proposal, error)
-	Propose(ctx context.Context, p rules.ManualProposal, proposer precept.Identity) (rules.Proposal, error)
-	Approve(ctx context.Context, req rules.ApproveRequest) (rules.Proposal, error)
-	Reject(ctx context.Context, req rules.RejectRequest) (rules.Proposal, error)
-	ActiveRules(ctx context.Context, agent string) ([]rules.Rule, error)
-	Rule(ctx context.Context, id string) (rules.Rule, []rules.HistoryEntry, error)
+	List(ctx context.Context, f rules.ListFilter) ([]rulefmt.Proposal, error)
+	Get(ctx context.Context, id string) (rulefmt.Proposal, error)
+	Propose(ctx context.Context, p rules.ManualProposal, proposer precept.Identity) (rulefmt.Proposal, error)
+	Approve(ctx context.Context, req rules.ApproveRequest) (rulefmt.Proposal, error)
+	Reject(ctx context.Context, req rules.RejectRequest) (rulefmt.Proposal, error)
+	ActiveRules(ctx context.Context, agent string) ([]rulefmt.Rule, error)
+	Rule(ctx context.Context, id string) (rulefmt.Rule, []rulefmt.HistoryEntry, error)
 	Rollback(ctx context.Context, req rules.RollbackRequest) (rules.Rollback, error)
-	CheckConflicts(ctx context.Context, c rules.Candidate) ([]rules.ConflictReport, error)
-	History(ctx context.Context, id string) ([]rules.HistoryEntry, error)
+	CheckConflicts(ctx context.Context, c rules.Candidate) ([]rulefmt.ConflictReport, error)
+	History(ctx context.Context, id string) ([]rulefmt.HistoryEntry, error)
 }
 
 var _ RuleManager = (*rules.Manager)(nil)
@@ -48,7 +49,7 @@ type RuleService struct {
 	Impact ImpactPreviews
 	// Retired lists the rules that left main, as they were when they
 	// left, for ListActiveRules' include_retired; nil lists none.
-	Retired func(ctx context.Context, agent string) ([]rules.Rule, error)
+	Retired func(ctx context.Context, agent string) ([]rulefmt.Rule, error)
 	Log     *slog.Logger
 }
 
@@ -63,7 +64,7 @@ var _ SlackPosts = (*slackapp.Posts)(nil)
 // proposal converts a proposal with its impact preview and where it was
 // posted to Slack. The post is shown, not acted on, so a failed read
 // leaves it out.
-func (s *RuleService) proposal(ctx context.Context, p rules.Proposal) *preceptv1.Proposal {
+func (s *RuleService) proposal(ctx context.Context, p rulefmt.Proposal) *preceptv1.Proposal {
 	out := proposalToProto(p)
 	if s.Impact != nil {
 		if pv, ok := s.Impact.Preview(p); ok {
@@ -111,7 +112,7 @@ func (s *RuleService) ListProposals(ctx context.Context, req *connect.Request[pr
 	switch req.Msg.GetOrder() {
 	case preceptv1.ProposalOrder_PROPOSAL_ORDER_UNSPECIFIED:
 	case preceptv1.ProposalOrder_PROPOSAL_ORDER_EVIDENCE:
-		slices.SortStableFunc(list, func(a, b rules.Proposal) int {
+		slices.SortStableFunc(list, func(a, b rulefmt.Proposal) int {
 			if d := cmp.Compare(len(b.FeedbackIDs), len(a.FeedbackIDs)); d != 0 {
 				return d
 			}
@@ -165,7 +166,7 @@ func (s *RuleService) GetProposal(ctx context.Context, req *connect.Request[prec
 func (s *RuleService) ProposeRule(ctx context.Context, req *connect.Request[preceptv1.ProposeRuleRequest]) (*connect.Response[preceptv1.ProposeRuleResponse], error) {
 	const proc = preceptv1connect.RuleServiceProposeRuleProcedure
 	m := req.Msg
-	t := rules.Type("")
+	t := rulefmt.Type("")
 	if m.GetRuleType() != preceptv1.RuleType_RULE_TYPE_UNSPECIFIED {
 		var ok bool
 		if t, ok = ruleTypes[m.GetRuleType()]; !ok {
@@ -227,7 +228,7 @@ func (s *RuleService) ListActiveRules(ctx context.Context, req *connect.Request[
 	}
 	resp := &preceptv1.ListActiveRulesResponse{}
 	for _, r := range list {
-		if r.Status == rules.Shadow && !req.Msg.GetIncludeShadow() {
+		if r.Status == rulefmt.Shadow && !req.Msg.GetIncludeShadow() {
 			continue
 		}
 		resp.Rules = append(resp.Rules, ruleToProto(r, nil))
@@ -306,44 +307,44 @@ func (s *RuleService) GetRuleHistory(ctx context.Context, req *connect.Request[p
 	return connect.NewResponse(&preceptv1.GetRuleHistoryResponse{Commits: historyToProto(hist)}), nil
 }
 
-var proposalStatuses = map[preceptv1.ProposalStatus]rules.ProposalStatus{
-	preceptv1.ProposalStatus_PROPOSAL_STATUS_PENDING:  rules.Pending,
-	preceptv1.ProposalStatus_PROPOSAL_STATUS_APPROVED: rules.Approved,
-	preceptv1.ProposalStatus_PROPOSAL_STATUS_REJECTED: rules.Rejected,
-	preceptv1.ProposalStatus_PROPOSAL_STATUS_BLOCKED:  rules.Blocked,
-	preceptv1.ProposalStatus_PROPOSAL_STATUS_DEFERRED: rules.Deferred,
-	preceptv1.ProposalStatus_PROPOSAL_STATUS_MERGED:   rules.Merged,
+var proposalStatuses = map[preceptv1.ProposalStatus]rulefmt.ProposalStatus{
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_PENDING:  rulefmt.Pending,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_APPROVED: rulefmt.Approved,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_REJECTED: rulefmt.Rejected,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_BLOCKED:  rulefmt.Blocked,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_DEFERRED: rulefmt.Deferred,
+	preceptv1.ProposalStatus_PROPOSAL_STATUS_MERGED:   rulefmt.Merged,
 }
 
-var ruleTypes = map[preceptv1.RuleType]rules.Type{
-	preceptv1.RuleType_RULE_TYPE_NEGATIVE_EXAMPLE: rules.NegativeExample,
-	preceptv1.RuleType_RULE_TYPE_POSITIVE_EXAMPLE: rules.PositiveExample,
-	preceptv1.RuleType_RULE_TYPE_GUIDELINE:        rules.Guideline,
-	preceptv1.RuleType_RULE_TYPE_CONSTRAINT:       rules.Constraint,
+var ruleTypes = map[preceptv1.RuleType]rulefmt.Type{
+	preceptv1.RuleType_RULE_TYPE_NEGATIVE_EXAMPLE: rulefmt.NegativeExample,
+	preceptv1.RuleType_RULE_TYPE_POSITIVE_EXAMPLE: rulefmt.PositiveExample,
+	preceptv1.RuleType_RULE_TYPE_GUIDELINE:        rulefmt.Guideline,
+	preceptv1.RuleType_RULE_TYPE_CONSTRAINT:       rulefmt.Constraint,
 }
 
-var proposalKinds = map[rules.Kind]preceptv1.ProposalKind{
-	rules.KindNewRule:       preceptv1.ProposalKind_PROPOSAL_KIND_NEW_RULE,
-	rules.KindConsolidation: preceptv1.ProposalKind_PROPOSAL_KIND_CONSOLIDATION,
-	rules.KindSunset:        preceptv1.ProposalKind_PROPOSAL_KIND_SUNSET,
-	rules.KindReapprove:     preceptv1.ProposalKind_PROPOSAL_KIND_REAPPROVE,
-	rules.KindActivate:      preceptv1.ProposalKind_PROPOSAL_KIND_ACTIVATE,
+var proposalKinds = map[rulefmt.Kind]preceptv1.ProposalKind{
+	rulefmt.KindNewRule:       preceptv1.ProposalKind_PROPOSAL_KIND_NEW_RULE,
+	rulefmt.KindConsolidation: preceptv1.ProposalKind_PROPOSAL_KIND_CONSOLIDATION,
+	rulefmt.KindSunset:        preceptv1.ProposalKind_PROPOSAL_KIND_SUNSET,
+	rulefmt.KindReapprove:     preceptv1.ProposalKind_PROPOSAL_KIND_REAPPROVE,
+	rulefmt.KindActivate:      preceptv1.ProposalKind_PROPOSAL_KIND_ACTIVATE,
 }
 
-var ruleStatuses = map[rules.Status]preceptv1.RuleStatus{
-	rules.Shadow:     preceptv1.RuleStatus_RULE_STATUS_SHADOW,
-	rules.Active:     preceptv1.RuleStatus_RULE_STATUS_ACTIVE,
-	rules.RolledBack: preceptv1.RuleStatus_RULE_STATUS_ROLLED_BACK,
-	rules.Sunset:     preceptv1.RuleStatus_RULE_STATUS_SUNSET,
+var ruleStatuses = map[rulefmt.Status]preceptv1.RuleStatus{
+	rulefmt.Shadow:     preceptv1.RuleStatus_RULE_STATUS_SHADOW,
+	rulefmt.Active:     preceptv1.RuleStatus_RULE_STATUS_ACTIVE,
+	rulefmt.RolledBack: preceptv1.RuleStatus_RULE_STATUS_ROLLED_BACK,
+	rulefmt.Sunset:     preceptv1.RuleStatus_RULE_STATUS_SUNSET,
 }
 
-var importances = map[rules.Importance]preceptv1.Importance{
-	rules.Normal:    preceptv1.Importance_IMPORTANCE_NORMAL,
-	rules.Important: preceptv1.Importance_IMPORTANCE_IMPORTANT,
-	rules.Critical:  preceptv1.Importance_IMPORTANCE_CRITICAL,
+var importances = map[rulefmt.Importance]preceptv1.Importance{
+	rulefmt.Normal:    preceptv1.Importance_IMPORTANCE_NORMAL,
+	rulefmt.Important: preceptv1.Importance_IMPORTANCE_IMPORTANT,
+	rulefmt.Critical:  preceptv1.Importance_IMPORTANCE_CRITICAL,
 }
 
-func typeToProto(t rules.Type) preceptv1.RuleType {
+func typeToProto(t rulefmt.Type) preceptv1.RuleType {
 	for k, v := range ruleTypes {
 		if v == t {
 			return k
@@ -352,7 +353,7 @@ func typeToProto(t rules.Type) preceptv1.RuleType {
 	return preceptv1.RuleType_RULE_TYPE_UNSPECIFIED
 }
 
-func statusToProto(s rules.ProposalStatus) preceptv1.ProposalStatus {
+func statusToProto(s rulefmt.ProposalStatus) preceptv1.ProposalStatus {
 	for k, v := range proposalStatuses {
 		if v == s {
 			return k
@@ -368,7 +369,7 @@ func tsOrNil(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-func approvalsToProto(in []rules.Approval) []*preceptv1.Approval {
+func approvalsToProto(in []rulefmt.Approval) []*preceptv1.Approval {
 	out := make([]*preceptv1.Approval, 0, len(in))
 	for _, a := range in {
 		out = append(out, &preceptv1.Approval{Approver: a.Approver, Note: a.Note, At: tsOrNil(a.At), Via: a.Via, Commit: a.Commit})
@@ -376,14 +377,14 @@ func approvalsToProto(in []rules.Approval) []*preceptv1.Approval {
 	return out
 }
 
-func conflictToProto(c rules.ConflictReport) *preceptv1.ConflictReport {
+func conflictToProto(c rulefmt.ConflictReport) *preceptv1.ConflictReport {
 	return &preceptv1.ConflictReport{
 		OtherId: c.OtherID, Kind: c.Kind, Similarity: c.Similarity, OtherContent: c.OtherContent,
 		Explanation: c.Explanation, Agent: c.Agent, InsertionPoint: c.InsertionPoint,
 	}
 }
 
-func proposalToProto(p rules.Proposal) *preceptv1.Proposal {
+func proposalToProto(p rulefmt.Proposal) *preceptv1.Proposal {
 	out := &preceptv1.Proposal{
 		ProposalId: p.ID, CreatedFromFeedbackIds: p.FeedbackIDs, ClassificationConfidence: p.Confidence,
 		AffectedAgents: p.Agents, RuleType: typeToProto(p.Type), RuleContent: p.Content, InsertionPoint: p.InsertionPoint,
@@ -406,7 +407,7 @@ func proposalToProto(p rules.Proposal) *preceptv1.Proposal {
 }
 
 // ruleToProto converts a rule; hist, when given, supplies its commits.
-func ruleToProto(r rules.Rule, hist []rules.HistoryEntry) *preceptv1.Rule {
+func ruleToProto(r rulefmt.Rule, hist []rulefmt.HistoryEntry) *preceptv1.Rule {
 	out := &preceptv1.Rule{
 		RuleId: r.ID, Agents: r.Agents, RuleType: typeToProto(r.Type), Content: r.Content, InsertionPoint: r.InsertionPoint,
 		Status: ruleStatuses[r.Status], Importance: importances[r.Importance], Confidence: r.Confidence,
@@ -425,7 +426,7 @@ func ruleToProto(r rules.Rule, hist []rules.HistoryEntry) *preceptv1.Rule {
 	return out
 }
 
-func historyToProto(hist []rules.HistoryEntry) []*preceptv1.RuleCommit {
+func historyToProto(hist []rulefmt.HistoryEntry) []*preceptv1.RuleCommit {
 	out := make([]*preceptv1.RuleCommit, 0, len(hist))
 	for _, h := range hist {
 		out = append(out, &preceptv1.RuleCommit{Sha: h.Commit, Message: h.Message, Author: h.Author, At: tsOrNil(h.At), Trailers: h.Trailers})

@@ -6,7 +6,7 @@ import (
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/console"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // serveConsole mounts the web console at /ui/ (docs/console.md) unless
@@ -41,7 +41,7 @@ func (a *App) serveConsole() error {
 		return err
 	}
 	a.Console = c
-	a.Rules.OnChange(func(rules.Change) { c.Changed("rules") })
+	a.Rules.OnChange(func(rulefmt.Change) { c.Changed("rules") })
 	if a.Evaluator != nil {
 		a.OnEvaluatorChange(func(evaluator.Change) { c.Changed("clusters") })
 	}

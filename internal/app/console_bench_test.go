@@ -27,6 +27,7 @@ import (
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // The console benchmark's data: the sizes the issue names (100k stored
@@ -221,7 +222,7 @@ func consoleSeed(b *testing.B, a *App) consoleSeeded {
 
 	s.pendingProposals = consoleProposalsFill(b, a)
 	consoleDeadLetters(b, a)
-	branches, err := a.RulesRepo.Branches(rules.BranchPrefix)
+	branches, err := a.RulesRepo.Branches(rulefmt.BranchPrefix)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -262,27 +263,27 @@ func consoleRulesFill(b *testing.B, a *App) (active, retired string) {
 	for i := range consoleRules + consoleShadow {
 		// consoleRetired more are approved and rolled back below.
 		agent, id := consoleAgent(i), fmt.Sprintf("r-ui%04d", i)
-		status := rules.Active
+		status := rulefmt.Active
 		if i >= consoleRules {
-			status = rules.Shadow
+			status = rulefmt.Shadow
 		}
-		data, err := rules.Rule{ID: id, ProposalID: "p-ui" + fmt.Sprintf("%04d", i) + "0000", Agents: []string{agent}, Type: rules.Guideline,
-			Status: status, Importance: []rules.Importance{rules.Normal, rules.Important, rules.Critical}[i%3], Confidence: 0.6 + float64(i%40)/100,
+		data, err := rulefmt.Rule{ID: id, ProposalID: "p-ui" + fmt.Sprintf("%04d", i) + "0000", Agents: []string{agent}, Type: rulefmt.Guideline,
+			Status: status, Importance: []rulefmt.Importance{rulefmt.Normal, rulefmt.Important, rulefmt.Critical}[i%3], Confidence: 0.6 + float64(i%40)/100,
 			Content:     fmt.Sprintf("Rule %d for %s: %s", i, agent, benchRuleTexts[i%len(benchRuleTexts)]),
 			ActivatedAt: time.Now().Add(-time.Duration(1+i%60) * 24 * time.Hour),
-			Approvals:   []rules.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}},
-			Effect:      &rules.EffectSummary{Category: categories[i%len(categories)]}}.Marshal()
+			Approvals:   []rulefmt.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}},
+			Effect:      &rulefmt.EffectSummary{Category: categories[i%len(categories)]}}.Marshal()
 		if err != nil {
 			b.Fatal(err)
 		}
-		files[rules.ActiveRulePath(agent, id)] = string(data)
+		files[rulefmt.ActiveRulePath(agent, id)] = string(data)
 	}
 	commitRulesRepo(b, a.RulesRepo, "benchmark rules", files)
 	a.Prompts.Notify()
 	ctx := context.Background()
 	for i, text := range consoleRetiredTexts[:consoleRetired] {
 		agent := consoleAgent(i * 5)
-		var p rules.Proposal
+		var p rulefmt.Proposal
 		again(b, "propose", func() (err error) {
 			p, err = a.Rules.Propose(ctx, rules.ManualProposal{Agents: []string{agent}, Content: text, Rationale: "benchmark"},
 				precept.Identity{Name: "carol", Role: precept.RoleApprover})
@@ -290,7 +291,7 @@ func consoleRulesFill(b *testing.B, a *App) (active, retired string) {
 		})
 		for _, by := range []string{"alice", "bob"} {
 			again(b, "approve", func() error {
-				_, err := a.Rules.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: by, Via: rules.ViaAPI})
+				_, err := a.Rules.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: by, Via: rulefmt.ViaAPI})
 				return err
 			})
 		}
@@ -336,7 +337,7 @@ func consolePromptVersions(b *testing.B, a *App) (agent, from, to string) {
 		return p.Version
 	}
 	from = build()
-	commitRulesRepo(b, a.RulesRepo, "one rule more", activeRule(b, agent, "r-uiextra", "Log the request id with every error a handler returns.", rules.Important, 0.9))
+	commitRulesRepo(b, a.RulesRepo, "one rule more", activeRule(b, agent, "r-uiextra", "Log the request id with every error a handler returns.", rulefmt.Important, 0.9))
 	to = build()
 	if from == to {
 		b.Fatalf("the prompt of %s did not change with a rule more: %s", agent, from)
@@ -356,7 +357,7 @@ func consolePromptVersions(b *testing.B, a *App) (agent, from, to string) {
 // and returns how many are pending.
 func consoleProposalsFill(b *testing.B, a *App) int {
 	ctx := context.Background()
-	list, err := a.Rules.List(ctx, rules.ListFilter{Status: rules.Pending})
+	list, err := a.Rules.List(ctx, rules.ListFilter{Status: rulefmt.Pending})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -375,7 +376,7 @@ func consoleProposalsFill(b *testing.B, a *App) int {
 			break
 		}
 	}
-	list, err = a.Rules.List(ctx, rules.ListFilter{Status: rules.Pending})
+	list, err = a.Rules.List(ctx, rules.ListFilter{Status: rulefmt.Pending})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -460,7 +461,7 @@ func consoleRoutes(b *testing.B, a *App, cookie *http.Cookie, s consoleSeeded) [
 	esc := url.PathEscape
 	proposal := firstLink(b, a, cookie, "/ui/queue", `/ui/proposals/(p-[A-Za-z0-9-]+)`)
 	if proposal == "" {
-		list, err := a.Rules.List(ctx, rules.ListFilter{Status: rules.Pending})
+		list, err := a.Rules.List(ctx, rules.ListFilter{Status: rulefmt.Pending})
 		if err != nil || len(list) == 0 {
 			b.Fatalf("no pending proposal: %v", err)
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/prompts"
-	"github.com/precept-dev/precept/rules"
 )
 
 // openVersions records the prompt versions prompt assembly serves, on a
@@ -25,7 +24,7 @@ func (a *App) openVersions() {
 // evaluator, the recorded prompt versions and the rule manager, and
 // serves EffectService (which says the loop is off when it is).
 func (a *App) openEffects() error {
-	svc := &api.EffectService{Log: a.Log, Retired: a.Rules.Lifecycle().RetiredRules}
+	svc := &api.EffectService{Log: a.Log, Retired: a.Rules.Upkeep().RetiredRules}
 	if a.Config.Effects.Enabled {
 		m, err := metrics.NewEffects(a.Registry)
 		if err != nil {
@@ -48,7 +47,7 @@ func (a *App) openEffects() error {
 			opts.Lifecycle = false
 			a.Log.Warn("evaluator.enabled is off: rule effects are reported without recurrences, and effects.lifecycle is off on this replica")
 		}
-		a.Effects = effect.New(a.Feedback, evals, a.Versions, ruleLifecycle{a.Rules, a.Rules.Lifecycle()}, opts)
+		a.Effects = effect.New(a.Feedback, evals, a.Versions, a.Rules.Upkeep(), opts)
 		svc.Effects = a.Effects
 	}
 	a.Handle(preceptv1connect.NewEffectServiceHandler(svc, a.ConnectOptions()...))
@@ -68,11 +67,4 @@ func (a *App) runEffects(ctx context.Context) error {
 		err = verr
 	}
 	return err
-}
-
-// ruleLifecycle is the rule manager with its lifecycle operations, as the
-// learning loop uses them.
-type ruleLifecycle struct {
-	*rules.Manager
-	*rules.Lifecycle
 }

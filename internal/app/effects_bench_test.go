@@ -14,7 +14,7 @@ import (
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/prompts"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // BenchmarkLearningLoopCost measures what the learning loop costs
@@ -154,11 +154,11 @@ func round0(xs []float64) []int {
 // category, so each effects computation looks evaluations up.
 func benchRule(b *testing.B, a *App, agent, id, text, category string) {
 	b.Helper()
-	data, err := rules.Rule{ID: id, ProposalID: "p-" + strings.TrimPrefix(id, "r-") + "0000", Agents: []string{agent}, Type: rules.Guideline,
-		Status: rules.Active, Importance: rules.Normal, Confidence: 0.8, Content: text, ActivatedAt: time.Now().Add(-12 * time.Hour),
-		Effect: &rules.EffectSummary{Category: category}}.Marshal()
+	data, err := rulefmt.Rule{ID: id, ProposalID: "p-" + strings.TrimPrefix(id, "r-") + "0000", Agents: []string{agent}, Type: rulefmt.Guideline,
+		Status: rulefmt.Active, Importance: rulefmt.Normal, Confidence: 0.8, Content: text, ActivatedAt: time.Now().Add(-12 * time.Hour),
+		Effect: &rulefmt.EffectSummary{Category: category}}.Marshal()
 	if err != nil {
 		b.Fatal(err)
 	}
-	commitRulesRepo(b, a.RulesRepo, "Add "+id, map[string]string{rules.ActiveRulePath(agent, id): string(data)})
+	commitRulesRepo(b, a.RulesRepo, "Add "+id, map[string]string{rulefmt.ActiveRulePath(agent, id): string(data)})
 }

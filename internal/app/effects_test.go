@@ -16,7 +16,7 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/lib/fakeslack"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func effectClient(base, token string) preceptv1connect.EffectServiceClient {
@@ -27,13 +27,13 @@ func effectClient(base, token string) preceptv1connect.EffectServiceClient {
 // push would, activated at activated.
 func committedRule(t *testing.T, r *running, agent, id, text string, confidence float64, activated time.Time) {
 	t.Helper()
-	b, err := rules.Rule{ID: id, ProposalID: "p-" + strings.TrimPrefix(id, "r-") + "0000", Agents: []string{agent}, Type: rules.Guideline,
-		Status: rules.Active, Importance: rules.Normal, Confidence: confidence, Content: text, ActivatedAt: activated,
-		Approvals: []rules.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "api"}}}.Marshal()
+	b, err := rulefmt.Rule{ID: id, ProposalID: "p-" + strings.TrimPrefix(id, "r-") + "0000", Agents: []string{agent}, Type: rulefmt.Guideline,
+		Status: rulefmt.Active, Importance: rulefmt.Normal, Confidence: confidence, Content: text, ActivatedAt: activated,
+		Approvals: []rulefmt.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "api"}}}.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	commitRulesRepo(t, r.app.RulesRepo, "Add "+id, map[string]string{rules.ActiveRulePath(agent, id): string(b)})
+	commitRulesRepo(t, r.app.RulesRepo, "Add "+id, map[string]string{rulefmt.ActiveRulePath(agent, id): string(b)})
 	r.app.Prompts.Notify()
 }
 
@@ -289,7 +289,7 @@ func TestASunsetProposalIsPostedAndDecidedInSlack(t *testing.T) {
 		}
 	}
 	ruleID := "r-" + strings.TrimPrefix(p.GetProposalId(), "p-")
-	sunset, created, err := r.app.Rules.Lifecycle().ProposeLifecycle(ctx, rules.LifecycleRequest{Kind: rules.KindSunset, RuleID: ruleID,
+	sunset, created, err := r.app.Rules.Upkeep().Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID,
 		Evidence: "Sunset proposed: this rule does not reduce the failure it targets. After: 4 of 10 exposures (40.0%)."})
 	if err != nil || !created {
 		t.Fatalf("sunset = %+v, %v, %v", sunset, created, err)

@@ -23,7 +23,7 @@ func (a *App) serveExport() {
 		case a.Effects == nil:
 			return nil, api.ErrNoRuleEffects
 		}
-		svc := &api.EffectService{Effects: a.Effects, Retired: a.Rules.Lifecycle().RetiredRules, Log: a.Log}
+		svc := &api.EffectService{Effects: a.Effects, Retired: a.Rules.Upkeep().RetiredRules, Log: a.Log}
 		resp, err := svc.ListRuleEffects(ctx, connect.NewRequest(&preceptv1.ListRuleEffectsRequest{IncludeRetired: true}))
 		if err != nil {
 			return nil, err

@@ -22,7 +22,7 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // The credentials of the hardening tests.
@@ -297,7 +297,7 @@ func TestWatchPromptOutlivesTheBodyTimeout(t *testing.T) {
 			w.next(t, 5*time.Second)
 			time.Sleep(1500 * time.Millisecond)
 			id := "r-watch-" + protocol
-			commitRulesRepo(t, r.app.RulesRepo, "rule", activeRule(t, "review-agent", id, "Name the failing case in every test.", rules.Normal, 0.8))
+			commitRulesRepo(t, r.app.RulesRepo, "rule", activeRule(t, "review-agent", id, "Name the failing case in every test.", rulefmt.Normal, 0.8))
 			r.app.Prompts.Notify()
 			if m := w.next(t, 5*time.Second); !strings.Contains(m.GetPrompt().GetPrompt(), id) {
 				t.Fatalf("update after the body timeout = %v", m)

@@ -19,6 +19,7 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 const (
@@ -138,7 +139,7 @@ func seedPromptBench(b *testing.B, a *App) {
 		"prompts/src/api/_rules.md": strings.Repeat("Handlers validate input before they touch storage.\n", 6),
 	}
 	for i := range 20 {
-		imp := []rules.Importance{rules.Normal, rules.Important, rules.Critical}[i%3]
+		imp := []rulefmt.Importance{rulefmt.Normal, rulefmt.Important, rulefmt.Critical}[i%3]
 		text := fmt.Sprintf("Rule %d: when a retry loop gives up, return the last error wrapped with the attempt count so callers can tell a timeout from a refusal.", i)
 		files = mergeFiles(files, activeRule(b, "coding-agent", fmt.Sprintf("r-bench%02d", i), text, imp, 0.5+float64(i)/50))
 	}
@@ -307,11 +308,11 @@ func approvalLatency(b *testing.B, a *App, c preceptv1connect.PromptServiceClien
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rules.ViaAPI}); err != nil {
+		if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rulefmt.ViaAPI}); err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rules.ViaAPI}); err != nil {
+		if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rulefmt.ViaAPI}); err != nil {
 			b.Fatal(err)
 		}
 		approveCall = append(approveCall, time.Since(start))
@@ -348,9 +349,9 @@ func watchLatency(b *testing.B, a *App, c preceptv1connect.PromptServiceClient, 
 	}
 	var out []time.Duration
 	for i := range runs {
-		change := activeRule(b, "coding-agent", "r-approved", "Ask for a rollback plan on every migration.", rules.Critical, 0.99)
+		change := activeRule(b, "coding-agent", "r-approved", "Ask for a rollback plan on every migration.", rulefmt.Critical, 0.99)
 		if i%2 == 1 {
-			change = map[string]string{rules.ActiveRulePath("coding-agent", "r-approved"): ""}
+			change = map[string]string{rulefmt.ActiveRulePath("coding-agent", "r-approved"): ""}
 		}
 		start := time.Now()
 		commitRulesRepo(b, a.RulesRepo, "approve or roll back r-approved", change)

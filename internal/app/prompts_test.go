@@ -21,6 +21,7 @@ import (
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func promptServiceClient(base, protocol string) preceptv1connect.PromptServiceClient {
@@ -52,15 +53,15 @@ func commitRulesRepo(t testing.TB, repo *gitrepo.Repo, msg string, files map[str
 	return h
 }
 
-func activeRule(t testing.TB, agent, id, text string, importance rules.Importance, confidence float64) map[string]string {
+func activeRule(t testing.TB, agent, id, text string, importance rulefmt.Importance, confidence float64) map[string]string {
 	t.Helper()
-	b, err := rules.Rule{ID: id, ProposalID: "p-" + strings.TrimPrefix(id, "r-"), Agents: []string{agent}, Type: rules.Guideline,
-		Status: rules.Active, Importance: importance, Confidence: confidence, Content: text,
-		Approvals: []rules.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}}}.Marshal()
+	b, err := rulefmt.Rule{ID: id, ProposalID: "p-" + strings.TrimPrefix(id, "r-"), Agents: []string{agent}, Type: rulefmt.Guideline,
+		Status: rulefmt.Active, Importance: importance, Confidence: confidence, Content: text,
+		Approvals: []rulefmt.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}}}.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{rules.ActiveRulePath(agent, id): string(b)}
+	return map[string]string{rulefmt.ActiveRulePath(agent, id): string(b)}
 }
 
 // promptGit runs the git CLI as a curator would.
@@ -130,9 +131,9 @@ func TestPromptsFollowRulesCommittedToMainOverConnectAndGRPC(t *testing.T) {
 	r := start(t, "prompts: {watch_poll: 1h, max_rules: 2}")
 	commitRulesRepo(t, r.app.RulesRepo, "prompts and rules", mergeFiles(
 		map[string]string{"prompts/implement.md": "You implement tasks.", "prompts/_rules.md": "Write tests first."},
-		activeRule(t, "coding-agent", "r-crit", "Never swallow context errors.", rules.Critical, 0.8),
-		activeRule(t, "coding-agent", "r-norm", "Prefer table tests.", rules.Normal, 0.9),
-		activeRule(t, "coding-agent", "r-low", "Keep functions short.", rules.Normal, 0.2),
+		activeRule(t, "coding-agent", "r-crit", "Never swallow context errors.", rulefmt.Critical, 0.8),
+		activeRule(t, "coding-agent", "r-norm", "Prefer table tests.", rulefmt.Normal, 0.9),
+		activeRule(t, "coding-agent", "r-low", "Keep functions short.", rulefmt.Normal, 0.2),
 	))
 	r.app.Prompts.Notify()
 
@@ -208,7 +209,7 @@ func TestAWatcherSeesAnApprovedRuleAndItsRollback(t *testing.T) {
 		t.Fatalf("first = %+v", first)
 	}
 
-	commitRulesRepo(t, repo, "Approve p-1\n\nApproved-by: alice", activeRule(t, "review-agent", "r-1", "Ask for a rollback plan on migrations.", rules.Important, 0.8))
+	commitRulesRepo(t, repo, "Approve p-1\n\nApproved-by: alice", activeRule(t, "review-agent", "r-1", "Ask for a rollback plan on migrations.", rulefmt.Important, 0.8))
 	approved := time.Now()
 	r.app.Prompts.Notify()
 	added := w.next(t, 5*time.Second)
@@ -217,7 +218,7 @@ func TestAWatcherSeesAnApprovedRuleAndItsRollback(t *testing.T) {
 		t.Fatalf("after approval = %+v", added)
 	}
 
-	commitRulesRepo(t, repo, "Roll back r-1\n\nRolled-back-by: bob", map[string]string{rules.ActiveRulePath("review-agent", "r-1"): ""})
+	commitRulesRepo(t, repo, "Roll back r-1\n\nRolled-back-by: bob", map[string]string{rulefmt.ActiveRulePath("review-agent", "r-1"): ""})
 	r.app.Prompts.Notify()
 	removed := w.next(t, 5*time.Second)
 	if removed.Reason != "changed" || len(removed.Prompt.RuleIds) != 0 || removed.Prompt.Version != first.Prompt.Version {
@@ -315,14 +316,14 @@ func TestApprovedRulesEnterThePromptOrItsShadowAndRollbackTakesThemOut(t *testin
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := m.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rules.ViaAPI}); err != nil {
+			if _, err := m.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rulefmt.ViaAPI}); err != nil {
 				t.Fatal(err)
 			}
 			if got := build(); got.Version != first.Prompt.Version {
 				t.Fatalf("one approval changed the prompt:\n%s", got.Prompt)
 			}
 			approved := time.Now()
-			if _, err := m.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "bob", Note: "good rule", Via: rules.ViaSlack}); err != nil {
+			if _, err := m.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "bob", Note: "good rule", Via: rulefmt.ViaSlack}); err != nil {
 				t.Fatal(err)
 			}
 			added := w.next(t, 5*time.Second)
@@ -429,7 +430,7 @@ func TestGrpcurlBuildsExplainsAndWatchesPrompts(t *testing.T) {
 	r := start(t, "")
 	commitRulesRepo(t, r.app.RulesRepo, "rules", mergeFiles(
 		map[string]string{"prompts/implement.md": "You implement tasks.", "prompts/src/_rules.md": "Wrap errors."},
-		activeRule(t, "coding-agent", "r-1", "Check Close errors.", rules.Normal, 0.7),
+		activeRule(t, "coding-agent", "r-1", "Check Close errors.", rulefmt.Normal, 0.7),
 	))
 	if _, err := r.app.Prompts.Refresh(context.Background()); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // openRules starts the rule manager on the rules repository and serves
@@ -65,7 +66,7 @@ func (a *App) openRules() error {
 	if err := metrics.Rules(a.Registry, m, a.Log); err != nil {
 		return fmt.Errorf("rules metrics: %w", err)
 	}
-	m.OnChange(func(c rules.Change) {
+	m.OnChange(func(c rulefmt.Change) {
 		if c.MainChanged && a.Prompts != nil {
 			a.Prompts.Notify()
 		}
@@ -78,7 +79,7 @@ func (a *App) openRules() error {
 		})
 	}
 	a.Posts = slackapp.NewPosts(a.RulesRepo, m, nil, a.Log.With("component", "slack"))
-	svc := &api.RuleService{Rules: m, Posts: a.Posts, Retired: m.Lifecycle().Retired, Log: a.Log}
+	svc := &api.RuleService{Rules: m, Posts: a.Posts, Retired: m.Upkeep().Retired, Log: a.Log}
 	if err := a.openImpact(svc); err != nil {
 		return fmt.Errorf("impact: %w", err)
 	}
@@ -97,24 +98,24 @@ func (a *App) ruleThresholds() rules.Thresholds {
 // types.
 type clusterEvidence func(context.Context) ([]evaluator.Evidence, error)
 
-var _ rules.EvidenceSource = clusterEvidence(nil)
+var _ rulefmt.EvidenceSource = clusterEvidence(nil)
 
-// Generalizable implements rules.EvidenceSource.
-func (f clusterEvidence) Generalizable(ctx context.Context) ([]rules.Evidence, error) {
+// Generalizable implements rulefmt.EvidenceSource.
+func (f clusterEvidence) Generalizable(ctx context.Context) ([]rulefmt.Evidence, error) {
 	evs, err := f(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rules.Evidence, 0, len(evs))
+	out := make([]rulefmt.Evidence, 0, len(evs))
 	for _, v := range evs {
-		e := rules.Evidence{
+		e := rulefmt.Evidence{
 			ClusterID: v.ClusterID, Class: string(v.Class), Agents: v.Agents, Size: v.Size,
 			Reviewers: v.Reviewers, Epics: v.Epics, Producers: v.Producers, FeedbackIDs: v.FeedbackIDs, Tags: v.Tags,
 			FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Confidence: v.Confidence,
 			Category: v.Category, CategoryRule: v.CategoryRule, Protected: v.Protected, Asked: v.Asked,
 		}
 		for _, r := range v.Comments {
-			e.Comments = append(e.Comments, rules.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
+			e.Comments = append(e.Comments, rulefmt.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
 		}
 		out = append(out, e)
 	}

@@ -15,7 +15,7 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // The explorer with 200 rules and a thousand recorded
@@ -29,14 +29,14 @@ func TestPromptExplorerPagesWith200RulesAndManyVersions(t *testing.T) {
 			agent = fmt.Sprintf("agent-%d", i%9)
 		}
 		id := fmt.Sprintf("r-%03d", i)
-		b, err := rules.Rule{ID: id, ProposalID: "p-" + id, Agents: []string{agent}, Type: rules.Guideline, Status: rules.Active,
-			Importance: rules.Normal, Confidence: 0.5 + float64(i%50)/100,
+		b, err := rulefmt.Rule{ID: id, ProposalID: "p-" + id, Agents: []string{agent}, Type: rulefmt.Guideline, Status: rulefmt.Active,
+			Importance: rulefmt.Normal, Confidence: 0.5 + float64(i%50)/100,
 			Content:   "When a retry loop gives up, return the last error wrapped with the attempt count so callers can tell a timeout from a refusal.",
-			Approvals: []rules.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}}}.Marshal()
+			Approvals: []rulefmt.Approval{{Approver: "alice", Via: "api"}, {Approver: "bob", Via: "slack"}}}.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[rules.ActiveRulePath(agent, id)] = string(b)
+		files[rulefmt.ActiveRulePath(agent, id)] = string(b)
 	}
 	s.commitRules(t, "200 rules", files)
 	v := s.signIn(t, ritaToken)

@@ -9,20 +9,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // RuleSource is what the rule metrics read of a rule manager
 // (rules.Manager): its committed transitions and its proposal counts.
 type RuleSource interface {
-	OnChange(fn func(rules.Change))
-	ProposalCounts(ctx context.Context) (map[rules.ProposalStatus]int, error)
+	OnChange(fn func(rulefmt.Change))
+	ProposalCounts(ctx context.Context) (map[rulefmt.ProposalStatus]int, error)
 }
 
 var _ RuleSource = (*rules.Manager)(nil)
 
 // proposalStatuses are the label values of precept_rules_proposals,
 // always all present.
-var proposalStatuses = []rules.ProposalStatus{rules.Pending, rules.Approved, rules.Rejected, rules.Blocked, rules.Deferred, rules.Merged}
+var proposalStatuses = []rulefmt.ProposalStatus{rulefmt.Pending, rulefmt.Approved, rulefmt.Rejected, rulefmt.Blocked, rulefmt.Deferred, rulefmt.Merged}
 
 // Rules registers the rule manager's metrics on reg:
 //
@@ -66,22 +67,22 @@ func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
 	if _, err = register(reg, &proposalCounts{src: src, log: log}); err != nil {
 		return err
 	}
-	src.OnChange(func(c rules.Change) {
+	src.OnChange(func(c rulefmt.Change) {
 		switch c.Kind {
-		case rules.ApprovalRecorded:
+		case rulefmt.ApprovalRecorded:
 			approvals.WithLabelValues(c.Via).Inc()
-		case rules.ProposalApproved:
+		case rulefmt.ProposalApproved:
 			// An approval by a merge in git is recorded and completes the
 			// proposal in one commit; API and Slack approvals were
 			// counted as ApprovalRecorded.
-			if c.Via == rules.ViaGit {
+			if c.Via == rulefmt.ViaGit {
 				approvals.WithLabelValues(c.Via).Inc()
 			}
-		case rules.ProposalRejected:
+		case rulefmt.ProposalRejected:
 			rejections.WithLabelValues(c.Via).Inc()
-		case rules.DraftHeld, rules.EvidenceAdded:
+		case rulefmt.DraftHeld, rulefmt.EvidenceAdded:
 			guardBlocks.WithLabelValues(c.Guard).Inc()
-		case rules.RuleRolledBack:
+		case rulefmt.RuleRolledBack:
 			rollbacks.Inc()
 		}
 	})
@@ -96,7 +97,7 @@ type proposalCounts struct {
 	log *slog.Logger
 
 	mu   sync.Mutex
-	last map[rules.ProposalStatus]int
+	last map[rulefmt.ProposalStatus]int
 }
 
 var proposalsDesc = prometheus.NewDesc("precept_rules_proposals",

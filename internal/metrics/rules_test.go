@@ -13,11 +13,12 @@ import (
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
-type evidence []rules.Evidence
+type evidence []rulefmt.Evidence
 
-func (e evidence) Generalizable(context.Context) ([]rules.Evidence, error) { return e, nil }
+func (e evidence) Generalizable(context.Context) ([]rulefmt.Evidence, error) { return e, nil }
 
 // newManager returns a rule manager on a fresh repository with its
 // metrics registered on a fresh registry.
@@ -39,12 +40,12 @@ func newManager(t *testing.T, opts rules.Options) (*rules.Manager, *prometheus.R
 	return m, reg
 }
 
-func cluster(id string, comments ...string) rules.Evidence {
-	ev := rules.Evidence{ClusterID: id, Class: rules.ClassGeneralizableHigh, Confidence: 0.86, Agents: []string{"coding-agent"}, Size: len(comments)}
+func cluster(id string, comments ...string) rulefmt.Evidence {
+	ev := rulefmt.Evidence{ClusterID: id, Class: rulefmt.ClassGeneralizableHigh, Confidence: 0.86, Agents: []string{"coding-agent"}, Size: len(comments)}
 	for i, c := range comments {
 		d := id + "-d" + string(rune('1'+i))
 		ev.FeedbackIDs = append(ev.FeedbackIDs, d)
-		ev.Comments = append(ev.Comments, rules.Comment{DecisionID: d, ReviewerID: "reviewer-" + string(rune('1'+i)), Agent: "coding-agent", Text: c})
+		ev.Comments = append(ev.Comments, rulefmt.Comment{DecisionID: d, ReviewerID: "reviewer-" + string(rune('1'+i)), Agent: "coding-agent", Text: c})
 	}
 	ev.Reviewers = []string{"reviewer-1", "reviewer-2", "reviewer-3"}
 	ev.Epics = []string{"EPIC-1", "EPIC-2"}
@@ -55,7 +56,7 @@ func TestAGuardBlockIsCountedByGuard(t *testing.T) {
 	ev := cluster("c-q", "Use the key AKIAIOSFODNN7EXAMPLE to call the staging API.", "staging calls fail", "no access to staging")
 	m, reg := newManager(t, rules.Options{Evidence: evidence{ev}})
 	out, err := m.ProposeFromEvidence(context.Background())
-	if err != nil || len(out) != 1 || out[0].Status != rules.Blocked {
+	if err != nil || len(out) != 1 || out[0].Status != rulefmt.Blocked {
 		t.Fatalf("drafted %+v, %v; want one blocked draft", out, err)
 	}
 	if got := gather(t, reg)["precept_rules_guard_blocks_total"]; got != `{guard="quality"} 1` {
@@ -75,13 +76,13 @@ func TestApprovalsAreCountedByChannelAndProposalsByStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rules.ViaAPI}); err != nil {
+	if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "carol", Via: rules.ViaSlack}); err != nil {
+	if _, err := m.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: "carol", Via: rulefmt.ViaSlack}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Reject(ctx, rules.RejectRequest{ProposalID: other.ID, By: "bob", Reason: "The linter does it.", Via: rules.ViaSlack}); err != nil {
+	if _, err := m.Reject(ctx, rules.RejectRequest{ProposalID: other.ID, By: "bob", Reason: "The linter does it.", Via: rulefmt.ViaSlack}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Rollback(ctx, rules.RollbackRequest{RuleID: p.RuleID, By: "carol", Reason: "Too strict."}); err != nil {

@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	"github.com/precept-dev/precept/lib/text"
-
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // The two actions of a proposal's buttons.
@@ -63,7 +62,7 @@ func DecodeButtonValue(s string) (ButtonValue, error) {
 
 func (v ButtonValue) validate() error {
 	switch {
-	case !rules.ValidProposalID(v.ProposalID):
+	case !rulefmt.ValidProposalID(v.ProposalID):
 		return fmt.Errorf("button value: %q is not a proposal id", text.Fit(v.ProposalID, 64))
 	case v.Revision < 1:
 		return fmt.Errorf("button value: revision %d is not positive", v.Revision)

@@ -21,6 +21,7 @@ import (
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 const (
@@ -171,7 +172,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 }
 
 // propose commits a manual proposal.
-func (e *env) propose(content string, tags ...string) rules.Proposal {
+func (e *env) propose(content string, tags ...string) rulefmt.Proposal {
 	e.t.Helper()
 	p, err := e.rules.Propose(context.Background(), rules.ManualProposal{
 		Agents: []string{"coding-agent"}, Content: content, Rationale: "Seen in three reviews.", Tags: tags,
@@ -182,7 +183,7 @@ func (e *env) propose(content string, tags ...string) rules.Proposal {
 	return p
 }
 
-func (e *env) get(id string) rules.Proposal {
+func (e *env) get(id string) rulefmt.Proposal {
 	e.t.Helper()
 	p, err := e.rules.Get(context.Background(), id)
 	if err != nil {
@@ -300,7 +301,7 @@ func submitPayload(user string, v ButtonValue, msgTS, note string) slack.Interac
 }
 
 // decide clicks a button, checks the modal opened and submits it.
-func (e *env) decide(user string, p rules.Proposal, action, note string) {
+func (e *env) decide(user string, p rulefmt.Proposal, action, note string) {
 	e.t.Helper()
 	msg := e.message(p.ID)
 	v := ButtonValue{ProposalID: p.ID, Revision: p.Revision, Action: action}
@@ -354,12 +355,12 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // does (revision and content revision up), so earlier buttons are stale.
 func bumpContent(t *testing.T, repo *gitrepo.Repo, id string) {
 	t.Helper()
-	_, err := repo.Update(context.Background(), rules.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		data, err := s.ReadFile(rules.ProposalPath(id))
+	_, err := repo.Update(context.Background(), rulefmt.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		data, err := s.ReadFile(rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
-		p, err := rules.ParseProposal(data)
+		p, err := rulefmt.ParseProposal(data)
 		if err != nil {
 			return nil, err
 		}
@@ -370,7 +371,7 @@ func bumpContent(t *testing.T, repo *gitrepo.Repo, id string) {
 		if err != nil {
 			return nil, err
 		}
-		return &gitrepo.CommitSpec{Message: "Add evidence to " + id, Changes: []gitrepo.Change{{Path: rules.ProposalPath(id), Data: out}}}, nil
+		return &gitrepo.CommitSpec{Message: "Add evidence to " + id, Changes: []gitrepo.Change{{Path: rulefmt.ProposalPath(id), Data: out}}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

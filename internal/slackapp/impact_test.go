@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // summaries hands out one line per proposal, as the impact service
@@ -17,7 +17,7 @@ type summaries struct {
 
 func (s *summaries) OnUpdate(fn func(string)) { s.update = fn }
 
-func (s *summaries) Summary(p rules.Proposal) string {
+func (s *summaries) Summary(p rulefmt.Proposal) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l, ok := s.lines[p.ID]; ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // maxRequestBody bounds what the Slack endpoints read; Slack's payloads
@@ -150,7 +151,7 @@ func (s *Service) serveClick(w http.ResponseWriter, cb slack.InteractionCallback
 func (s *Service) openNote(ctx context.Context, trigger, user, identity string, meta noteMeta) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.AckTimeout)
 	defer cancel()
-	var shown *rules.Proposal
+	var shown *rulefmt.Proposal
 	p, err := s.rules.Get(ctx, meta.ProposalID)
 	switch {
 	case err == nil:
@@ -179,17 +180,17 @@ func (s *Service) openNote(ctx context.Context, trigger, user, identity string, 
 }
 
 // refusalOf says why a click or submission cannot act on p, or "".
-func refusalOf(p rules.Proposal, v ButtonValue, identity string) string {
+func refusalOf(p rulefmt.Proposal, v ButtonValue, identity string) string {
 	switch {
-	case p.Status == rules.Approved:
+	case p.Status == rulefmt.Approved:
 		return fmt.Sprintf("Proposal `%s` was already approved (%s); nothing was changed.", p.ID, approverNames(p))
-	case p.Status == rules.Rejected:
+	case p.Status == rulefmt.Rejected:
 		who := "someone"
 		if p.Rejection != nil {
 			who = p.Rejection.Rejector
 		}
 		return fmt.Sprintf("Proposal `%s` was already rejected by %s; nothing was changed.", p.ID, escape(who))
-	case p.Status != rules.Pending:
+	case p.Status != rulefmt.Pending:
 		return fmt.Sprintf("Proposal `%s` is %s and takes no decisions; nothing was changed.", p.ID, strings.ToLower(string(p.Status)))
 	case v.Revision > p.Revision:
 		return fmt.Sprintf("These buttons carry revision %d of `%s`, which precept does not know (the latest is %d); nothing was changed.", v.Revision, p.ID, p.Revision)
@@ -201,7 +202,7 @@ func refusalOf(p rules.Proposal, v ButtonValue, identity string) string {
 	return ""
 }
 
-func approverNames(p rules.Proposal) string {
+func approverNames(p rulefmt.Proposal) string {
 	names := make([]string, len(p.Approvals))
 	for i, a := range p.Approvals {
 		names[i] = escape(a.Approver)
@@ -305,17 +306,17 @@ func (s *Service) decide(ctx context.Context, meta noteMeta, note, user, identit
 		s.ephemeral(ctx, meta.Channel, user, "", why)
 		return
 	}
-	var after rules.Proposal
+	var after rulefmt.Proposal
 	variant := meta.Action
 	switch meta.Action {
 	case ActionApprove:
-		after, err = s.rules.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: identity, Note: note, Revision: meta.Revision, Via: rules.ViaSlack})
+		after, err = s.rules.Approve(ctx, rules.ApproveRequest{ProposalID: p.ID, By: identity, Note: note, Revision: meta.Revision, Via: rulefmt.ViaSlack})
 	case ActionReject:
 		reason := note
 		if reason == "" {
 			reason = noReasonText(identity)
 		}
-		after, err = s.rules.Reject(ctx, rules.RejectRequest{ProposalID: p.ID, By: identity, Reason: reason, Revision: meta.Revision, Via: rules.ViaSlack})
+		after, err = s.rules.Reject(ctx, rules.RejectRequest{ProposalID: p.ID, By: identity, Reason: reason, Revision: meta.Revision, Via: rulefmt.ViaSlack})
 	}
 	if note != "" {
 		variant += "-with-note"
@@ -337,7 +338,7 @@ func (s *Service) decide(ctx context.Context, meta noteMeta, note, user, identit
 	switch {
 	case meta.Action == ActionReject:
 		confirm = fmt.Sprintf("You rejected `%s`.", p.ID)
-	case after.Status == rules.Approved:
+	case after.Status == rulefmt.Approved:
 		confirm = fmt.Sprintf("You approved `%s`; with %d/%d approvals it is approved.", p.ID, len(after.Approvals), max(after.Required, len(after.Approvals)))
 	default:
 		confirm = fmt.Sprintf("You approved `%s` (%d/%d approvals).", p.ID, len(after.Approvals), after.Required)

@@ -16,6 +16,7 @@ import (
 	"github.com/precept-dev/precept/lib/fakeslack"
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
@@ -23,7 +24,7 @@ func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
 	approved := e.propose("Add unit tests for every new exported function in the retry package.")
 	plainReject := e.propose("Log every SQL query the repository layer runs at info level.")
 	notedReject := e.propose("Prefix every commit message with the ticket number.")
-	for _, p := range []rules.Proposal{approved, plainReject, notedReject} {
+	for _, p := range []rulefmt.Proposal{approved, plainReject, notedReject} {
 		e.posted(p.ID)
 	}
 
@@ -56,11 +57,11 @@ func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
 	// What the git CLI sees.
 	repo := e.repo.Path()
 	a := e.get(approved.ID)
-	if a.Status != rules.Approved || len(a.Approvals) != 2 || a.MergedCommit == "" {
+	if a.Status != rulefmt.Approved || len(a.Approvals) != 2 || a.MergedCommit == "" {
 		t.Fatalf("approved proposal = %+v", a)
 	}
 	for _, ap := range a.Approvals {
-		if ap.Via != rules.ViaSlack {
+		if ap.Via != rulefmt.ViaSlack {
 			t.Errorf("approval %+v not via slack", ap)
 		}
 	}
@@ -70,7 +71,7 @@ func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
 			t.Errorf("merge trailers lack %q:\n%s", want, trailers)
 		}
 	}
-	branchLog := testenv.Git(t, repo, "log", "--format=%s%n%(trailers)", rules.ProposalBranch(approved.ID))
+	branchLog := testenv.Git(t, repo, "log", "--format=%s%n%(trailers)", rulefmt.ProposalBranch(approved.ID))
 	for _, want := range []string{"Approve " + approved.ID + " (1 of 2) by alice", "Approve " + approved.ID + " (2 of 2) by bob", "Via: slack"} {
 		if !strings.Contains(branchLog, want) {
 			t.Errorf("proposal branch log lacks %q:\n%s", want, branchLog)
@@ -79,33 +80,33 @@ func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
 	if got := testenv.Git(t, repo, "show", "main:rules/active/coding-agent/"+a.RuleID+".md"); !strings.Contains(got, "Add unit tests for every new exported function") {
 		t.Errorf("rule file:\n%s", got)
 	}
-	good := "main:" + rules.TuningPath("coding-agent", "good", approved.ID, "bob")
+	good := "main:" + rulefmt.TuningPath("coding-agent", "good", approved.ID, "bob")
 	if got := testenv.Git(t, repo, "show", good); !strings.Contains(got, "Matches our testing policy.") || !strings.Contains(got, "ground_truth: true") || !strings.Contains(got, "via: slack") {
 		t.Errorf("%s:\n%s", good, got)
 	}
-	if got := testenv.Git(t, repo, "show", "main:"+rules.TuningPath("coding-agent", "good", approved.ID, "alice")); !strings.Contains(got, "(no note)") {
+	if got := testenv.Git(t, repo, "show", "main:"+rulefmt.TuningPath("coding-agent", "good", approved.ID, "alice")); !strings.Contains(got, "(no note)") {
 		t.Errorf("alice's example:\n%s", got)
 	}
 	for _, tc := range []struct {
-		p           rules.Proposal
+		p           rulefmt.Proposal
 		who, reason string
 	}{
 		{plainReject, "carol", "rejected in Slack by carol without a note"},
 		{notedReject, "dave", "Ticket numbers belong in the PR title, not in every commit."},
 	} {
 		got := e.get(tc.p.ID)
-		if got.Status != rules.Rejected || got.Rejection == nil || got.Rejection.Rejector != tc.who || got.Rejection.Reason != tc.reason || got.Rejection.Via != rules.ViaSlack {
+		if got.Status != rulefmt.Rejected || got.Rejection == nil || got.Rejection.Rejector != tc.who || got.Rejection.Reason != tc.reason || got.Rejection.Via != rulefmt.ViaSlack {
 			t.Errorf("rejection of %s = %+v", tc.p.ID, got.Rejection)
 		}
-		archived := testenv.Git(t, repo, "show", "main:"+rules.RejectedPath(tc.p.ID))
+		archived := testenv.Git(t, repo, "show", "main:"+rulefmt.RejectedPath(tc.p.ID))
 		if !strings.Contains(archived, tc.reason) {
-			t.Errorf("%s lacks the reason:\n%s", rules.RejectedPath(tc.p.ID), archived)
+			t.Errorf("%s lacks the reason:\n%s", rulefmt.RejectedPath(tc.p.ID), archived)
 		}
 		log := testenv.Git(t, repo, "log", "--format=%(trailers)", "--grep", "Reject "+tc.p.ID, "main")
 		if !strings.Contains(log, "Rejected-by: "+tc.who) || !strings.Contains(log, "Via: slack") {
 			t.Errorf("rejection trailers:\n%s", log)
 		}
-		bad := testenv.Git(t, repo, "show", "main:"+rules.TuningPath("coding-agent", "bad", tc.p.ID, tc.who))
+		bad := testenv.Git(t, repo, "show", "main:"+rulefmt.TuningPath("coding-agent", "bad", tc.p.ID, tc.who))
 		if !strings.Contains(bad, tc.reason) {
 			t.Errorf("bad example lacks the reason:\n%s", bad)
 		}
@@ -119,7 +120,7 @@ func TestTheFourVariantsReachTheRulesRepository(t *testing.T) {
 // snapshot is what a refused request must leave unchanged.
 type snapshot struct {
 	revision, approvals, views int
-	status                     rules.ProposalStatus
+	status                     rulefmt.ProposalStatus
 	commits                    string
 }
 
@@ -288,7 +289,7 @@ func TestClicksThatCannotActSayWhyAndChangeNothing(t *testing.T) {
 		})
 	})
 	t.Run("proposal already decided", func(t *testing.T) {
-		if _, err := e.rules.Reject(ctx, rules.RejectRequest{ProposalID: p.ID, By: "carol", Reason: "Superseded by the config package rewrite.", Via: rules.ViaAPI}); err != nil {
+		if _, err := e.rules.Reject(ctx, rules.RejectRequest{ProposalID: p.ID, By: "carol", Reason: "Superseded by the config package rewrite.", Via: rulefmt.ViaAPI}); err != nil {
 			t.Fatal(err)
 		}
 		cur := e.get(p.ID)
@@ -329,7 +330,7 @@ func TestConcurrentSubmissionsByOneApproverRecordOneApproval(t *testing.T) {
 	if len(got.Approvals) != 1 || got.Approvals[0].Approver != "alice" {
 		t.Fatalf("approvals = %+v", got.Approvals)
 	}
-	if n := strings.Count(testenv.Git(t, e.repo.Path(), "log", "--format=%s", rules.ProposalBranch(p.ID)), "Approve "+p.ID); n != 1 {
+	if n := strings.Count(testenv.Git(t, e.repo.Path(), "log", "--format=%s", rulefmt.ProposalBranch(p.ID)), "Approve "+p.ID); n != 1 {
 		t.Fatalf("%d approval commits", n)
 	}
 }

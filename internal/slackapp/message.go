@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/slack-go/slack"
-
-	"github.com/precept-dev/precept/rules"
 )
 
 // Block Kit limits (characters) that proposal messages stay within.
@@ -44,20 +43,20 @@ const (
 // outcome: who, when, and the notes or reason. impact is the proposal's
 // impact preview in one line, shown under the conflicts when not empty.
 // It also returns the plain-text fallback Slack shows in notifications.
-func proposalMessage(p rules.Proposal, impact string) ([]slack.Block, string, error) {
+func proposalMessage(p rulefmt.Proposal, impact string) ([]slack.Block, string, error) {
 	kind := "Rule proposal"
 	switch p.Kind {
-	case rules.KindConsolidation:
+	case rulefmt.KindConsolidation:
 		kind = "Consolidation proposal"
-	case rules.KindSunset:
+	case rulefmt.KindSunset:
 		kind = "Sunset proposal"
-	case rules.KindReapprove:
+	case rulefmt.KindReapprove:
 		kind = "Re-approval request"
-	case rules.KindActivate:
+	case rulefmt.KindActivate:
 		kind = "Activation proposal"
 	}
 	ruleLine := "*Rule* `" + p.ID + "`\n"
-	if p.Kind.Lifecycle() {
+	if p.Kind.DecidesOnRule() {
 		// The question is about an approved rule; name it.
 		ruleLine = "*Rule* `" + p.RuleID + "` · proposal `" + p.ID + "`\n"
 	}
@@ -67,7 +66,7 @@ func proposalMessage(p rules.Proposal, impact string) ([]slack.Block, string, er
 	}
 	typ := string(p.Type)
 	if typ == "" {
-		typ = string(rules.Guideline)
+		typ = string(rulefmt.Guideline)
 	}
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain(text.Fit(fmt.Sprintf("%s for %s · %s", kind, agents, typ), maxHeaderText))),
@@ -102,7 +101,7 @@ func proposalMessage(p rules.Proposal, impact string) ([]slack.Block, string, er
 	}
 	blocks = append(blocks, slack.NewDividerBlock())
 
-	if p.Status == rules.Pending {
+	if p.Status == rulefmt.Pending {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(text.Fit(approvalLine(p), maxSectionText)), nil, nil))
 		approve, err := ButtonValue{ProposalID: p.ID, Revision: p.Revision, Action: ActionApprove}.Encode()
 		if err != nil {
@@ -138,7 +137,7 @@ func fingerprint(blocks []slack.Block, fallback string) (string, error) {
 	return hex.EncodeToString(sum[:16]), nil
 }
 
-func support(p rules.Proposal) int {
+func support(p rulefmt.Proposal) int {
 	if p.Support > 0 {
 		return p.Support
 	}
@@ -146,7 +145,7 @@ func support(p rules.Proposal) int {
 }
 
 // approvalLine is "*Approvals:* k/N — alice, bob".
-func approvalLine(p rules.Proposal) string {
+func approvalLine(p rulefmt.Proposal) string {
 	names := make([]string, len(p.Approvals))
 	for i, a := range p.Approvals {
 		names[i] = escape(a.Approver)
@@ -160,10 +159,10 @@ func approvalLine(p rules.Proposal) string {
 
 // outcomeText says how a decided proposal ended: who decided, when, and
 // with which notes or reason.
-func outcomeText(p rules.Proposal) string {
+func outcomeText(p rulefmt.Proposal) string {
 	var b strings.Builder
 	switch p.Status {
-	case rules.Approved:
+	case rulefmt.Approved:
 		fmt.Fprintf(&b, ":white_check_mark: *Approved* — %d/%d", len(p.Approvals), max(p.Required, len(p.Approvals)))
 		for _, a := range p.Approvals {
 			fmt.Fprintf(&b, "\n• %s%s %s", escape(a.Approver), via(a.Via), slackDate(a.At))
@@ -177,7 +176,7 @@ func outcomeText(p rules.Proposal) string {
 		default:
 			fmt.Fprintf(&b, "\nRule `%s` waits to be merged into main.", escape(p.RuleID))
 		}
-	case rules.Rejected:
+	case rulefmt.Rejected:
 		b.WriteString(":x: *Rejected*")
 		if r := p.Rejection; r != nil {
 			fmt.Fprintf(&b, " by %s%s %s\n%s", escape(r.Rejector), via(r.Via), slackDate(r.At), quote(r.Reason))
@@ -188,23 +187,23 @@ func outcomeText(p rules.Proposal) string {
 	return b.String()
 }
 
-func statusLine(p rules.Proposal) string {
+func statusLine(p rulefmt.Proposal) string {
 	switch p.Status {
-	case rules.Pending:
+	case rulefmt.Pending:
 		return fmt.Sprintf("%d/%d approvals", len(p.Approvals), p.Required)
-	case rules.Rejected:
+	case rulefmt.Rejected:
 		if p.Rejection != nil {
 			return "rejected by " + p.Rejection.Rejector
 		}
 		return "rejected"
-	case rules.Approved:
+	case rulefmt.Approved:
 		return "approved"
 	}
 	return strings.ToLower(string(p.Status))
 }
 
 // conflictText lists what the proposal supersedes and conflicts with.
-func conflictText(p rules.Proposal) string {
+func conflictText(p rulefmt.Proposal) string {
 	var lines []string
 	if len(p.Supersedes) > 0 {
 		lines = append(lines, "*Supersedes:* "+escape(strings.Join(p.Supersedes, ", ")))
@@ -227,7 +226,7 @@ func conflictText(p rules.Proposal) string {
 }
 
 // reviewContext is the branch, the review link and the revision.
-func reviewContext(p rules.Proposal) []slack.MixedElement {
+func reviewContext(p rulefmt.Proposal) []slack.MixedElement {
 	var out []slack.MixedElement
 	if p.Branch != "" {
 		out = append(out, mrkdwn("Branch `"+escape(p.Branch)+"`"))

@@ -10,11 +10,11 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/precept-dev/precept/lib/fakeslack"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // rendered renders p as the fake workspace would store it.
-func rendered(t *testing.T, p rules.Proposal) fakeslack.Message {
+func rendered(t *testing.T, p rulefmt.Proposal) fakeslack.Message {
 	t.Helper()
 	blocks, text, err := proposalMessage(p, "")
 	if err != nil {
@@ -35,15 +35,15 @@ func rendered(t *testing.T, p rules.Proposal) fakeslack.Message {
 	return fakeslack.Message{Text: text, Blocks: string(b)}
 }
 
-func pendingProposal() rules.Proposal {
+func pendingProposal() rulefmt.Proposal {
 	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
-	return rules.Proposal{
-		ID: "p-0123456789ab", Kind: rules.KindNewRule, Status: rules.Pending, Revision: 3, ContentRevision: 1,
-		Agents: []string{"coding-agent"}, Type: rules.Guideline, Content: "Add unit tests for every new exported function.",
+	return rulefmt.Proposal{
+		ID: "p-0123456789ab", Kind: rulefmt.KindNewRule, Status: rulefmt.Pending, Revision: 3, ContentRevision: 1,
+		Agents: []string{"coding-agent"}, Type: rulefmt.Guideline, Content: "Add unit tests for every new exported function.",
 		EvidenceSummary: `3 negative reviews from 3 distinct reviewers. Representative comments: “missing unit tests” — ann.`,
 		Support:         3, Reviewers: []string{"ann", "ben", "cat"}, Epics: []string{"E1", "E2"}, ProposedBy: "precept", Priority: "high",
 		Required: 2, RuleID: "r-0123456789ab", Branch: "proposal/p-0123456789ab", ReviewURL: "https://git.example.com/org/rules/compare/main...proposal/p-0123456789ab",
-		Approvals: []rules.Approval{{Approver: "alice", At: at, Via: rules.ViaSlack}},
+		Approvals: []rulefmt.Approval{{Approver: "alice", At: at, Via: rulefmt.ViaSlack}},
 	}
 }
 
@@ -74,17 +74,17 @@ func TestPendingMessageShowsEvidenceApprovalsAndCurrentButtons(t *testing.T) {
 func TestDecidedMessagesShowTheOutcomeWithoutButtons(t *testing.T) {
 	at := time.Date(2026, 11, 20, 10, 30, 0, 0, time.UTC)
 	approved := pendingProposal()
-	approved.Status = rules.Approved
-	approved.Approvals = append(approved.Approvals, rules.Approval{Approver: "bob", Note: "Matches our testing policy.", At: at, Via: rules.ViaSlack})
+	approved.Status = rulefmt.Approved
+	approved.Approvals = append(approved.Approvals, rulefmt.Approval{Approver: "bob", Note: "Matches our testing policy.", At: at, Via: rulefmt.ViaSlack})
 	approved.MergedCommit = "0123456789abcdef0123456789abcdef01234567"
 	waiting := approved
 	waiting.MergedCommit = ""
 	rejected := pendingProposal()
-	rejected.Status = rules.Rejected
-	rejected.Rejection = &rules.Rejection{Rejector: "carol", Reason: "Too broad: generated code is exempt.", At: at, Via: rules.ViaAPI}
+	rejected.Status = rulefmt.Rejected
+	rejected.Rejection = &rulefmt.Rejection{Rejector: "carol", Reason: "Too broad: generated code is exempt.", At: at, Via: rulefmt.ViaAPI}
 	for _, tc := range []struct {
 		name string
-		p    rules.Proposal
+		p    rulefmt.Proposal
 		want []string
 	}{
 		{"approved and merged", approved, []string{":white_check_mark: *Approved* — 2/2", "alice via slack", "bob via slack", "“Matches our testing policy.”", "Rule `r-0123456789ab` is on main (commit `0123456789`)", "<!date^" + itoa(at.Unix())}},
@@ -111,7 +111,7 @@ func TestTextFromReviewersAndModelsCannotMentionOrLink(t *testing.T) {
 	p := pendingProposal()
 	p.Content = "Ping <!channel> and <@U0BOSS>; see <https://evil.example|docs> & more"
 	p.EvidenceSummary = "“<!here> urgent” — <@U0X>"
-	p.Approvals = []rules.Approval{{Approver: "<!everyone>", Via: rules.ViaSlack}}
+	p.Approvals = []rulefmt.Approval{{Approver: "<!everyone>", Via: rulefmt.ViaSlack}}
 	p.ReviewURL = "https://git.example.com/x|<!channel>"
 	m := rendered(t, p)
 	for _, s := range m.Strings() {
@@ -136,7 +136,7 @@ func TestLongContentAndManyConflictsStayWithinBlockKitLimits(t *testing.T) {
 	p.Protected, p.Required = true, 3
 	p.Supersedes = []string{"r-old1", "r-old2"}
 	for i := range 8 {
-		p.Conflicts = append(p.Conflicts, rules.ConflictReport{OtherID: "r-x" + itoa(int64(i)), Kind: rules.ConflictOverlap, Similarity: 0.81, Explanation: "same insertion point"})
+		p.Conflicts = append(p.Conflicts, rulefmt.ConflictReport{OtherID: "r-x" + itoa(int64(i)), Kind: rulefmt.ConflictOverlap, Similarity: 0.81, Explanation: "same insertion point"})
 	}
 	m := rendered(t, p)
 	for _, want := range []string{"*Supersedes:* r-old1, r-old2", "• overlap with `r-x0` (similarity 0.81): same insertion point", "• … and 3 more", "protected: needs 3 approvals", "*Approvals:* 1/3"} {
@@ -151,7 +151,7 @@ func TestLongContentAndManyConflictsStayWithinBlockKitLimits(t *testing.T) {
 
 func TestFingerprintChangesWithWhatTheMessageShows(t *testing.T) {
 	p := pendingProposal()
-	fp := func(p rules.Proposal) string {
+	fp := func(p rulefmt.Proposal) string {
 		t.Helper()
 		blocks, text, err := proposalMessage(p, "")
 		if err != nil {
@@ -168,7 +168,7 @@ func TestFingerprintChangesWithWhatTheMessageShows(t *testing.T) {
 		t.Fatal("fingerprint is not stable")
 	}
 	p.MergedCommit = "abc"
-	p.Status = rules.Approved
+	p.Status = rulefmt.Approved
 	if f1 == fp(p) {
 		t.Fatal("fingerprint ignores the outcome")
 	}

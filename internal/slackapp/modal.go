@@ -5,10 +5,9 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/slack-go/slack"
-
-	"github.com/precept-dev/precept/rules"
 )
 
 // noteModal is the dialog a button click opens (docs/lifecycle.md, "Slack"): one
@@ -16,7 +15,7 @@ import (
 // rejects plainly; with one, the note is kept as a tuning example and,
 // for a rejection, is the reason. p may be nil when the proposal could
 // not be read in time; the submission checks it again.
-func noteModal(meta noteMeta, identity string, p *rules.Proposal) (slack.ModalViewRequest, error) {
+func noteModal(meta noteMeta, identity string, p *rulefmt.Proposal) (slack.ModalViewRequest, error) {
 	md, err := meta.encode()
 	if err != nil {
 		return slack.ModalViewRequest{}, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // poster is the work queue of proposal messages: proposals whose message
@@ -221,9 +222,9 @@ func postOrNil(post Post, ok bool) *Post {
 }
 
 // needsWork reports whether a proposal's message is missing or behind.
-func needsWork(p rules.Proposal, post *Post) bool {
+func needsWork(p rulefmt.Proposal, post *Post) bool {
 	if !post.shown() {
-		return p.Status == rules.Pending
+		return p.Status == rulefmt.Pending
 	}
 	return post.PostedRevision != p.Revision || (post.LastError != "" && !permanentErrors[post.LastError])
 }
@@ -262,7 +263,7 @@ func (s *Service) syncProposal(ctx context.Context, id string) {
 		return
 	}
 	if !post.shown() {
-		if p.Status != rules.Pending {
+		if p.Status != rulefmt.Pending {
 			s.post.done(id, "")
 			return
 		}
@@ -303,7 +304,7 @@ func (s *Service) adoptPost(ctx context.Context, id string, post *Post) *Post {
 
 // postNew posts a proposal's first message and records where it went.
 // prev is the proposal's record of earlier attempts, nil when none.
-func (s *Service) postNew(ctx context.Context, p rules.Proposal, prev *Post, blocks []slack.Block, text, fp string) {
+func (s *Service) postNew(ctx context.Context, p rulefmt.Proposal, prev *Post, blocks []slack.Block, text, fp string) {
 	claimed, err := s.store.Claim(ctx, keyPostClaim(p.ID), 2*s.opts.PostRetry+time.Minute)
 	if err != nil {
 		s.recordFailure(ctx, p, prev, s.post.attempt(p.ID), err)
@@ -339,13 +340,13 @@ func (s *Service) postNew(ctx context.Context, p rules.Proposal, prev *Post, blo
 }
 
 // updatePost replaces a proposal's message with its current state.
-func (s *Service) updatePost(ctx context.Context, p rules.Proposal, prev Post, blocks []slack.Block, text, fp string) {
+func (s *Service) updatePost(ctx context.Context, p rulefmt.Proposal, prev Post, blocks []slack.Block, text, fp string) {
 	attempt := s.post.attempt(p.ID)
 	_, _, _, err := s.api.UpdateMessageContext(ctx, prev.Channel, prev.TS, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
 	s.metrics.call("chat.update", err)
 	if err != nil {
 		if gone(err) {
-			if p.Status == rules.Pending {
+			if p.Status == rulefmt.Pending {
 				// Someone deleted the message: post it again, there is
 				// nothing left to duplicate.
 				s.log.Warn("a proposal's Slack message is gone; posting it again", "proposal_id", p.ID, "err", errText(err))
@@ -389,7 +390,7 @@ func (s *Service) updatePost(ctx context.Context, p rules.Proposal, prev Post, b
 
 // recordFailure records a failed post or update of a proposal (prev is
 // its record so far, nil when none) and schedules its retry.
-func (s *Service) recordFailure(ctx context.Context, p rules.Proposal, prev *Post, attempt int, err error) {
+func (s *Service) recordFailure(ctx context.Context, p rulefmt.Proposal, prev *Post, attempt int, err error) {
 	if ctx.Err() != nil {
 		return
 	}

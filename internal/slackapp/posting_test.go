@@ -11,26 +11,27 @@ import (
 
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
-// evidence is a rules.EvidenceSource the tests set.
+// evidence is a rulefmt.EvidenceSource the tests set.
 type evidence struct {
 	mu  sync.Mutex
-	evs []rules.Evidence
+	evs []rulefmt.Evidence
 }
 
-func (e *evidence) Generalizable(context.Context) ([]rules.Evidence, error) {
+func (e *evidence) Generalizable(context.Context) ([]rulefmt.Evidence, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]rules.Evidence(nil), e.evs...), nil
+	return append([]rulefmt.Evidence(nil), e.evs...), nil
 }
 
-func testsCluster() rules.Evidence {
+func testsCluster() rulefmt.Evidence {
 	at := time.Date(2026, 11, 19, 9, 0, 0, 0, time.UTC)
-	return rules.Evidence{
-		ClusterID: "c-tests", Class: rules.ClassGeneralizableHigh, Confidence: 0.86, Agents: []string{"coding-agent"},
+	return rulefmt.Evidence{
+		ClusterID: "c-tests", Class: rulefmt.ClassGeneralizableHigh, Confidence: 0.86, Agents: []string{"coding-agent"},
 		FeedbackIDs: []string{"d1", "d2", "d3"}, Reviewers: []string{"ann", "ben", "cat"}, Epics: []string{"EPIC-1", "EPIC-2"},
-		Comments: []rules.Comment{
+		Comments: []rulefmt.Comment{
 			{DecisionID: "d1", ReviewerID: "ann", Agent: "coding-agent", Text: "missing unit tests for the new retry helper", Centrality: 0.9},
 			{DecisionID: "d2", ReviewerID: "ben", Agent: "coding-agent", Text: "the new retry helper is missing unit tests <!channel>", Centrality: 0.8},
 			{DecisionID: "d3", ReviewerID: "cat", Agent: "coding-agent", Text: "unit tests are missing for the retry helper", Centrality: 0.7},
@@ -40,10 +41,10 @@ func testsCluster() rules.Evidence {
 }
 
 func TestDraftedProposalIsPostedWithItsEvidenceAndTheMessageIsRecorded(t *testing.T) {
-	src := &evidence{evs: []rules.Evidence{testsCluster()}}
+	src := &evidence{evs: []rulefmt.Evidence{testsCluster()}}
 	e := newEnv(t, envConfig{rules: rules.Options{Evidence: src}})
 	drafted, err := e.rules.ProposeFromEvidence(context.Background())
-	if err != nil || len(drafted) != 1 || drafted[0].Status != rules.Pending {
+	if err != nil || len(drafted) != 1 || drafted[0].Status != rulefmt.Pending {
 		t.Fatalf("drafted = %+v, %v", drafted, err)
 	}
 	p := drafted[0]
@@ -86,7 +87,7 @@ func TestRestartUpdatesTheSameMessageAndNeverPostsTwice(t *testing.T) {
 	// A new process with nothing in memory (and an empty Store): the
 	// proposal's record says where its message is.
 	second := newEnv(t, envConfig{repo: first.repo, ws: first.ws})
-	if _, err := second.rules.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rules.ViaAPI}); err != nil {
+	if _, err := second.rules.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "bob", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the message to show bob's approval", func() bool {
@@ -175,7 +176,7 @@ func TestAMessageDeletedInSlackIsPostedAgainWhileTheProposalIsPending(t *testing
 	p := e.propose("Name goroutines' owners in a comment where they are started.")
 	first := e.posted(p.ID)
 	e.ws.Fail("chat.update", "message_not_found")
-	if _, err := e.rules.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rules.ViaAPI}); err != nil {
+	if _, err := e.rules.Approve(context.Background(), rules.ApproveRequest{ProposalID: p.ID, By: "alice", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a second message", func() bool { return len(e.ws.TopLevel(testChannel)) == 2 })
@@ -223,7 +224,7 @@ func TestAGoneMessageOfADecidedProposalIsRecordedAndNotRetriedForever(t *testing
 	p := e.propose("Keep HTTP handlers free of business logic; call a service instead.")
 	e.posted(p.ID)
 	e.ws.Fail("chat.update", "message_not_found")
-	if _, err := e.rules.Reject(context.Background(), rules.RejectRequest{ProposalID: p.ID, By: "carol", Reason: "Too vague to check.", Via: rules.ViaAPI}); err != nil {
+	if _, err := e.rules.Reject(context.Background(), rules.RejectRequest{ProposalID: p.ID, By: "carol", Reason: "Too vague to check.", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the failure to be recorded", func() bool {

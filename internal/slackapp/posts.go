@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // PostBranch is the branch of the rules repository that records where
@@ -47,7 +47,7 @@ func (p *Post) shown() bool {
 // Proposals is what Posts checks a proposal against before recording its
 // post; rules.Manager implements it.
 type Proposals interface {
-	Get(ctx context.Context, id string) (rules.Proposal, error)
+	Get(ctx context.Context, id string) (rulefmt.Proposal, error)
 }
 
 // Posts records the Post of each proposal on PostBranch of the rules

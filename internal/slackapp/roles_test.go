@@ -7,6 +7,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Slack users of the role tests: reed's identity holds a reader's token,
@@ -61,7 +62,7 @@ func TestSlackDecisionsNeedTheMappedIdentitysApproverRole(t *testing.T) {
 	// An approver's and an admin's decisions count; two merge the rule.
 	e.decide(uAlice, p, ActionApprove, "")
 	e.decide(uBob, e.get(p.ID), ActionApprove, "")
-	if got := e.get(p.ID); got.Status != rules.Approved || len(got.Approvals) != 2 {
+	if got := e.get(p.ID); got.Status != rulefmt.Approved || len(got.Approvals) != 2 {
 		t.Fatalf("after alice and bob: %s with %d approvals", got.Status, len(got.Approvals))
 	}
 }

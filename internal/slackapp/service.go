@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
@@ -40,10 +41,10 @@ var _ API = (*slack.Client)(nil)
 // Rules is the rule manager as the Slack app uses it: decisions made in
 // Slack go through the same policy as the API's (rules.Manager).
 type Rules interface {
-	Get(ctx context.Context, id string) (rules.Proposal, error)
-	List(ctx context.Context, f rules.ListFilter) ([]rules.Proposal, error)
-	Approve(ctx context.Context, req rules.ApproveRequest) (rules.Proposal, error)
-	Reject(ctx context.Context, req rules.RejectRequest) (rules.Proposal, error)
+	Get(ctx context.Context, id string) (rulefmt.Proposal, error)
+	List(ctx context.Context, f rules.ListFilter) ([]rulefmt.Proposal, error)
+	Approve(ctx context.Context, req rules.ApproveRequest) (rulefmt.Proposal, error)
+	Reject(ctx context.Context, req rules.RejectRequest) (rulefmt.Proposal, error)
 }
 
 // Clarifications is the clarification loop's domain
@@ -340,11 +341,11 @@ func (s *Service) lock(id string) func() {
 
 // RuleChanged is the rule manager's OnChange hook: the proposal's message
 // is posted or updated soon, whoever made the change (API, CLI, git).
-func (s *Service) RuleChanged(c rules.Change) {
+func (s *Service) RuleChanged(c rulefmt.Change) {
 	if c.ProposalID != "" {
 		s.post.markDirty(c.ProposalID)
 	}
-	if c.Kind == rules.EvidenceAdded || c.Kind == rules.RemoteSynced {
+	if c.Kind == rulefmt.EvidenceAdded || c.Kind == rulefmt.RemoteSynced {
 		// Evidence went to another proposal, or decisions arrived from
 		// the remote: look at every message.
 		s.post.reconcileSoon()

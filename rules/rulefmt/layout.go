@@ -1,4 +1,4 @@
-package rules
+package rulefmt
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func ProposalBranch(id string) string { return BranchPrefix + id }
 // TuningPath is where an approve (good) or reject (bad) note on a
 // proposal is kept for an agent.
 func TuningPath(agent, label, proposalID, curator string) string {
-	return TuningDir + "/" + agent + "/" + label + "/" + proposalID + "-" + slug(curator) + ".md"
+	return TuningDir + "/" + agent + "/" + label + "/" + proposalID + "-" + Slug(curator) + ".md"
 }
 
 // The trailers precept writes; history is read back from them.
@@ -70,7 +70,7 @@ const (
 // in the files.
 const maxFeedbackTrailerIDs = 50
 
-func feedbackTrailer(ids []string) string {
+func FeedbackTrailer(ids []string) string {
 	if len(ids) <= maxFeedbackTrailerIDs {
 		return strings.Join(ids, " ")
 	}
@@ -99,8 +99,8 @@ func ValidRuleID(id string) bool { return ruleIDPattern.MatchString(id) }
 // names are safe as path components.
 func ValidName(s string) bool { return namePattern.MatchString(s) && !strings.Contains(s, "..") }
 
-// slug makes a name safe as part of a file name.
-func slug(s string) string {
+// Slug makes a name safe as part of a file name.
+func Slug(s string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(s) {
@@ -122,8 +122,8 @@ func slug(s string) string {
 	return out
 }
 
-// readmeText starts a rules repository that has no main yet.
-const readmeText = `# Rules repository
+// ReadmeText starts a rules repository that has no main yet.
+const ReadmeText = `# Rules repository
 
 Managed by precept. On main:
 

@@ -1,4 +1,4 @@
-package rules
+package rulefmt
 
 import (
 	"bytes"
@@ -165,8 +165,8 @@ func (r Rule) Marshal() ([]byte, error) {
 	return renderFrontMatter(r, r.Content)
 }
 
-// clone returns a deep copy of a rule.
-func (r Rule) clone() Rule {
+// Clone returns a deep copy of a rule.
+func (r Rule) Clone() Rule {
 	r.Agents = slices.Clone(r.Agents)
 	r.FeedbackIDs = slices.Clone(r.FeedbackIDs)
 	r.Approvals = slices.Clone(r.Approvals)
@@ -239,9 +239,9 @@ func renderFrontMatter(v any, body string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// tuningExample renders an approve/reject note as a tuning example:
+// TuningExample renders an approve/reject note as a tuning example:
 // front matter, the note, and the rule text it judged.
-func tuningExample(p Proposal, agent, label, curator, note, via string, at time.Time) ([]byte, error) {
+func TuningExample(p Proposal, agent, label, curator, note, via string, at time.Time) ([]byte, error) {
 	meta := struct {
 		ProposalID  string    `yaml:"proposal_id"`
 		RuleID      string    `yaml:"rule_id"`
@@ -259,3 +259,7 @@ func tuningExample(p Proposal, agent, label, curator, note, via string, at time.
 	body := "## Note\n\n" + strings.TrimSpace(note) + "\n\n## Rule\n\n" + strings.TrimSpace(p.Content)
 	return renderFrontMatter(meta, body)
 }
+
+// Live reports whether the rule is in a prompt: ACTIVE, or SHADOW in the
+// shadow prompt.
+func (r *Rule) Live() bool { return r.Status == Active || r.Status == Shadow }

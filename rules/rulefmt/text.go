@@ -1,18 +1,15 @@
-package rules
+package rulefmt
 
-// This file holds the text helpers of the rules package: splitting rule
-// text into sentences, and clipping what goes into commit messages and
-// errors.
+// This file splits rule text into sentences and lines, for commit
+// subjects and for the checks that read a rule sentence by sentence.
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 	"unicode"
 )
 
-// sentences splits text at sentence ends, new lines and semicolons.
-func sentences(text string) []string {
+// Sentences splits text at sentence ends, new lines and semicolons.
+func Sentences(text string) []string {
 	var out []string
 	start := 0
 	rs := []rune(text)
@@ -50,31 +47,16 @@ func abbreviationBefore(rs []rune, i int) bool {
 	return abbreviations[strings.ToLower(string(rs[j:i]))]
 }
 
-func firstSentence(text string) string {
-	if s := sentences(text); len(s) > 0 {
+// FirstSentence returns the first of text's sentences, or text when it has none.
+func FirstSentence(text string) string {
+	if s := Sentences(text); len(s) > 0 {
 		return s[0]
 	}
 	return text
 }
 
-func listSome(items []string, n int) string {
-	if len(items) == 0 {
-		return "none recorded"
-	}
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
-}
-
-// distinct returns the non-empty values of in, deduplicated and sorted.
-func distinct(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+// FirstLine returns the first line of s, trimmed.
+func FirstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }

@@ -1,4 +1,4 @@
-package rules
+package gitstore
 
 import (
 	"context"
@@ -8,17 +8,18 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // State returns the state at the current ref tips, rebuilding it only
 // when a tip moved. want names proposals the caller is about to act on:
 // their branches are looked up directly, not only through the ref
 // listing.
-func (s *store) State(ctx context.Context, want ...string) (*state, error) {
+func (s *Store) State(ctx context.Context, want ...string) (*State, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	mainTip, err := s.tip(s.main)
+	mainTip, err := s.Tip(s.main)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +55,8 @@ func (s *store) State(ctx context.Context, want ...string) (*state, error) {
 // miss the ref (readdir during a rename is unspecified), so the branches
 // the last state had, and those in want, are read directly when the
 // listing lacks them.
-func (s *store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
-	listed, err := s.repo.Branches(BranchPrefix)
+func (s *Store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
+	listed, err := s.repo.Branches(rulefmt.BranchPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -66,18 +67,18 @@ func (s *store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
 	check := slices.Clone(want)
 	s.mu.Lock()
 	if prev := s.last; prev != nil {
-		for id := range prev.branches {
+		for id := range prev.Branches {
 			check = append(check, id)
 		}
 	}
 	s.mu.Unlock()
 	for _, id := range check {
-		name := ProposalBranch(id)
-		if seen[name] || !ValidProposalID(id) {
+		name := rulefmt.ProposalBranch(id)
+		if seen[name] || !rulefmt.ValidProposalID(id) {
 			continue
 		}
 		seen[name] = true
-		tip, err := s.tip(name)
+		tip, err := s.Tip(name)
 		if err != nil {
 			return nil, err
 		}
@@ -88,8 +89,8 @@ func (s *store) proposalBranches(want []string) ([]gitrepo.Branch, error) {
 	return listed, nil
 }
 
-func (s *store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branch) (*state, error) {
-	st := newState()
+func (s *Store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branch) (*State, error) {
+	st := NewState()
 	st.key, st.main = key, mainTip
 	var err error
 	if mainTip.IsZero() {
@@ -104,11 +105,11 @@ func (s *store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branc
 	if err != nil {
 		return nil, err
 	}
-	for id, tip := range st.branches {
-		st.merged[id] = reach[tip]
+	for id, tip := range st.Branches {
+		st.Merged[id] = reach[tip]
 	}
 	if !mainTip.IsZero() {
-		for dir, into := range map[string]map[string]*Proposal{RejectedDir: st.rejected, DraftsDir: st.drafts, ProposalsDir: st.onMain} {
+		for dir, into := range map[string]map[string]*rulefmt.Proposal{rulefmt.RejectedDir: st.Rejected, rulefmt.DraftsDir: st.Drafts, rulefmt.ProposalsDir: st.OnMain} {
 			if err := s.loadProposalDir(st.snap, dir, into); err != nil {
 				return nil, err
 			}
@@ -117,9 +118,9 @@ func (s *store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branc
 			return nil, err
 		}
 	}
-	for _, id := range st.ids() {
-		if p, ok := st.proposal(id); ok && p.ClusterID != "" {
-			st.byCluster[p.ClusterID] = append(st.byCluster[p.ClusterID], id)
+	for _, id := range st.IDs() {
+		if p, ok := st.Proposal(id); ok && p.ClusterID != "" {
+			st.ByCluster[p.ClusterID] = append(st.ByCluster[p.ClusterID], id)
 		}
 	}
 	return st, nil
@@ -127,17 +128,17 @@ func (s *store) build(key string, mainTip gitrepo.Hash, branches []gitrepo.Branc
 
 // loadBranches reads each proposal branch's proposal file; a branch
 // without a readable one is logged and left out.
-func (s *store) loadBranches(st *state, branches []gitrepo.Branch) error {
+func (s *Store) loadBranches(st *State, branches []gitrepo.Branch) error {
 	for _, b := range branches {
-		id := strings.TrimPrefix(b.Name, BranchPrefix)
-		if !ValidProposalID(id) {
+		id := strings.TrimPrefix(b.Name, rulefmt.BranchPrefix)
+		if !rulefmt.ValidProposalID(id) {
 			continue
 		}
 		snap, err := s.repo.SnapshotAt(b.Tip)
 		if err != nil {
 			return err
 		}
-		blob, err := snap.Stat(ProposalPath(id))
+		blob, err := snap.Stat(rulefmt.ProposalPath(id))
 		if errors.Is(err, gitrepo.ErrNotFound) {
 			s.log.Warn("proposal branch without its proposal file; ignored", "branch", b.Name)
 			continue
@@ -150,20 +151,20 @@ func (s *store) loadBranches(st *state, branches []gitrepo.Branch) error {
 			s.log.Warn("unreadable proposal file; ignored", "branch", b.Name, "err", err)
 			continue
 		}
-		st.branches[id] = b.Tip
-		st.onBranch[id] = p
+		st.Branches[id] = b.Tip
+		st.OnBranch[id] = p
 	}
 	return nil
 }
 
-func (s *store) loadProposalDir(snap *gitrepo.Snapshot, dir string, into map[string]*Proposal) error {
+func (s *Store) loadProposalDir(snap *gitrepo.Snapshot, dir string, into map[string]*rulefmt.Proposal) error {
 	entries, err := snap.List(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name, ".md")
-		if e.IsDir || !ok || !ValidProposalID(id) {
+		if e.IsDir || !ok || !rulefmt.ValidProposalID(id) {
 			continue
 		}
 		p, err := s.proposal(e.Hash)
@@ -176,9 +177,9 @@ func (s *store) loadProposalDir(snap *gitrepo.Snapshot, dir string, into map[str
 	return nil
 }
 
-func (s *store) loadRules(st *state) error {
-	return st.snap.Walk(ActiveDir, func(p string, blob gitrepo.Hash) error {
-		rel := strings.TrimPrefix(p, ActiveDir+"/")
+func (s *Store) loadRules(st *State) error {
+	return st.snap.Walk(rulefmt.ActiveDir, func(p string, blob gitrepo.Hash) error {
+		rel := strings.TrimPrefix(p, rulefmt.ActiveDir+"/")
 		agent, file, ok := strings.Cut(rel, "/")
 		if !ok || strings.Contains(file, "/") || !strings.HasSuffix(file, ".md") {
 			return nil
@@ -188,11 +189,11 @@ func (s *store) loadRules(st *state) error {
 			s.log.Warn("unreadable rule file; ignored", "path", p, "err", err)
 			return nil
 		}
-		if !ValidRuleID(r.ID) || !ValidName(agent) {
+		if !rulefmt.ValidRuleID(r.ID) || !rulefmt.ValidName(agent) {
 			s.log.Warn("rule file with an invalid rule id or agent directory; ignored", "path", p)
 			return nil
 		}
-		st.addRule(*r, agent, p)
+		st.AddRule(*r, agent, p)
 		return nil
 	})
 }

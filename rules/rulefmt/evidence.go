@@ -1,7 +1,9 @@
-package rules
+package rulefmt
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -56,18 +58,30 @@ type EvidenceSource interface {
 	Generalizable(ctx context.Context) ([]Evidence, error)
 }
 
-// support is how many distinct decisions back the evidence.
-func (e Evidence) support() int {
-	if n := len(distinct(e.FeedbackIDs)); n > 0 {
+// Support is how many distinct decisions back the evidence.
+func (e Evidence) Support() int {
+	if n := len(Distinct(e.FeedbackIDs)); n > 0 {
 		return n
 	}
 	return e.Size
 }
 
-// priority maps the class to the proposal priority.
-func (e Evidence) priority() string {
+// Priority maps the class to the proposal priority.
+func (e Evidence) Priority() string {
 	if e.Class == ClassGeneralizableHigh {
 		return "high"
 	}
 	return "low"
+}
+
+// Distinct returns the non-empty values of in, deduplicated and sorted.
+func Distinct(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

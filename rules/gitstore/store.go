@@ -1,4 +1,4 @@
-package rules
+package gitstore
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
 )
 
-// store is the rules repository as the workflow reads and writes it: the
-// bottom of the package's three layers (docs/architecture.md). It loads
+// Store is the rules repository as the workflow reads and writes it: the
+// bottom of the rules packages' layers (docs/architecture.md). It loads
 // the state at the current ref tips and holds every cache of the
 // package in one place, under one mutex: what git never changes (files
 // parsed by blob, commit metadata, whether a commit added a rule) and
@@ -22,24 +23,24 @@ import (
 // the history index, the last state). Writes are compare-and-swap
 // commits (gitrepo.Repo.Update), so stores in several processes may
 // share a repository.
-type store struct {
+type Store struct {
 	repo *gitrepo.Repo
 	main string
 	log  *slog.Logger
 
 	mu        sync.Mutex
-	last      *state
-	proposals map[gitrepo.Hash]*Proposal
-	rules     map[gitrepo.Hash]*Rule
+	last      *State
+	proposals map[gitrepo.Hash]*rulefmt.Proposal
+	rules     map[gitrepo.Hash]*rulefmt.Rule
 	commits   map[gitrepo.Hash]gitrepo.CommitInfo
 	// creates says, per commit, whether it added the rule its Rule-Id
 	// trailer names.
 	creates map[gitrepo.Hash]bool
 	// before caches ruleBefore by commit and rule id: what a commit's
 	// parent held never changes.
-	before map[string]Rule
+	before map[string]rulefmt.Rule
 	reach  *reachSet
-	hist   *historyIndex
+	hist   *History
 }
 
 // Bounds on the caches; a full cache is emptied and refilled.
@@ -48,21 +49,30 @@ const (
 	maxCommits = 200000
 )
 
-func newStore(repo *gitrepo.Repo, main string, log *slog.Logger) *store {
-	return &store{
+func NewStore(repo *gitrepo.Repo, main string, log *slog.Logger) *Store {
+	return &Store{
 		repo: repo, main: main, log: log,
-		proposals: map[gitrepo.Hash]*Proposal{},
-		rules:     map[gitrepo.Hash]*Rule{},
+		proposals: map[gitrepo.Hash]*rulefmt.Proposal{},
+		rules:     map[gitrepo.Hash]*rulefmt.Rule{},
 		commits:   map[gitrepo.Hash]gitrepo.CommitInfo{},
 		creates:   map[gitrepo.Hash]bool{},
-		before:    map[string]Rule{},
+		before:    map[string]rulefmt.Rule{},
 	}
 }
+
+// Repo is the repository the store reads and writes. Its caches hold
+// only what git never changes or what is keyed by the ref tips, so the
+// workflow's own writes (fetches, merges and pushes with a remote) need
+// no notice.
+func (s *Store) Repo() *gitrepo.Repo { return s.repo }
+
+// Main is the branch approved rules live on.
+func (s *Store) Main() string { return s.main }
 
 // parseCached returns the parsed content of a blob from cache, parsing
 // and caching it on a miss: blobs never change. Callers must not modify
 // what it returns.
-func parseCached[T any](s *store, cache map[gitrepo.Hash]*T, blob gitrepo.Hash, parse func([]byte) (T, error)) (*T, error) {
+func parseCached[T any](s *Store, cache map[gitrepo.Hash]*T, blob gitrepo.Hash, parse func([]byte) (T, error)) (*T, error) {
 	s.mu.Lock()
 	v, ok := cache[blob]
 	s.mu.Unlock()
@@ -86,40 +96,50 @@ func parseCached[T any](s *store, cache map[gitrepo.Hash]*T, blob gitrepo.Hash, 
 	return &parsed, nil
 }
 
-func (s *store) proposal(blob gitrepo.Hash) (*Proposal, error) {
-	return parseCached(s, s.proposals, blob, ParseProposal)
+func (s *Store) proposal(blob gitrepo.Hash) (*rulefmt.Proposal, error) {
+	return parseCached(s, s.proposals, blob, rulefmt.ParseProposal)
 }
 
-func (s *store) rule(blob gitrepo.Hash) (*Rule, error) {
-	return parseCached(s, s.rules, blob, ParseRule)
+func (s *Store) rule(blob gitrepo.Hash) (*rulefmt.Rule, error) {
+	return parseCached(s, s.rules, blob, rulefmt.ParseRule)
 }
 
-// proposalAt reads a proposal file at a snapshot; ok is false when it is
+// RuleFile reads the rule file stored as blob. The result is the
+// caller's own copy.
+func (s *Store) RuleFile(blob gitrepo.Hash) (rulefmt.Rule, error) {
+	r, err := s.rule(blob)
+	if err != nil {
+		return rulefmt.Rule{}, err
+	}
+	return r.Clone(), nil
+}
+
+// ProposalAt reads a proposal file at a snapshot; ok is false when it is
 // not there. The result is the caller's own copy.
-func (s *store) proposalAt(snap *gitrepo.Snapshot, p string) (Proposal, bool, error) {
+func (s *Store) ProposalAt(snap *gitrepo.Snapshot, p string) (rulefmt.Proposal, bool, error) {
 	if snap == nil || snap.Commit.IsZero() {
-		return Proposal{}, false, nil
+		return rulefmt.Proposal{}, false, nil
 	}
 	blob, err := snap.Stat(p)
 	if errors.Is(err, gitrepo.ErrNotFound) {
-		return Proposal{}, false, nil
+		return rulefmt.Proposal{}, false, nil
 	}
 	if err != nil {
-		return Proposal{}, false, err
+		return rulefmt.Proposal{}, false, err
 	}
 	pp, err := s.proposal(blob)
 	if err != nil {
-		return Proposal{}, false, fmt.Errorf("%s: %w", p, err)
+		return rulefmt.Proposal{}, false, fmt.Errorf("%s: %w", p, err)
 	}
 	return pp.Clone(), true, nil
 }
 
-// ruleFiles lists the files of rule id at a snapshot, one per agent.
-func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, error) {
+// RuleFiles lists the files of rule id at a snapshot, one per agent.
+func (s *Store) RuleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, error) {
 	if snap == nil || snap.Commit.IsZero() {
 		return nil, nil
 	}
-	agents, err := snap.List(ActiveDir)
+	agents, err := snap.List(rulefmt.ActiveDir)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +148,7 @@ func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, erro
 		if !a.IsDir {
 			continue
 		}
-		p := ActiveRulePath(a.Name, ruleID)
+		p := rulefmt.ActiveRulePath(a.Name, ruleID)
 		if ok, err := snap.Exists(p); err != nil {
 			return nil, err
 		} else if ok {
@@ -138,16 +158,16 @@ func (s *store) ruleFiles(snap *gitrepo.Snapshot, ruleID string) ([]string, erro
 	return out, nil
 }
 
-// editRule rewrites the files of rule id at snap: edit gets each file's
+// EditRule rewrites the files of rule id at snap: edit gets each file's
 // rule and returns the new content, or false to leave that file alone. It
 // returns the changes and the last rule written (nil when none was).
-func (s *store) editRule(snap *gitrepo.Snapshot, ruleID string, edit func(cur *Rule) (Rule, bool)) ([]gitrepo.Change, *Rule, error) {
-	paths, err := s.ruleFiles(snap, ruleID)
+func (s *Store) EditRule(snap *gitrepo.Snapshot, ruleID string, edit func(cur *rulefmt.Rule) (rulefmt.Rule, bool)) ([]gitrepo.Change, *rulefmt.Rule, error) {
+	paths, err := s.RuleFiles(snap, ruleID)
 	if err != nil {
 		return nil, nil, err
 	}
 	var changes []gitrepo.Change
-	var last *Rule
+	var last *rulefmt.Rule
 	for _, p := range paths {
 		blob, err := snap.Stat(p)
 		if err != nil {
@@ -171,14 +191,14 @@ func (s *store) editRule(snap *gitrepo.Snapshot, ruleID string, edit func(cur *R
 	return changes, last, nil
 }
 
-// hasRule reports whether any agent's directory holds rule id at snap.
-func (s *store) hasRule(snap *gitrepo.Snapshot, ruleID string) (bool, error) {
-	paths, err := s.ruleFiles(snap, ruleID)
+// HasRule reports whether any agent's directory holds rule id at snap.
+func (s *Store) HasRule(snap *gitrepo.Snapshot, ruleID string) (bool, error) {
+	paths, err := s.RuleFiles(snap, ruleID)
 	return len(paths) > 0, err
 }
 
-// tip returns a branch's tip, or ZeroHash when it does not exist.
-func (s *store) tip(branch string) (gitrepo.Hash, error) {
+// Tip returns a branch's tip, or ZeroHash when it does not exist.
+func (s *Store) Tip(branch string) (gitrepo.Hash, error) {
 	h, err := s.repo.Tip(branch)
 	if errors.Is(err, gitrepo.ErrNotFound) {
 		return gitrepo.ZeroHash, nil
@@ -190,14 +210,14 @@ func (s *store) tip(branch string) (gitrepo.Hash, error) {
 // runs again on the new tip when another writer moved the branch
 // meanwhile, so it must not keep state between calls. A nil spec commits
 // nothing.
-func (s *store) Commit(ctx context.Context, branch string, fn func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error)) (gitrepo.Hash, error) {
+func (s *Store) Commit(ctx context.Context, branch string, fn func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error)) (gitrepo.Hash, error) {
 	return s.repo.Update(ctx, branch, fn)
 }
 
 // createBranch commits spec on a new branch forked from main's tip.
 // created is false when the branch exists already: another writer made
 // it first.
-func (s *store) createBranch(branch string, spec gitrepo.CommitSpec) (gitrepo.Hash, bool, error) {
+func (s *Store) createBranch(branch string, spec gitrepo.CommitSpec) (gitrepo.Hash, bool, error) {
 	base, err := s.repo.Snapshot(s.main)
 	if err != nil {
 		return gitrepo.ZeroHash, false, err
@@ -212,33 +232,33 @@ func (s *store) createBranch(branch string, spec gitrepo.CommitSpec) (gitrepo.Ha
 	return h, true, nil
 }
 
-// createProposal commits a proposal on its new branch, forked from
+// CreateProposal commits a proposal on its new branch, forked from
 // main. created is false when the branch exists already: another replica
 // drafted the same cluster first.
-func (s *store) createProposal(p Proposal) (gitrepo.Hash, bool, error) {
+func (s *Store) CreateProposal(p rulefmt.Proposal) (gitrepo.Hash, bool, error) {
 	data, err := p.Marshal()
 	if err != nil {
 		return gitrepo.ZeroHash, false, err
 	}
-	trailers := []gitrepo.Trailer{{Key: TrailerProposalID, Value: p.ID}}
+	trailers := []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: p.ID}}
 	if p.ClusterID != "" {
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerClusterID, Value: p.ClusterID})
+		trailers = append(trailers, gitrepo.Trailer{Key: rulefmt.TrailerClusterID, Value: p.ClusterID})
 	}
 	if len(p.FeedbackIDs) > 0 {
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerFeedbackIDs, Value: feedbackTrailer(p.FeedbackIDs)})
+		trailers = append(trailers, gitrepo.Trailer{Key: rulefmt.TrailerFeedbackIDs, Value: rulefmt.FeedbackTrailer(p.FeedbackIDs)})
 	}
-	if p.Kind.Lifecycle() {
-		trailers = append(trailers, gitrepo.Trailer{Key: TrailerRuleID, Value: p.RuleID}, gitrepo.Trailer{Key: TrailerLifecycle, Value: string(p.Kind)})
+	if p.Kind.DecidesOnRule() {
+		trailers = append(trailers, gitrepo.Trailer{Key: rulefmt.TrailerRuleID, Value: p.RuleID}, gitrepo.Trailer{Key: rulefmt.TrailerLifecycle, Value: string(p.Kind)})
 	}
-	return s.createBranch(ProposalBranch(p.ID), gitrepo.CommitSpec{
-		Message:  fmt.Sprintf("Propose %s for %s: %s", p.ID, strings.Join(p.Agents, ", "), text.ClipWords(text.OneLine(firstSentence(p.Content)), 60)),
+	return s.createBranch(rulefmt.ProposalBranch(p.ID), gitrepo.CommitSpec{
+		Message:  fmt.Sprintf("Propose %s for %s: %s", p.ID, strings.Join(p.Agents, ", "), text.ClipWords(text.OneLine(rulefmt.FirstSentence(p.Content)), 60)),
 		Trailers: trailers,
-		Changes:  []gitrepo.Change{{Path: ProposalPath(p.ID), Data: data}},
+		Changes:  []gitrepo.Change{{Path: rulefmt.ProposalPath(p.ID), Data: data}},
 	})
 }
 
 // commitInfo reads a commit's metadata, cached: commits never change.
-func (s *store) commitInfo(h gitrepo.Hash) (gitrepo.CommitInfo, error) {
+func (s *Store) commitInfo(h gitrepo.Hash) (gitrepo.CommitInfo, error) {
 	s.mu.Lock()
 	ci, ok := s.commits[h]
 	s.mu.Unlock()
@@ -267,7 +287,7 @@ type reachSet struct {
 // reachable returns the commits reachable from tip. It extends the set of
 // the previous tip when tip descends from it, so a new commit costs a
 // walk over the new commits only.
-func (s *store) reachable(tip gitrepo.Hash) (map[gitrepo.Hash]bool, error) {
+func (s *Store) reachable(tip gitrepo.Hash) (map[gitrepo.Hash]bool, error) {
 	s.mu.Lock()
 	prev := s.reach
 	s.mu.Unlock()
@@ -309,8 +329,17 @@ func (s *store) reachable(tip gitrepo.Hash) (map[gitrepo.Hash]bool, error) {
 	return set, nil
 }
 
-// remoteTips returns a remote's tracking branches by name.
-func (s *store) remoteTips(remote string) (map[string]gitrepo.Hash, error) {
+// Reaches reports whether commit c is reachable from tip.
+func (s *Store) Reaches(tip, c gitrepo.Hash) (bool, error) {
+	set, err := s.reachable(tip)
+	if err != nil {
+		return false, err
+	}
+	return set[c], nil
+}
+
+// RemoteTips returns a remote's tracking branches by name.
+func (s *Store) RemoteTips(remote string) (map[string]gitrepo.Hash, error) {
 	branches, err := s.repo.RemoteBranches(remote, "")
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // SourceKind says what kind of input went into a prompt.
@@ -144,7 +144,7 @@ func (ix *index) assemble(req Request, dir string, maxRules int) (*Prompt, error
 		p.Excluded = append(p.Excluded, Excluded{RuleID: r.ID, Reason: ReasonBudget, Detail: budgetDetail(len(in)+i+1, len(ar.active), maxRules)})
 	}
 	for _, r := range ar.other {
-		if r.unsafe && (r.Status == rules.Active || r.Status == rules.Shadow) {
+		if r.unsafe && (r.Status == rulefmt.Active || r.Status == rulefmt.Shadow) {
 			p.Excluded = append(p.Excluded, Excluded{RuleID: r.ID, Reason: ReasonUnsafe, Detail: unsafeDetail(r)})
 		}
 	}
@@ -178,7 +178,7 @@ func shadowRules(ar *agentRules, maxRules int) (ranked []*rule, inShadow map[str
 	ranked = ranked[:min(len(ranked), maxRules)]
 	inShadow = map[string]bool{}
 	for _, r := range ranked {
-		if r.Status == rules.Shadow {
+		if r.Status == rulefmt.Shadow {
 			inShadow[r.ID] = true
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/rules"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 var implement = Request{Agent: "coding-agent", Stage: "implement", ScopePath: "src/api/handler.go"}
@@ -20,7 +20,7 @@ func TestPromptLaysOutBaseRulesFilesAndTaggedRules(t *testing.T) {
 		"prompts/_rules.md":         "Write tests first.",
 		"prompts/src/api/_rules.md": "Version every endpoint.",
 	}, ruleFiles(t, "coding-agent",
-		ruleSpec{id: "r-b", importance: rules.Critical, confidence: 0.9, content: "Wrap errors with context.\n\nName the operation:\n    fmt.Errorf(\"read config: %w\", err)"},
+		ruleSpec{id: "r-b", importance: rulefmt.Critical, confidence: 0.9, content: "Wrap errors with context.\n\nName the operation:\n    fmt.Errorf(\"read config: %w\", err)"},
 		ruleSpec{id: "r-a", confidence: 0.5, content: "Prefer table tests."},
 	)))
 	a := newAssembler(t, repo, Options{})
@@ -61,20 +61,20 @@ func TestLearnedRulesAreOrderedByImportanceThenConfidenceThenID(t *testing.T) {
 		want  []string
 	}{
 		{"importance beats confidence", []ruleSpec{
-			{id: "r-low", importance: rules.Normal, confidence: 0.99},
-			{id: "r-crit", importance: rules.Critical, confidence: 0.31},
-			{id: "r-imp", importance: rules.Important, confidence: 0.5},
+			{id: "r-low", importance: rulefmt.Normal, confidence: 0.99},
+			{id: "r-crit", importance: rulefmt.Critical, confidence: 0.31},
+			{id: "r-imp", importance: rulefmt.Important, confidence: 0.5},
 		}, []string{"r-crit", "r-imp", "r-low"}},
 		{"confidence within one importance", []ruleSpec{
-			{id: "r-1", importance: rules.Important, confidence: 0.4},
-			{id: "r-2", importance: rules.Important, confidence: 0.8},
-			{id: "r-3", importance: rules.Important, confidence: 0.6},
+			{id: "r-1", importance: rulefmt.Important, confidence: 0.4},
+			{id: "r-2", importance: rulefmt.Important, confidence: 0.8},
+			{id: "r-3", importance: rulefmt.Important, confidence: 0.6},
 		}, []string{"r-2", "r-3", "r-1"}},
 		{"id breaks ties", []ruleSpec{
 			{id: "r-c", confidence: 0.7}, {id: "r-a", confidence: 0.7}, {id: "r-b", confidence: 0.7},
 		}, []string{"r-a", "r-b", "r-c"}},
 		{"missing importance counts as normal", []ruleSpec{
-			{id: "r-none", confidence: 0.9}, {id: "r-normal", importance: rules.Normal, confidence: 0.8}, {id: "r-imp", importance: rules.Important, confidence: 0.1},
+			{id: "r-none", confidence: 0.9}, {id: "r-normal", importance: rulefmt.Normal, confidence: 0.8}, {id: "r-imp", importance: rulefmt.Important, confidence: 0.1},
 		}, []string{"r-imp", "r-none", "r-normal"}},
 	}
 	for _, tt := range tests {
@@ -143,9 +143,9 @@ func TestShadowRulesOnlyEnterTheShadowPrompt(t *testing.T) {
 	active := []ruleSpec{{id: "r-act1", confidence: 0.9}, {id: "r-act2", confidence: 0.5}}
 	commit(t, repo, "rules", merge(files{"prompts/implement.md": "Base."},
 		ruleFiles(t, "coding-agent", append(active,
-			ruleSpec{id: "r-shadow", status: rules.Shadow, importance: rules.Important, confidence: 0.7},
-			ruleSpec{id: "r-gone", status: rules.RolledBack, importance: rules.Critical, confidence: 1},
-			ruleSpec{id: "r-old", status: rules.Sunset, confidence: 1},
+			ruleSpec{id: "r-shadow", status: rulefmt.Shadow, importance: rulefmt.Important, confidence: 0.7},
+			ruleSpec{id: "r-gone", status: rulefmt.RolledBack, importance: rulefmt.Critical, confidence: 1},
+			ruleSpec{id: "r-old", status: rulefmt.Sunset, confidence: 1},
 		)...),
 		ruleFiles(t, "test-agent", ruleSpec{id: "r-act1", confidence: 0.9}),
 	))
@@ -186,8 +186,8 @@ func TestShadowPromptKeepsTheBudget(t *testing.T) {
 	repo := openRepo(t)
 	commit(t, repo, "rules", merge(files{"prompts/implement.md": "Base."}, ruleFiles(t, "coding-agent",
 		ruleSpec{id: "r-1", confidence: 0.9}, ruleSpec{id: "r-2", confidence: 0.8},
-		ruleSpec{id: "r-s-high", status: rules.Shadow, confidence: 0.85},
-		ruleSpec{id: "r-s-low", status: rules.Shadow, confidence: 0.1},
+		ruleSpec{id: "r-s-high", status: rulefmt.Shadow, confidence: 0.85},
+		ruleSpec{id: "r-s-low", status: rulefmt.Shadow, confidence: 0.1},
 	)))
 	p := build(t, newAssembler(t, repo, Options{MaxRules: 2}), implement)
 	if !slices.Equal(p.RuleIDs, []string{"r-1", "r-2"}) || !slices.Equal(p.ShadowRuleIDs, []string{"r-s-high"}) {
@@ -229,7 +229,7 @@ func TestVersionIsStableForTheSameTextAndChangesWithIt(t *testing.T) {
 		}, implement, false},
 		{"a new rule", func(t *testing.T) files { return ruleFiles(t, "coding-agent", ruleSpec{id: "r-3"}) }, implement, false},
 		{"a rule rolled back", func(t *testing.T) files {
-			return ruleFiles(t, "coding-agent", ruleSpec{id: "r-2", status: rules.RolledBack})
+			return ruleFiles(t, "coding-agent", ruleSpec{id: "r-2", status: rulefmt.RolledBack})
 		}, implement, false},
 		{"the root _rules.md", func(t *testing.T) files { return files{"prompts/_rules.md": "Root rules, edited."} }, implement, false},
 		{"a _rules.md on the path", func(t *testing.T) files { return files{"prompts/src/_rules.md": "Src."} }, implement, false},

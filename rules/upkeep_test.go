@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // activeFromCluster approves a drafted rule and returns its id.
@@ -15,21 +17,21 @@ func activeFromCluster(t *testing.T, f *fixture) string {
 	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
 	f.approve(p.ID, "alice")
 	f.approve(p.ID, "bob")
-	return RuleIDFor(p.ID)
+	return rulefmt.RuleIDFor(p.ID)
 }
 
 func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	lc := f.m.Lifecycle()
+	up := f.m.Upkeep()
 	ruleID := activeFromCluster(t, f)
 
-	p, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle since 2026-01-01"})
-	if err != nil || !created || p.Status != Pending || p.RuleID != ruleID || p.Branch != ProposalBranch(p.ID) {
+	p, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle since 2026-01-01"})
+	if err != nil || !created || p.Status != rulefmt.Pending || p.RuleID != ruleID || p.Branch != rulefmt.ProposalBranch(p.ID) {
 		t.Fatalf("re-approval = %+v, %v, %v", p, created, err)
 	}
 	// Asking again while it is open returns the open one.
-	again, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID})
+	again, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID})
 	if err != nil || created || again.ID != p.ID {
 		t.Fatalf("second lifecycle proposal = %+v, %v, %v", again, created, err)
 	}
@@ -37,7 +39,7 @@ func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 	f.approve(p.ID, "carol")
 	f.approve(p.ID, "dave")
 	r, _, err := f.m.Rule(ctx, ruleID)
-	if err != nil || r.Status != Active || r.ReapprovedAt == nil || !r.ReapprovedAt.Equal(f.clock.Now().UTC().Truncate(time.Second)) {
+	if err != nil || r.Status != rulefmt.Active || r.ReapprovedAt == nil || !r.ReapprovedAt.Equal(f.clock.Now().UTC().Truncate(time.Second)) {
 		t.Fatalf("re-approved rule = %+v, %v", r, err)
 	}
 	if got := f.git("log", "-1", "--format=%s%n%(trailers)", "main"); !strings.Contains(got, "Re-approve rule "+ruleID) || !strings.Contains(got, "Approved-by: dave") {
@@ -46,18 +48,18 @@ func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 
 	// The next one goes unanswered: the rule moves to SHADOW, the request
 	// is closed by precept, and no bad tuning example is written.
-	p2, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle again"})
+	p2, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle again"})
 	if err != nil || !created || p2.ID == p.ID {
 		t.Fatalf("second re-approval = %+v, %v, %v", p2, created, err)
 	}
-	if err := lc.ShadowIdle(ctx, ruleID, p2.ID, "idle for 90 days; re-approval unanswered"); err != nil {
+	if err := up.ShadowIdle(ctx, ruleID, p2.ID, "idle for 90 days; re-approval unanswered"); err != nil {
 		t.Fatal(err)
 	}
 	r, _, err = f.m.Rule(ctx, ruleID)
-	if err != nil || r.Status != Shadow || r.ShadowUntil != nil || !strings.Contains(r.ShadowReason, "unanswered") {
+	if err != nil || r.Status != rulefmt.Shadow || r.ShadowUntil != nil || !strings.Contains(r.ShadowReason, "unanswered") {
 		t.Fatalf("shadowed rule = %+v, %v", r, err)
 	}
-	if got := f.get(p2.ID); got.Status != Rejected || got.Rejection.Rejector != SystemProposer {
+	if got := f.get(p2.ID); got.Status != rulefmt.Rejected || got.Rejection.Rejector != rulefmt.SystemProposer {
 		t.Fatalf("closed request = %+v", got)
 	}
 	if ex := f.git("ls-tree", "-r", "--name-only", "main", "tuning/examples/coding-agent/bad"); ex != "" {
@@ -68,20 +70,20 @@ func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 	if err := f.m.Maintain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := f.m.Rule(ctx, ruleID); r.Status != Shadow {
+	if r, _, _ := f.m.Rule(ctx, ruleID); r.Status != rulefmt.Shadow {
 		t.Fatalf("maintenance activated an idle rule: %+v", r)
 	}
-	act, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindActivate, RuleID: ruleID, Evidence: "Shadow prompt: 1 of 60"})
+	act, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindActivate, RuleID: ruleID, Evidence: "Shadow prompt: 1 of 60"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: "r-nosuchrule"}); err == nil {
+	if _, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: "r-nosuchrule"}); err == nil {
 		t.Error("a lifecycle proposal for an unknown rule was accepted")
 	}
 	f.approve(act.ID, "alice")
 	f.approve(act.ID, "bob")
 	r, _, err = f.m.Rule(ctx, ruleID)
-	if err != nil || r.Status != Active || r.ShadowReason != "" {
+	if err != nil || r.Status != rulefmt.Active || r.ShadowReason != "" {
 		t.Fatalf("activated rule = %+v, %v", r, err)
 	}
 	f.fsck()
@@ -92,54 +94,54 @@ func TestAReapprovalStampsTheRuleAndAnUnansweredOneShadowsIt(t *testing.T) {
 func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	lc := f.m.Lifecycle()
+	up := f.m.Upkeep()
 	ruleID := activeFromCluster(t, f)
 
-	rej, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID, Evidence: "After: 12 of 20"})
+	rej, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 12 of 20"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: rej.ID, By: "alice", Reason: "it is too early to tell", Via: ViaAPI}); err != nil {
+	if _, err := f.m.Reject(ctx, RejectRequest{ProposalID: rej.ID, By: "alice", Reason: "it is too early to tell", Via: rulefmt.ViaAPI}); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, err := f.m.Rule(ctx, ruleID); err != nil || r.Status != Active {
+	if r, _, err := f.m.Rule(ctx, ruleID); err != nil || r.Status != rulefmt.Active {
 		t.Fatalf("rule after a rejected sunset = %+v, %v", r, err)
 	}
-	hist, err := lc.LifecycleHistory(ctx, ruleID, KindSunset)
-	if err != nil || len(hist) != 1 || hist[0].Status != Rejected {
+	hist, err := up.DecidedProposals(ctx, ruleID, rulefmt.KindSunset)
+	if err != nil || len(hist) != 1 || hist[0].Status != rulefmt.Rejected {
 		t.Fatalf("history = %+v, %v", hist, err)
 	}
 
-	p, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
+	p, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
 	if err != nil || !created || p.ID == rej.ID {
 		t.Fatalf("second sunset = %+v, %v, %v", p, created, err)
 	}
 	work := filepath.Join(t.TempDir(), "w")
 	gitCLI(t, filepath.Dir(work), "clone", "-q", f.repo.Path(), work)
-	gitCLI(t, work, "merge", "--no-ff", "-q", "-m", "Merge sunset", "origin/"+ProposalBranch(p.ID))
+	gitCLI(t, work, "merge", "--no-ff", "-q", "-m", "Merge sunset", "origin/"+rulefmt.ProposalBranch(p.ID))
 	gitCLI(t, work, "push", "-q", "origin", "HEAD:main")
 	if err := f.m.Maintain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r, _, err := f.m.Rule(ctx, ruleID)
-	if err != nil || r.Status != Sunset || !strings.Contains(r.SunsetReason, "ineffective") {
+	if err != nil || r.Status != rulefmt.Sunset || !strings.Contains(r.SunsetReason, "ineffective") {
 		t.Fatalf("rule after the merge = %+v, %v", r, err)
 	}
-	if f.readMain(ActiveRulePath("coding-agent", ruleID)) != "" || f.readMain(ProposalPath(p.ID)) != "" {
+	if f.readMain(rulefmt.ActiveRulePath("coding-agent", ruleID)) != "" || f.readMain(rulefmt.ProposalPath(p.ID)) != "" {
 		t.Error("the rule file or the merged proposal file is still on main")
 	}
-	retired, err := lc.RetiredRules(ctx, "coding-agent")
+	retired, err := up.RetiredRules(ctx, "coding-agent")
 	if err != nil || len(retired) != 1 || retired[0] != ruleID {
 		t.Fatalf("retired = %v, %v", retired, err)
 	}
-	if other, err := lc.RetiredRules(ctx, "docs-agent"); err != nil || len(other) != 0 {
+	if other, err := up.RetiredRules(ctx, "docs-agent"); err != nil || len(other) != 0 {
 		t.Fatalf("another agent's retired rules = %v, %v", other, err)
 	}
 	// As they were when they left, from one reading of the repository,
 	// twice (the second from the cache of what a commit's parent held).
 	for range 2 {
-		all, err := lc.Retired(ctx, "")
-		if err != nil || len(all) != 1 || all[0].ID != ruleID || all[0].Status != Sunset || !slices.Contains(all[0].Agents, "coding-agent") {
+		all, err := up.Retired(ctx, "")
+		if err != nil || len(all) != 1 || all[0].ID != ruleID || all[0].Status != rulefmt.Sunset || !slices.Contains(all[0].Agents, "coding-agent") {
 			t.Fatalf("retired rules = %+v, %v", all, err)
 		}
 		all[0].Agents[0] = "changed by a caller"
@@ -151,7 +153,7 @@ func TestASunsetMergedInGitRetiresTheRule(t *testing.T) {
 func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	lc := f.m.Lifecycle()
+	up := f.m.Upkeep()
 	ruleID := activeFromCluster(t, f)
 	r, _, err := f.m.Rule(ctx, ruleID)
 	if err != nil {
@@ -161,7 +163,7 @@ func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 
 	// A re-approval: the rule's history still holds its own proposal's
 	// commits as well as the re-approval's.
-	p, _, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle"})
+	p, _, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, e := range hist {
-		seen[e.Trailers[TrailerProposalID]]++
+		seen[e.Trailers[rulefmt.TrailerProposalID]]++
 	}
 	// Its own: proposed, approved twice, merged.
 	if seen[orig.ID] < 4 || seen[p.ID] == 0 {
@@ -182,8 +184,8 @@ func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 
 	// The host deletes the merged branch: the next re-approval still gets
 	// a new id (history remembers the first).
-	f.git("branch", "-D", ProposalBranch(p.ID))
-	p2, created, err := lc.ProposeLifecycle(ctx, LifecycleRequest{Kind: KindReapprove, RuleID: ruleID, Evidence: "idle again"})
+	f.git("branch", "-D", rulefmt.ProposalBranch(p.ID))
+	p2, created, err := up.Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindReapprove, RuleID: ruleID, Evidence: "idle again"})
 	if err != nil || !created || p2.ID == p.ID {
 		t.Fatalf("after the branch was deleted: %+v, %v, %v", p2, created, err)
 	}
@@ -199,7 +201,7 @@ func TestLifecycleProposalsKeepHistoryIdsAndGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.open(p2.ID) {
+	if st.Open(p2.ID) {
 		t.Fatalf("%s is still open after its rule left main", p2.ID)
 	}
 	f.fsck()
@@ -210,18 +212,18 @@ func TestASunsetRulesClusterIsNotDraftedAgain(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	ruleID := activeFromCluster(t, f)
-	p, _, err := f.m.Lifecycle().ProposeLifecycle(ctx, LifecycleRequest{Kind: KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
+	p, _, err := f.m.Upkeep().Propose(ctx, rulefmt.LifecycleRequest{Kind: rulefmt.KindSunset, RuleID: ruleID, Evidence: "After: 30 of 50"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.approve(p.ID, "alice")
 	f.approve(p.ID, "bob")
-	if r, _, err := f.m.Rule(ctx, ruleID); err != nil || r.Status != Sunset {
+	if r, _, err := f.m.Rule(ctx, ruleID); err != nil || r.Status != rulefmt.Sunset {
 		t.Fatalf("rule = %+v, %v", r, err)
 	}
 	out := f.propose(cluster("c-tests", "coding-agent", testsCluster...))
 	for _, q := range out {
-		if q.Status == Pending {
+		if q.Status == rulefmt.Pending {
 			t.Fatalf("the sunset rule's cluster was drafted again: %+v", q)
 		}
 	}

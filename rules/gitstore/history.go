@@ -1,4 +1,4 @@
-package rules
+package gitstore
 
 import (
 	"context"
@@ -8,46 +8,31 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
-// HistoryEntry is one commit in a rule's or proposal's history.
-type HistoryEntry struct {
-	Commit  string
-	Subject string
-	Message string
-	Author  string
-	At      time.Time
-	// Trailers by key; repeated keys are joined with ", ".
-	Trailers map[string]string
-
-	hash gitrepo.Hash
-	// createsRule: the commit added the rule named by its Rule-Id.
-	createsRule bool
-}
-
-// historyIndex holds every commit reachable from main and the proposal
+// History holds every commit reachable from main and the proposal
 // branches that carries a Proposal-Id or Rule-Id trailer, newest first.
-type historyIndex struct {
+type History struct {
 	key     string
-	entries []HistoryEntry
-	// retired are the rules rolled back, as they were before.
-	retired []retiredRule
+	entries []rulefmt.HistoryEntry
+	// Retired are the rules rolled back, as they were before.
+	Retired []RetiredRule
 }
 
-// history returns the index for the current tips, walking only when a tip
+// History returns the index for the current tips, walking only when a tip
 // moved; commit metadata is cached, so a walk after a new commit is cheap.
-func (s *store) history(ctx context.Context) (*historyIndex, error) {
-	_, idx, err := s.stateAndHistory(ctx)
+func (s *Store) History(ctx context.Context) (*History, error) {
+	_, idx, err := s.StateAndHistory(ctx)
 	return idx, err
 }
 
-// stateAndHistory is history with the state it was read at, for
+// StateAndHistory is history with the state it was read at, for
 // answers that need both from one reading of the repository.
-func (s *store) stateAndHistory(ctx context.Context) (*state, *historyIndex, error) {
+func (s *Store) StateAndHistory(ctx context.Context) (*State, *History, error) {
 	st, err := s.State(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -59,7 +44,7 @@ func (s *store) stateAndHistory(ctx context.Context) (*state, *historyIndex, err
 // historyAt is history for a state the caller has read already: reading
 // the state lists every proposal branch, so a caller that needs both
 // reads it once.
-func (s *store) historyAt(st *state) (*historyIndex, error) {
+func (s *Store) historyAt(st *State) (*History, error) {
 	s.mu.Lock()
 	if h := s.hist; h != nil && h.key == st.key {
 		s.mu.Unlock()
@@ -71,8 +56,8 @@ func (s *store) historyAt(st *state) (*historyIndex, error) {
 	if !st.main.IsZero() {
 		tips = append(tips, st.main)
 	}
-	for _, id := range slices.Sorted(maps.Keys(st.branches)) {
-		tips = append(tips, st.branches[id])
+	for _, id := range slices.Sorted(maps.Keys(st.Branches)) {
+		tips = append(tips, st.Branches[id])
 	}
 	depth, err := s.depths(tips)
 	if err != nil {
@@ -84,7 +69,7 @@ func (s *store) historyAt(st *state) (*historyIndex, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ci.Trailer(TrailerProposalID) != "" || ci.Trailer(TrailerRuleID) != "" {
+		if ci.Trailer(rulefmt.TrailerProposalID) != "" || ci.Trailer(rulefmt.TrailerRuleID) != "" {
 			infos = append(infos, ci)
 		}
 	}
@@ -99,10 +84,10 @@ func (s *store) historyAt(st *state) (*historyIndex, error) {
 		}
 		return strings.Compare(a.Hash.String(), b.Hash.String())
 	})
-	idx := &historyIndex{key: st.key}
+	idx := &History{key: st.key}
 	for _, ci := range infos {
-		e := HistoryEntry{
-			Commit: ci.Hash.String(), hash: ci.Hash, Subject: ci.Subject, Message: ci.Message,
+		e := rulefmt.HistoryEntry{
+			Commit: ci.Hash.String(), Subject: ci.Subject, Message: ci.Message,
 			Author: ci.AuthorName, At: ci.When, Trailers: map[string]string{},
 		}
 		for _, t := range ci.Trailers {
@@ -112,29 +97,29 @@ func (s *store) historyAt(st *state) (*historyIndex, error) {
 				e.Trailers[t.Key] = t.Value
 			}
 		}
-		if rid := ci.Trailer(TrailerRuleID); rid != "" {
-			if e.createsRule, err = s.addsRule(ci, rid); err != nil {
+		if rid := ci.Trailer(rulefmt.TrailerRuleID); rid != "" {
+			if e.CreatesRule, err = s.addsRule(ci, rid); err != nil {
 				return nil, err
 			}
 		}
 		idx.entries = append(idx.entries, e)
-		if by := e.Trailers[TrailerRolledBackBy]; by != "" {
-			r, err := s.ruleBefore(ci.Hash, ci.Trailer(TrailerRuleID))
+		if by := e.Trailers[rulefmt.TrailerRolledBackBy]; by != "" {
+			r, err := s.ruleBeforeHash(ci.Hash, ci.Trailer(rulefmt.TrailerRuleID))
 			if err != nil {
 				s.log.Warn("read a rolled-back rule", "commit", ci.Hash.String(), "err", err)
 				continue
 			}
-			idx.retired = append(idx.retired, retiredRule{rule: r, by: by, reason: e.Trailers[TrailerReason]})
+			idx.Retired = append(idx.Retired, RetiredRule{Rule: r, By: by, Reason: e.Trailers[rulefmt.TrailerReason]})
 		}
 		// A sunset rule counts as rejected too: its cluster must not be
 		// drafted straight back (docs/effects.md).
-		if id := e.Trailers[TrailerSunsets]; id != "" {
-			r, err := s.ruleBefore(ci.Hash, id)
+		if id := e.Trailers[rulefmt.TrailerSunsets]; id != "" {
+			r, err := s.ruleBeforeHash(ci.Hash, id)
 			if err != nil {
 				s.log.Warn("read a sunset rule", "commit", ci.Hash.String(), "err", err)
 				continue
 			}
-			idx.retired = append(idx.retired, retiredRule{rule: r, by: e.Trailers[TrailerApprovedBy], reason: "sunset: " + e.Trailers[TrailerReason]})
+			idx.Retired = append(idx.Retired, RetiredRule{Rule: r, By: e.Trailers[rulefmt.TrailerApprovedBy], Reason: "sunset: " + e.Trailers[rulefmt.TrailerReason]})
 		}
 	}
 	s.mu.Lock()
@@ -145,7 +130,7 @@ func (s *store) historyAt(st *state) (*historyIndex, error) {
 
 // depths returns every commit reachable from tips with its depth: the
 // length of the longest path from a root commit.
-func (s *store) depths(tips []gitrepo.Hash) (map[gitrepo.Hash]int, error) {
+func (s *Store) depths(tips []gitrepo.Hash) (map[gitrepo.Hash]int, error) {
 	depth := map[gitrepo.Hash]int{}
 	type frame struct {
 		h        gitrepo.Hash
@@ -186,7 +171,7 @@ func (s *store) depths(tips []gitrepo.Hash) (map[gitrepo.Hash]int, error) {
 
 // addsRule reports whether commit ci added a file of rule ruleID relative
 // to its first parent: whether it is the commit that approved the rule.
-func (s *store) addsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
+func (s *Store) addsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
 	s.mu.Lock()
 	adds, ok := s.creates[ci.Hash]
 	s.mu.Unlock()
@@ -203,12 +188,12 @@ func (s *store) addsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
 	return adds, nil
 }
 
-func (s *store) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
+func (s *Store) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error) {
 	var parent gitrepo.Hash
 	if len(ci.Parents) > 0 {
 		parent = ci.Parents[0]
 	}
-	changes, err := s.repo.Diff(parent, ci.Hash, ActiveDir)
+	changes, err := s.repo.Diff(parent, ci.Hash, rulefmt.ActiveDir)
 	if err != nil {
 		return false, err
 	}
@@ -220,79 +205,79 @@ func (s *store) diffAddsRule(ci gitrepo.CommitInfo, ruleID string) (bool, error)
 	return false, nil
 }
 
-// ruleBefore reads a rule as it was in the first parent of commit c, with
+// ruleBeforeHash reads a rule as it was in the first parent of commit c, with
 // the agents whose directories held it.
-func (s *store) ruleBefore(c gitrepo.Hash, id string) (Rule, error) {
+func (s *Store) ruleBeforeHash(c gitrepo.Hash, id string) (rulefmt.Rule, error) {
 	key := c.String() + "/" + id
 	s.mu.Lock()
 	r, ok := s.before[key]
 	s.mu.Unlock()
 	if ok {
-		return r.clone(), nil
+		return r.Clone(), nil
 	}
 	r, err := s.readRuleBefore(c, id)
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
 	s.mu.Lock()
 	if len(s.before) >= maxParsed {
 		clear(s.before)
 	}
-	s.before[key] = r.clone()
+	s.before[key] = r.Clone()
 	s.mu.Unlock()
 	return r, nil
 }
 
-func (s *store) readRuleBefore(c gitrepo.Hash, id string) (Rule, error) {
+func (s *Store) readRuleBefore(c gitrepo.Hash, id string) (rulefmt.Rule, error) {
 	ci, err := s.commitInfo(c)
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
 	if len(ci.Parents) == 0 {
-		return Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
+		return rulefmt.Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
 	}
 	snap, err := s.repo.SnapshotAt(ci.Parents[0])
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
-	agents, err := snap.List(ActiveDir)
+	agents, err := snap.List(rulefmt.ActiveDir)
 	if err != nil {
-		return Rule{}, err
+		return rulefmt.Rule{}, err
 	}
-	var out Rule
+	var out rulefmt.Rule
 	found := false
 	for _, a := range agents {
-		blob, err := snap.Stat(ActiveRulePath(a.Name, id))
+		blob, err := snap.Stat(rulefmt.ActiveRulePath(a.Name, id))
 		if errors.Is(err, gitrepo.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return Rule{}, err
+			return rulefmt.Rule{}, err
 		}
 		if !found {
 			r, err := s.rule(blob)
 			if err != nil {
-				return Rule{}, err
+				return rulefmt.Rule{}, err
 			}
-			out, found = r.clone(), true
+			out, found = r.Clone(), true
 			out.Agents = nil
 		}
 		out.Agents = append(out.Agents, a.Name)
 	}
 	if !found {
-		return Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
+		return rulefmt.Rule{}, precept.Errorf(precept.NotFound, "rule %s not found", id)
 	}
 	return out, nil
 }
 
-// gitApproval is a merge of a proposal into main made by a person in git.
-type gitApproval struct {
-	commit      gitrepo.Hash
+// GitApproval is a merge of a proposal into main made by a person in git.
+type GitApproval struct {
+	Commit      gitrepo.Hash
 	name, email string
 	fastForward bool
 }
 
-func (g *gitApproval) approver() string {
+func (g *GitApproval) Approver() string {
 	switch {
 	case g.fastForward:
 		return "unknown (fast-forward merge in git)"
@@ -304,17 +289,17 @@ func (g *gitApproval) approver() string {
 	return "unknown"
 }
 
-func (g *gitApproval) signature() string {
+func (g *GitApproval) signature() string {
 	if g.email != "" && !g.fastForward {
-		return g.approver() + " <" + g.email + ">"
+		return g.Approver() + " <" + g.email + ">"
 	}
-	return g.approver()
+	return g.Approver()
 }
 
-// findGitMerges lists the proposals whose files reached the main tip
+// FindGitMerges lists the proposals whose files reached the main tip
 // (local, or the remote's) through a merge made in git, with who merged
 // them.
-func (s *store) findGitMerges(tip gitrepo.Hash) (map[string]*gitApproval, error) {
+func (s *Store) FindGitMerges(tip gitrepo.Hash) (map[string]*GitApproval, error) {
 	if tip.IsZero() {
 		return nil, nil
 	}
@@ -322,17 +307,17 @@ func (s *store) findGitMerges(tip gitrepo.Hash) (map[string]*gitApproval, error)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := snap.List(ProposalsDir)
+	entries, err := snap.List(rulefmt.ProposalsDir)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*gitApproval{}
+	out := map[string]*GitApproval{}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name, ".md")
-		if e.IsDir || !ok || !ValidProposalID(id) {
+		if e.IsDir || !ok || !rulefmt.ValidProposalID(id) {
 			continue
 		}
-		c, err := s.commitThatAdded(tip, ProposalPath(id))
+		c, err := s.commitThatAdded(tip, rulefmt.ProposalPath(id))
 		if err != nil {
 			return nil, err
 		}
@@ -340,11 +325,11 @@ func (s *store) findGitMerges(tip gitrepo.Hash) (map[string]*gitApproval, error)
 		if err != nil {
 			return nil, err
 		}
-		g := &gitApproval{
-			commit: c, name: ci.CommitterName, email: ci.CommitterEmail,
+		g := &GitApproval{
+			Commit: c, name: ci.CommitterName, email: ci.CommitterEmail,
 			// A commit precept made for the proposal reached main without
 			// a merge commit: nobody is recorded as the one who merged.
-			fastForward: ci.Trailer(TrailerProposalID) == id,
+			fastForward: ci.Trailer(rulefmt.TrailerProposalID) == id,
 		}
 		if strings.HasPrefix(strings.ToLower(ci.CommitterEmail), "noreply@") {
 			// Merged in a git host's web UI: the host commits, the person
@@ -359,7 +344,7 @@ func (s *store) findGitMerges(tip gitrepo.Hash) (map[string]*gitApproval, error)
 // commitThatAdded walks tip's first-parent chain back to the commit that
 // brought path in; through precept's own remote-sync merges it follows
 // the remote side.
-func (s *store) commitThatAdded(tip gitrepo.Hash, path string) (gitrepo.Hash, error) {
+func (s *Store) commitThatAdded(tip gitrepo.Hash, path string) (gitrepo.Hash, error) {
 	cur := tip
 	for {
 		ci, err := s.commitInfo(cur)
@@ -379,7 +364,7 @@ func (s *store) commitThatAdded(tip gitrepo.Hash, path string) (gitrepo.Hash, er
 			cur = ci.Parents[0]
 			continue
 		}
-		if ci.Trailer(TrailerRemoteSync) != "" && len(ci.Parents) > 1 {
+		if ci.Trailer(rulefmt.TrailerRemoteSync) != "" && len(ci.Parents) > 1 {
 			cur = ci.Parents[1]
 			continue
 		}
@@ -387,31 +372,31 @@ func (s *store) commitThatAdded(tip gitrepo.Hash, path string) (gitrepo.Hash, er
 	}
 }
 
-// approvedBefore reports whether history shows rule id approved before.
-func (s *store) approvedBefore(ctx context.Context, ruleID string) (bool, error) {
-	idx, err := s.history(ctx)
+// ApprovedBefore reports whether history shows rule id approved before.
+func (s *Store) ApprovedBefore(ctx context.Context, ruleID string) (bool, error) {
+	idx, err := s.History(ctx)
 	if err != nil {
 		return false, err
 	}
 	for _, e := range idx.entries {
-		if e.createsRule && e.Trailers[TrailerRuleID] == ruleID {
+		if e.CreatesRule && e.Trailers[rulefmt.TrailerRuleID] == ruleID {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// preApprovalContent finds the commit that approved a rule and returns,
+// PreApprovalContent finds the commit that approved a rule and returns,
 // for every path the approval changed, its content before the approval
 // (nil: the path did not exist).
-func (s *store) preApprovalContent(ctx context.Context, ruleID string) (map[string][]byte, gitrepo.Hash, error) {
-	idx, err := s.history(ctx)
+func (s *Store) PreApprovalContent(ctx context.Context, ruleID string) (map[string][]byte, gitrepo.Hash, error) {
+	idx, err := s.History(ctx)
 	if err != nil {
 		return nil, gitrepo.ZeroHash, err
 	}
-	var approval *HistoryEntry
+	var approval *rulefmt.HistoryEntry
 	for i := range idx.entries {
-		if e := &idx.entries[i]; e.createsRule && e.Trailers[TrailerRuleID] == ruleID {
+		if e := &idx.entries[i]; e.CreatesRule && e.Trailers[rulefmt.TrailerRuleID] == ruleID {
 			approval = e
 			break
 		}
@@ -419,11 +404,15 @@ func (s *store) preApprovalContent(ctx context.Context, ruleID string) (map[stri
 	if approval == nil {
 		return nil, gitrepo.ZeroHash, fmt.Errorf("rollback %s: the commit that approved it is not in main's history", ruleID)
 	}
-	restore := map[string][]byte{}
-	if err := s.collectBefore(approval.hash, restore); err != nil {
+	approvalHash, err := parseHash(approval.Commit)
+	if err != nil {
 		return nil, gitrepo.ZeroHash, err
 	}
-	if mc := approval.Trailers[TrailerMergeCommit]; mc != "" {
+	restore := map[string][]byte{}
+	if err := s.collectBefore(approvalHash, restore); err != nil {
+		return nil, gitrepo.ZeroHash, err
+	}
+	if mc := approval.Trailers[rulefmt.TrailerMergeCommit]; mc != "" {
 		// Approved by a merge in git: what the merge brought is part of
 		// the approval, and its pre-merge state wins.
 		merge, err := parseHash(mc)
@@ -434,12 +423,12 @@ func (s *store) preApprovalContent(ctx context.Context, ruleID string) (map[stri
 			return nil, gitrepo.ZeroHash, err
 		}
 	}
-	return restore, approval.hash, nil
+	return restore, approvalHash, nil
 }
 
 // collectBefore records, for each path commit c changed relative to its
 // first parent, the parent's content.
-func (s *store) collectBefore(c gitrepo.Hash, into map[string][]byte) error {
+func (s *Store) collectBefore(c gitrepo.Hash, into map[string][]byte) error {
 	ci, err := s.commitInfo(c)
 	if err != nil {
 		return err
@@ -481,4 +470,64 @@ func parseHash(s string) (gitrepo.Hash, error) {
 	}
 	copy(h[:], b)
 	return h, nil
+}
+
+// RetiredIDs are the ids of the rules the history retired that are not
+// on main, sorted.
+func RetiredIDs(st *State, idx *History) []string {
+	seen := map[string]bool{}
+	for _, e := range idx.entries {
+		var ids []string
+		switch {
+		case e.Trailers[rulefmt.TrailerSunsets] != "":
+			ids = []string{e.Trailers[rulefmt.TrailerSunsets]}
+		case e.Trailers[rulefmt.TrailerRolledBackBy] != "":
+			ids = []string{e.Trailers[rulefmt.TrailerRuleID]}
+		case e.Trailers[rulefmt.TrailerSupersedes] != "":
+			ids = strings.Fields(strings.ReplaceAll(e.Trailers[rulefmt.TrailerSupersedes], ",", " "))
+		}
+		for _, id := range ids {
+			if rulefmt.ValidRuleID(id) && st.Rules[id] == nil {
+				seen[id] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// RuleBefore is ruleBeforeHash for a commit id as history entries
+// carry it.
+func (s *Store) RuleBefore(commit, id string) (rulefmt.Rule, error) {
+	c, err := parseHash(commit)
+	if err != nil {
+		return rulefmt.Rule{}, err
+	}
+	return s.ruleBeforeHash(c, id)
+}
+
+// Entries returns the index's entries, newest first. Callers must not
+// modify their trailers.
+func (idx *History) Entries() []rulefmt.HistoryEntry { return slices.Clone(idx.entries) }
+
+// HistoryOf picks the entries of a proposal or rule id out of the index.
+func HistoryOf(idx *History, id string) []rulefmt.HistoryEntry {
+	proposals, ruleID := map[string]bool{id: true}, rulefmt.RuleIDFor(id)
+	if rulefmt.ValidRuleID(id) {
+		// The rule's own proposal and every lifecycle proposal about it.
+		ruleID = id
+		proposals = map[string]bool{}
+		for _, e := range idx.entries {
+			if e.Trailers[rulefmt.TrailerRuleID] == id && e.Trailers[rulefmt.TrailerProposalID] != "" {
+				proposals[e.Trailers[rulefmt.TrailerProposalID]] = true
+			}
+		}
+	}
+	var out []rulefmt.HistoryEntry
+	for _, e := range idx.entries {
+		if proposals[e.Trailers[rulefmt.TrailerProposalID]] || e.Trailers[rulefmt.TrailerRuleID] == ruleID ||
+			slices.Contains(strings.Fields(strings.ReplaceAll(e.Trailers[rulefmt.TrailerSupersedes], ",", " ")), ruleID) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package rules
+package rulefmt
 
 // ChangeKind says what a committed transition did.
 type ChangeKind string
