@@ -211,6 +211,12 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 	if err != nil || !ok || p.Status != rulefmt.Approved {
 		return err
 	}
+	// The status is not enough: the approvals must be of this text, and
+	// a new rule's text must pass the quality gate now.
+	if reason := m.policy.mergeable(p); reason != "" {
+		m.ignore(IgnoredChange{ProposalID: id, Branch: rulefmt.ProposalBranch(id), Commit: tip.String(), Kind: rulefmt.IgnoredMerge, Reason: reason}, tip)
+		return nil
+	}
 	var done bool
 	var superseded []string
 	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {

@@ -58,7 +58,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
-	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "rules.git"), gitrepo.Options{NoFsync: true})
+	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "rules.git"), gitrepo.Options{NoFsync: true, Signer: testSigner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,3 +209,12 @@ var (
 )
 
 var alice = precept.Identity{Name: "alice", Role: precept.RoleApprover}
+
+// testSigner is the signing key the replicas of one test deployment share.
+var testSigner = func() *gitrepo.Signer {
+	s, err := gitrepo.NewSigner([]byte("a test deployment's signing key, 32+ bytes"))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()

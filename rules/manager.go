@@ -32,6 +32,8 @@ type Manager struct {
 
 	// wake asks Run to draft soon: new evidence arrived.
 	wake chan struct{}
+	// ignored are the remote changes precept did not take (trust.go).
+	ignored *ignoredLog
 }
 
 // New returns a Manager for the rules repository.
@@ -59,6 +61,7 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 		opts:     opts,
 		features: Features{Proposing: true, AutoMerge: true},
 		wake:     make(chan struct{}, 1),
+		ignored:  &ignoredLog{},
 	}
 	if opts.Features != nil {
 		m.features = *opts.Features

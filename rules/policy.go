@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -122,7 +123,8 @@ func checkRevision(p rulefmt.Proposal, revision int) error {
 // recorded is false when the approver had approved already (a no-op);
 // completed says the approval gave the proposal its required approvals.
 func approve(p rulefmt.Proposal, req ApproveRequest, now time.Time) (next rulefmt.Proposal, recorded, completed bool, err error) {
-	if p.ApprovedBy(req.By) {
+	approvedBy := func(a rulefmt.Approval) bool { return a.Approver == req.By }
+	if slices.ContainsFunc(p.ValidApprovals(), approvedBy) {
 		return p, false, false, nil
 	}
 	if p.Status != rulefmt.Pending {
@@ -134,10 +136,12 @@ func approve(p rulefmt.Proposal, req ApproveRequest, now time.Time) (next rulefm
 	if err := checkRevision(p, req.Revision); err != nil {
 		return p, false, false, err
 	}
-	p.Approvals = append(p.Approvals, rulefmt.Approval{Approver: req.By, Note: req.Note, At: now, Via: req.Via})
+	// An approval of text the proposal no longer says gives way.
+	p.Approvals = slices.DeleteFunc(slices.Clone(p.Approvals), approvedBy)
+	p.Approvals = append(p.Approvals, rulefmt.Approval{Approver: req.By, Note: req.Note, At: now, Via: req.Via, TextSHA256: p.TextSHA256()})
 	p.Revision++
 	p.UpdatedAt = now
-	if len(p.Approvals) >= p.Required {
+	if len(p.ValidApprovals()) >= p.Required {
 		p.Status = rulefmt.Approved
 		completed = true
 	}
@@ -220,4 +224,19 @@ func openLifecycleProposal(st *gitstore.State, ruleID string) (rulefmt.Proposal,
 		}
 	}
 	return rulefmt.Proposal{}, false
+}
+
+// mergeable says why an APPROVED proposal may not be merged, "" when it
+// may: its approvals must be enough for the text it says now, and a new
+// rule's text must pass the quality gate (docs/decisions/0016-trust-model.md).
+func (pol policy) mergeable(p rulefmt.Proposal) string {
+	if n := len(p.ValidApprovals()); n < p.Required {
+		return fmt.Sprintf("marked APPROVED with %d approvals of its current text, fewer than the %d it needs", n, p.Required)
+	}
+	if !p.Kind.DecidesOnRule() {
+		if reason := pol.opts.Quality.Check(p.Content); reason != "" {
+			return "its text fails the quality gate: " + reason
+		}
+	}
+	return ""
 }

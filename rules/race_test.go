@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // approverProcess approves each proposal once the start file exists and
 // prints one line per proposal: "<id> ok <status>" or "<id> <error code>".
 func approverProcess() int {
-	repo, err := gitrepo.Open(os.Getenv(helperRepo), gitrepo.Options{})
+	repo, err := gitrepo.Open(os.Getenv(helperRepo), gitrepo.Options{Signer: testSigner})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

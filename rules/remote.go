@@ -258,6 +258,10 @@ func (y *syncer) followProposalBranches(ctx context.Context, remote map[string]g
 	if err != nil {
 		return err
 	}
+	mainTip, err := y.store.Tip(y.store.Main())
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
 		id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix)
@@ -266,9 +270,25 @@ func (y *syncer) followProposalBranches(ctx context.Context, remote map[string]g
 		}
 		theirs := remote[name]
 		ours := st.Branches[id]
-		switch {
-		case ours == theirs:
+		if ours == theirs {
 			continue
+		}
+		if !ours.IsZero() {
+			if ahead, err := y.store.Repo().IsAncestor(theirs, ours); err != nil || ahead {
+				if err != nil {
+					errs = append(errs, fmt.Errorf("follow %s: %w", name, err))
+				}
+				continue
+			}
+		}
+		// Only what precept signed is followed as it is (trust.go).
+		if followed, err := y.checkTrust(ctx, id, ours, theirs, mainTip); err != nil || !followed {
+			if err != nil && !errors.Is(err, gitrepo.ErrRefChanged) {
+				errs = append(errs, fmt.Errorf("follow %s: %w", name, err))
+			}
+			continue
+		}
+		switch {
 		case ours.IsZero():
 			err = y.store.Repo().SetBranch(name, gitrepo.ZeroHash, theirs)
 		default:
@@ -352,9 +372,17 @@ func (y *syncer) push(ctx context.Context) error {
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Branches)) {
 		name := rulefmt.ProposalBranch(id)
-		if st.Open(id) && remote[name] != st.Branches[id] {
-			specs = append(specs, gitrepo.PushSpec{Branch: name})
+		if !st.Open(id) || remote[name] == st.Branches[id] {
+			continue
 		}
+		// Only a fast-forward: a remote branch precept has not taken in
+		// (trust.go) is left as it is, not fought over every round.
+		if theirs := remote[name]; !theirs.IsZero() {
+			if ff, err := y.store.Repo().IsAncestor(theirs, st.Branches[id]); err != nil || !ff {
+				continue
+			}
+		}
+		specs = append(specs, gitrepo.PushSpec{Branch: name})
 	}
 	for _, name := range slices.Sorted(maps.Keys(remote)) {
 		if id, ok := strings.CutPrefix(name, rulefmt.BranchPrefix); ok && st.Rejected[id] != nil {

@@ -221,7 +221,7 @@ func TestReplicasWithTheirOwnRepositoriesShareProposalsAndApprovalsThroughTheRem
 	a.sync()
 
 	// Replica b has its own data directory and only the remote in common.
-	repoB, err := gitrepo.Open(filepath.Join(t.TempDir(), "b.git"), gitrepo.Options{NoFsync: true})
+	repoB, err := gitrepo.Open(filepath.Join(t.TempDir(), "b.git"), gitrepo.Options{NoFsync: true, Signer: testSigner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestOtherBranchesAreKeptInStepWithTheRemote(t *testing.T) {
 // openRepo opens an empty repository.
 func openRepo(t *testing.T) *gitrepo.Repo {
 	t.Helper()
-	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "rules.git"), gitrepo.Options{NoFsync: true})
+	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "rules.git"), gitrepo.Options{NoFsync: true, Signer: testSigner})
 	if err != nil {
 		t.Fatal(err)
 	}

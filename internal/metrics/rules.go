@@ -32,6 +32,9 @@ var proposalStatuses = []rulefmt.ProposalStatus{rulefmt.Pending, rulefmt.Approve
 //	precept_rules_rejections_total{via}      rejections
 //	precept_rules_guard_blocks_total{guard}  drafts a guard held or merged into a duplicate
 //	precept_rules_rollbacks_total            rules rolled back
+//	precept_rules_remote_changes_ignored_total{kind}
+//	                                         changes fetched from the remote that precept did not record
+//	precept_rules_remote_edits_total         proposal texts edited on the remote (approvals reset)
 //
 // The counters follow the manager's changes (OnChange).
 func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
@@ -51,7 +54,21 @@ func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
 		Name: "precept_rules_rollbacks_total",
 		Help: "Rules rolled back.",
 	})
+	ignored := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "precept_rules_remote_changes_ignored_total",
+		Help: "Changes fetched from the rules remote that precept did not record and did not take, by kind (unknown_branch, claim, unreadable, edit_refused, merge_held).",
+	}, []string{"kind"})
+	edits := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "precept_rules_remote_edits_total",
+		Help: "Proposal texts edited on the rules remote and taken, with their approvals reset.",
+	})
 	var err error
+	if ignored, err = register(reg, ignored); err != nil {
+		return err
+	}
+	if edits, err = register(reg, edits); err != nil {
+		return err
+	}
 	if approvals, err = register(reg, approvals); err != nil {
 		return err
 	}
@@ -84,6 +101,10 @@ func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
 			guardBlocks.WithLabelValues(c.Guard).Inc()
 		case rulefmt.RuleRolledBack:
 			rollbacks.Inc()
+		case rulefmt.RemoteChangeIgnored:
+			ignored.WithLabelValues(c.Detail).Inc()
+		case rulefmt.ProposalEdited:
+			edits.Inc()
 		}
 	})
 	return nil

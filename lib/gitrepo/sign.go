@@ -86,3 +86,20 @@ func (s *Signer) Verify(c CommitInfo) error {
 	}
 	return nil
 }
+
+// ErrNoSigner is returned by VerifyCommit when the repository has no
+// Signer: then nothing fetched can be verified.
+var ErrNoSigner = errors.New("the repository has no signing key")
+
+// VerifyCommit reports whether commit h was written by a holder of the
+// repository's signing key: nil when it was.
+func (r *Repo) VerifyCommit(h Hash) error {
+	if r.opts.Signer == nil {
+		return ErrNoSigner
+	}
+	c, err := r.CommitInfo(h)
+	if err != nil {
+		return err
+	}
+	return r.opts.Signer.Verify(c)
+}

@@ -29,6 +29,12 @@ const (
 	// RemoteSynced: commits from the remote were brought into main, or
 	// remote merges and branch deletions were applied.
 	RemoteSynced ChangeKind = "remote_synced"
+	// ProposalEdited: the proposal's text was edited on the remote; its
+	// approvals were reset and the guards ran again.
+	ProposalEdited ChangeKind = "proposal_edited"
+	// RemoteChangeIgnored: something fetched from the remote claimed what
+	// precept did not record; Detail says what (Ignored*).
+	RemoteChangeIgnored ChangeKind = "remote_change_ignored"
 )
 
 // Change is one committed transition.
@@ -50,4 +56,6 @@ type Change struct {
 	// reconsolidation when a duplicate's evidence was added
 	// (EvidenceAdded).
 	Guard string
+	// Detail says what kind of remote change was ignored, and why.
+	Detail string
 }

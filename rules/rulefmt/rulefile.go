@@ -80,6 +80,9 @@ type Approval struct {
 	At       time.Time `yaml:"at"`
 	// Via is api, slack or git.
 	Via string `yaml:"via"`
+	// TextSHA256 is the Proposal.TextSHA256 of what was approved; the
+	// approval lapses when the text changes.
+	TextSHA256 string `yaml:"text_sha256,omitempty"`
 	// Commit recorded the approval; filled from history, not stored.
 	Commit string `yaml:"-"`
 }

@@ -1,0 +1,287 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/text"
+	"github.com/precept-dev/precept/rules/rulefmt"
+)
+
+// What a remote says is input, never a record of who approved what
+// (docs/decisions/0016-trust-model.md). precept signs every commit it
+// makes (gitrepo.Signer); a proposal branch on the remote is followed as
+// it is only while every commit precept does not have yet carries that
+// signature. Otherwise:
+//
+//   - a branch precept never made is ignored;
+//   - an edit of the proposal's text is taken, with its approvals reset
+//     and the quality gate run again, in a commit precept signs;
+//   - anything else the unsigned commits say — approvals, a status, the
+//     approvals required — is ignored, and precept's record is put back
+//     on top of them.
+//
+// Each ignored change is logged once, counted
+// (precept_rules_remote_changes_ignored_total) and listed by Ignored.
+
+// maxTrustWalk bounds how many new commits of a remote branch are
+// checked; a longer history is not followed.
+const maxTrustWalk = 256
+
+// maxIgnored bounds the list of ignored changes kept for the API.
+const maxIgnored = 200
+
+// IgnoredChange is a change fetched from the remote that precept did not
+// record and so did not take.
+type IgnoredChange struct {
+	ProposalID string
+	Branch     string
+	// Commit is the first commit precept could not verify, and its author.
+	Commit, Author string
+	// Kind is one of rulefmt's Ignored* kinds; Reason says what was
+	// ignored, in words.
+	Kind, Reason string
+}
+
+// ignoredLog remembers the ignored changes, each remote tip once.
+type ignoredLog struct {
+	mu      sync.Mutex
+	seen    map[string]bool // branch + tip
+	entries []IgnoredChange
+}
+
+// add records c and reports whether it is new.
+func (l *ignoredLog) add(c IgnoredChange, tip gitrepo.Hash) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := c.Branch + " " + tip.String() + " " + c.Kind
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	if l.seen[key] {
+		return false
+	}
+	l.seen[key] = true
+	l.entries = append(l.entries, c)
+	if len(l.entries) > maxIgnored {
+		l.entries = slices.Delete(l.entries, 0, len(l.entries)-maxIgnored)
+	}
+	return true
+}
+
+func (l *ignoredLog) list() []IgnoredChange {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.entries)
+}
+
+// unverified returns the first commit reachable from theirs, and from
+// neither ours nor main, that does not carry precept's signature; nil
+// when there is none.
+func (y *syncer) unverified(theirs, ours, main gitrepo.Hash) (*gitrepo.CommitInfo, error) {
+	repo := y.store.Repo()
+	seen := map[gitrepo.Hash]bool{}
+	queue := []gitrepo.Hash{theirs}
+	for n := 0; len(queue) > 0; n++ {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		known := false
+		for _, base := range []gitrepo.Hash{ours, main} {
+			if base.IsZero() {
+				continue
+			}
+			ok, err := repo.IsAncestor(h, base)
+			if err != nil {
+				return nil, err
+			}
+			known = known || ok
+		}
+		if known {
+			continue
+		}
+		info, err := repo.CommitInfo(h)
+		if err != nil {
+			return nil, err
+		}
+		if n >= maxTrustWalk || repo.VerifyCommit(h) != nil {
+			return &info, nil
+		}
+		queue = append(queue, info.Parents...)
+	}
+	return nil, nil
+}
+
+// checkTrust decides whether the remote's tip of a proposal branch is
+// followed as it is: it is when precept signed it. Unsigned commits under
+// a signed tip were overruled by a replica already (keepRecord); they are
+// reported all the same. An unsigned tip is handled by untrusted.
+func (y *syncer) checkTrust(ctx context.Context, id string, ours, theirs, main gitrepo.Hash) (bool, error) {
+	bad, err := y.unverified(theirs, ours, main)
+	if err != nil || bad == nil {
+		return err == nil, err
+	}
+	if y.store.Repo().VerifyCommit(theirs) == nil {
+		y.m.ignore(IgnoredChange{ProposalID: id, Branch: rulefmt.ProposalBranch(id), Commit: bad.Hash.String(), Author: bad.AuthorEmail,
+			Kind: rulefmt.IgnoredClaim, Reason: "a commit precept did not make; precept's record, signed in " + theirs.String()[:12] + ", stands on top of it"}, theirs)
+		return true, nil
+	}
+	return false, y.untrusted(ctx, id, ours, theirs, *bad)
+}
+
+// untrusted handles a remote proposal branch that carries commits precept
+// did not sign (see the top of this file).
+func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs gitrepo.Hash, bad gitrepo.CommitInfo) error {
+	branch := rulefmt.ProposalBranch(id)
+	report := func(kind, reason string) {
+		y.m.ignore(IgnoredChange{ProposalID: id, Branch: branch, Commit: bad.Hash.String(), Author: bad.AuthorEmail, Kind: kind, Reason: reason}, theirs)
+	}
+	if ours.IsZero() {
+		report(rulefmt.IgnoredUnknownBranch, "a proposal branch precept did not make: its proposal, approvals and status are not taken")
+		return nil
+	}
+	repo := y.store.Repo()
+	theirSnap, err := repo.SnapshotAt(theirs)
+	if err != nil {
+		return err
+	}
+	theirsP, ok, err := y.store.ProposalAt(theirSnap, rulefmt.ProposalPath(id))
+	if err != nil || !ok {
+		why := "the proposal file is missing"
+		if err != nil {
+			why = "the proposal file does not parse: " + text.Truncate(err.Error(), 200)
+		}
+		report(rulefmt.IgnoredUnreadable, why+"; precept follows the branch again once it reads")
+		return nil
+	}
+	ourSnap, err := repo.SnapshotAt(ours)
+	if err != nil {
+		return err
+	}
+	oursP, ok, err := y.store.ProposalAt(ourSnap, rulefmt.ProposalPath(id))
+	if err != nil || !ok {
+		return err
+	}
+	if claims := claimed(oursP, theirsP); claims != "" {
+		report(rulefmt.IgnoredClaim, claims)
+	}
+	if oursP.SameText(theirsP) || oursP.Status != rulefmt.Pending && oursP.Status != rulefmt.Approved {
+		return y.keepRecord(ctx, id, ours, theirs, bad, "")
+	}
+	edited := oursP.Clone()
+	edited.Content, edited.Agents, edited.Type, edited.InsertionPoint = theirsP.Content, theirsP.Agents, theirsP.Type, theirsP.InsertionPoint
+	if reason := y.m.policy.opts.Quality.Check(edited.Content); reason != "" {
+		report(rulefmt.IgnoredEditRefused, "the edited text fails the quality gate: "+reason)
+		return y.keepRecord(ctx, id, ours, theirs, bad, "")
+	}
+	return y.keepRecord(ctx, id, ours, theirs, bad, edited.Content)
+}
+
+// claimed says what the remote's version of a proposal claims beyond its
+// text, compared with precept's record; "" when nothing.
+func claimed(ours, theirs rulefmt.Proposal) string {
+	var what []string
+	names := func(as []rulefmt.Approval) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, a.Approver)
+		}
+		return out
+	}
+	if !slices.Equal(names(ours.Approvals), names(theirs.Approvals)) {
+		what = append(what, fmt.Sprintf("approvals by %v (precept recorded %v)", names(theirs.Approvals), names(ours.Approvals)))
+	}
+	if ours.Status != theirs.Status {
+		what = append(what, fmt.Sprintf("status %s (precept recorded %s)", theirs.Status, ours.Status))
+	}
+	if ours.Required != theirs.Required {
+		what = append(what, fmt.Sprintf("%d approvals required (precept requires %d)", theirs.Required, ours.Required))
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return "claims " + strings.Join(what, "; ") + ", which precept did not record"
+}
+
+// keepRecord commits precept's record of a proposal on top of the
+// remote's unsigned commits, as a merge of them (so the next push is a
+// fast-forward): the proposal file as precept recorded it, or, with
+// edited text, that text with its approvals reset.
+func (y *syncer) keepRecord(ctx context.Context, id string, ours, theirs gitrepo.Hash, bad gitrepo.CommitInfo, edited string) error {
+	remote := y.r.Name
+	var after rulefmt.Proposal
+	h, err := y.store.Commit(ctx, rulefmt.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		if s.Commit != ours {
+			return nil, gitrepo.ErrRefChanged
+		}
+		p, ok, err := y.store.ProposalAt(s, rulefmt.ProposalPath(id))
+		if err != nil || !ok {
+			return nil, err
+		}
+		msg := fmt.Sprintf("Keep precept's record of %s over %s on %s\n\n%s by %s was not made by precept: its approvals and status are not taken.",
+			id, bad.Hash.String()[:12], remote, bad.Hash.String()[:12], bad.AuthorEmail)
+		var changes []gitrepo.Change
+		if edited != "" {
+			theirSnap, err := y.store.Repo().SnapshotAt(theirs)
+			if err != nil {
+				return nil, err
+			}
+			theirsP, _, err := y.store.ProposalAt(theirSnap, rulefmt.ProposalPath(id))
+			if err != nil {
+				return nil, err
+			}
+			p.Content, p.Agents, p.Type, p.InsertionPoint = theirsP.Content, theirsP.Agents, theirsP.Type, theirsP.InsertionPoint
+			p.Approvals, p.Status = nil, rulefmt.Pending
+			p.Revision++
+			p.ContentRevision = p.Revision
+			p.UpdatedAt = y.m.now()
+			p.Guards = append(slices.DeleteFunc(slices.Clone(p.Guards), func(g rulefmt.GuardResult) bool { return g.Guard == rulefmt.GuardQuality }),
+				rulefmt.GuardResult{Guard: rulefmt.GuardQuality, Passed: true, Reason: "run again on the text edited on " + remote})
+			msg = fmt.Sprintf("Take the edit of %s from %s on %s: approvals reset\n\n%s by %s changed the rule text; every approval is of the old text, so they are reset and the quality gate ran again. Approvals and status in it are not taken.",
+				id, bad.Hash.String()[:12], remote, bad.Hash.String()[:12], bad.AuthorEmail)
+		}
+		data, err := p.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, gitrepo.Change{Path: rulefmt.ProposalPath(id), Data: data})
+		after = p
+		return &gitrepo.CommitSpec{
+			Message:      msg,
+			Trailers:     []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: id}, {Key: rulefmt.TrailerRemoteSync, Value: remote + "/" + rulefmt.ProposalBranch(id)}},
+			Changes:      changes,
+			MergeParents: []gitrepo.Hash{theirs},
+			AllowEmpty:   true,
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if edited != "" {
+		y.m.log.Warn("a proposal's text was edited on the remote: its approvals are reset", "proposal_id", id, "commit", bad.Hash.String(), "author", bad.AuthorEmail)
+		y.m.emit(rulefmt.Change{Kind: rulefmt.ProposalEdited, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: bad.AuthorEmail, Via: rulefmt.ViaGit})
+	}
+	return nil
+}
+
+// ignore logs, counts and lists a remote change precept did not take,
+// once per remote tip.
+func (m *Manager) ignore(c IgnoredChange, tip gitrepo.Hash) {
+	if !m.ignored.add(c, tip) {
+		return
+	}
+	m.log.Warn("ignored a change on the rules remote that precept did not record", "proposal_id", c.ProposalID, "branch", c.Branch,
+		"commit", c.Commit, "author", c.Author, "kind", c.Kind, "reason", c.Reason)
+	m.emit(rulefmt.Change{Kind: rulefmt.RemoteChangeIgnored, ProposalID: c.ProposalID, Commit: c.Commit, Actor: c.Author, Via: rulefmt.ViaGit, Detail: c.Kind})
+}
+
+// Ignored lists the latest changes fetched from the remote that precept
+// did not take, oldest first.
+func (m *Manager) Ignored() []IgnoredChange { return m.ignored.list() }
