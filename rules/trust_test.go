@@ -85,7 +85,9 @@ func (f *trustFixture) noReplicaServes(id, kind string) {
 		if p, err := x.m.Get(context.Background(), id); err == nil && (p.Status != rulefmt.Pending || len(p.Approvals) != 0) {
 			f.t.Errorf("replica %s: %s is %s with approvals %+v", name, id, p.Status, p.Approvals)
 		}
-		if !slices.ContainsFunc(x.m.Ignored(), func(c IgnoredChange) bool { return c.ProposalID == id && c.Kind == kind && c.Author == "mallory@example.com" }) {
+		if !slices.ContainsFunc(x.m.Ignored(), func(c IgnoredChange) bool {
+			return c.ProposalID == id && c.Kind == kind && c.Author == "mallory@example.com"
+		}) {
 			f.t.Errorf("replica %s does not report the %s change to %s: %+v", name, kind, id, x.m.Ignored())
 		}
 	}
