@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -317,12 +318,28 @@ func (c *accounts) signin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
-// safeNext keeps a post-sign-in redirect inside the console.
+// safeNext keeps a post-sign-in redirect inside the console: next is
+// parsed, its path decoded and its dot segments resolved (a browser
+// resolves "/ui/%2e%2e/x" to "/x"), and only a path under /ui/ with no
+// scheme or host is kept, rewritten as that resolved path and its query.
+// Anything else sends the visitor to the queue.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return Prefix + "queue"
+	const fallback = Prefix + "queue"
+	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+		return fallback
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || strings.Contains(u.Path, "\\") {
+		return fallback
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if !strings.HasPrefix(clean, Prefix) {
+		return fallback
+	}
+	return (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
 }
 
 func (c *accounts) signout(w http.ResponseWriter, r *http.Request, q *request) error {
