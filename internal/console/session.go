@@ -54,7 +54,10 @@ type sessions struct {
 	prefix string
 	idle   time.Duration
 	max    time.Duration
-	now    func() time.Time
+	// perIdentity bounds one identity's sessions: a sign-in past it ends
+	// that identity's oldest.
+	perIdentity int
+	now         func() time.Time
 }
 
 var errNoSession = errors.New("no session")
