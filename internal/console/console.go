@@ -110,7 +110,7 @@ func New(opts Options) (*Console, error) {
 		opts: opts,
 		acc: &accounts{
 			auth:       opts.Auth,
-			sessions:   &sessions{redis: opts.Redis, prefix: opts.KeyPrefix, idle: opts.SessionIdle, max: opts.SessionMax, perIdentity: opts.MaxSessionsPerIdentity, now: opts.Now},
+			sessions:   &sessions{redis: opts.Redis, prefix: opts.KeyPrefix, idle: opts.SessionIdle, max: opts.SessionMax, perIdentity: opts.MaxSessionsPerIdentity, now: opts.Now, log: opts.Log},
 			cookies:    cookies{secureAlways: opts.SecureCookies},
 			throttle:   newThrottle(opts.Now),
 			sessionMax: opts.SessionMax,
