@@ -27,15 +27,17 @@ func (a *App) serveConsole() error {
 		return err
 	}
 	c, err := console.New(console.Options{
-		Auth:          auth,
-		API:           a.mux,
-		Redis:         a.Redis,
-		KeyPrefix:     a.Config.Redis.Stream + ":ui:",
-		SessionIdle:   ui.SessionIdle,
-		SessionMax:    ui.SessionMax,
-		SecureCookies: ui.SecureCookies,
-		CommitURL:     commitURL(a.Config.Rules.Git.WebURL),
-		Log:           a.Log.With("component", "console"),
+		Auth:                   auth,
+		API:                    a.mux,
+		Redis:                  a.Redis,
+		KeyPrefix:              a.Config.Redis.Stream + ":ui:",
+		SessionIdle:            ui.SessionIdle,
+		SessionMax:             ui.SessionMax,
+		MaxSessionsPerIdentity: ui.MaxSessionsPerIdentity,
+		MaxStreamsPerIdentity:  ui.MaxStreamsPerIdentity,
+		SecureCookies:          ui.SecureCookies,
+		CommitURL:              commitURL(a.Config.Rules.Git.WebURL),
+		Log:                    a.Log.With("component", "console"),
 	})
 	if err != nil {
 		return err

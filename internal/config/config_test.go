@@ -112,6 +112,10 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"export: {salt: tooshort}", "export.salt"},
 		{"ui: {session_idle: 10s}", "ui.session_idle"},
 		{"ui: {session_idle: 2h, session_max: 1h}", "ui.session_max"},
+		{"ui: {max_sessions_per_identity: 0}", "ui.max_sessions_per_identity"},
+		{"ui: {max_sessions_per_identity: 1001}", "ui.max_sessions_per_identity"},
+		{"ui: {max_streams_per_identity: 0}", "ui.max_streams_per_identity"},
+		{"ui: {max_streams_per_identity: 129}", "ui.max_streams_per_identity"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.yaml, nil)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -317,12 +318,28 @@ func (c *accounts) signin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
-// safeNext keeps a post-sign-in redirect inside the console.
+// safeNext keeps a post-sign-in redirect inside the console: next is
+// parsed, its path decoded and its dot segments resolved (a browser
+// resolves "/ui/%2e%2e/x" to "/x"), and only a path under /ui/ with no
+// scheme or host is kept, rewritten as that resolved path and its query.
+// Anything else sends the visitor to the queue.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return Prefix + "queue"
+	const fallback = Prefix + "queue"
+	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+		return fallback
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || strings.Contains(u.Path, "\\") {
+		return fallback
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if !strings.HasPrefix(clean, Prefix) {
+		return fallback
+	}
+	return (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
 }
 
 func (c *accounts) signout(w http.ResponseWriter, r *http.Request, q *request) error {
@@ -343,25 +360,79 @@ func (c *accounts) signout(w http.ResponseWriter, r *http.Request, q *request) e
 // sessionRow is one session on the sessions page.
 type sessionRow struct {
 	*session
+	Role    string
 	Current bool
 }
+
+// sessionsPerPage is how many sessions the sessions page lists at once.
+const sessionsPerPage = 50
 
 // sessionsData is the sessions page.
 type sessionsData struct {
 	Rows []sessionRow
+	// Total is how many sessions match the filter; From and To number
+	// the rows shown (1-based).
+	Total, From, To int
+	// Identity and Role filter the list; Roles are the choices.
+	Identity, Role string
+	Roles          []string
+	Pager          pager
 	// Open is true on a server without tokens, which keeps no sessions.
 	Open bool
 }
 
 func (c *accounts) sessionsPage(w http.ResponseWriter, r *http.Request, q *request) error {
-	d := sessionsData{Open: c.auth.Open()}
+	qs := r.URL.Query()
+	d := sessionsData{Open: c.auth.Open(), Identity: strings.TrimSpace(qs.Get("identity")), Role: qs.Get("role"), Roles: []string{"reader", "approver", "admin"}}
+	page, err := pageNumber(r)
+	if err != nil {
+		return err
+	}
+	if d.Role != "" {
+		if _, err := precept.ParseRole(d.Role); err != nil {
+			return invalidArgument("role: %q is not a role", clip(d.Role))
+		}
+	}
 	if !d.Open {
 		list, err := c.sessions.list(r.Context())
 		if err != nil {
 			return unavailable("%v", err)
 		}
+		var rows []sessionRow
 		for _, s := range list {
-			d.Rows = append(d.Rows, sessionRow{session: s, Current: s.Key == q.session.Key})
+			row := sessionRow{session: s, Current: s.Key == q.session.Key, Role: "none"}
+			if id, ok := c.identity(s); ok {
+				row.Role = id.Role.String()
+			}
+			if (d.Identity == "" || s.Name == d.Identity) && (d.Role == "" || row.Role == d.Role) {
+				rows = append(rows, row)
+			}
+		}
+		d.Total = len(rows)
+		lo := min((page-1)*sessionsPerPage, len(rows))
+		hi := min(lo+sessionsPerPage, len(rows))
+		d.Rows, d.From, d.To = rows[lo:hi], lo+1, hi
+		link := func(n int) string {
+			v := url.Values{}
+			if d.Identity != "" {
+				v.Set("identity", d.Identity)
+			}
+			if d.Role != "" {
+				v.Set("role", d.Role)
+			}
+			if n > 1 {
+				v.Set("page", strconv.Itoa(n))
+			}
+			if len(v) == 0 {
+				return Prefix + "sessions"
+			}
+			return Prefix + "sessions?" + v.Encode()
+		}
+		if page > 1 {
+			d.Pager.Prev = link(min(page-1, max(1, (len(rows)+sessionsPerPage-1)/sessionsPerPage)))
+		}
+		if hi < len(rows) {
+			d.Pager.Next = link(page + 1)
 		}
 	}
 	c.render(w, r, http.StatusOK, "sessions", &view{Title: "Sessions", Nav: "sessions", Data: d, q: q})

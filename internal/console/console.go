@@ -42,6 +42,12 @@ type Options struct {
 	// SessionIdle and SessionMax bound a session's life (config ui.*).
 	SessionIdle time.Duration
 	SessionMax  time.Duration
+	// MaxSessionsPerIdentity bounds one identity's sessions: a sign-in
+	// past it ends that identity's oldest (ui.max_sessions_per_identity).
+	MaxSessionsPerIdentity int
+	// MaxStreamsPerIdentity bounds the event streams one identity holds
+	// on this replica (ui.max_streams_per_identity).
+	MaxStreamsPerIdentity int
 	// SecureCookies marks cookies Secure on plain HTTP as well.
 	SecureCookies bool
 	// CommitURL, when set, is the rules repository's web address of a
@@ -57,6 +63,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SessionMax <= 0 {
 		o.SessionMax = 7 * 24 * time.Hour
+	}
+	if o.MaxSessionsPerIdentity <= 0 {
+		o.MaxSessionsPerIdentity = 20
+	}
+	if o.MaxStreamsPerIdentity <= 0 {
+		o.MaxStreamsPerIdentity = 16
 	}
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = "precept:ui:"
@@ -98,7 +110,7 @@ func New(opts Options) (*Console, error) {
 		opts: opts,
 		acc: &accounts{
 			auth:       opts.Auth,
-			sessions:   &sessions{redis: opts.Redis, prefix: opts.KeyPrefix, idle: opts.SessionIdle, max: opts.SessionMax, now: opts.Now},
+			sessions:   &sessions{redis: opts.Redis, prefix: opts.KeyPrefix, idle: opts.SessionIdle, max: opts.SessionMax, perIdentity: opts.MaxSessionsPerIdentity, now: opts.Now, log: opts.Log},
 			cookies:    cookies{secureAlways: opts.SecureCookies},
 			throttle:   newThrottle(opts.Now),
 			sessionMax: opts.SessionMax,
@@ -107,7 +119,7 @@ func New(opts Options) (*Console, error) {
 			renderer:   out,
 		},
 		rpc:      newClients(opts.API),
-		events:   newHub(maxListeners),
+		events:   newHub(maxListeners, opts.MaxStreamsPerIdentity),
 		mux:      http.NewServeMux(),
 		renderer: out,
 	}

@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-// maxListeners bounds the pages following changes at once, and
-// maxPerSession those of one session; past them a page is not updated
-// by itself.
+// maxListeners bounds the pages following changes at once on a replica,
+// and maxPerSession those of one session; past them a page is not
+// updated by itself. One identity's pages are bounded too (hub.perIdentity,
+// ui.max_streams_per_identity), so that one reader signing in many times
+// cannot take every slot.
 const (
 	maxListeners  = 256
 	maxPerSession = 8
@@ -22,36 +24,50 @@ const heartbeat = 25 * time.Second
 // notices rather than holding the publisher: each notice only says
 // "reload", so one is as good as many.
 type hub struct {
-	mu        sync.Mutex
-	listeners map[chan string]string
-	bySession map[string]int
-	max       int
+	mu          sync.Mutex
+	listeners   map[chan string]listener
+	bySession   map[string]int
+	byIdentity  map[string]int
+	max         int
+	perIdentity int
 }
 
-func newHub(max int) *hub {
-	return &hub{listeners: map[chan string]string{}, bySession: map[string]int{}, max: max}
+// listener is whose an open stream is.
+type listener struct{ session, identity string }
+
+func newHub(max, perIdentity int) *hub {
+	return &hub{listeners: map[chan string]listener{}, bySession: map[string]int{}, byIdentity: map[string]int{}, max: max, perIdentity: perIdentity}
 }
 
-// subscribe adds a listener for session key.
-func (h *hub) subscribe(key string) (chan string, bool) {
+// subscribe adds a listener for a session of identity. It refuses one
+// past the identity's share with 429, and past the session's or the
+// replica's with 503.
+func (h *hub) subscribe(session, identity string) (chan string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.listeners) >= h.max || h.bySession[key] >= maxPerSession {
-		return nil, false
+	if h.byIdentity[identity] >= h.perIdentity {
+		return nil, newPageError(http.StatusTooManyRequests, "%s already follows %d pages live, the most one identity may on this server (ui.max_streams_per_identity); close some or reload by hand", identity, h.perIdentity)
+	}
+	if len(h.listeners) >= h.max || h.bySession[session] >= maxPerSession {
+		return nil, newPageError(http.StatusServiceUnavailable, "too many pages are following changes; reload by hand")
 	}
 	ch := make(chan string, 1)
-	h.listeners[ch] = key
-	h.bySession[key]++
-	return ch, true
+	h.listeners[ch] = listener{session: session, identity: identity}
+	h.bySession[session]++
+	h.byIdentity[identity]++
+	return ch, nil
 }
 
 func (h *hub) unsubscribe(ch chan string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	key := h.listeners[ch]
+	l := h.listeners[ch]
 	delete(h.listeners, ch)
-	if h.bySession[key]--; h.bySession[key] <= 0 {
-		delete(h.bySession, key)
+	if h.bySession[l.session]--; h.bySession[l.session] <= 0 {
+		delete(h.bySession, l.session)
+	}
+	if h.byIdentity[l.identity]--; h.byIdentity[l.identity] <= 0 {
+		delete(h.byIdentity, l.identity)
 	}
 }
 
@@ -73,9 +89,9 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request, q *request
 	if !ok {
 		return newPageError(http.StatusNotImplemented, "this connection cannot stream events")
 	}
-	ch, ok := c.events.subscribe(q.session.Key)
-	if !ok {
-		return newPageError(http.StatusServiceUnavailable, "too many pages are following changes; reload by hand")
+	ch, err := c.events.subscribe(q.session.Key, q.id.Name)
+	if err != nil {
+		return err
 	}
 	defer c.events.unsubscribe(ch)
 	h := w.Header()

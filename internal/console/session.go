@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,7 +54,11 @@ type sessions struct {
 	prefix string
 	idle   time.Duration
 	max    time.Duration
-	now    func() time.Time
+	// perIdentity bounds one identity's sessions: a sign-in past it ends
+	// that identity's oldest.
+	perIdentity int
+	now         func() time.Time
+	log         *slog.Logger
 }
 
 var errNoSession = errors.New("no session")
@@ -74,7 +78,9 @@ func digest(id string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// create stores a new session and returns its id, for the cookie.
+// create stores a new session and returns its id, for the cookie. When
+// the identity already has perIdentity sessions, its oldest end, so that
+// one token signing in again and again keeps a bounded number.
 func (s *sessions) create(ctx context.Context, name, tokenDigest, userAgent string) (string, *session, error) {
 	id := randomToken()
 	now := s.now().UTC()
@@ -82,19 +88,60 @@ func (s *sessions) create(ctx context.Context, name, tokenDigest, userAgent stri
 		userAgent = userAgent[:maxUserAgent]
 	}
 	sess := &session{Key: digest(id), Name: name, Digest: tokenDigest, CSRF: randomToken(), Created: now, Seen: now, UserAgent: userAgent}
-	if err := s.save(ctx, sess); err != nil {
-		return "", nil, err
-	}
-	// The index forgets sessions past their maximum age as new ones come,
-	// so it stays as small as the sessions that can still be alive.
-	pipe := s.redis.TxPipeline()
-	pipe.ZAdd(ctx, s.index(), redis.Z{Score: float64(now.Unix()), Member: sess.Key})
-	pipe.ZRemRangeByScore(ctx, s.index(), "-inf", strconv.FormatInt(now.Add(-s.max).Unix(), 10))
-	if _, err := pipe.Exec(ctx); err != nil {
+	ended, err := createScript.Run(ctx, s.redis,
+		[]string{s.key(sess.Key), s.index(), s.identityIndex(name)},
+		mustJSON(sess), s.ttl(sess).Milliseconds(), sess.Key,
+		now.Unix(), now.Add(-s.max).Unix(),
+		now.UnixMilli(), now.Add(-s.max).UnixMilli(), s.max.Milliseconds(),
+		s.perIdentity, s.key("")).Int()
+	if err != nil {
 		return "", nil, fmt.Errorf("store session: %w", err)
+	}
+	if ended > 0 {
+		s.log.Info("console sessions ended: too many for one identity", "identity", name, "ended", ended, "max", s.perIdentity)
 	}
 	return id, sess, nil
 }
+
+// identityIndex is the sorted set of one identity's sessions, by
+// creation time in milliseconds: what the cap counts.
+func (s *sessions) identityIndex(name string) string { return s.prefix + "identity:" + name }
+
+// createScript stores a session and keeps its identity under the cap, in
+// one step, so concurrent sign-ins of one identity cannot each see room
+// and together exceed it. The new session itself is never the one ended.
+// Every key shares the prefix, so with Redis Cluster a {hash tag} in
+// redis.stream keeps them in one slot.
+//
+// KEYS: the session, the index of all sessions, the identity's index.
+// ARGV: 1 record, 2 TTL ms, 3 session key, 4 now s, 5 oldest alive s,
+// 6 now ms, 7 oldest alive ms, 8 max age ms, 9 cap, 10 session key prefix.
+// It returns how many of the identity's sessions it ended.
+var createScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7])
+for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  if redis.call('EXISTS', ARGV[10] .. k) == 0 then
+    redis.call('ZREM', KEYS[3], k)
+    redis.call('ZREM', KEYS[2], k)
+  end
+end
+local ended = 0
+local over = redis.call('ZCARD', KEYS[3]) + 1 - tonumber(ARGV[9])
+if over > 0 then
+  for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, over - 1)) do
+    redis.call('DEL', ARGV[10] .. k)
+    redis.call('ZREM', KEYS[3], k)
+    redis.call('ZREM', KEYS[2], k)
+    ended = ended + 1
+  end
+end
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[8])
+return ended
+`)
 
 // save stores a new session.
 func (s *sessions) save(ctx context.Context, sess *session) error {
@@ -173,37 +220,39 @@ func (s *sessions) revoke(ctx context.Context, key string) error {
 	return nil
 }
 
-// maxListed bounds the sessions page.
-const maxListed = 500
+// listChunk is how many session records one MGET reads.
+const listChunk = 500
 
-// list returns the live sessions, newest first, and forgets expired ones.
+// list returns the live sessions, newest first, and forgets expired
+// ones. It reads them all: the cap per identity bounds them to the
+// configured tokens times ui.max_sessions_per_identity.
 func (s *sessions) list(ctx context.Context) ([]*session, error) {
-	keys, err := s.redis.ZRevRange(ctx, s.index(), 0, maxListed-1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	full := make([]string, len(keys))
-	for i, k := range keys {
-		full[i] = s.key(k)
-	}
-	vals, err := s.redis.MGet(ctx, full...).Result()
+	keys, err := s.redis.ZRevRange(ctx, s.index(), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	var out []*session
 	var gone []any
-	for i, v := range vals {
-		str, ok := v.(string)
-		var sess session
-		if !ok || json.Unmarshal([]byte(str), &sess) != nil {
-			gone = append(gone, keys[i])
-			continue
+	for start := 0; start < len(keys); start += listChunk {
+		chunk := keys[start:min(start+listChunk, len(keys))]
+		full := make([]string, len(chunk))
+		for i, k := range chunk {
+			full[i] = s.key(k)
 		}
-		sess.Key = keys[i]
-		out = append(out, &sess)
+		vals, err := s.redis.MGet(ctx, full...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		for i, v := range vals {
+			str, ok := v.(string)
+			var sess session
+			if !ok || json.Unmarshal([]byte(str), &sess) != nil {
+				gone = append(gone, chunk[i])
+				continue
+			}
+			sess.Key = chunk[i]
+			out = append(out, &sess)
+		}
 	}
 	if len(gone) > 0 {
 		s.redis.ZRem(ctx, s.index(), gone...)
