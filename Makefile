@@ -52,12 +52,13 @@ test-short:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime 200000x ./internal/stream
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDecisionJSON$$' -fuzztime 200000x .
-	$(GO) test -run '^$$' -fuzz '^FuzzSanitiser$$' -fuzztime 20000x ./internal/safetext
+	$(GO) test -run '^$$' -fuzz '^FuzzSanitiser$$' -fuzztime 20000x ./lib/safetext
 	$(GO) test -run '^$$' -fuzz '^FuzzScopePath$$' -fuzztime 200000x ./prompts
 	$(GO) test -run '^$$' -fuzz '^FuzzDraftingAndGuardsNeverPanic$$' -fuzztime 20000x ./rules
 	$(GO) test -run '^$$' -fuzz '^FuzzStrictJSON$$' -fuzztime 30000x ./internal/api
 	$(GO) test -run '^$$' -fuzz '^FuzzInteractionPayload$$' -fuzztime 200000x ./internal/slackapp
 	$(GO) test -run '^$$' -fuzz '^FuzzClassifyNeverPanics$$' -fuzztime 20000x ./lesson
+	$(GO) test -run '^$$' -fuzz '^FuzzRuleFilesFromARemote$$' -fuzztime 100000x ./rules/rulefmt
 
 ## bench: the issues' benchmark figures. The system benchmarks in
 ## internal/app measure themselves once (ingest vs raw Redis; classify and
