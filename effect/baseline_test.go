@@ -223,3 +223,42 @@ func TestSockPuppetsMoveNoImportanceAndNoConfidence(t *testing.T) {
 		t.Errorf("three reviewers in two epics: importance %s, confidence %v; want CRITICAL and lowered", people.Importance, people.Confidence)
 	}
 }
+
+// An importance precept raised comes back down when its evidence turns
+// out thin — here, twelve validations that all came from one reviewer in
+// one epic, as the sock puppets of the probe did before validations
+// needed distinct people — while an importance a curator set stays.
+func TestAnImportanceRaisedOnThinEvidenceComesBackDown(t *testing.T) {
+	run := func(effect *rulefmt.EffectSummary, importance rulefmt.Importance) rulefmt.EffectUpdate {
+		t.Helper()
+		w := newWorld()
+		w.versions["v1"] = prompts.VersionRecord{Version: "v1", RuleIDs: []string{"r-1"}}
+		w.rules.byID["r-1"] = rulefmt.Rule{ID: "r-1", Agents: []string{"coder"}, Status: rulefmt.Active, ActivatedAt: t0,
+			Confidence: 0.8, Importance: importance, PositiveValidations: 12, Effect: effect}
+		for i := range 12 {
+			w.decide("coder", t0.Add(time.Duration(i+1)*time.Minute), precept.Approved, "g1", "v1", "", "")
+			d := &w.recs[len(w.recs)-1].Decision
+			d.ReviewerID, d.EpicID = "alice", "EPIC-1"
+		}
+		tr := w.tracker(t, t0.Add(time.Hour), true)
+		if _, err := tr.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.rules.recorded) != 1 {
+			t.Fatalf("recorded %+v", w.rules.recorded)
+		}
+		return w.rules.recorded[0]
+	}
+	raised := run(&rulefmt.EffectSummary{RaisedTo: rulefmt.Critical, RaisedFrom: rulefmt.Normal, FirstActivatedAt: t0}, rulefmt.Critical)
+	if raised.Lower != rulefmt.Normal {
+		t.Errorf("raised by precept on one reviewer's validations: lower = %q, want NORMAL", raised.Lower)
+	}
+	legacy := run(&rulefmt.EffectSummary{FirstActivatedAt: t0}, rulefmt.Critical)
+	if legacy.Lower != rulefmt.Normal {
+		t.Errorf("raised before rule files said who raised them: lower = %q, want NORMAL", legacy.Lower)
+	}
+	curator := run(&rulefmt.EffectSummary{FirstActivatedAt: t0}, rulefmt.Important)
+	if curator.Lower != "" {
+		t.Errorf("set by a curator: lower = %q, want it left alone", curator.Lower)
+	}
+}

@@ -115,6 +115,11 @@ type Effect struct {
 	firstActivatedAt    time.Time
 	recordedValidations int64
 	promote             rulefmt.Importance
+	// raisedTo and raisedFrom are the importance precept raised the
+	// rule to and from (rulefmt.EffectSummary); lower is where the
+	// evidence brings it back down, "" when it stays.
+	raisedTo, raisedFrom rulefmt.Importance
+	lower                rulefmt.Importance
 }
 
 // Effect computes one rule's effect now, also for a rule that left main.
@@ -201,6 +206,15 @@ func (c *computation) effect(ctx context.Context, r rulefmt.Rule, until time.Tim
 	}
 	e.baseConfidence = base
 	e.recordedValidations = int64(r.PositiveValidations)
+	switch {
+	case r.Effect != nil && r.Effect.RaisedTo != "" && r.Effect.RaisedTo == r.Importance:
+		e.raisedTo, e.raisedFrom = r.Effect.RaisedTo, r.Effect.RaisedFrom
+	case r.Effect != nil && r.Effect.RaisedTo == "" && r.Importance != "" && r.Importance == c.t.opts.raisedBy(r.PositiveValidations):
+		// Written before rule files said who raised them: the importance
+		// the recorded validations would have raised it to is taken as
+		// precept's, from NORMAL (docs/effects.md).
+		e.raisedTo, e.raisedFrom = r.Importance, rulefmt.Normal
+	}
 	if r.ReapprovedAt != nil {
 		e.reapprovedAt = r.ReapprovedAt.UTC()
 	}
@@ -345,8 +359,43 @@ func (t *Tracker) judge(e *Effect, pat pattern) {
 	case prev < int64(o.ImportantAt) && e.Validations >= int64(o.ImportantAt):
 		e.promote = rulefmt.Important
 	}
+	// An importance precept raised comes back down when the evidence no
+	// longer supports it: validations from too few people, or fewer
+	// validations than its threshold (docs/effects.md).
+	if e.raisedTo != "" && e.promote == "" {
+		supported := maxImportance(e.raisedFrom, o.supported(*e))
+		if supported.Rank() < e.raisedTo.Rank() {
+			e.lower, e.Importance = supported, supported
+		}
+	}
 	e.Importance = maxImportance(e.Importance, e.promote)
 	e.Summary = summary(*e, o)
+}
+
+// raisedBy is the importance validations recorded in a rule file would
+// have raised it to, "" below the first threshold.
+func (o Options) raisedBy(validations int) rulefmt.Importance {
+	switch {
+	case validations >= o.CriticalAt:
+		return rulefmt.Critical
+	case validations >= o.ImportantAt:
+		return rulefmt.Important
+	}
+	return ""
+}
+
+// supported is the importance the validations support now, "" below
+// the first threshold.
+func (o Options) supported(e Effect) rulefmt.Importance {
+	switch {
+	case !o.Diversity.met(e.Validators):
+		return ""
+	case e.Validations >= int64(o.CriticalAt):
+		return rulefmt.Critical
+	case e.Validations >= int64(o.ImportantAt):
+		return rulefmt.Important
+	}
+	return ""
 }
 
 func maxImportance(a, b rulefmt.Importance) rulefmt.Importance {

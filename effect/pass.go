@@ -62,7 +62,7 @@ func (t *Tracker) Pass(ctx context.Context) (PassReport, error) {
 
 func (t *Tracker) update(e Effect) rulefmt.EffectUpdate {
 	return rulefmt.EffectUpdate{
-		RuleID: e.RuleID, Importance: e.promote, Confidence: e.Confidence,
+		RuleID: e.RuleID, Importance: e.promote, Lower: e.lower, Confidence: e.Confidence,
 		Validations: int(e.Validations), Recurrences: int(e.Recurrences),
 		Effect: rulefmt.EffectSummary{
 			Category: e.Category, BaseConfidence: e.baseConfidence, FirstActivatedAt: e.firstActivatedAt, Attribution: string(e.Attribution),

@@ -243,3 +243,38 @@ func TestAnApprovedProposalWhoseApprovalsAreOfOtherTextIsNotMerged(t *testing.T)
 		t.Fatalf("one approver twice: %q", reason)
 	}
 }
+
+func TestRecordedEffectsRaiseAndLowerOnlyWhatPreceptRaised(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	p := f.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
+	f.approve(p.ID, "alice")
+	f.approve(p.ID, "bob")
+	up := f.m.Upkeep()
+	record := func(u rulefmt.EffectUpdate) rulefmt.Rule {
+		t.Helper()
+		u.RuleID = p.RuleID
+		if _, err := up.RecordEffects(ctx, []rulefmt.EffectUpdate{u}); err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := up.Rule(ctx, p.RuleID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := record(rulefmt.EffectUpdate{Importance: rulefmt.Critical, Validations: 12, Confidence: 0.9})
+	if r.Importance != rulefmt.Critical || r.Effect.RaisedTo != rulefmt.Critical || r.Effect.RaisedFrom != rulefmt.Normal {
+		t.Fatalf("raised: %s, effect %+v", r.Importance, r.Effect)
+	}
+	// The evidence no longer holds: back down, and no longer marked raised.
+	r = record(rulefmt.EffectUpdate{Lower: rulefmt.Normal, Validations: 12, Confidence: 0.9})
+	if r.Importance != rulefmt.Normal || r.Effect.RaisedTo != "" {
+		t.Fatalf("lowered: %s, effect %+v", r.Importance, r.Effect)
+	}
+	// Not raised by precept: a Lower changes nothing.
+	r = record(rulefmt.EffectUpdate{Lower: rulefmt.Normal, Validations: 12, Confidence: 0.8})
+	if r.Importance != rulefmt.Normal {
+		t.Fatalf("unchanged: %s", r.Importance)
+	}
+}

@@ -200,14 +200,28 @@ func (u *Upkeep) RecordEffects(ctx context.Context, updates []rulefmt.EffectUpda
 			u := byID[id]
 			edited, r, err := rc.store.EditRule(s, id, func(cur *rulefmt.Rule) (rulefmt.Rule, bool) {
 				next := cur.Clone()
-				// Raised, never lowered: a curator's lower setting stays
-				// until the validations cross the next threshold.
-				if u.Importance.Rank() > cur.Importance.Rank() {
-					next.Importance = u.Importance
+				eff := u.Effect
+				if cur.Effect != nil && cur.Effect.RaisedTo == cur.Importance {
+					eff.RaisedTo, eff.RaisedFrom = cur.Effect.RaisedTo, cur.Effect.RaisedFrom
+				}
+				switch {
+				case u.Importance.Rank() > cur.Importance.Rank():
+					// Raised when the validations cross a threshold; a
+					// curator's lower setting stays until the next one.
+					if eff.RaisedTo == "" {
+						eff.RaisedFrom = cur.Importance
+					}
+					next.Importance, eff.RaisedTo = u.Importance, u.Importance
+				case u.Lower != "" && eff.RaisedTo != "" && u.Lower.Rank() < cur.Importance.Rank():
+					// Raised by precept on evidence that no longer holds
+					// (docs/effects.md): back down.
+					next.Importance, eff.RaisedTo = u.Lower, u.Lower
+					if u.Lower.Rank() <= eff.RaisedFrom.Rank() {
+						eff.RaisedTo, eff.RaisedFrom = "", ""
+					}
 				}
 				next.Confidence = u.Confidence
 				next.PositiveValidations, next.NegativeValidations = u.Validations, u.Recurrences
-				eff := u.Effect
 				next.Effect = &eff
 				return next, !cur.SameEffect(next)
 			})

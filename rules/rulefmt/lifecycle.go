@@ -34,6 +34,12 @@ type EffectSummary struct {
 	// Category is the lesson category whose recurrences count; kept so
 	// the pattern is known after its source cluster merged away.
 	Category string `yaml:"category,omitempty"`
+	// RaisedTo is the importance precept's own evidence raised the rule
+	// to, RaisedFrom what it was before; both are empty when precept has
+	// not raised it (or a curator set it since). Only an importance
+	// precept raised comes back down when its evidence no longer holds.
+	RaisedTo   Importance `yaml:"raised_to,omitempty"`
+	RaisedFrom Importance `yaml:"raised_from,omitempty"`
 	// BaseConfidence is the confidence the rule was approved with, which
 	// recurrences lower.
 	BaseConfidence float64 `yaml:"base_confidence"`
@@ -87,7 +93,8 @@ func (r Rule) SameEffect(next Rule) bool {
 	return a.Attribution == b.Attribution && a.Exposures == b.Exposures && a.Recurrences == b.Recurrences &&
 		a.BeforeDecisions == b.BeforeDecisions && a.Validations == b.Validations && a.Verdict == b.Verdict &&
 		a.RateBefore == b.RateBefore && a.Method == b.Method && a.Category == b.Category &&
-		a.BaseConfidence == b.BaseConfidence && a.FirstActivatedAt.Equal(b.FirstActivatedAt)
+		a.BaseConfidence == b.BaseConfidence && a.FirstActivatedAt.Equal(b.FirstActivatedAt) &&
+		a.RaisedTo == b.RaisedTo && a.RaisedFrom == b.RaisedFrom
 }
 
 // LifecycleRequest asks people to decide on an existing rule: retire it
@@ -106,9 +113,12 @@ type LifecycleRequest struct {
 type EffectUpdate struct {
 	RuleID string
 	// Importance is the level the validations crossed into since the
-	// last recording ("" when none); a rule is raised to it, never
-	// lowered.
+	// last recording ("" when none); a rule is raised to it.
 	Importance Importance
+	// Lower, when set, is the importance the evidence still supports for
+	// a rule precept raised: the rule comes back down to it, unless a
+	// curator set its importance since.
+	Lower      Importance
 	Confidence float64
 	// Validations and Recurrences go to positive_validations and
 	// negative_validations.
