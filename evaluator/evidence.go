@@ -9,44 +9,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
-
-// Evidence is a generalizable cluster as the rule proposer drafts from
-// it (rules.Evidence holds the same; the wiring copies it across).
-type Evidence struct {
-	ClusterID  string
-	Class      Class
-	Confidence float64
-	// Agents, Reviewers, Epics and Producers are distinct and sorted.
-	Agents    []string
-	Reviewers []string
-	Epics     []string
-	Producers []string
-	// FeedbackIDs are the members' decisions in join order.
-	FeedbackIDs []string
-	// Tags is the union of the members' tags, lower-case.
-	Tags []string
-	// Comments are the most central members' comments, most central
-	// first.
-	Comments  []Representative
-	Size      int
-	FirstSeen time.Time
-	LastSeen  time.Time
-	// The lesson the cluster teaches (docs/lessons.md), from the taxonomy
-	// the evaluator classifies with: its category, the category's
-	// canonical rule, whether it is protected, and what the members'
-	// reviewers asked for, the most central first. All are empty when
-	// the taxonomy no longer has the cluster's category.
-	Category     string
-	CategoryRule string
-	Protected    bool
-	Asked        []string
-}
 
 // evidenceComments is how many central comments evidence carries.
 const evidenceComments = 5
@@ -56,13 +24,13 @@ const evidenceComments = 5
 // transaction; ranking their comments reads the vectors of the members
 // already read (and, for a cluster changed since it was last ranked, its
 // central evaluation).
-func (s *Service) Evidence(ctx context.Context) ([]Evidence, error) {
+func (s *Service) Evidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 	read, err := s.state.generalizableWithMembers(centralitySample)
 	if err != nil {
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
 	taxonomy := s.opts.Lessons.Classifier().Taxonomy()
-	out := make([]Evidence, 0, len(read))
+	out := make([]rulefmt.Evidence, 0, len(read))
 	for _, r := range read {
 		var sample []Member
 		if r.sample < len(r.members) {
@@ -77,14 +45,18 @@ func (s *Service) Evidence(ctx context.Context) ([]Evidence, error) {
 	return out, nil
 }
 
-// evidenceOf is a cluster's view and members as rule evidence: its tags
+// evidenceOf is a cluster's view and members as rule evidence
+// (rulefmt.Evidence, what the rule proposer drafts from): its tags
 // lower-case, its lesson from the taxonomy, and what its reviewers asked
 // ordered by how central their comments are.
-func evidenceOf(v ClusterView, members []Member, taxonomy *lesson.Taxonomy) Evidence {
-	e := Evidence{
-		ClusterID: v.ID, Class: v.Class, Agents: v.Stats.Agents, Size: v.Stats.Size,
+func evidenceOf(v ClusterView, members []Member, taxonomy *lesson.Taxonomy) rulefmt.Evidence {
+	e := rulefmt.Evidence{
+		ClusterID: v.ID, Class: string(v.Class), Agents: v.Stats.Agents, Size: v.Stats.Size,
 		Reviewers: slices.Sorted(maps.Keys(v.Reviewers)), Epics: slices.Sorted(maps.Keys(v.Epics)), Producers: v.Stats.Producers,
-		FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen, Confidence: v.Confidence, Comments: v.Representatives,
+		FirstSeen: v.Stats.FirstSeen, LastSeen: v.Stats.LastSeen, Confidence: v.Confidence,
+	}
+	for _, r := range v.Representatives {
+		e.Comments = append(e.Comments, rulefmt.Comment(r))
 	}
 	for _, m := range members {
 		e.FeedbackIDs = append(e.FeedbackIDs, m.DecisionID)

@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"context"
+	"github.com/precept-dev/precept/rules/rulefmt"
 	"maps"
 	"slices"
 	"strings"
@@ -53,8 +54,8 @@ func TestEvidenceReadsEveryGeneralizableClusterInOnePass(t *testing.T) {
 		for _, tag := range v.Tags {
 			lower = append(lower, strings.ToLower(tag))
 		}
-		if ev.ClusterID != v.ID || ev.Class != v.Class || ev.Size != v.Size || ev.Confidence != v.Confidence ||
-			!slices.Equal(ev.FeedbackIDs, ids) || !slices.Equal(ev.Comments, v.Representatives) ||
+		if ev.ClusterID != v.ID || ev.Class != string(v.Class) || ev.Size != v.Size || ev.Confidence != v.Confidence ||
+			!slices.Equal(ev.FeedbackIDs, ids) || !slices.EqualFunc(ev.Comments, v.Representatives, func(c rulefmt.Comment, r Representative) bool { return c == rulefmt.Comment(r) }) ||
 			!slices.Equal(ev.Reviewers, slices.Sorted(maps.Keys(v.Reviewers))) || !slices.Equal(ev.Epics, slices.Sorted(maps.Keys(v.Epics))) ||
 			!slices.Equal(ev.Agents, v.Stats.Agents) || !slices.Equal(ev.Tags, lower) {
 			t.Fatalf("evidence %+v\ndiffers from cluster %+v", ev, v)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/precept-dev/precept/evaluator"
@@ -43,7 +42,7 @@ func (a *App) openRules() error {
 		Logger:          a.Log.With("component", "rules"),
 	}
 	if a.Evaluator != nil {
-		opts.Evidence = clusterEvidence(a.Evaluator.Evidence)
+		opts.Evidence = rulefmt.EvidenceFunc(a.Evaluator.Evidence)
 	}
 	if a.LLM != nil {
 		opts.LLM = a.LLM
@@ -91,33 +90,4 @@ func (a *App) openRules() error {
 func (a *App) ruleThresholds() rules.Thresholds {
 	cfg := a.Config.Rules
 	return rules.Thresholds{Duplicate: cfg.DuplicateThreshold, Conflict: cfg.ConflictThreshold, Rejected: cfg.RejectedSimilarity}
-}
-
-// clusterEvidence offers the evaluator's generalizable clusters
-// (evaluator.Service.Evidence) to the rule proposer, copied into its
-// types.
-type clusterEvidence func(context.Context) ([]evaluator.Evidence, error)
-
-var _ rulefmt.EvidenceSource = clusterEvidence(nil)
-
-// Generalizable implements rulefmt.EvidenceSource.
-func (f clusterEvidence) Generalizable(ctx context.Context) ([]rulefmt.Evidence, error) {
-	evs, err := f(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]rulefmt.Evidence, 0, len(evs))
-	for _, v := range evs {
-		e := rulefmt.Evidence{
-			ClusterID: v.ClusterID, Class: string(v.Class), Agents: v.Agents, Size: v.Size,
-			Reviewers: v.Reviewers, Epics: v.Epics, Producers: v.Producers, FeedbackIDs: v.FeedbackIDs, Tags: v.Tags,
-			FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Confidence: v.Confidence,
-			Category: v.Category, CategoryRule: v.CategoryRule, Protected: v.Protected, Asked: v.Asked,
-		}
-		for _, r := range v.Comments {
-			e.Comments = append(e.Comments, rulefmt.Comment{DecisionID: r.DecisionID, ReviewerID: r.ReviewerID, Agent: r.Agent, Text: r.Text, Centrality: r.Centrality})
-		}
-		out = append(out, e)
-	}
-	return out, nil
 }

@@ -58,6 +58,12 @@ type EvidenceSource interface {
 	Generalizable(ctx context.Context) ([]Evidence, error)
 }
 
+// EvidenceFunc is a function as an EvidenceSource.
+type EvidenceFunc func(ctx context.Context) ([]Evidence, error)
+
+// Generalizable implements EvidenceSource.
+func (f EvidenceFunc) Generalizable(ctx context.Context) ([]Evidence, error) { return f(ctx) }
+
 // Support is how many distinct decisions back the evidence.
 func (e Evidence) Support() int {
 	if n := len(Distinct(e.FeedbackIDs)); n > 0 {
