@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/precept-dev/precept/lib/english"
 	"regexp"
 	"strings"
 	"text/template"
@@ -236,13 +237,17 @@ func narrowRule(ev rulefmt.Evidence) lesson.Narrowed {
 // specialised by the first prescription of the cluster's own that says
 // more than the rule, with the support behind it ("… — flagged 7 times
 // by 5 reviewers in 4 epics").
+// draftWords reads the words of a rule and a reviewer's request alike,
+// hyphenated words and contractions whole.
+var draftWords = english.Options{Keep: "'-"}
+
 func lessonDraft(ev rulefmt.Evidence) draft {
 	narrowed := narrowRule(ev)
 	rule := narrowed.Text
 	content := strings.TrimRight(rule, ". ")
 	ruleWords := map[string]bool{}
-	for _, w := range strings.Fields(strings.ToLower(rule)) {
-		ruleWords[strings.Trim(w, ".,;:!?()\"'")] = true
+	for _, w := range english.Tokens(rule, draftWords) {
+		ruleWords[w] = true
 	}
 	for _, asked := range ev.Asked {
 		t := text.OneLine(safetext.StripControls(text.ClipRunes(asked, maxCommentRunes)))
@@ -251,8 +256,8 @@ func lessonDraft(ev rulefmt.Evidence) draft {
 			continue
 		}
 		novel := 0
-		for _, w := range strings.Fields(strings.ToLower(spec)) {
-			if w = strings.Trim(w, ".,;:!?()\"'"); len(w) > 3 && !ruleWords[w] {
+		for _, w := range english.Tokens(spec, draftWords) {
+			if len(w) > 3 && !ruleWords[w] {
 				novel++
 			}
 		}
