@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/precept-dev/precept/lib/durable"
 	"io"
 	"os"
 	"path/filepath"
@@ -405,7 +406,7 @@ func (s *fileSink) commit() error {
 		}
 	}
 	// The renames are durable only once the directory is.
-	if err := syncDir(s.dir); err != nil {
+	if err := durable.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("the export is in %s, but syncing the directory failed, so a crash could undo it: %w", s.dir, err)
 	}
 	return nil
@@ -428,16 +429,6 @@ func (s *fileSink) renameError(done int, err error) error {
 	}
 	return fmt.Errorf("export half written: %s now mixes two exports: %s new, %s as before (or absent); export again: %w",
 		s.dir, names(s.files[:done]), names(s.files[done:]), err)
-}
-
-// syncDir flushes a directory's entries, such as renames, to disk.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func (s *fileSink) abort() {

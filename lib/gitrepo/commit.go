@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/precept-dev/precept/lib/durable"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -230,7 +231,7 @@ func (r *Repo) writeObjects(objs *objectSet) error {
 		}
 	}
 	for dir := range dirs {
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/precept-dev/precept/lib/durable"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -185,7 +186,7 @@ func (b *packBuilder) finish() (Hash, *idxfile.MemoryIndex, error) {
 	}
 	b.done = true
 	if b.fsync {
-		if err := syncDir(b.dir); err != nil {
+		if err := durable.SyncDir(b.dir); err != nil {
 			return ZeroHash, nil, err
 		}
 	}

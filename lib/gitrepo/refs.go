@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/precept-dev/precept/lib/durable"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,7 +165,7 @@ func casRef(gitDir string, name plumbing.ReferenceName, old, new Hash, fsync boo
 	}
 	committed = true
 	if fsync {
-		return syncDir(filepath.Dir(path))
+		return durable.SyncDir(filepath.Dir(path))
 	}
 	return nil
 }
@@ -220,18 +221,6 @@ func removePackedRef(gitDir string, name plumbing.ReferenceName, fsync bool) err
 		return err
 	}
 	return os.Rename(lock, packed)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 func syncFile(path string) error {

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/precept-dev/precept/lib/durable"
 	"io/fs"
 	"maps"
 	"os"
@@ -210,7 +211,7 @@ func (x *Index) resetFiles() error {
 	}
 	x.size = int64(len(journalMagic))
 	x.records = 0
-	return syncDir(x.dir)
+	return durable.SyncDir(x.dir)
 }
 
 // Spec returns the spec the index was opened with.
@@ -509,7 +510,7 @@ func (x *Index) compact() error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	if err := syncDir(x.dir); err != nil {
+	if err := durable.SyncDir(x.dir); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -587,13 +588,4 @@ func writeFileSync(path string, b []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
