@@ -143,14 +143,6 @@ redis.call('PEXPIRE', KEYS[3], ARGV[8])
 return ended
 `)
 
-// save stores a new session.
-func (s *sessions) save(ctx context.Context, sess *session) error {
-	if err := s.redis.Set(ctx, s.key(sess.Key), mustJSON(sess), s.ttl(sess)).Err(); err != nil {
-		return fmt.Errorf("store session: %w", err)
-	}
-	return nil
-}
-
 // mustJSON encodes a session: strings and times, which always encode.
 func mustJSON(sess *session) []byte {
 	data, _ := json.Marshal(sess)
