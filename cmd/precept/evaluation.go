@@ -14,6 +14,17 @@ import (
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 )
 
+// proposalWait is how long evaluation get --wait waits, once the
+// decision is evaluated, for the proposal its cluster calls for.
+const proposalWait = 5 * time.Second
+
+// awaitingProposal reports whether an evaluation calls for a rule whose
+// proposal is not linked yet.
+func awaitingProposal(ev *preceptv1.Evaluation) bool {
+	a := ev.GetProposedAction()
+	return a.GetType() == preceptv1.ActionType_ACTION_TYPE_CREATE_RULE && a.GetProposalId() == ""
+}
+
 func printEvaluation(w io.Writer, ev *preceptv1.Evaluation) {
 	action := ""
 	if a := ev.GetProposedAction(); a != nil && a.GetType() != preceptv1.ActionType_ACTION_TYPE_UNSPECIFIED {
@@ -48,9 +59,18 @@ func (c *cli) evaluationCmd() *cobra.Command {
 		Args:  exactArgs(1, "get needs one DECISION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var resp *connect.Response[preceptv1.GetEvaluationResponse]
+			var drafting time.Time
 			err := poll(cmd, c.timeout, wait, func(ctx context.Context) (done bool, err error) {
 				resp, err = c.evaluatorClient().GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: args[0]}))
-				return err == nil, err
+				if err != nil || !awaitingProposal(resp.Msg.GetEvaluation()) {
+					return err == nil, err
+				}
+				// Evaluated, and calling for a rule the rule manager drafts
+				// a moment later: give it a few seconds to link.
+				if drafting.IsZero() {
+					drafting = time.Now()
+				}
+				return time.Since(drafting) > proposalWait, nil
 			})
 			if err != nil {
 				return err
@@ -66,7 +86,7 @@ func (c *cli) evaluationCmd() *cobra.Command {
 			})
 		},
 	}
-	addWait(get, &wait, "for the decision to be evaluated")
+	addWait(get, &wait, "for the decision to be evaluated (and, when it calls for a rule, up to 5s more for its proposal)")
 	cmd.AddCommand(get)
 	return cmd
 }
