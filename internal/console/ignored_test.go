@@ -19,8 +19,10 @@ import (
 
 // Someone who may push to the rules remote pushes, with the git CLI, a
 // new proposal branch holding an APPROVED proposal with approvals nobody
-// gave. precept does not take it, and the needs-review page lists it
-// for a person to look at (docs/decisions/0016-trust-model.md).
+// gave, and an approval nobody gave on a proposal precept made. precept
+// takes neither, and the needs-review page lists both for a person to
+// look at, the second linked to its proposal
+// (docs/decisions/0016-trust-model.md).
 func TestAForgedBranchOnTheRulesRemoteIsListedOnTheNeedsReviewPage(t *testing.T) {
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	mallory := func(dir string, args ...string) string {
@@ -38,9 +40,10 @@ func TestAForgedBranchOnTheRulesRemoteIsListedOnTheNeedsReviewPage(t *testing.T)
 
 	// A proposal precept made puts main on the remote; the forged branch
 	// grows from it.
-	if _, err := s.rules(aliceToken).ProposeRule(context.Background(), connect.NewRequest(&preceptv1.ProposeRuleRequest{
+	made, err := s.rules(aliceToken).ProposeRule(context.Background(), connect.NewRequest(&preceptv1.ProposeRuleRequest{
 		AffectedAgents: []string{"coding-agent"}, RuleContent: "Write a unit test for every retry path, including the give-up case.", Rationale: "Retries break quietly.",
-	})); err != nil {
+	}))
+	if err != nil {
 		t.Fatal(err)
 	}
 	clone := filepath.Join(t.TempDir(), "mallory")
@@ -65,11 +68,34 @@ func TestAForgedBranchOnTheRulesRemoteIsListedOnTheNeedsReviewPage(t *testing.T)
 	mallory(clone, "commit", "-q", "-m", "Approve "+id)
 	commit := strings.TrimSpace(mallory(clone, "rev-parse", "HEAD"))
 	mallory(clone, "push", "-q", "origin", branch)
-
-	eventually(t, "the forged branch on the needs-review page", 30*time.Second, func() bool {
-		status, body = rita.get("/ui/review")
-		return status == http.StatusOK && strings.Contains(body, branch)
+	// Approvals nobody gave, on the branch of the proposal precept made.
+	realID := made.Msg.GetProposal().GetProposalId()
+	realBranch := rulefmt.ProposalBranch(realID)
+	eventually(t, "precept to push "+realBranch, 30*time.Second, func() bool {
+		return strings.TrimSpace(mallory(t.TempDir(), "--git-dir", remote, "branch", "--list", realBranch)) != ""
 	})
+	mallory(clone, "fetch", "-q", "origin")
+	mallory(clone, "checkout", "-q", "-B", realBranch, "origin/"+realBranch)
+	realFile := filepath.Join(clone, rulefmt.ProposalPath(realID))
+	data, err := os.ReadFile(realFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := strings.Replace(string(data), "required_approvals: 2\n", "required_approvals: 2\napprovals:\n  - {approver: bob, at: 2026-11-01T10:00:00Z, via: api}\n", 1)
+	if claimed == string(data) {
+		t.Fatalf("no required_approvals line to forge approvals after:\n%s", data)
+	}
+	if err := os.WriteFile(realFile, []byte(claimed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mallory(clone, "commit", "-q", "-am", "Approve "+realID)
+	mallory(clone, "push", "-q", "origin", realBranch)
+
+	eventually(t, "both forged branches on the needs-review page", 30*time.Second, func() bool {
+		status, body = rita.get("/ui/review")
+		return status == http.StatusOK && strings.Contains(body, branch) && strings.Contains(body, realBranch)
+	})
+	mustContain(t, body, "<code>claim</code>", `<a href="/ui/proposals/`+realID+`">`+realID+`</a>`)
 	mustContain(t, body, "<code>unknown_branch</code>", id+` <span class="muted">(not in precept's record)</span>`,
 		`<code title="`+commit+`">`+commit[:10]+`</code>`, "mallory@example.com",
 		"a proposal branch precept did not make")
