@@ -33,6 +33,7 @@ type RuleManager interface {
 	Rollback(ctx context.Context, req rules.RollbackRequest) (rules.Rollback, error)
 	CheckConflicts(ctx context.Context, c rules.Candidate) ([]rulefmt.ConflictReport, error)
 	History(ctx context.Context, id string) ([]rulefmt.HistoryEntry, error)
+	Ignored() []rules.IgnoredChange
 }
 
 var _ RuleManager = (*rules.Manager)(nil)
@@ -305,6 +306,18 @@ func (s *RuleService) GetRuleHistory(ctx context.Context, req *connect.Request[p
 		return nil, s.fail(ctx, proc, precept.Errorf(precept.NotFound, "no history for %s", req.Msg.GetId()))
 	}
 	return connect.NewResponse(&preceptv1.GetRuleHistoryResponse{Commits: historyToProto(hist)}), nil
+}
+
+// ListIgnoredRemoteChanges lists the changes fetched from the rules
+// remote that precept did not take, oldest first.
+func (s *RuleService) ListIgnoredRemoteChanges(ctx context.Context, req *connect.Request[preceptv1.ListIgnoredRemoteChangesRequest]) (*connect.Response[preceptv1.ListIgnoredRemoteChangesResponse], error) {
+	resp := &preceptv1.ListIgnoredRemoteChangesResponse{}
+	for _, c := range s.Rules.Ignored() {
+		resp.Changes = append(resp.Changes, &preceptv1.IgnoredRemoteChange{
+			ProposalId: c.ProposalID, Branch: c.Branch, Commit: c.Commit, Author: c.Author, Kind: c.Kind, Reason: c.Reason,
+		})
+	}
+	return connect.NewResponse(resp), nil
 }
 
 var proposalStatuses = map[preceptv1.ProposalStatus]rulefmt.ProposalStatus{

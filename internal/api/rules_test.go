@@ -278,3 +278,67 @@ func TestRuleServiceRejectsListsAndMapsErrors(t *testing.T) {
 		})
 	}
 }
+
+// ignoredRules is the rule manager with a fixed list of ignored remote
+// changes.
+type ignoredRules struct {
+	RuleManager
+	ignored []rules.IgnoredChange
+}
+
+func (r ignoredRules) Ignored() []rules.IgnoredChange { return r.ignored }
+
+// A reader lists the changes the rule manager did not take from the
+// remote, every field as the manager reports it, in its order.
+func TestListIgnoredRemoteChangesReturnsWhatTheManagerIgnored(t *testing.T) {
+	repo, err := gitrepo.Open(filepath.Join(t.TempDir(), "rules.git"), gitrepo.Options{NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close() })
+	m, err := rules.New(repo, rules.Options{Approvers: []string{"alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rules.IgnoredChange{
+		{ProposalID: "p-0123456789", Branch: "proposal/p-0123456789", Commit: strings.Repeat("a", 40), Author: "mallory@example.com",
+			Kind: "unknown_branch", Reason: "a proposal branch precept did not make <script>"},
+		{ProposalID: "p-abcdefabcd", Branch: "proposal/p-abcdefabcd", Commit: strings.Repeat("b", 40), Author: "eve@example.com",
+			Kind: "claim", Reason: "approvals by alice and bob"},
+	}
+	auth, err := NewAuthenticator([]precept.Credential{credential("viewer", precept.RoleReader, ruleTokens["viewer"])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(preceptv1connect.NewRuleServiceHandler(&RuleService{Rules: ignoredRules{RuleManager: m, ignored: want}, Log: slog.New(slog.DiscardHandler)},
+		connect.WithInterceptors(NewMetricsInterceptor(nil), &AuthInterceptor{Auth: auth})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	resp, err := ruleClient(srv.URL, "viewer", "connect").ListIgnoredRemoteChanges(context.Background(), connect.NewRequest(&preceptv1.ListIgnoredRemoteChangesRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resp.Msg.GetChanges()
+	if len(got) != len(want) {
+		t.Fatalf("got %d changes, want %d: %v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.GetProposalId() != w.ProposalID || g.GetBranch() != w.Branch || g.GetCommit() != w.Commit ||
+			g.GetAuthor() != w.Author || g.GetKind() != w.Kind || g.GetReason() != w.Reason {
+			t.Errorf("change %d = %v, want %+v", i, g, w)
+		}
+	}
+
+	// A real manager that fetched nothing lists none.
+	url, _ := startRuleServer(t)
+	resp, err = ruleClient(url, "viewer", "connect").ListIgnoredRemoteChanges(context.Background(), connect.NewRequest(&preceptv1.ListIgnoredRemoteChangesRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.Msg.GetChanges()); n != 0 {
+		t.Errorf("a manager without a remote lists %d ignored changes", n)
+	}
+}

@@ -50,18 +50,23 @@ type server struct {
 }
 
 // startServer runs preceptd with the test defaults and yaml on top (use
-// tokensYAML for a server with sign-in).
+// tokensYAML for a server with sign-in). yaml with its own rules section
+// replaces the default one.
 func startServer(t *testing.T, yaml string) *server {
 	t.Helper()
 	redisAddr := testenv.Redis(t)
+	rulesYAML := "rules: {propose_interval: 200ms}"
+	if ownRules.MatchString(yaml) {
+		rulesYAML = ""
+	}
 	cfg, err := config.Parse(fmt.Sprintf(`
 listen: 127.0.0.1:0
 data_dir: %s
 node: test-node
 redis: {addr: %q, block: 100ms, claim_interval: 200ms}
 feedback: {batch_wait: 5ms, fsync: false}
-rules: {propose_interval: 200ms}
-%s`, t.TempDir(), redisAddr, yaml), nil)
+%s
+%s`, t.TempDir(), redisAddr, rulesYAML, yaml), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +95,9 @@ rules: {propose_interval: 200ms}
 	})
 	return &server{app: a, url: a.URL(), rdb: testenv.RedisClient(t, redisAddr), logs: logs}
 }
+
+// ownRules finds a rules section in a test's yaml.
+var ownRules = regexp.MustCompile(`(?m)^rules:`)
 
 // event is a rejected decision by default; extra overrides fields.
 func event(id string, extra ...string) map[string]any {

@@ -2566,6 +2566,178 @@ func (x *GetRuleHistoryResponse) GetCommits() []*RuleCommit {
 	return nil
 }
 
+// IgnoredRemoteChange is a change fetched from the rules remote that
+// precept did not record and so did not take
+// (docs/decisions/0016-trust-model.md).
+type IgnoredRemoteChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty when the branch names no proposal.
+	ProposalId string `protobuf:"bytes,1,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
+	Branch     string `protobuf:"bytes,2,opt,name=branch,proto3" json:"branch,omitempty"`
+	// The first commit precept could not verify, and its author.
+	Commit string `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	Author string `protobuf:"bytes,4,opt,name=author,proto3" json:"author,omitempty"`
+	// unknown_branch, claim, unreadable, edit_refused or merge_held.
+	Kind string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	// What was ignored, in words.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IgnoredRemoteChange) Reset() {
+	*x = IgnoredRemoteChange{}
+	mi := &file_precept_v1_rules_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IgnoredRemoteChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IgnoredRemoteChange) ProtoMessage() {}
+
+func (x *IgnoredRemoteChange) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_rules_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IgnoredRemoteChange.ProtoReflect.Descriptor instead.
+func (*IgnoredRemoteChange) Descriptor() ([]byte, []int) {
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *IgnoredRemoteChange) GetProposalId() string {
+	if x != nil {
+		return x.ProposalId
+	}
+	return ""
+}
+
+func (x *IgnoredRemoteChange) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *IgnoredRemoteChange) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *IgnoredRemoteChange) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *IgnoredRemoteChange) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IgnoredRemoteChange) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ListIgnoredRemoteChangesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListIgnoredRemoteChangesRequest) Reset() {
+	*x = ListIgnoredRemoteChangesRequest{}
+	mi := &file_precept_v1_rules_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIgnoredRemoteChangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIgnoredRemoteChangesRequest) ProtoMessage() {}
+
+func (x *ListIgnoredRemoteChangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_rules_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIgnoredRemoteChangesRequest.ProtoReflect.Descriptor instead.
+func (*ListIgnoredRemoteChangesRequest) Descriptor() ([]byte, []int) {
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{30}
+}
+
+type ListIgnoredRemoteChangesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first; the latest 200 are kept, in memory.
+	Changes       []*IgnoredRemoteChange `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListIgnoredRemoteChangesResponse) Reset() {
+	*x = ListIgnoredRemoteChangesResponse{}
+	mi := &file_precept_v1_rules_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIgnoredRemoteChangesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIgnoredRemoteChangesResponse) ProtoMessage() {}
+
+func (x *ListIgnoredRemoteChangesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_rules_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIgnoredRemoteChangesResponse.ProtoReflect.Descriptor instead.
+func (*ListIgnoredRemoteChangesResponse) Descriptor() ([]byte, []int) {
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListIgnoredRemoteChangesResponse) GetChanges() []*IgnoredRemoteChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
 var File_precept_v1_rules_proto protoreflect.FileDescriptor
 
 const file_precept_v1_rules_proto_rawDesc = "" +
@@ -2766,7 +2938,18 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\x15GetRuleHistoryRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"J\n" +
 	"\x16GetRuleHistoryResponse\x120\n" +
-	"\acommits\x18\x01 \x03(\v2\x16.precept.v1.RuleCommitR\acommits*\x98\x01\n" +
+	"\acommits\x18\x01 \x03(\v2\x16.precept.v1.RuleCommitR\acommits\"\xaa\x01\n" +
+	"\x13IgnoredRemoteChange\x12\x1f\n" +
+	"\vproposal_id\x18\x01 \x01(\tR\n" +
+	"proposalId\x12\x16\n" +
+	"\x06branch\x18\x02 \x01(\tR\x06branch\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\tR\x06commit\x12\x16\n" +
+	"\x06author\x18\x04 \x01(\tR\x06author\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"!\n" +
+	"\x1fListIgnoredRemoteChangesRequest\"]\n" +
+	" ListIgnoredRemoteChangesResponse\x129\n" +
+	"\achanges\x18\x01 \x03(\v2\x1f.precept.v1.IgnoredRemoteChangeR\achanges*\x98\x01\n" +
 	"\bRuleType\x12\x19\n" +
 	"\x15RULE_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aRULE_TYPE_NEGATIVE_EXAMPLE\x10\x01\x12\x1e\n" +
@@ -2803,7 +2986,7 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\x13IMPORTANCE_CRITICAL\x10\x03*L\n" +
 	"\rProposalOrder\x12\x1e\n" +
 	"\x1aPROPOSAL_ORDER_UNSPECIFIED\x10\x00\x12\x1b\n" +
-	"\x17PROPOSAL_ORDER_EVIDENCE\x10\x012\xe3\x06\n" +
+	"\x17PROPOSAL_ORDER_EVIDENCE\x10\x012\xdf\a\n" +
 	"\vRuleService\x12Y\n" +
 	"\rListProposals\x12 .precept.v1.ListProposalsRequest\x1a!.precept.v1.ListProposalsResponse\"\x03\x90\x02\x01\x12S\n" +
 	"\vGetProposal\x12\x1e.precept.v1.GetProposalRequest\x1a\x1f.precept.v1.GetProposalResponse\"\x03\x90\x02\x01\x12N\n" +
@@ -2815,7 +2998,8 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\aGetRule\x12\x1a.precept.v1.GetRuleRequest\x1a\x1b.precept.v1.GetRuleResponse\"\x03\x90\x02\x01\x12Q\n" +
 	"\fRollbackRule\x12\x1f.precept.v1.RollbackRuleRequest\x1a .precept.v1.RollbackRuleResponse\x12\\\n" +
 	"\x0eCheckConflicts\x12!.precept.v1.CheckConflictsRequest\x1a\".precept.v1.CheckConflictsResponse\"\x03\x90\x02\x01\x12\\\n" +
-	"\x0eGetRuleHistory\x12!.precept.v1.GetRuleHistoryRequest\x1a\".precept.v1.GetRuleHistoryResponse\"\x03\x90\x02\x01B\x9e\x01\n" +
+	"\x0eGetRuleHistory\x12!.precept.v1.GetRuleHistoryRequest\x1a\".precept.v1.GetRuleHistoryResponse\"\x03\x90\x02\x01\x12z\n" +
+	"\x18ListIgnoredRemoteChanges\x12+.precept.v1.ListIgnoredRemoteChangesRequest\x1a,.precept.v1.ListIgnoredRemoteChangesResponse\"\x03\x90\x02\x01B\x9e\x01\n" +
 	"\x0ecom.precept.v1B\n" +
 	"RulesProtoP\x01Z7github.com/precept-dev/precept/gen/precept/v1;preceptv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Precept.V1\xca\x02\n" +
@@ -2834,71 +3018,74 @@ func file_precept_v1_rules_proto_rawDescGZIP() []byte {
 }
 
 var file_precept_v1_rules_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_precept_v1_rules_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_precept_v1_rules_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_precept_v1_rules_proto_goTypes = []any{
-	(RuleType)(0),                   // 0: precept.v1.RuleType
-	(ProposalStatus)(0),             // 1: precept.v1.ProposalStatus
-	(ProposalKind)(0),               // 2: precept.v1.ProposalKind
-	(RuleStatus)(0),                 // 3: precept.v1.RuleStatus
-	(Importance)(0),                 // 4: precept.v1.Importance
-	(ProposalOrder)(0),              // 5: precept.v1.ProposalOrder
-	(*Approval)(nil),                // 6: precept.v1.Approval
-	(*Rejection)(nil),               // 7: precept.v1.Rejection
-	(*ConflictReport)(nil),          // 8: precept.v1.ConflictReport
-	(*GuardResult)(nil),             // 9: precept.v1.GuardResult
-	(*SlackPost)(nil),               // 10: precept.v1.SlackPost
-	(*Proposal)(nil),                // 11: precept.v1.Proposal
-	(*RuleCommit)(nil),              // 12: precept.v1.RuleCommit
-	(*Rule)(nil),                    // 13: precept.v1.Rule
-	(*ListProposalsRequest)(nil),    // 14: precept.v1.ListProposalsRequest
-	(*ListProposalsResponse)(nil),   // 15: precept.v1.ListProposalsResponse
-	(*GetProposalRequest)(nil),      // 16: precept.v1.GetProposalRequest
-	(*GetProposalResponse)(nil),     // 17: precept.v1.GetProposalResponse
-	(*ProposeRuleRequest)(nil),      // 18: precept.v1.ProposeRuleRequest
-	(*ProposeRuleResponse)(nil),     // 19: precept.v1.ProposeRuleResponse
-	(*ApproveRuleRequest)(nil),      // 20: precept.v1.ApproveRuleRequest
-	(*ApproveRuleResponse)(nil),     // 21: precept.v1.ApproveRuleResponse
-	(*RejectRuleRequest)(nil),       // 22: precept.v1.RejectRuleRequest
-	(*RejectRuleResponse)(nil),      // 23: precept.v1.RejectRuleResponse
-	(*ListActiveRulesRequest)(nil),  // 24: precept.v1.ListActiveRulesRequest
-	(*ListActiveRulesResponse)(nil), // 25: precept.v1.ListActiveRulesResponse
-	(*GetRuleRequest)(nil),          // 26: precept.v1.GetRuleRequest
-	(*GetRuleResponse)(nil),         // 27: precept.v1.GetRuleResponse
-	(*RollbackRuleRequest)(nil),     // 28: precept.v1.RollbackRuleRequest
-	(*RollbackRuleResponse)(nil),    // 29: precept.v1.RollbackRuleResponse
-	(*CheckConflictsRequest)(nil),   // 30: precept.v1.CheckConflictsRequest
-	(*CandidateRule)(nil),           // 31: precept.v1.CandidateRule
-	(*CheckConflictsResponse)(nil),  // 32: precept.v1.CheckConflictsResponse
-	(*GetRuleHistoryRequest)(nil),   // 33: precept.v1.GetRuleHistoryRequest
-	(*GetRuleHistoryResponse)(nil),  // 34: precept.v1.GetRuleHistoryResponse
-	nil,                             // 35: precept.v1.RuleCommit.TrailersEntry
-	(*timestamppb.Timestamp)(nil),   // 36: google.protobuf.Timestamp
-	(*ImpactPreview)(nil),           // 37: precept.v1.ImpactPreview
+	(RuleType)(0),                            // 0: precept.v1.RuleType
+	(ProposalStatus)(0),                      // 1: precept.v1.ProposalStatus
+	(ProposalKind)(0),                        // 2: precept.v1.ProposalKind
+	(RuleStatus)(0),                          // 3: precept.v1.RuleStatus
+	(Importance)(0),                          // 4: precept.v1.Importance
+	(ProposalOrder)(0),                       // 5: precept.v1.ProposalOrder
+	(*Approval)(nil),                         // 6: precept.v1.Approval
+	(*Rejection)(nil),                        // 7: precept.v1.Rejection
+	(*ConflictReport)(nil),                   // 8: precept.v1.ConflictReport
+	(*GuardResult)(nil),                      // 9: precept.v1.GuardResult
+	(*SlackPost)(nil),                        // 10: precept.v1.SlackPost
+	(*Proposal)(nil),                         // 11: precept.v1.Proposal
+	(*RuleCommit)(nil),                       // 12: precept.v1.RuleCommit
+	(*Rule)(nil),                             // 13: precept.v1.Rule
+	(*ListProposalsRequest)(nil),             // 14: precept.v1.ListProposalsRequest
+	(*ListProposalsResponse)(nil),            // 15: precept.v1.ListProposalsResponse
+	(*GetProposalRequest)(nil),               // 16: precept.v1.GetProposalRequest
+	(*GetProposalResponse)(nil),              // 17: precept.v1.GetProposalResponse
+	(*ProposeRuleRequest)(nil),               // 18: precept.v1.ProposeRuleRequest
+	(*ProposeRuleResponse)(nil),              // 19: precept.v1.ProposeRuleResponse
+	(*ApproveRuleRequest)(nil),               // 20: precept.v1.ApproveRuleRequest
+	(*ApproveRuleResponse)(nil),              // 21: precept.v1.ApproveRuleResponse
+	(*RejectRuleRequest)(nil),                // 22: precept.v1.RejectRuleRequest
+	(*RejectRuleResponse)(nil),               // 23: precept.v1.RejectRuleResponse
+	(*ListActiveRulesRequest)(nil),           // 24: precept.v1.ListActiveRulesRequest
+	(*ListActiveRulesResponse)(nil),          // 25: precept.v1.ListActiveRulesResponse
+	(*GetRuleRequest)(nil),                   // 26: precept.v1.GetRuleRequest
+	(*GetRuleResponse)(nil),                  // 27: precept.v1.GetRuleResponse
+	(*RollbackRuleRequest)(nil),              // 28: precept.v1.RollbackRuleRequest
+	(*RollbackRuleResponse)(nil),             // 29: precept.v1.RollbackRuleResponse
+	(*CheckConflictsRequest)(nil),            // 30: precept.v1.CheckConflictsRequest
+	(*CandidateRule)(nil),                    // 31: precept.v1.CandidateRule
+	(*CheckConflictsResponse)(nil),           // 32: precept.v1.CheckConflictsResponse
+	(*GetRuleHistoryRequest)(nil),            // 33: precept.v1.GetRuleHistoryRequest
+	(*GetRuleHistoryResponse)(nil),           // 34: precept.v1.GetRuleHistoryResponse
+	(*IgnoredRemoteChange)(nil),              // 35: precept.v1.IgnoredRemoteChange
+	(*ListIgnoredRemoteChangesRequest)(nil),  // 36: precept.v1.ListIgnoredRemoteChangesRequest
+	(*ListIgnoredRemoteChangesResponse)(nil), // 37: precept.v1.ListIgnoredRemoteChangesResponse
+	nil,                                      // 38: precept.v1.RuleCommit.TrailersEntry
+	(*timestamppb.Timestamp)(nil),            // 39: google.protobuf.Timestamp
+	(*ImpactPreview)(nil),                    // 40: precept.v1.ImpactPreview
 }
 var file_precept_v1_rules_proto_depIdxs = []int32{
-	36, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
-	36, // 1: precept.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	36, // 2: precept.v1.SlackPost.updated_at:type_name -> google.protobuf.Timestamp
+	39, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
+	39, // 1: precept.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	39, // 2: precept.v1.SlackPost.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: precept.v1.Proposal.rule_type:type_name -> precept.v1.RuleType
 	1,  // 4: precept.v1.Proposal.status:type_name -> precept.v1.ProposalStatus
-	36, // 5: precept.v1.Proposal.created_at:type_name -> google.protobuf.Timestamp
+	39, // 5: precept.v1.Proposal.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: precept.v1.Proposal.kind:type_name -> precept.v1.ProposalKind
 	6,  // 7: precept.v1.Proposal.approvals:type_name -> precept.v1.Approval
 	7,  // 8: precept.v1.Proposal.rejection:type_name -> precept.v1.Rejection
 	8,  // 9: precept.v1.Proposal.conflicts:type_name -> precept.v1.ConflictReport
 	9,  // 10: precept.v1.Proposal.guards:type_name -> precept.v1.GuardResult
 	10, // 11: precept.v1.Proposal.slack:type_name -> precept.v1.SlackPost
-	36, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
-	36, // 14: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
-	35, // 15: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
+	39, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
+	39, // 14: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
+	38, // 15: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
 	0,  // 16: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
 	3,  // 17: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
 	4,  // 18: precept.v1.Rule.importance:type_name -> precept.v1.Importance
 	6,  // 19: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
-	36, // 20: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
-	36, // 21: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
-	36, // 22: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
+	39, // 20: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
+	39, // 21: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
+	39, // 22: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
 	1,  // 23: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
 	5,  // 24: precept.v1.ListProposalsRequest.order:type_name -> precept.v1.ProposalOrder
 	11, // 25: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
@@ -2915,31 +3102,34 @@ var file_precept_v1_rules_proto_depIdxs = []int32{
 	31, // 36: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
 	8,  // 37: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
 	12, // 38: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
-	14, // 39: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
-	16, // 40: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
-	18, // 41: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
-	20, // 42: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
-	22, // 43: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
-	24, // 44: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
-	26, // 45: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
-	28, // 46: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
-	30, // 47: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
-	33, // 48: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
-	15, // 49: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
-	17, // 50: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
-	19, // 51: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
-	21, // 52: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
-	23, // 53: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
-	25, // 54: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
-	27, // 55: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
-	29, // 56: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
-	32, // 57: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
-	34, // 58: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
-	49, // [49:59] is the sub-list for method output_type
-	39, // [39:49] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	35, // 39: precept.v1.ListIgnoredRemoteChangesResponse.changes:type_name -> precept.v1.IgnoredRemoteChange
+	14, // 40: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
+	16, // 41: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
+	18, // 42: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
+	20, // 43: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
+	22, // 44: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
+	24, // 45: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
+	26, // 46: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
+	28, // 47: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
+	30, // 48: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
+	33, // 49: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
+	36, // 50: precept.v1.RuleService.ListIgnoredRemoteChanges:input_type -> precept.v1.ListIgnoredRemoteChangesRequest
+	15, // 51: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
+	17, // 52: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
+	19, // 53: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
+	21, // 54: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
+	23, // 55: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
+	25, // 56: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
+	27, // 57: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
+	29, // 58: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
+	32, // 59: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
+	34, // 60: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
+	37, // 61: precept.v1.RuleService.ListIgnoredRemoteChanges:output_type -> precept.v1.ListIgnoredRemoteChangesResponse
+	51, // [51:62] is the sub-list for method output_type
+	40, // [40:51] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_rules_proto_init() }
@@ -2958,7 +3148,7 @@ func file_precept_v1_rules_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_rules_proto_rawDesc), len(file_precept_v1_rules_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   30,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

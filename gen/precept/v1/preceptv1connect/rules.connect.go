@@ -58,6 +58,9 @@ const (
 	// RuleServiceGetRuleHistoryProcedure is the fully-qualified name of the RuleService's
 	// GetRuleHistory RPC.
 	RuleServiceGetRuleHistoryProcedure = "/precept.v1.RuleService/GetRuleHistory"
+	// RuleServiceListIgnoredRemoteChangesProcedure is the fully-qualified name of the RuleService's
+	// ListIgnoredRemoteChanges RPC.
+	RuleServiceListIgnoredRemoteChangesProcedure = "/precept.v1.RuleService/ListIgnoredRemoteChanges"
 )
 
 // RuleServiceClient is a client for the precept.v1.RuleService service.
@@ -76,6 +79,10 @@ type RuleServiceClient interface {
 	RollbackRule(context.Context, *connect.Request[v1.RollbackRuleRequest]) (*connect.Response[v1.RollbackRuleResponse], error)
 	CheckConflicts(context.Context, *connect.Request[v1.CheckConflictsRequest]) (*connect.Response[v1.CheckConflictsResponse], error)
 	GetRuleHistory(context.Context, *connect.Request[v1.GetRuleHistoryRequest]) (*connect.Response[v1.GetRuleHistoryResponse], error)
+	// ListIgnoredRemoteChanges lists the changes fetched from the rules
+	// remote that precept did not take: forged approvals, branches it did
+	// not make, unreadable files, refused edits, held merges.
+	ListIgnoredRemoteChanges(context.Context, *connect.Request[v1.ListIgnoredRemoteChangesRequest]) (*connect.Response[v1.ListIgnoredRemoteChangesResponse], error)
 }
 
 // NewRuleServiceClient constructs a client for the precept.v1.RuleService service. By default, it
@@ -155,21 +162,29 @@ func NewRuleServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listIgnoredRemoteChanges: connect.NewClient[v1.ListIgnoredRemoteChangesRequest, v1.ListIgnoredRemoteChangesResponse](
+			httpClient,
+			baseURL+RuleServiceListIgnoredRemoteChangesProcedure,
+			connect.WithSchema(ruleServiceMethods.ByName("ListIgnoredRemoteChanges")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // ruleServiceClient implements RuleServiceClient.
 type ruleServiceClient struct {
-	listProposals   *connect.Client[v1.ListProposalsRequest, v1.ListProposalsResponse]
-	getProposal     *connect.Client[v1.GetProposalRequest, v1.GetProposalResponse]
-	proposeRule     *connect.Client[v1.ProposeRuleRequest, v1.ProposeRuleResponse]
-	approveRule     *connect.Client[v1.ApproveRuleRequest, v1.ApproveRuleResponse]
-	rejectRule      *connect.Client[v1.RejectRuleRequest, v1.RejectRuleResponse]
-	listActiveRules *connect.Client[v1.ListActiveRulesRequest, v1.ListActiveRulesResponse]
-	getRule         *connect.Client[v1.GetRuleRequest, v1.GetRuleResponse]
-	rollbackRule    *connect.Client[v1.RollbackRuleRequest, v1.RollbackRuleResponse]
-	checkConflicts  *connect.Client[v1.CheckConflictsRequest, v1.CheckConflictsResponse]
-	getRuleHistory  *connect.Client[v1.GetRuleHistoryRequest, v1.GetRuleHistoryResponse]
+	listProposals            *connect.Client[v1.ListProposalsRequest, v1.ListProposalsResponse]
+	getProposal              *connect.Client[v1.GetProposalRequest, v1.GetProposalResponse]
+	proposeRule              *connect.Client[v1.ProposeRuleRequest, v1.ProposeRuleResponse]
+	approveRule              *connect.Client[v1.ApproveRuleRequest, v1.ApproveRuleResponse]
+	rejectRule               *connect.Client[v1.RejectRuleRequest, v1.RejectRuleResponse]
+	listActiveRules          *connect.Client[v1.ListActiveRulesRequest, v1.ListActiveRulesResponse]
+	getRule                  *connect.Client[v1.GetRuleRequest, v1.GetRuleResponse]
+	rollbackRule             *connect.Client[v1.RollbackRuleRequest, v1.RollbackRuleResponse]
+	checkConflicts           *connect.Client[v1.CheckConflictsRequest, v1.CheckConflictsResponse]
+	getRuleHistory           *connect.Client[v1.GetRuleHistoryRequest, v1.GetRuleHistoryResponse]
+	listIgnoredRemoteChanges *connect.Client[v1.ListIgnoredRemoteChangesRequest, v1.ListIgnoredRemoteChangesResponse]
 }
 
 // ListProposals calls precept.v1.RuleService.ListProposals.
@@ -222,6 +237,11 @@ func (c *ruleServiceClient) GetRuleHistory(ctx context.Context, req *connect.Req
 	return c.getRuleHistory.CallUnary(ctx, req)
 }
 
+// ListIgnoredRemoteChanges calls precept.v1.RuleService.ListIgnoredRemoteChanges.
+func (c *ruleServiceClient) ListIgnoredRemoteChanges(ctx context.Context, req *connect.Request[v1.ListIgnoredRemoteChangesRequest]) (*connect.Response[v1.ListIgnoredRemoteChangesResponse], error) {
+	return c.listIgnoredRemoteChanges.CallUnary(ctx, req)
+}
+
 // RuleServiceHandler is an implementation of the precept.v1.RuleService service.
 type RuleServiceHandler interface {
 	ListProposals(context.Context, *connect.Request[v1.ListProposalsRequest]) (*connect.Response[v1.ListProposalsResponse], error)
@@ -238,6 +258,10 @@ type RuleServiceHandler interface {
 	RollbackRule(context.Context, *connect.Request[v1.RollbackRuleRequest]) (*connect.Response[v1.RollbackRuleResponse], error)
 	CheckConflicts(context.Context, *connect.Request[v1.CheckConflictsRequest]) (*connect.Response[v1.CheckConflictsResponse], error)
 	GetRuleHistory(context.Context, *connect.Request[v1.GetRuleHistoryRequest]) (*connect.Response[v1.GetRuleHistoryResponse], error)
+	// ListIgnoredRemoteChanges lists the changes fetched from the rules
+	// remote that precept did not take: forged approvals, branches it did
+	// not make, unreadable files, refused edits, held merges.
+	ListIgnoredRemoteChanges(context.Context, *connect.Request[v1.ListIgnoredRemoteChangesRequest]) (*connect.Response[v1.ListIgnoredRemoteChangesResponse], error)
 }
 
 // NewRuleServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -313,6 +337,13 @@ func NewRuleServiceHandler(svc RuleServiceHandler, opts ...connect.HandlerOption
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	ruleServiceListIgnoredRemoteChangesHandler := connect.NewUnaryHandler(
+		RuleServiceListIgnoredRemoteChangesProcedure,
+		svc.ListIgnoredRemoteChanges,
+		connect.WithSchema(ruleServiceMethods.ByName("ListIgnoredRemoteChanges")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/precept.v1.RuleService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case RuleServiceListProposalsProcedure:
@@ -335,6 +366,8 @@ func NewRuleServiceHandler(svc RuleServiceHandler, opts ...connect.HandlerOption
 			ruleServiceCheckConflictsHandler.ServeHTTP(w, r)
 		case RuleServiceGetRuleHistoryProcedure:
 			ruleServiceGetRuleHistoryHandler.ServeHTTP(w, r)
+		case RuleServiceListIgnoredRemoteChangesProcedure:
+			ruleServiceListIgnoredRemoteChangesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -382,4 +415,8 @@ func (UnimplementedRuleServiceHandler) CheckConflicts(context.Context, *connect.
 
 func (UnimplementedRuleServiceHandler) GetRuleHistory(context.Context, *connect.Request[v1.GetRuleHistoryRequest]) (*connect.Response[v1.GetRuleHistoryResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.RuleService.GetRuleHistory is not implemented"))
+}
+
+func (UnimplementedRuleServiceHandler) ListIgnoredRemoteChanges(context.Context, *connect.Request[v1.ListIgnoredRemoteChangesRequest]) (*connect.Response[v1.ListIgnoredRemoteChangesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("precept.v1.RuleService.ListIgnoredRemoteChanges is not implemented"))
 }
