@@ -68,8 +68,15 @@ func (m *Manager) convertOne(ctx context.Context, id string, g *gitstore.GitAppr
 		} else if approved {
 			return stray("its rule was approved and rolled back before")
 		}
+		// The merge is the git host's decision about the text it merged;
+		// who else approved, and everything else about the proposal, is
+		// precept's record, not what the merged file says
+		// (docs/decisions/0016-trust-model.md).
+		if p, err = m.recordOf(id, p); err != nil {
+			return nil, err
+		}
 		if !p.ApprovedBy(g.Approver()) {
-			p.Approvals = append(p.Approvals, rulefmt.Approval{Approver: g.Approver(), At: m.now(), Via: rulefmt.ViaGit})
+			p.Approvals = append(p.Approvals, rulefmt.Approval{Approver: g.Approver(), At: m.now(), Via: rulefmt.ViaGit, TextSHA256: p.TextSHA256()})
 		}
 		p.Status = rulefmt.Approved
 		p.Revision++
@@ -95,4 +102,27 @@ func (m *Manager) convertOne(ctx context.Context, id string, g *gitstore.GitAppr
 		m.log.Warn("a proposal merged in git was already decided; its file was removed from main", "proposal_id", id, "why", outcome)
 	}
 	return nil
+}
+
+// recordOf is precept's record of a proposal merged in git: the proposal
+// on its local branch with the merged text, keeping only the approvals of
+// that text. Without a local branch, no approval but the merger's counts.
+func (m *Manager) recordOf(id string, merged rulefmt.Proposal) (rulefmt.Proposal, error) {
+	tip, err := m.store.Tip(rulefmt.ProposalBranch(id))
+	if err != nil || tip.IsZero() {
+		merged.Approvals = nil
+		return merged, nil
+	}
+	snap, err := m.store.Repo().SnapshotAt(tip)
+	if err != nil {
+		return merged, err
+	}
+	rec, ok, err := m.store.ProposalAt(snap, rulefmt.ProposalPath(id))
+	if err != nil || !ok {
+		merged.Approvals = nil
+		return merged, err
+	}
+	rec.Content, rec.Agents, rec.Type, rec.InsertionPoint = merged.Content, merged.Agents, merged.Type, merged.InsertionPoint
+	rec.Approvals = rec.ValidApprovals()
+	return rec, nil
 }

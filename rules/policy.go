@@ -230,8 +230,11 @@ func openLifecycleProposal(st *gitstore.State, ruleID string) (rulefmt.Proposal,
 // may: its approvals must be enough for the text it says now, and a new
 // rule's text must pass the quality gate (docs/decisions/0016-trust-model.md).
 func (pol policy) mergeable(p rulefmt.Proposal) string {
-	if n := len(p.ValidApprovals()); n < p.Required {
-		return fmt.Sprintf("marked APPROVED with %d approvals of its current text, fewer than the %d it needs", n, p.Required)
+	// The file's required count is a floor the configuration raises, never
+	// lowers: a file that asks for none asks for the configured number.
+	required := max(p.Required, pol.opts.RequiredApprovals)
+	if n := len(p.ValidApprovals()); n < required {
+		return fmt.Sprintf("marked APPROVED with %d approvals of its current text, fewer than the %d it needs", n, required)
 	}
 	if !p.Kind.DecidesOnRule() {
 		if reason := pol.opts.Quality.Check(p.Content); reason != "" {

@@ -324,15 +324,26 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 		if err != nil || !ok {
 			return nil, err
 		}
+		// The newer text wins (an edit on either replica); approvals
+		// join, and only those of the text kept count.
+		if other.ContentRevision > p.ContentRevision && !other.SameText(p) {
+			p.Content, p.Agents, p.Type, p.InsertionPoint = other.Content, other.Agents, other.Type, other.InsertionPoint
+		}
+		texts := !other.SameText(p)
 		for _, a := range other.Approvals {
 			if !p.ApprovedBy(a.Approver) {
 				p.Approvals = append(p.Approvals, a)
 			}
 		}
+		if texts {
+			p.Approvals = p.ValidApprovals()
+			sum := p.TextSHA256()
+			p.Approvals = slices.DeleteFunc(p.Approvals, func(a rulefmt.Approval) bool { return a.TextSHA256 != sum })
+		}
 		slices.SortStableFunc(p.Approvals, func(a, b rulefmt.Approval) int { return a.At.Compare(b.At) })
 		p.Revision = max(p.Revision, other.Revision) + 1
 		p.ContentRevision = max(p.ContentRevision, other.ContentRevision)
-		if p.Status == rulefmt.Pending && len(p.Approvals) >= p.Required {
+		if p.Status == rulefmt.Pending && len(p.ValidApprovals()) >= p.Required {
 			p.Status = rulefmt.Approved
 		}
 		data, err := p.Marshal()

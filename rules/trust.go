@@ -70,6 +70,10 @@ func (l *ignoredLog) add(c IgnoredChange, tip gitrepo.Hash) bool {
 	if len(l.entries) > maxIgnored {
 		l.entries = slices.Delete(l.entries, 0, len(l.entries)-maxIgnored)
 	}
+	if len(l.seen) > 8*maxIgnored {
+		// Bounded: a flood of pushes may be reported again, never grow it.
+		clear(l.seen)
+	}
 	return true
 }
 
@@ -80,9 +84,22 @@ func (l *ignoredLog) list() []IgnoredChange {
 }
 
 // unverified returns the first commit reachable from theirs, and from
-// neither ours nor main, that does not carry precept's signature; nil
-// when there is none.
-func (y *syncer) unverified(theirs, ours, main gitrepo.Hash) (*gitrepo.CommitInfo, error) {
+// neither ours nor main, that precept did not sign for this proposal: a
+// commit without precept's signature, or a signed one that does not name
+// the proposal (Proposal-Id), such as a signed merge of another branch
+// pushed here. nil when there is none. Under a commit by which precept
+// overruled a push (keepRecord, trailer Overrules) only its first parent
+// is walked: precept's record took nothing from the overruled side but a
+// text it checked.
+func (y *syncer) unverified(id string, theirs, ours, main gitrepo.Hash) (*gitrepo.CommitInfo, error) {
+	bad, _, err := y.walkTrust(id, theirs, ours, main)
+	return bad, err
+}
+
+// walkTrust is unverified, also returning the remote commits precept's
+// record overruled on the way (the second parents of Overrules commits).
+func (y *syncer) walkTrust(id string, theirs, ours, main gitrepo.Hash) (*gitrepo.CommitInfo, []gitrepo.Hash, error) {
+	var overruled []gitrepo.Hash
 	repo := y.store.Repo()
 	seen := map[gitrepo.Hash]bool{}
 	queue := []gitrepo.Hash{theirs}
@@ -95,55 +112,112 @@ func (y *syncer) unverified(theirs, ours, main gitrepo.Hash) (*gitrepo.CommitInf
 		seen[h] = true
 		known := false
 		for _, base := range []gitrepo.Hash{ours, main} {
-			if base.IsZero() {
+			if base.IsZero() || known {
 				continue
 			}
 			ok, err := repo.IsAncestor(h, base)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			known = known || ok
+			known = ok
 		}
 		if known {
 			continue
 		}
 		info, err := repo.CommitInfo(h)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if n >= maxTrustWalk || repo.VerifyCommit(h) != nil {
-			return &info, nil
+		if n >= maxTrustWalk || repo.VerifyCommit(h) != nil || info.Trailer(rulefmt.TrailerProposalID) != id {
+			return &info, overruled, nil
 		}
-		queue = append(queue, info.Parents...)
+		parents := info.Parents
+		if len(parents) == 2 && info.Trailer(rulefmt.TrailerOverrules) == parents[1].String() {
+			overruled = append(overruled, parents[1])
+			parents = parents[:1]
+		}
+		queue = append(queue, parents...)
 	}
-	return nil, nil
+	return nil, overruled, nil
+}
+
+// signedBase is the newest commit on theirs' first-parent line that
+// precept signed for this proposal all the way down to ours or main
+// (zero when there is none): what other replicas recorded under an
+// unsigned push, which must not be lost when precept's record is put
+// back on top.
+func (y *syncer) signedBase(id string, theirs, ours, main gitrepo.Hash) (gitrepo.Hash, error) {
+	repo := y.store.Repo()
+	for c, n := theirs, 0; !c.IsZero() && n < maxTrustWalk; n++ {
+		for _, known := range []gitrepo.Hash{ours, main} {
+			if known.IsZero() {
+				continue
+			}
+			if ok, err := repo.IsAncestor(c, known); err != nil || ok {
+				return gitrepo.ZeroHash, err
+			}
+		}
+		bad, err := y.unverified(id, c, ours, main)
+		if err != nil {
+			return gitrepo.ZeroHash, err
+		}
+		if bad == nil {
+			return c, nil
+		}
+		info, err := repo.CommitInfo(c)
+		if err != nil || len(info.Parents) == 0 {
+			return gitrepo.ZeroHash, err
+		}
+		c = info.Parents[0]
+	}
+	return gitrepo.ZeroHash, nil
 }
 
 // checkTrust decides whether the remote's tip of a proposal branch is
-// followed as it is: it is when precept signed it. Unsigned commits under
-// a signed tip were overruled by a replica already (keepRecord); they are
-// reported all the same. An unsigned tip is handled by untrusted.
+// followed as it is: it is when every commit precept does not have yet is
+// one precept signed for this proposal (unverified). Otherwise untrusted
+// handles it.
 func (y *syncer) checkTrust(ctx context.Context, id string, ours, theirs, main gitrepo.Hash) (bool, error) {
-	bad, err := y.unverified(theirs, ours, main)
-	if err != nil || bad == nil {
-		return err == nil, err
+	bad, overruled, err := y.walkTrust(id, theirs, ours, main)
+	if err != nil {
+		return false, err
 	}
-	if y.store.Repo().VerifyCommit(theirs) == nil {
-		y.m.ignore(IgnoredChange{ProposalID: id, Branch: rulefmt.ProposalBranch(id), Commit: bad.Hash.String(), Author: bad.AuthorEmail,
-			Kind: rulefmt.IgnoredClaim, Reason: "a commit precept did not make; precept's record, signed in " + theirs.String()[:12] + ", stands on top of it"}, theirs)
-		return true, nil
+	if bad != nil {
+		return false, y.untrusted(ctx, id, ours, theirs, main, *bad)
 	}
-	return false, y.untrusted(ctx, id, ours, theirs, *bad)
+	// Overruled by another replica already: reported here too.
+	for _, h := range overruled {
+		if info, err := y.store.Repo().CommitInfo(h); err == nil {
+			y.m.ignore(IgnoredChange{ProposalID: id, Branch: rulefmt.ProposalBranch(id), Commit: h.String(), Author: info.AuthorEmail,
+				Kind: rulefmt.IgnoredClaim, Reason: "a commit precept did not make; precept's record, signed in " + theirs.String()[:12] + ", overrules it"}, h)
+		}
+	}
+	return true, nil
 }
 
 // untrusted handles a remote proposal branch that carries commits precept
 // did not sign (see the top of this file).
-func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs gitrepo.Hash, bad gitrepo.CommitInfo) error {
+func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs, main gitrepo.Hash, bad gitrepo.CommitInfo) error {
 	branch := rulefmt.ProposalBranch(id)
 	report := func(kind, reason string) {
 		y.m.ignore(IgnoredChange{ProposalID: id, Branch: branch, Commit: bad.Hash.String(), Author: bad.AuthorEmail, Kind: kind, Reason: reason}, theirs)
 	}
-	if ours.IsZero() {
+	// What other replicas signed under the push is taken first.
+	base, err := y.signedBase(id, theirs, ours, main)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !base.IsZero() && ours.IsZero():
+		if err := y.store.Repo().SetBranch(rulefmt.ProposalBranch(id), gitrepo.ZeroHash, base); err != nil {
+			return err
+		}
+		ours = base
+	case !base.IsZero():
+		if ours, err = y.takeSigned(ctx, id, ours, base); err != nil {
+			return err
+		}
+	case ours.IsZero():
 		report(rulefmt.IgnoredUnknownBranch, "a proposal branch precept did not make: its proposal, approvals and status are not taken")
 		return nil
 	}
@@ -158,8 +232,8 @@ func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs gitrepo.
 		if err != nil {
 			why = "the proposal file does not parse: " + text.Truncate(err.Error(), 200)
 		}
-		report(rulefmt.IgnoredUnreadable, why+"; precept follows the branch again once it reads")
-		return nil
+		report(rulefmt.IgnoredUnreadable, why+"; precept's record is put back, and a readable edit is followed again")
+		return y.keepRecord(ctx, id, ours, theirs, bad, "")
 	}
 	ourSnap, err := repo.SnapshotAt(ours)
 	if err != nil {
@@ -254,8 +328,9 @@ func (y *syncer) keepRecord(ctx context.Context, id string, ours, theirs gitrepo
 		changes = append(changes, gitrepo.Change{Path: rulefmt.ProposalPath(id), Data: data})
 		after = p
 		return &gitrepo.CommitSpec{
-			Message:      msg,
-			Trailers:     []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: id}, {Key: rulefmt.TrailerRemoteSync, Value: remote + "/" + rulefmt.ProposalBranch(id)}},
+			Message: msg,
+			Trailers: []gitrepo.Trailer{{Key: rulefmt.TrailerProposalID, Value: id}, {Key: rulefmt.TrailerRemoteSync, Value: remote + "/" + rulefmt.ProposalBranch(id)},
+				{Key: rulefmt.TrailerOverrules, Value: theirs.String()}},
 			Changes:      changes,
 			MergeParents: []gitrepo.Hash{theirs},
 			AllowEmpty:   true,
@@ -285,3 +360,25 @@ func (m *Manager) ignore(c IgnoredChange, tip gitrepo.Hash) {
 // Ignored lists the latest changes fetched from the remote that precept
 // did not take, oldest first.
 func (m *Manager) Ignored() []IgnoredChange { return m.ignored.list() }
+
+// takeSigned brings a commit precept signed for the proposal into the
+// local branch: a fast-forward, or the reconciliation of two replicas'
+// records. It returns the local branch's new tip.
+func (y *syncer) takeSigned(ctx context.Context, id string, ours, signed gitrepo.Hash) (gitrepo.Hash, error) {
+	repo := y.store.Repo()
+	if ahead, err := repo.IsAncestor(signed, ours); err != nil || ahead {
+		return ours, err
+	}
+	if behind, err := repo.IsAncestor(ours, signed); err != nil {
+		return ours, err
+	} else if behind {
+		if err := repo.SetBranch(rulefmt.ProposalBranch(id), ours, signed); err != nil {
+			return ours, err
+		}
+		return signed, nil
+	}
+	if err := y.reconcileProposal(ctx, id, signed); err != nil {
+		return ours, err
+	}
+	return y.store.Tip(rulefmt.ProposalBranch(id))
+}

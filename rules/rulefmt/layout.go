@@ -64,6 +64,10 @@ const (
 	// TrailerRemoteSync marks the commits that merge the remote's main
 	// into the local one.
 	TrailerRemoteSync = "Remote-Sync"
+	// TrailerOverrules names the remote commit precept's record was put
+	// back on top of: precept took nothing from it but a checked text
+	// (docs/decisions/0016-trust-model.md).
+	TrailerOverrules = "Overrules"
 )
 
 // maxFeedbackTrailerIDs bounds the Feedback-Ids trailer; the full list is
