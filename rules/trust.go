@@ -32,6 +32,10 @@ import (
 // checked; a longer history is not followed.
 const maxTrustWalk = 256
 
+// maxBaseWalk bounds how far under an unsigned push precept looks for
+// what other replicas signed: each step walks the history below it.
+const maxBaseWalk = 32
+
 // maxIgnored bounds the list of ignored changes kept for the API.
 const maxIgnored = 200
 
@@ -148,7 +152,7 @@ func (y *syncer) walkTrust(id string, theirs, ours, main gitrepo.Hash) (*gitrepo
 // back on top.
 func (y *syncer) signedBase(id string, theirs, ours, main gitrepo.Hash) (gitrepo.Hash, error) {
 	repo := y.store.Repo()
-	for c, n := theirs, 0; !c.IsZero() && n < maxTrustWalk; n++ {
+	for c, n := theirs, 0; !c.IsZero() && n < maxBaseWalk; n++ {
 		for _, known := range []gitrepo.Hash{ours, main} {
 			if known.IsZero() {
 				continue
