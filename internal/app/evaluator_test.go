@@ -85,7 +85,16 @@ func TestIngestedDecisionsAreClassifiedAndServedOverBothProtocols(t *testing.T) 
 		DecisionID string `json:"decision_id"`
 	}
 	json.Unmarshal([]byte(last), &lastID)
+	// Decisions are numbered in commit order and, within a commit, by the
+	// time precept received them, then by id: entries read in one batch
+	// share that time to the millisecond, so the last one sent may be
+	// evaluated before others. Wait for every one.
 	eventually(t, "every decision evaluated", 60*time.Second, func() bool {
+		for id := range expected {
+			if _, err := ev.GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: id})); err != nil {
+				return false
+			}
+		}
 		_, err := ev.GetEvaluation(ctx, connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: lastID.DecisionID}))
 		return err == nil
 	})
