@@ -237,7 +237,7 @@ func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs, main gi
 			why = "the proposal file does not parse: " + text.Truncate(err.Error(), 200)
 		}
 		report(rulefmt.IgnoredUnreadable, why+"; precept's record is put back, and a readable edit is followed again")
-		return y.keepRecord(ctx, id, ours, theirs, bad, "")
+		return y.keepRecord(ctx, id, ours, theirs, bad, nil)
 	}
 	ourSnap, err := repo.SnapshotAt(ours)
 	if err != nil {
@@ -251,15 +251,13 @@ func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs, main gi
 		report(rulefmt.IgnoredClaim, claims)
 	}
 	if oursP.SameText(theirsP) || oursP.Status != rulefmt.Pending && oursP.Status != rulefmt.Approved {
-		return y.keepRecord(ctx, id, ours, theirs, bad, "")
+		return y.keepRecord(ctx, id, ours, theirs, bad, nil)
 	}
-	edited := oursP.Clone()
-	edited.Content, edited.Agents, edited.Type, edited.InsertionPoint = theirsP.Content, theirsP.Agents, theirsP.Type, theirsP.InsertionPoint
-	if reason := y.m.policy.opts.Quality.Check(edited.Content); reason != "" {
+	if reason := y.m.policy.opts.Quality.Check(theirsP.Content); reason != "" {
 		report(rulefmt.IgnoredEditRefused, "the edited text fails the quality gate: "+reason)
-		return y.keepRecord(ctx, id, ours, theirs, bad, "")
+		return y.keepRecord(ctx, id, ours, theirs, bad, nil)
 	}
-	return y.keepRecord(ctx, id, ours, theirs, bad, edited.Content)
+	return y.keepRecord(ctx, id, ours, theirs, bad, &theirsP)
 }
 
 // claimed says what the remote's version of a proposal claims beyond its
@@ -290,9 +288,9 @@ func claimed(ours, theirs rulefmt.Proposal) string {
 
 // keepRecord commits precept's record of a proposal on top of the
 // remote's unsigned commits, as a merge of them (so the next push is a
-// fast-forward): the proposal file as precept recorded it, or, with
-// edited text, that text with its approvals reset.
-func (y *syncer) keepRecord(ctx context.Context, id string, ours, theirs gitrepo.Hash, bad gitrepo.CommitInfo, edited string) error {
+// fast-forward): the proposal file as precept recorded it, or, with an
+// edit to take, the edit's text with the approvals reset.
+func (y *syncer) keepRecord(ctx context.Context, id string, ours, theirs gitrepo.Hash, bad gitrepo.CommitInfo, edit *rulefmt.Proposal) error {
 	remote := y.r.Name
 	var after rulefmt.Proposal
 	h, err := y.store.Commit(ctx, rulefmt.ProposalBranch(id), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
@@ -306,16 +304,8 @@ func (y *syncer) keepRecord(ctx context.Context, id string, ours, theirs gitrepo
 		msg := fmt.Sprintf("Keep precept's record of %s over %s on %s\n\n%s by %s was not made by precept: its approvals and status are not taken.",
 			id, bad.Hash.String()[:12], remote, bad.Hash.String()[:12], bad.AuthorEmail)
 		var changes []gitrepo.Change
-		if edited != "" {
-			theirSnap, err := y.store.Repo().SnapshotAt(theirs)
-			if err != nil {
-				return nil, err
-			}
-			theirsP, _, err := y.store.ProposalAt(theirSnap, rulefmt.ProposalPath(id))
-			if err != nil {
-				return nil, err
-			}
-			p.Content, p.Agents, p.Type, p.InsertionPoint = theirsP.Content, theirsP.Agents, theirsP.Type, theirsP.InsertionPoint
+		if edit != nil {
+			p.Content, p.Agents, p.Type, p.InsertionPoint = edit.Content, edit.Agents, edit.Type, edit.InsertionPoint
 			p.Approvals, p.Status = nil, rulefmt.Pending
 			p.Revision++
 			p.ContentRevision = p.Revision
@@ -343,7 +333,7 @@ func (y *syncer) keepRecord(ctx context.Context, id string, ours, theirs gitrepo
 	if err != nil {
 		return err
 	}
-	if edited != "" {
+	if edit != nil {
 		y.m.log.Warn("a proposal's text was edited on the remote: its approvals are reset", "proposal_id", id, "commit", bad.Hash.String(), "author", bad.AuthorEmail)
 		y.m.emit(rulefmt.Change{Kind: rulefmt.ProposalEdited, ProposalID: id, Agents: after.Agents, Commit: h.String(), Revision: after.Revision, Actor: bad.AuthorEmail, Via: rulefmt.ViaGit})
 	}
