@@ -336,7 +336,6 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 			}
 		}
 		if texts {
-			p.Approvals = p.ValidApprovals()
 			sum := p.TextSHA256()
 			p.Approvals = slices.DeleteFunc(p.Approvals, func(a rulefmt.Approval) bool { return a.TextSHA256 != sum })
 		}
