@@ -8,6 +8,9 @@ GRPCURL_VERSION        := v1.9.3
 STATICCHECK_VERSION    := v0.8.2
 
 BIN      := $(abspath .tmp/bin)
+# The TypeScript plugin is the npm package pinned in
+# clients/typescript/package-lock.json, installed as .ci/install-deps does.
+PROTOC_GEN_ES := clients/typescript/node_modules/.bin/protoc-gen-es
 export PATH := $(BIN):$(PATH)
 GO       ?= go
 CONFIG   ?=
@@ -106,14 +109,15 @@ bench-console:
 eval:
 	$(GO) run ./cmd/precept-eval $(EVAL_FLAGS)
 
-## generate: regenerate protobuf and Connect code from proto/
-generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go
+## generate: regenerate protobuf and Connect code from proto/: Go into
+## gen/, TypeScript into clients/typescript/gen/ (docs/clients.md)
+generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(PROTOC_GEN_ES)
 	buf generate
 
 ## checkgenerate: fail when committed generated code is stale
 checkgenerate: generate
-	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
-		git status --porcelain -- gen; \
+	@if [ -n "$$(git status --porcelain -- gen clients/typescript/gen)" ]; then \
+		git status --porcelain -- gen clients/typescript/gen; \
 		echo "generated code is stale: run 'make generate' and commit"; exit 1; fi
 
 ## lint: gofmt, go mod tidy, go vet, staticcheck, buf lint
@@ -126,6 +130,9 @@ lint: $(BIN)/buf $(BIN)/staticcheck
 	buf lint
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-connect-go $(BIN)/grpcurl $(BIN)/staticcheck
+
+$(PROTOC_GEN_ES):
+	npm ci --prefix clients/typescript --no-audit --no-fund --loglevel=error
 
 $(BIN)/buf:
 	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)

@@ -160,7 +160,8 @@ func TestArchitectureTableMatchesTheCode(t *testing.T) {
 
 // floor is where a package's folder sits: the libraries under lib/ (and
 // the generated code) know nothing of precept; the domain sits at the
-// module root; adapters and wiring under internal/; binaries under cmd/.
+// module root; adapters and wiring under internal/; binaries under cmd/,
+// and the client examples beside them under examples/.
 // A package imports only from its own floor or lower ones, so the tree
 // shows the layers (docs/architecture.md, "Folders").
 func floor(pkg string) (int, string) {
@@ -169,8 +170,8 @@ func floor(pkg string) (int, string) {
 		return 0, "lib/"
 	case "internal":
 		return 2, "internal/"
-	case "cmd":
-		return 3, "cmd/"
+	case "cmd", "examples":
+		return 3, "cmd/ or examples/"
 	default:
 		return 1, "the domain at the root"
 	}
