@@ -32,7 +32,8 @@ build:
 
 ## test: the full suite against real Redis, Chroma, git and chromium,
 ## then bench-smoke and fuzz; installs what it needs first
-## (.ci/install-deps: apt-get redis-server, chromium, npm Chroma)
+## (.ci/install-deps: apt-get redis-server, chromium, python3-redis;
+## npm Chroma and the TypeScript client's packages)
 test: deps $(BIN)/grpcurl
 	@echo "console screenshots: $(SCREENSHOTS)"
 	PRECEPT_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -race -count=1 -timeout 30m ./...

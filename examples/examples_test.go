@@ -46,15 +46,18 @@ const (
 const python = "/usr/bin/python3"
 
 // example is how to run one language's example, from the module root.
+// Those with byEnv are given the address, token and Redis in PRECEPT_
+// variables instead of flags, as the README runs the Go one.
 type example struct {
-	name string
-	argv []string
+	name  string
+	argv  []string
+	byEnv bool
 }
 
 var examples = []example{
-	{"typescript", []string{"node", "examples/typescript/main.mjs"}},
-	{"python", []string{python, "examples/python/example.py"}},
-	{"go", []string{"go", "run", "./examples/go"}},
+	{"typescript", []string{"node", "examples/typescript/main.mjs"}, false},
+	{"python", []string{python, "examples/python/example.py"}, true},
+	{"go", []string{"go", "run", "./examples/go"}, true},
 }
 
 // TestExamplesProduceDecisionsAndPrintThePromptTheAPIBuilds runs the
@@ -82,7 +85,7 @@ func TestExamplesProduceDecisionsAndPrintThePromptTheAPIBuilds(t *testing.T) {
 			ctx := context.Background()
 			built, why := promptOf(t, prompts)
 			prefix := fmt.Sprintf("example-%s-%d", ex.name, time.Now().UnixNano())
-			out := runExample(t, root, ex, "--addr", d.url, "--token", readerToken, "--redis", redisAddr, "--id-prefix", prefix)
+			out := runExample(t, root, ex, d.url, readerToken, redisAddr, "--id-prefix", prefix)
 
 			head, sent, _ := strings.Cut(out, "\ndecision ")
 			if want := expectedOutput(built, why); head+"\n" != want {
@@ -110,14 +113,60 @@ func TestExamplesProduceDecisionsAndPrintThePromptTheAPIBuilds(t *testing.T) {
 
 			// A token preceptd does not know is refused, and the example
 			// says so in one line with the Connect code.
-			out, err = tryExample(root, ex, "--addr", d.url, "--token", "not-a-known-token", "--redis", redisAddr)
+			out, err = tryExample(root, ex, d.url, "not-a-known-token", redisAddr)
 			out = strings.TrimSuffix(strings.TrimSpace(out), "\nexit status 1") // go run's own line
 			if err == nil || !strings.Contains(out, "unauthenticated") || strings.Contains(out, "\n") {
 				t.Errorf("%s with an unknown token: %v, printed\n%s\nwant one line naming unauthenticated", ex.name, err, out)
 			}
 		})
 	}
+	t.Run("python client errors", func(t *testing.T) { pythonClientErrors(t, root, d.url) })
 	t.Logf("the three examples ran in %s", time.Since(started).Round(time.Second))
+}
+
+// pythonErrorsScript prints the Connect code and message of failed calls
+// through the Python client, one line each.
+const pythonErrorsScript = `
+import sys
+sys.path.insert(0, "clients/python")
+from precept_client import Client, PreceptError
+url, token, closed = sys.argv[1:4]
+calls = [
+    lambda: Client(url, token).get_feedback("no-such-decision"),
+    lambda: Client(url, token).call("PromptService", "BuildPrompt", {"agent": "coding-agent", "stgae": "implement"}),
+    lambda: Client(url, token).record_feedback({"decision_id": "d-1"}),
+    lambda: Client(closed, token).ping(),
+]
+for call in calls:
+    try:
+        call()
+        print("no error")
+    except PreceptError as err:
+        print(err.code, err.http_status, err.message)
+`
+
+// pythonClientErrors holds the Python client to its promise: a failed
+// call raises PreceptError with the Connect code and the server's message.
+func pythonClientErrors(t *testing.T, root, url string) {
+	cmd := exec.Command(python, "-c", pythonErrorsScript, url, readerToken, "http://"+freeAddr(t))
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := []string{"not_found 404 ", "invalid_argument 400 ", "permission_denied 403 ", "unavailable None "}
+	if len(lines) != len(want) {
+		t.Fatalf("printed\n%s\nwant %d lines", out, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) || len(lines[i]) == len(w) {
+			t.Errorf("call %d: %q, want %q and a message", i+1, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[1], "stgae") {
+		t.Errorf("the unknown field's error does not name it: %q", lines[1])
+	}
 }
 
 // expectedOutput is what every example prints before its decisions,
@@ -203,10 +252,10 @@ func promptOf(t *testing.T, c preceptv1connect.PromptServiceClient) (*preceptv1.
 }
 
 // runExample runs an example, which must succeed, and returns its output.
-func runExample(t *testing.T, root string, ex example, args ...string) string {
+func runExample(t *testing.T, root string, ex example, addr, token, redisAddr string, args ...string) string {
 	t.Helper()
 	start := time.Now()
-	out, err := tryExample(root, ex, args...)
+	out, err := tryExample(root, ex, addr, token, redisAddr, args...)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(ex.argv, " "), err, out)
 	}
@@ -214,18 +263,25 @@ func runExample(t *testing.T, root string, ex example, args ...string) string {
 	return out
 }
 
-// tryExample runs an example with no PRECEPT_ variables of the caller's:
-// what it uses comes from its flags.
-func tryExample(root string, ex example, args ...string) (string, error) {
+// tryExample runs an example against preceptd at addr and Redis at
+// redisAddr, with none of the caller's PRECEPT_ variables.
+func tryExample(root string, ex example, addr, token, redisAddr string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ex.argv[0], append(ex.argv[1:], args...)...)
-	cmd.Dir = root
+	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PRECEPT_") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
+	if ex.byEnv {
+		env = append(env, "PRECEPT_ADDR="+addr, "PRECEPT_TOKEN="+token, "PRECEPT_REDIS_ADDR="+redisAddr)
+	} else {
+		args = append([]string{"--addr", addr, "--token", token, "--redis", redisAddr}, args...)
+	}
+	cmd := exec.CommandContext(ctx, ex.argv[0], append(ex.argv[1:], args...)...)
+	cmd.Dir = root
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
