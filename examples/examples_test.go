@@ -118,6 +118,16 @@ func TestExamplesProduceDecisionsAndPrintThePromptTheAPIBuilds(t *testing.T) {
 			if err == nil || !strings.Contains(out, "unauthenticated") || strings.Contains(out, "\n") {
 				t.Errorf("%s with an unknown token: %v, printed\n%s\nwant one line naming unauthenticated", ex.name, err, out)
 			}
+			// A Redis that is not there fails the example at once, in one
+			// line, rather than queueing or retrying.
+			start := time.Now()
+			out, err = tryExample(root, ex, d.url, readerToken, freeAddr(t))
+			out = strings.TrimSuffix(strings.TrimSpace(out), "\nexit status 1")
+			last := out[strings.LastIndex(out, "\n")+1:]
+			if err == nil || !strings.HasPrefix(last, "precept example: ") || !strings.Contains(last, "add decision example-") || time.Since(start) > 20*time.Second {
+				t.Errorf("%s with no Redis: %v after %s, printed\n%s\nwant a last line saying the decision was not added", ex.name, err, time.Since(start).Round(time.Millisecond), out)
+			}
+			t.Logf("with no Redis: %s", last)
 		})
 	}
 	t.Run("python client errors", func(t *testing.T) { pythonClientErrors(t, root, d.url) })
