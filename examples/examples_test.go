@@ -100,8 +100,14 @@ func TestExamplesProduceDecisionsAndPrintThePromptTheAPIBuilds(t *testing.T) {
 				if fb.GetSource() != "stream:"+entry {
 					t.Errorf("%s stored from %q, want stream:%s", id, fb.GetSource(), entry)
 				}
-				if fb.GetDecision().GetAgent() != agent || fb.GetDecision().GetScopePath() != path {
-					t.Errorf("%s stored as %v", id, fb.GetDecision())
+				dec := fb.GetDecision()
+				if dec.GetAgent() != agent || dec.GetScopePath() != path || time.Since(dec.GetTimestamp().AsTime()) > time.Minute {
+					t.Errorf("%s stored as %v", id, dec)
+				}
+				// The rejection carries a list and a number, which the
+				// stream's flat encoding writes as JSON and in decimal.
+				if strings.HasSuffix(id, "-1") && (strings.Join(dec.GetTags(), ",") != "money" || dec.GetReviewDurationSeconds() != 240 || dec.GetReviewerComment() == "") {
+					t.Errorf("%s stored as %v: want tags [money], 240 s of review and a comment", id, dec)
 				}
 			}
 			// The version the decisions carry is one preceptd recorded
