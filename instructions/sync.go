@@ -54,23 +54,24 @@ type Request struct {
 
 // FileResult is what the sync did to one file.
 type FileResult struct {
-	Path    string
-	Outcome Outcome
+	Path    string  `json:"path"`
+	Outcome Outcome `json:"outcome,omitempty"`
 	// Skipped says why the file was left alone (a symbolic link, say).
-	Skipped string
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Result is the outcome of a sync.
 type Result struct {
-	Branch, Base string
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
 	// BaseCommit is the base branch's tip the commit is built on.
-	BaseCommit string
+	BaseCommit string `json:"base_commit"`
 	// Commit is the pushed commit; empty when nothing was pushed.
-	Commit string
+	Commit string `json:"commit,omitempty"`
 	// UpToDate: the base already holds these rules, or the branch
 	// already holds this commit's tree; nothing was committed.
-	UpToDate bool
-	Files    []FileResult
+	UpToDate bool         `json:"up_to_date"`
+	Files    []FileResult `json:"files"`
 }
 
 // Sync writes the block into each format's file as the base branch has

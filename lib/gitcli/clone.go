@@ -72,7 +72,7 @@ func Open(ctx context.Context, url string, auth Auth, opts Options, branches ...
 		_ = c.Close()
 		return nil, err
 	}
-	if err := c.fetch(ctx, branches); err != nil {
+	if err := c.Fetch(ctx, branches...); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -97,7 +97,9 @@ func (c *Clone) DefaultBranch(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("default branch of %s: the remote names none", redactURL(c.url))
 }
 
-func (c *Clone) fetch(ctx context.Context, branches []string) error {
+// Fetch fetches branches of the remote (those that exist; the others
+// are absent from Tip).
+func (c *Clone) Fetch(ctx context.Context, branches ...string) error {
 	if len(branches) == 0 {
 		return nil
 	}
@@ -119,7 +121,7 @@ func (c *Clone) fetch(ctx context.Context, branches []string) error {
 		c.tips[name] = hash
 		fetch = append(fetch, "+refs/heads/"+name+":refs/remotes/origin/"+name)
 	}
-	if len(c.tips) == 0 {
+	if len(fetch) == 5 {
 		return nil
 	}
 	_, err = c.git(ctx, nil, fetch...)
