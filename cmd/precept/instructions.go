@@ -24,9 +24,9 @@ const (
 	defaultGitUsername = "precept"
 )
 
-func (c *cli) instructionsCmd() *cobra.Command {
+func instructionsCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{Use: "instructions", Short: "Write an agent's approved rules into a repository's instruction files"}
-	cmd.AddCommand(c.instructionsSyncCmd())
+	cmd.AddCommand(instructionsSyncCmd(c))
 	return cmd
 }
 
@@ -38,7 +38,7 @@ type syncFlags struct {
 	overwrite          bool
 }
 
-func (c *cli) instructionsSyncCmd() *cobra.Command {
+func instructionsSyncCmd(c *cli) *cobra.Command {
 	var f syncFlags
 	cmd := &cobra.Command{
 		Use:   "sync --agent A --stage S --remote URL [--base BRANCH] [--formats agents,claude,copilot,cursor]",
@@ -56,7 +56,7 @@ by --token-file ($` + envGitTokenFile + `), with the user $` + envGitUsername + 
 (default ` + defaultGitUsername + `); an SSH remote uses --ssh-key ($` + envGitSSHKey + `) or
 the SSH agent. Without them, git's own credential helpers answer.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return c.instructionsSync(cmd, f) },
+		RunE: func(cmd *cobra.Command, args []string) error { return instructionsSync(c, cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.agent, "agent", "", "agent name (required)")
@@ -90,7 +90,7 @@ func (f syncFlags) auth() (gitcli.Auth, error) {
 	return a, nil
 }
 
-func (c *cli) instructionsSync(cmd *cobra.Command, f syncFlags) error {
+func instructionsSync(c *cli, cmd *cobra.Command, f syncFlags) error {
 	if f.agent == "" || f.stage == "" || f.remote == "" {
 		return usagef("sync needs --agent NAME, --stage STAGE and --remote URL")
 	}
@@ -138,10 +138,10 @@ func (c *cli) instructionsSync(cmd *cobra.Command, f syncFlags) error {
 	if err != nil {
 		return err
 	}
-	return c.printSync(res, prompt.Version)
+	return printSync(c, res, prompt.Version)
 }
 
-func (c *cli) printSync(res instructions.Result, version string) error {
+func printSync(c *cli, res instructions.Result, version string) error {
 	if c.output == "json" {
 		b, err := json.Marshal(struct {
 			instructions.Result
