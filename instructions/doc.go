@@ -13,5 +13,8 @@
 // Apply is the pure part: one file's old content in, its new content out.
 // Sync runs Apply over the formats against a target repository behind the
 // small Remote interface and commits the result on a branch of its own,
-// ready to open as a pull request; lib/gitcli adapts the git CLI to it.
+// ready to open as a pull request; lib/gitcli adapts the git CLI to it,
+// and SyncURL puts the two together for the CLI and preceptd. Follow runs
+// a sync for each new prompt version a watch yields, retrying failures,
+// for preceptd's instructions.targets.
 package instructions

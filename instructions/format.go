@@ -65,8 +65,14 @@ func ParseFormats(s string) ([]Format, error) {
 // names, which are also safe in a marker, a file name and a branch name.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
+// ValidName reports whether an agent or stage name can be written in a
+// marker, a file name and a branch name.
+func ValidName(v string) bool {
+	return namePattern.MatchString(v) && !strings.Contains(v, "..") && !strings.HasSuffix(v, ".") && !strings.HasSuffix(v, ".lock")
+}
+
 func checkName(field, v string) error {
-	if !namePattern.MatchString(v) || strings.Contains(v, "..") || strings.HasSuffix(v, ".") || strings.HasSuffix(v, ".lock") {
+	if !ValidName(v) {
 		return fmt.Errorf("%w: %s %q: want letters, digits, '.', '_' or '-'", ErrInvalid, field, v)
 	}
 	return nil

@@ -117,24 +117,7 @@ func instructionsSync(c *cli, cmd *cobra.Command, f syncFlags) error {
 	if err := req.Block.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	if req.Branch == "" {
-		req.Branch = instructions.Branch(f.agent)
-	}
-	ctx := cmd.Context()
-	clone, err := gitcli.Open(ctx, f.remote, auth, gitcli.Options{})
-	if err != nil {
-		return err
-	}
-	defer clone.Close()
-	if req.Base == "" {
-		if req.Base, err = clone.DefaultBranch(ctx); err != nil {
-			return err
-		}
-	}
-	if err := clone.Fetch(ctx, req.Base, req.Branch); err != nil {
-		return err
-	}
-	res, err := instructions.Sync(ctx, clone, req)
+	res, err := instructions.SyncURL(cmd.Context(), f.remote, auth, gitcli.Options{}, req)
 	if err != nil {
 		return err
 	}
