@@ -100,9 +100,13 @@ func Sync(ctx context.Context, r Remote, req Request) (Result, error) {
 	for _, f := range req.Formats {
 		path := f.Path(req.Block.Agent)
 		fr, content, err := applyAt(ctx, r, res.BaseCommit, f, path, req)
-		if err == nil && branchTip != "" && fr.Skipped == "" {
+		if err != nil {
+			err = fmt.Errorf("%s: %w", req.Base, err)
+		} else if branchTip != "" && fr.Skipped == "" {
 			// A hand edit pushed to the open pull request counts too.
-			_, _, err = applyAt(ctx, r, branchTip, f, path, req)
+			if _, _, err = applyAt(ctx, r, branchTip, f, path, req); err != nil {
+				err = fmt.Errorf("%s: %w", req.Branch, err)
+			}
 		}
 		if err != nil {
 			if errors.Is(err, ErrHandEdited) || errors.Is(err, ErrMalformed) {

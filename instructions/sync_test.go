@@ -152,7 +152,7 @@ func TestSyncReportsAHandEditAndOverwritesItOnlyWhenTold(t *testing.T) {
 	req := request("v1:bbb222", "Rule two.\n")
 	req.Formats = []instructions.Format{instructions.AgentsMD, instructions.ClaudeMD}
 	_, err = sync(t, url, gitcli.Auth{}, req)
-	if !errors.Is(err, instructions.ErrHandEdited) || !strings.Contains(err.Error(), "AGENTS.md") || !strings.Contains(err.Error(), "edited by hand") {
+	if !errors.Is(err, instructions.ErrHandEdited) || !strings.Contains(err.Error(), "trunk: AGENTS.md: ") || !strings.Contains(err.Error(), "edited by hand") {
 		t.Fatalf("err = %v", err)
 	}
 	if now := testenv.Git(t, srv.Dir("target"), "rev-parse", branch); now != tip {
@@ -206,5 +206,31 @@ func TestSyncWithWrongCredentialsFailsWithoutShowingThem(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "wrong-token-xyz") {
 		t.Fatalf("the error shows the token: %v", err)
+	}
+}
+
+func TestSyncRefusesAHandEditPushedToTheOpenPullRequest(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "target", "trunk", map[string]string{"AGENTS.md": "# Guide\n"})
+	if _, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n")); err != nil {
+		t.Fatal(err)
+	}
+	branch := "precept/instructions/code-writer"
+	work := t.TempDir()
+	testenv.Git(t, work, "clone", "--quiet", "--branch", branch, url, "c")
+	agents, _ := os.ReadFile(work + "/c/AGENTS.md")
+	if err := os.WriteFile(work+"/c/AGENTS.md", []byte(strings.Replace(string(agents), "Rule one.", "Rule one!", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.GitAs(t, work+"/c", "Reviewer", "r@example.com", "commit", "--quiet", "-am", "suggestion")
+	testenv.Git(t, work+"/c", "push", "--quiet", "origin", branch)
+	tip := testenv.Git(t, srv.Dir("target"), "rev-parse", branch)
+
+	_, err := sync(t, url, gitcli.Auth{}, request("v1:bbb222", "Rule two.\n"))
+	if !errors.Is(err, instructions.ErrHandEdited) || !strings.Contains(err.Error(), branch+": AGENTS.md: ") {
+		t.Fatalf("err = %v", err)
+	}
+	if now := testenv.Git(t, srv.Dir("target"), "rev-parse", branch); now != tip {
+		t.Fatal("the reviewer's commit was replaced")
 	}
 }
