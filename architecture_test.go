@@ -25,7 +25,7 @@ const module = "github.com/precept-dev/precept"
 // domain are the packages that hold precept's logic; adapters to the
 // outside world (Redis, Slack, Connect, Prometheus) must not reach them,
 // not even through a dependency.
-var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules/rulefmt", "rules/gitstore", "rules", "analytics", "prompts", "clarification", "effect", "impact"}
+var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules/rulefmt", "rules/gitstore", "rules", "analytics", "prompts", "clarification", "effect", "impact", "instructions"}
 
 var adapterModules = []string{"github.com/redis/", "github.com/slack-go/", "connectrpc.com/", "github.com/prometheus/"}
 

@@ -422,6 +422,7 @@ func (a *App) Run(ctx context.Context) error {
 		g.Go(func() error { return a.reloads.run(gctx) })
 	}
 	g.Go(func() error { return a.runEffects(gctx) })
+	g.Go(func() error { return a.runInstructions(gctx) })
 	err := g.Wait()
 	a.Log.Info("preceptd stopped")
 	return err

@@ -52,6 +52,9 @@ type Config struct {
 	UI      UI      `yaml:"ui"`
 	// Maintenance keeps the git repositories' object stores small in files.
 	Maintenance Maintenance `yaml:"maintenance"`
+	// Instructions keeps instruction files of other repositories in step
+	// with agents' prompts (docs/instructions.md).
+	Instructions Instructions `yaml:"instructions"`
 }
 
 // Log configures structured logging.
@@ -368,7 +371,7 @@ func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
 		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate, c.Effects.validate,
-		c.Maintenance.validate, c.Export.validate, c.UI.validate,
+		c.Maintenance.validate, c.Export.validate, c.UI.validate, c.Instructions.validate,
 	} {
 		if err := check(); err != nil {
 			return err

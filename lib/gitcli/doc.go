@@ -1,0 +1,12 @@
+// Package gitcli drives the git CLI against a remote repository that is
+// not precept's own: a throwaway bare clone of the branches asked for,
+// files read and committed with plumbing commands (no worktree, no
+// filters, so bytes stay as they are), and a push guarded by a lease.
+//
+// precept's own repositories are written with go-git in lib/gitrepo. The
+// instruction-file sync (docs/instructions.md) runs from the precept CLI,
+// which links no server code, and against repositories people host
+// anywhere: the git CLI brings their SSH setup and credential helpers,
+// and this package adds credentials from the environment without putting
+// them on a command line, in a log or in an error.
+package gitcli
