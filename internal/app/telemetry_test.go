@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,7 +22,9 @@ import (
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
+	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/telemetry"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // exportedSpan is a span as an OTLP receiver got it, with its resource's
@@ -256,5 +259,81 @@ func TestTracingOffBuildsNoExporterNorInterceptor(t *testing.T) {
 	r.stop()
 	if _, n := rc.received(); n != 0 {
 		t.Fatalf("the receiver got %d export requests with tracing off", n)
+	}
+}
+
+// launchReplica runs a preceptd named node in process, like launch, on a
+// data directory and Redis another replica shares.
+func launchReplica(t *testing.T, node, dataDir, redisAddr, yaml string) (*App, func()) {
+	t.Helper()
+	cfg, err := config.Parse(fmt.Sprintf(`
+listen: 127.0.0.1:0
+data_dir: %s
+node: %s
+redis: {addr: %q, block: 100ms, claim_interval: 200ms}
+feedback: {batch_wait: 5ms, fsync: false, follow_interval: 100ms}
+%s`, dataDir, node, redisAddr, yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%s: Run: %v", node, err)
+			}
+			a.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return a, stop
+}
+
+// TestADecisionsSpansFromTwoReplicasShareItsTrace: one replica reads and
+// stores a decision, another (the only one evaluating) evaluates it; they
+// share nothing but the data directory and Redis, and the spans still
+// land in the decision's trace.
+func TestADecisionsSpansFromTwoReplicasShareItsTrace(t *testing.T) {
+	rc := newOTLPReceiver(t)
+	dataDir, redisAddr := t.TempDir(), testenv.Redis(t)
+	telemetryYAML := fmt.Sprintf("telemetry: {otlp_endpoint: %q}\n", rc.URL)
+	reader, stopReader := launchReplica(t, "replica-a", dataDir, redisAddr, telemetryYAML+"evaluator: {enabled: false}\n")
+	xaddAll(t, testenv.RedisClient(t, redisAddr), []map[string]any{event("two-1")})
+	c := feedbackClient(reader.URL(), "connect", "")
+	eventually(t, "two-1 stored by replica-a", 10*time.Second, func() bool {
+		_, err := c.GetFeedback(context.Background(), connect.NewRequest(&preceptv1.GetFeedbackRequest{DecisionId: "two-1"}))
+		return err == nil
+	})
+	judge, stopJudge := launchReplica(t, "replica-b", dataDir, redisAddr, telemetryYAML)
+	ev := preceptv1connect.NewEvaluatorServiceClient(protocols(judge.URL(), "")["connect"], judge.URL())
+	eventually(t, "two-1 evaluated by replica-b", 20*time.Second, func() bool {
+		_, err := ev.GetEvaluation(context.Background(), connect.NewRequest(&preceptv1.GetEvaluationRequest{DecisionId: "two-1"}))
+		return err == nil
+	})
+	stopJudge()
+	stopReader()
+
+	spans, _ := rc.received()
+	want := telemetry.DecisionTraceID("two-1")
+	nodes := map[string]string{}
+	for _, s := range spans {
+		if s.attr(telemetry.KeyDecisionID) != "two-1" {
+			continue
+		}
+		if got := hex.EncodeToString(s.span.GetTraceId()); got != want.String() {
+			t.Errorf("%s from %s in trace %s, want %s", s.span.GetName(), s.resource["precept.node"], got, want)
+		}
+		nodes[s.span.GetName()] = s.resource["precept.node"]
+	}
+	if nodes["decision.read"] != "replica-a" || nodes["decision.stored"] != "replica-a" || nodes["decision.evaluated"] != "replica-b" {
+		t.Fatalf("spans of two-1 by replica: %v; want read and stored by replica-a, evaluated by replica-b", nodes)
 	}
 }
