@@ -114,9 +114,6 @@ type App struct {
 	// Traces exports spans over OTLP (docs/telemetry.md); nil with
 	// telemetry.otlp_endpoint empty.
 	Traces *telemetry.Tracer
-	// traceBatchTimeout, when set (tests), is how long a finished span
-	// waits before it is exported.
-	traceBatchTimeout time.Duration
 	// tracing counts the proposal_drafted spans being recorded, so Close
 	// waits for them before the rules repository closes.
 	tracing sync.WaitGroup

@@ -31,12 +31,11 @@ func (a *App) openTelemetry() error {
 		return err
 	}
 	a.Traces, err = telemetry.New(telemetry.Options{
-		Endpoint:     t.OTLPEndpoint,
-		Headers:      headers,
-		SampleRatio:  t.SampleRatio,
-		Node:         a.Config.NodeName(),
-		BatchTimeout: a.traceBatchTimeout,
-		Logger:       a.Log.With("component", "telemetry"),
+		Endpoint:    t.OTLPEndpoint,
+		Headers:     headers,
+		SampleRatio: t.SampleRatio,
+		Node:        a.Config.NodeName(),
+		Logger:      a.Log.With("component", "telemetry"),
 	})
 	if err != nil {
 		return err

@@ -26,7 +26,8 @@ type Telemetry struct {
 	// (blank lines and lines starting with # skipped), read at start:
 	// e.g. a mounted secret holding an API key.
 	OTLPHeadersFile string `yaml:"otlp_headers_file"`
-	// SampleRatio is the share of traces kept, 0 to 1.
+	// SampleRatio is the share of traces kept: above 0, at most 1. To
+	// trace nothing, leave OTLPEndpoint empty.
 	SampleRatio float64 `yaml:"sample_ratio"`
 
 	// headersEnv is env PRECEPT_OTLP_HEADERS: "Name=value,Name=value".
@@ -108,8 +109,8 @@ func checkHeader(name, value string) error {
 }
 
 func (t Telemetry) validate() error {
-	if t.SampleRatio < 0 || t.SampleRatio > 1 {
-		return invalid("telemetry.sample_ratio", "%v is not between 0 and 1", t.SampleRatio)
+	if t.SampleRatio <= 0 || t.SampleRatio > 1 {
+		return invalid("telemetry.sample_ratio", "%v must be above 0 and at most 1 (to trace nothing, leave telemetry.otlp_endpoint empty)", t.SampleRatio)
 	}
 	if !t.Enabled() {
 		return nil

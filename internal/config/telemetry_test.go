@@ -64,6 +64,7 @@ func TestInvalidTelemetrySettingsNameTheirKey(t *testing.T) {
 	for _, tc := range []struct{ yaml, key string }{
 		{"telemetry: {sample_ratio: 1.5}", "telemetry.sample_ratio"},
 		{"telemetry: {sample_ratio: -0.1}", "telemetry.sample_ratio"},
+		{"telemetry: {sample_ratio: 0}", "telemetry.sample_ratio"},
 		{"telemetry: {otlp_endpoint: collector:4318}", "telemetry.otlp_endpoint"},
 		{"telemetry: {otlp_endpoint: 'ftp://collector'}", "telemetry.otlp_endpoint"},
 		{"telemetry: {otlp_endpoint: 'http://user:pw@collector:4318'}", "telemetry.otlp_endpoint"},

@@ -42,16 +42,12 @@ type Options struct {
 	Endpoint string
 	// Headers are sent with every export request (e.g. an API key).
 	Headers map[string]string
-	// SampleRatio is the share of traces kept, 0 to 1; default
-	// DefaultSampleRatio. A decision's trace is kept or dropped as a whole.
+	// SampleRatio is the share of traces kept, above 0 and at most 1;
+	// zero means DefaultSampleRatio. A decision's trace is kept or
+	// dropped as a whole.
 	SampleRatio float64
 	// Node names the replica: service.instance.id and precept.node.
 	Node string
-	// Version is the service.version, when known.
-	Version string
-	// BatchTimeout is the longest a finished span waits before it is
-	// exported; default the SDK's (5s).
-	BatchTimeout time.Duration
 	// Logger receives export errors; default discards.
 	Logger *slog.Logger
 }
@@ -108,19 +104,12 @@ func New(opts Options) (*Tracer, error) {
 		attribute.String("service.instance.id", opts.Node),
 		attribute.String("precept.node", opts.Node),
 	}
-	if opts.Version != "" {
-		attrs = append(attrs, attribute.String("service.version", opts.Version))
-	}
-	var batch []sdktrace.BatchSpanProcessorOption
-	if opts.BatchTimeout > 0 {
-		batch = append(batch, sdktrace.WithBatchTimeout(opts.BatchTimeout))
-	}
 	// The SDK reports failed exports to one process-wide handler; the
 	// error names the receiver and the HTTP status, never the headers.
 	log := opts.Logger
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("export traces", "err", err) }))
 	provider := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp, batch...),
+		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.SampleRatio))),
 		sdktrace.WithIDGenerator(decisionIDs{}),
