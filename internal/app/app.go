@@ -364,7 +364,7 @@ func (a *App) serveFeedback() {
 	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Corrections: correctionRecorder{record: a.Feedback.RecordCorrection},
 		Lessons: a.Lessons, Limits: a.Config.Ingest.Limits(), Log: a.Log}
 	a.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
-		Store:       a.Feedback,
+		Store:       a.apiStore(),
 		DeadLetters: a.Consumer,
 		Similarity:  evaluations,
 		Evaluations: evaluations,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/stream"
 	"github.com/precept-dev/precept/internal/telemetry"
 	"github.com/precept-dev/precept/rules/rulefmt"
@@ -68,10 +69,31 @@ func (a *App) decisionSink() stream.Sink {
 	return tracedSink{Sink: a.Feedback, traces: a.Traces}
 }
 
-// tracedSink records, for each decision the stream consumer stores, a
+// apiStore is what FeedbackService records decisions in: the feedback
+// store, wrapped to record the stored span, linked to the RPC's, when
+// tracing is on.
+func (a *App) apiStore() api.FeedbackStore {
+	if a.Traces == nil {
+		return a.Feedback
+	}
+	return tracedAPIStore{FeedbackStore: a.Feedback, sink: tracedSink{Sink: a.Feedback, traces: a.Traces}}
+}
+
+// tracedAPIStore stores through a tracedSink and reads from the store.
+type tracedAPIStore struct {
+	api.FeedbackStore
+	sink tracedSink
+}
+
+func (s tracedAPIStore) Store(ctx context.Context, records []precept.Feedback) ([]bool, error) {
+	return s.sink.Store(ctx, records)
+}
+
+// tracedSink records, for each decision it stores, a stored span (the
+// store's commit to feedback.git) and, for one read from the stream, a
 // read span (from when the entry was read and decoded, its received_at,
-// to when it was handed to the store) and a stored span (the store's
-// commit to feedback.git).
+// to when it was handed to the store). The spans link to the span in
+// ctx, an RPC's for a decision recorded through the API.
 type tracedSink struct {
 	stream.Sink
 	traces *telemetry.Tracer
@@ -88,16 +110,16 @@ func (s tracedSink) Store(ctx context.Context, records []precept.Feedback) ([]bo
 		}
 		if entry, ok := strings.CutPrefix(f.Source, "stream:"); ok {
 			attrs = append(attrs, telemetry.String(telemetry.KeyStreamEntry, entry))
-		}
-		if err == nil {
-			// A failed store is retried with the same records; the read
-			// span is recorded once, by the attempt that succeeds.
-			s.traces.Decision(telemetry.Step{Stage: telemetry.StageRead, DecisionID: f.DecisionID, Start: f.ReceivedAt, End: start, Attrs: attrs})
+			if err == nil {
+				// A failed store is retried with the same records; the
+				// read span is recorded once, by the attempt that succeeds.
+				s.traces.Decision(telemetry.Step{Stage: telemetry.StageRead, DecisionID: f.DecisionID, Start: f.ReceivedAt, End: start, Attrs: attrs, Cause: ctx})
+			}
 		}
 		if i < len(created) {
 			attrs = append(attrs, telemetry.Bool(telemetry.KeyCreated, created[i]))
 		}
-		s.traces.Decision(telemetry.Step{Stage: telemetry.StageStored, DecisionID: f.DecisionID, Start: start, End: end, Err: err, Attrs: attrs})
+		s.traces.Decision(telemetry.Step{Stage: telemetry.StageStored, DecisionID: f.DecisionID, Start: start, End: end, Err: err, Attrs: attrs, Cause: ctx})
 	}
 	return created, err
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
@@ -167,12 +168,16 @@ telemetry: {otlp_endpoint: %q, otlp_headers: {X-Tenant: precept-test}}
 	if _, err := feedbackClient(r.app.URL(), "grpc", viewerToken).GetFeedback(ctx, req); err != nil {
 		t.Fatal(err)
 	}
+	// A decision recorded by RPC: its stored span links to the RPC's.
+	if _, err := feedbackClient(r.app.URL(), "connect", aliceToken).RecordFeedback(ctx, connect.NewRequest(&preceptv1.RecordFeedbackRequest{Decision: protoDecision("api-1")})); err != nil {
+		t.Fatal(err)
+	}
 	r.stop() // Close flushes the spans still buffered.
 
 	spans, _ := rc.received()
 	want := hex.EncodeToString(func() []byte { x := telemetry.DecisionTraceID(id); return x[:] }())
 	stages := map[string]exportedSpan{}
-	var rpc *exportedSpan
+	var rpc, record, apiStored *exportedSpan
 	for i, s := range spans {
 		if got := s.resource["service.name"]; got != "precept" || s.resource["precept.node"] != "test-node" || s.resource["service.instance.id"] != "test-node" {
 			t.Fatalf("span %q: resource %v", s.span.GetName(), s.resource)
@@ -190,6 +195,17 @@ telemetry: {otlp_endpoint: %q, otlp_headers: {X-Tenant: precept-test}}
 		}
 		if s.span.GetName() == "precept.v1.FeedbackService/GetFeedback" && s.span.GetKind() == tracepb.Span_SPAN_KIND_SERVER {
 			rpc = &spans[i]
+		}
+		if s.span.GetName() == "precept.v1.FeedbackService/RecordFeedback" && s.span.GetKind() == tracepb.Span_SPAN_KIND_SERVER {
+			record = &spans[i]
+		}
+		if s.attr(telemetry.KeyDecisionID) == "api-1" {
+			switch s.span.GetName() {
+			case "decision.read":
+				t.Errorf("decision api-1, recorded by RPC, has a read span")
+			case "decision.stored":
+				apiStored = &spans[i]
+			}
 		}
 	}
 	for _, stage := range []string{"decision.read", "decision.stored", "decision.evaluated", "decision.proposal_drafted"} {
@@ -221,6 +237,16 @@ telemetry: {otlp_endpoint: %q, otlp_headers: {X-Tenant: precept-test}}
 	if rpc.attr("rpc.system.name") != "grpc" || rpc.attr("rpc.method") != "precept.v1.FeedbackService/GetFeedback" || rpc.attr("rpc.response.status_code") != "OK" {
 		t.Errorf("RPC span attributes: %v", rpc.span.GetAttributes())
 	}
+	if record == nil || apiStored == nil {
+		t.Fatalf("RecordFeedback span %v, stored span of api-1 %v", record, apiStored)
+	}
+	apiTrace := telemetry.DecisionTraceID("api-1")
+	if got := hex.EncodeToString(apiStored.span.GetTraceId()); got != apiTrace.String() {
+		t.Errorf("stored span of api-1 in trace %s, want %s", got, apiTrace)
+	}
+	if l := apiStored.span.GetLinks(); len(l) != 1 || !bytes.Equal(l[0].GetTraceId(), record.span.GetTraceId()) || !bytes.Equal(l[0].GetSpanId(), record.span.GetSpanId()) {
+		t.Errorf("stored span of api-1 links %v, want the RecordFeedback span %x/%x", l, record.span.GetTraceId(), record.span.GetSpanId())
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if len(rc.headers) == 0 || rc.headers[0].Get("X-Tenant") != "precept-test" {
@@ -249,6 +275,9 @@ func TestTracingOffBuildsNoExporterNorInterceptor(t *testing.T) {
 	}
 	if _, ok := r.app.decisionSink().(tracedSink); ok {
 		t.Fatal("the stream stores through the tracing sink with tracing off")
+	}
+	if _, ok := r.app.apiStore().(tracedAPIStore); ok {
+		t.Fatal("the API stores through the tracing sink with tracing off")
 	}
 	xaddAll(t, r.rdb, []map[string]any{event("off-1")})
 	c := feedbackClient(r.app.URL(), "connect", "")

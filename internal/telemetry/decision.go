@@ -70,6 +70,9 @@ type Step struct {
 	// the store and the evaluator; they carry no decision text).
 	Err   error
 	Attrs []Attr
+	// Cause, when it carries a span (an RPC's), is linked from this one:
+	// the decision's trace points to the request that recorded it.
+	Cause context.Context
 }
 
 // Decision records s as a span in the decision's trace
@@ -86,8 +89,13 @@ func (t *Tracer) Decision(s Step) {
 	for _, a := range s.Attrs {
 		attrs = append(attrs, a.kv)
 	}
-	_, span := t.tracer.Start(ctx, "decision."+s.Stage, trace.WithNewRoot(), trace.WithSpanKind(kind),
-		trace.WithTimestamp(s.Start), trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(kind), trace.WithTimestamp(s.Start), trace.WithAttributes(attrs...)}
+	if s.Cause != nil {
+		if sc := trace.SpanContextFromContext(s.Cause); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+		}
+	}
+	_, span := t.tracer.Start(ctx, "decision."+s.Stage, opts...)
 	if s.Err != nil {
 		span.SetStatus(codes.Error, s.Err.Error())
 	}
