@@ -23,14 +23,14 @@ import (
 const module = "github.com/precept-dev/precept"
 
 // domain are the packages that hold precept's logic; adapters to the
-// outside world (Redis, Slack, Connect, Prometheus) must not reach them,
-// not even through a dependency.
+// outside world (Redis, Slack, Connect, Prometheus, OpenTelemetry) must
+// not reach them, not even through a dependency.
 var domain = []string{"", "feedbackstore", "lesson", "evaluator", "rules/rulefmt", "rules/gitstore", "rules", "analytics", "prompts", "clarification", "effect", "impact", "instructions"}
 
-var adapterModules = []string{"github.com/redis/", "github.com/slack-go/", "connectrpc.com/", "github.com/prometheus/"}
+var adapterModules = []string{"github.com/redis/", "github.com/slack-go/", "connectrpc.com/", "github.com/prometheus/", "go.opentelemetry.io/"}
 
 // serverModules must not be linked into the CLI, a thin Connect client.
-var serverModules = []string{"github.com/go-git/", "go.etcd.io/bbolt", "github.com/redis/", "github.com/prometheus/", "github.com/alicebob/miniredis"}
+var serverModules = []string{"github.com/go-git/", "go.etcd.io/bbolt", "github.com/redis/", "github.com/prometheus/", "github.com/alicebob/miniredis", "go.opentelemetry.io/"}
 
 // Bounds a newcomer can live with.
 const (

@@ -53,8 +53,12 @@ func (a *App) lessonOf(ctx context.Context, id string) (string, bool, error) {
 }
 
 // evaluated hands the lesson categories the evaluator just recorded to
-// analytics (evaluator.Options.OnEvaluated).
+// analytics (evaluator.Options.OnEvaluated), and records their spans
+// when tracing is on.
 func (a *App) evaluated(evs []evaluator.Evaluation) {
+	if a.Traces != nil {
+		a.traceEvaluated(evs)
+	}
 	if a.Analytics == nil {
 		return
 	}

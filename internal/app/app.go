@@ -40,6 +40,7 @@ import (
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
+	"github.com/precept-dev/precept/internal/telemetry"
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -110,14 +111,22 @@ type App struct {
 	// Console is the web console at /ui/ (docs/console.md), nil with
 	// ui.enabled off.
 	Console *console.Console
+	// Traces exports spans over OTLP (docs/telemetry.md); nil with
+	// telemetry.otlp_endpoint empty.
+	Traces *telemetry.Tracer
+	// tracing counts the proposal_drafted spans being recorded, so Close
+	// waits for them before the rules repository closes.
+	tracing sync.WaitGroup
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
 	server   *http.Server
 	mux      *http.ServeMux
-	// interceptors apply to every Connect handler.
-	interceptors connect.Option
-	closers      []func() error
+	// interceptors apply to every Connect handler; rpcInterceptors lists
+	// them.
+	interceptors    connect.Option
+	rpcInterceptors []connect.Interceptor
+	closers         []func() error
 }
 
 // New opens everything the configuration names and binds the listener,
@@ -150,6 +159,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	}
 	nodeDir := filepath.Join(dataDir, "nodes", cfg.NodeName())
 
+	if err := a.openTelemetry(); err != nil {
+		return nil, err
+	}
 	if err := a.openRedis(ctx); err != nil {
 		return nil, err
 	}
@@ -201,7 +213,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	reportDebris(log, "rules", a.RulesRepo, 0)
 
 	r := cfg.Redis
-	a.Consumer, err = stream.New(a.Redis, a.Feedback, stream.Options{
+	a.Consumer, err = stream.New(a.Redis, a.decisionSink(), stream.Options{
 		Stream:           r.Stream,
 		Group:            r.Group,
 		Consumer:         cfg.NodeName(),
@@ -235,6 +247,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err := a.openRules(); err != nil {
 		return nil, err
 	}
+	a.traceProposals()
 	if err := a.openEffects(); err != nil {
 		return nil, err
 	}
@@ -289,7 +302,11 @@ func (a *App) buildServer() error {
 	if auth.Open() {
 		a.Log.Warn("no API tokens configured: listening on loopback only, every caller is a local admin, requests must be addressed to a loopback name", "listen", a.Config.Listen)
 	}
-	a.interceptors = connect.WithInterceptors(api.NewMetricsInterceptor(a.Registry), &api.AuthInterceptor{Auth: auth})
+	a.rpcInterceptors, err = a.withTracing(api.NewMetricsInterceptor(a.Registry), &api.AuthInterceptor{Auth: auth})
+	if err != nil {
+		return err
+	}
+	a.interceptors = connect.WithInterceptors(a.rpcInterceptors...)
 	a.mux = http.NewServeMux()
 	probe := append(api.Codecs(), connect.WithReadMaxBytes(maxProbeBytes))
 
@@ -347,7 +364,7 @@ func (a *App) serveFeedback() {
 	evaluations := &api.EvaluatorService{Evaluator: a.Evaluator, Proposals: a.Rules, Corrections: correctionRecorder{record: a.Feedback.RecordCorrection},
 		Lessons: a.Lessons, Limits: a.Config.Ingest.Limits(), Log: a.Log}
 	a.Handle(preceptv1connect.NewFeedbackServiceHandler(&api.FeedbackService{
-		Store:       a.Feedback,
+		Store:       a.apiStore(),
 		DeadLetters: a.Consumer,
 		Similarity:  evaluations,
 		Evaluations: evaluations,

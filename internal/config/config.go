@@ -55,6 +55,9 @@ type Config struct {
 	// Instructions keeps instruction files of other repositories in step
 	// with agents' prompts (docs/instructions.md).
 	Instructions Instructions `yaml:"instructions"`
+	// Telemetry exports traces over OTLP (docs/telemetry.md); off by
+	// default.
+	Telemetry Telemetry `yaml:"telemetry"`
 }
 
 // Log configures structured logging.
@@ -217,6 +220,7 @@ func Default() Config {
 		UI:        defaultUI(),
 
 		Maintenance: defaultMaintenance(),
+		Telemetry:   defaultTelemetry(),
 	}
 }
 
@@ -358,6 +362,8 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	set(&c.Slack.BotToken, "PRECEPT_SLACK_BOT_TOKEN")
 	set(&c.Slack.SigningSecret, "PRECEPT_SLACK_SIGNING_SECRET")
 	set(&c.Export.Salt, "PRECEPT_EXPORT_SALT")
+	set(&c.Telemetry.OTLPEndpoint, "PRECEPT_OTLP_ENDPOINT")
+	set(&c.Telemetry.headersEnv, "PRECEPT_OTLP_HEADERS")
 	for i := range c.Auth.Tokens {
 		if t := &c.Auth.Tokens[i]; t.TokenEnv != "" {
 			t.Token = getenv(t.TokenEnv)
@@ -371,7 +377,7 @@ func (c Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateServer, c.Server.validate, c.Auth.validate, c.validateAuthNeeded, c.validateIngestion, c.validateBodies,
 		c.Evaluator.validate, c.Rules.validate, c.Prompts.validate, c.Analytics.validate, c.Slack.validate, c.Effects.validate,
-		c.Maintenance.validate, c.Export.validate, c.UI.validate, c.Instructions.validate,
+		c.Maintenance.validate, c.Export.validate, c.UI.validate, c.Instructions.validate, c.Telemetry.validate,
 	} {
 		if err := check(); err != nil {
 			return err
