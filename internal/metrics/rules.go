@@ -147,3 +147,75 @@ func (p *proposalCounts) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(proposalsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
 	}
 }
+
+// ProposalLister is what the approval-deadline gauge reads of a rule
+// manager (rules.Manager).
+type ProposalLister interface {
+	List(ctx context.Context, f rules.ListFilter) ([]rulefmt.Proposal, error)
+}
+
+var _ ProposalLister = (*rules.Manager)(nil)
+
+var overdueDesc = prometheus.NewDesc("precept_rules_proposals_overdue",
+	"Pending rule proposals waiting for approval longer than rules.approval_sla (0 when deadlines are off).", nil, nil)
+
+// ApprovalDeadline registers precept_rules_proposals_overdue on reg: the
+// pending proposals that waited past the approval deadline sla
+// (rules.Overdue; docs/lifecycle.md, "Approval deadlines"), read from the
+// rules repository at scrape time. sla <= 0 reports 0. now is the clock
+// (time.Now when nil).
+func ApprovalDeadline(reg prometheus.Registerer, src ProposalLister, sla time.Duration, now func() time.Time, log *slog.Logger) error {
+	if now == nil {
+		now = time.Now
+	}
+	_, err := register(reg, &overdueCount{src: src, sla: sla, now: now, log: log})
+	return err
+}
+
+// overdueCount is precept_rules_proposals_overdue. A failed read reports
+// the last count it had.
+type overdueCount struct {
+	src ProposalLister
+	sla time.Duration
+	now func() time.Time
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last int
+}
+
+func (o *overdueCount) Describe(ch chan<- *prometheus.Desc) { ch <- overdueDesc }
+
+func (o *overdueCount) Collect(ch chan<- prometheus.Metric) {
+	n, err := o.count()
+	o.mu.Lock()
+	if err != nil {
+		if o.log != nil {
+			o.log.Warn("count overdue rule proposals for /metrics; reporting the last count", "err", err)
+		}
+		n = o.last
+	} else {
+		o.last = n
+	}
+	o.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(overdueDesc, prometheus.GaugeValue, float64(n))
+}
+
+func (o *overdueCount) count() (int, error) {
+	if o.sla <= 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	pending, err := o.src.List(ctx, rules.ListFilter{Status: rulefmt.Pending})
+	if err != nil {
+		return 0, err
+	}
+	n, now := 0, o.now()
+	for _, p := range pending {
+		if rules.Overdue(p, now, o.sla) > 0 {
+			n++
+		}
+	}
+	return n, nil
+}

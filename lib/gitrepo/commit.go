@@ -99,6 +99,12 @@ func (r *Repo) lockBranch(branch string) func() {
 // It returns ErrRefChanged when branch is no longer at expected; the
 // written objects are then unreferenced and harmless.
 func (r *Repo) Commit(branch string, expected Hash, base *Snapshot, spec CommitSpec) (Hash, error) {
+	h, err := r.commit(branch, expected, base, spec)
+	r.writes.commit(err)
+	return h, err
+}
+
+func (r *Repo) commit(branch string, expected Hash, base *Snapshot, spec CommitSpec) (Hash, error) {
 	if err := validBranch(branch); err != nil {
 		return ZeroHash, err
 	}
