@@ -29,6 +29,10 @@ func NewEvaluator(reg prometheus.Registerer) (*Evaluator, error) {
 	}, []string{"class"})); err != nil {
 		return nil, err
 	}
+	// Every class has a series from the start (dashboards read them).
+	for _, c := range []evaluator.Class{evaluator.Positive, evaluator.Ambiguous, evaluator.EdgeCase, evaluator.GeneralizableLow, evaluator.GeneralizableHigh} {
+		m.evaluations.WithLabelValues(string(c))
+	}
 	if m.errors, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "precept_evaluation_errors_total", Help: "Batches whose evaluation failed and will be retried.",
 	})); err != nil {

@@ -62,6 +62,12 @@ func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
 		Name: "precept_rules_remote_edits_total",
 		Help: "Proposal texts edited on the rules remote and taken, with their approvals reset.",
 	})
+	// Every channel has a series from the start, so rates and alerts
+	// read 0 rather than nothing.
+	for _, via := range []string{rulefmt.ViaAPI, rulefmt.ViaConsole, rulefmt.ViaSlack, rulefmt.ViaGit} {
+		approvals.WithLabelValues(via)
+		rejections.WithLabelValues(via)
+	}
 	var err error
 	if ignored, err = register(reg, ignored); err != nil {
 		return err
