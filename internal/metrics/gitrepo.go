@@ -85,14 +85,16 @@ func (objectStats) Describe(ch chan<- *prometheus.Desc) {
 
 func (o objectStats) Collect(ch chan<- prometheus.Metric) {
 	for name, r := range o {
-		w := r.WriteStats()
+		st, err := r.Stats()
+		// Commits and pushes are counted in memory: reported even when
+		// the object store cannot be read, when they matter most.
+		w := st.Writes
 		for result, n := range map[string]uint64{"ok": w.Commits, "raced": w.CommitsRaced, "failed": w.CommitsFailed} {
 			ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(n), name, result)
 		}
 		for result, n := range map[string]uint64{"ok": w.Pushes, "rejected": w.PushesRejected, "failed": w.PushesFailed} {
 			ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(n), name, result)
 		}
-		st, err := r.Stats()
 		if err != nil {
 			continue
 		}

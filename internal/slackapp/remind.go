@@ -3,11 +3,13 @@ package slackapp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
 	"github.com/precept-dev/precept/lib/text"
@@ -19,26 +21,61 @@ import (
 // proposal, so that replicas post it once.
 func keyRemind(id string, period int64) string { return fmt.Sprintf("remind:%d:%s", period, id) }
 
-// remindRound re-posts, in its thread, every pending proposal that has
-// waited past its approval deadline (Options.ApprovalSLA) and was not yet
-// reminded in its current SLA period (docs/lifecycle.md, "Approval
-// deadlines"). The poster calls it with the proposals and post records it
-// read for a full reconcile.
-func (s *Service) remindRound(ctx context.Context, list []rulefmt.Proposal, posts map[string]Post) {
-	if s.opts.ApprovalSLA <= 0 {
+// reminders re-posts, in its thread, every pending proposal that has
+// waited past its approval deadline (Options.ApprovalSLA), once per SLA
+// period (docs/lifecycle.md, "Approval deadlines").
+type reminders struct {
+	api   API
+	rules Rules
+	posts *Posts
+	store Store
+	// sla is the approval deadline; not positive: no reminders.
+	sla time.Duration
+	// approvers may approve (rules.approvers); slackOf maps those of
+	// them slack.users names to a Slack user, to mention them.
+	approvers []string
+	slackOf   map[string]string
+	now       func() time.Time
+	log       *slog.Logger
+	posted    prometheus.Counter
+	// call counts a Slack API call; lock serialises work on one
+	// proposal with the poster.
+	call func(method string, err error)
+	lock func(id string) func()
+}
+
+func newReminders(s *Service) *reminders {
+	slackOf := map[string]string{}
+	for _, u := range slices.Sorted(maps.Keys(s.opts.Users)) {
+		if _, taken := slackOf[s.opts.Users[u]]; !taken && validSlackID(u) {
+			slackOf[s.opts.Users[u]] = u
+		}
+	}
+	return &reminders{
+		api: s.api, rules: s.rules, posts: s.posts, store: s.store,
+		sla: s.opts.ApprovalSLA, approvers: s.opts.Approvers, slackOf: slackOf,
+		now: s.opts.Now, log: s.log, posted: s.metrics.reminders, call: s.metrics.call, lock: s.lock,
+	}
+}
+
+// round reminds each proposal of list that is overdue and was not yet
+// reminded in its current SLA period. The poster calls it with the
+// proposals and post records it read for a full reconcile.
+func (r *reminders) round(ctx context.Context, list []rulefmt.Proposal, posts map[string]Post) {
+	if r.sla <= 0 {
 		return
 	}
-	now := s.opts.Now()
+	now := r.now()
 	for _, p := range list {
 		if ctx.Err() != nil {
 			return
 		}
-		period := rules.Overdue(p, now, s.opts.ApprovalSLA)
+		period := rules.Overdue(p, now, r.sla)
 		post, ok := posts[p.ID]
 		if period == 0 || !ok || !post.shown() || post.RemindedPeriod >= period {
 			continue
 		}
-		s.remind(ctx, p.ID, period)
+		r.remind(ctx, p.ID, period)
 	}
 }
 
@@ -47,65 +84,58 @@ func (s *Service) remindRound(ctx context.Context, list []rulefmt.Proposal, post
 // replicas share and which holds while the post record is written, and
 // the period recorded with the post in the rules repository, which
 // outlives a Store that lost its keys (embedded Redis restarted).
-func (s *Service) remind(ctx context.Context, id string, period int64) {
-	defer s.lock("proposal:" + id)()
-	p, err := s.rules.Get(ctx, id)
+func (r *reminders) remind(ctx context.Context, id string, period int64) {
+	defer r.lock("proposal:" + id)()
+	p, err := r.rules.Get(ctx, id)
 	if err != nil {
 		return
 	}
-	post, ok, err := s.posts.Get(ctx, id)
-	if err != nil || !ok || !post.shown() || post.RemindedPeriod >= period || rules.Overdue(p, s.opts.Now(), s.opts.ApprovalSLA) < period {
+	post, ok, err := r.posts.Get(ctx, id)
+	if err != nil || !ok || !post.shown() || post.RemindedPeriod >= period || rules.Overdue(p, r.now(), r.sla) < period {
 		return
 	}
 	key := keyRemind(id, period)
-	claimed, err := s.store.Claim(ctx, key, s.opts.ApprovalSLA+time.Hour)
+	claimed, err := r.store.Claim(ctx, key, r.sla+time.Hour)
 	if err != nil {
-		s.log.Warn("claim an approval reminder; will retry", "proposal_id", id, "err", err)
+		r.log.Warn("claim an approval reminder; will retry", "proposal_id", id, "err", err)
 		return
 	}
 	if !claimed {
 		return
 	}
-	msg := s.reminderText(p, s.opts.Now())
-	_, _, err = s.api.PostMessageContext(ctx, post.Channel, slack.MsgOptionTS(post.TS), slack.MsgOptionText(msg, false))
-	s.metrics.call("chat.postMessage", err)
+	_, _, err = r.api.PostMessageContext(ctx, post.Channel, slack.MsgOptionTS(post.TS), slack.MsgOptionText(r.text(p), false))
+	r.call("chat.postMessage", err)
 	if err != nil {
 		// Nothing was posted: let the next round try again.
-		if rerr := s.store.Release(ctx, key); rerr != nil {
-			s.log.Warn("release an approval reminder claim", "proposal_id", id, "err", rerr)
+		if rerr := r.store.Release(ctx, key); rerr != nil {
+			r.log.Warn("release an approval reminder claim", "proposal_id", id, "err", rerr)
 		}
-		s.log.Warn("post an approval reminder; will retry", "proposal_id", id, "err", errText(err))
+		r.log.Warn("post an approval reminder; will retry", "proposal_id", id, "err", errText(err))
 		return
 	}
-	s.metrics.reminders.Inc()
+	r.posted.Inc()
 	post.RemindedPeriod, post.UpdatedAt = period, time.Time{}
-	if err := s.posts.Set(ctx, id, post); err != nil {
+	if err := r.posts.Set(ctx, id, post); err != nil {
 		// The claim still holds for this period.
-		s.log.Warn("record an approval reminder", "proposal_id", id, "err", err)
+		r.log.Warn("record an approval reminder", "proposal_id", id, "err", err)
 	}
-	s.log.Info("approval reminder posted", "proposal_id", id, "period", period, "waited", s.opts.Now().Sub(p.CreatedAt).Round(time.Minute))
+	r.log.Info("approval reminder posted", "proposal_id", id, "period", period, "waited", r.now().Sub(p.CreatedAt).Round(time.Minute))
 }
 
-// reminderText says how long a proposal has waited, against which
-// deadline, how many approvals it still needs and, when rules.approvers
-// names them, who may give them (mentioned when slack.users maps them).
-func (s *Service) reminderText(p rulefmt.Proposal, now time.Time) string {
-	n, who := rules.StillNeeded(p, s.opts.Approvers)
+// text says how long a proposal has waited, against which deadline, how
+// many approvals it still needs and, when rules.approvers names them,
+// who may give them (mentioned when slack.users maps them).
+func (r *reminders) text(p rulefmt.Proposal) string {
+	n, who := rules.StillNeeded(p, r.approvers)
 	var b strings.Builder
 	fmt.Fprintf(&b, ":alarm_clock: Proposal %s has waited %s for approval, past its deadline of %s.",
-		code(p.ID), waited(now.Sub(p.CreatedAt)), waited(s.opts.ApprovalSLA))
+		code(p.ID), waited(r.now().Sub(p.CreatedAt)), waited(r.sla))
 	fmt.Fprintf(&b, " It needs %d %s.", n, text.Plural(n, "more valid approval", "more valid approvals"))
 	if len(who) > 0 {
-		bySlack := map[string]string{}
-		for _, u := range slices.Sorted(maps.Keys(s.opts.Users)) {
-			if _, taken := bySlack[s.opts.Users[u]]; !taken && validSlackID(u) {
-				bySlack[s.opts.Users[u]] = u
-			}
-		}
 		names := make([]string, len(who))
 		for i, id := range who {
 			names[i] = code(id)
-			if u, ok := bySlack[id]; ok {
+			if u, ok := r.slackOf[id]; ok {
 				names[i] = "<@" + u + "> (" + escape(id) + ")"
 			}
 		}

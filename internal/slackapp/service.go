@@ -205,6 +205,8 @@ type Service struct {
 	features Features
 
 	post poster
+	// remind posts approval reminders.
+	remind *reminders
 	// clarify is nil without a clarification loop.
 	clarify *clarifier
 	// curation is nil without merge suggestions.
@@ -248,6 +250,7 @@ func New(api API, r Rules, posts *Posts, clar Clarifications, store Store, opts 
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.post.init()
+	s.remind = newReminders(s)
 	if opts.Impact != nil {
 		// A preview computed in the background replaces "pending".
 		opts.Impact.OnUpdate(s.post.markDirty)

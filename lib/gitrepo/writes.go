@@ -6,7 +6,7 @@ import (
 )
 
 // WriteStats counts the outcomes of the commits and pushes a Repo made
-// since Open, for monitoring (precept_git_commits_total and
+// since Open (ObjectStats.Writes), for monitoring (precept_git_commits_total and
 // precept_git_pushes_total; docs/operations.md).
 type WriteStats struct {
 	// Commits that moved their branch; CommitsRaced lost the
@@ -49,10 +49,8 @@ func (w *writeCount) push(err error) {
 	}
 }
 
-// WriteStats returns the outcomes of the commits and pushes made since
-// Open.
-func (r *Repo) WriteStats() WriteStats {
-	w := &r.writes
+// stats returns the counts so far.
+func (w *writeCount) stats() WriteStats {
 	return WriteStats{
 		Commits: w.commits.Load(), CommitsRaced: w.commitsRaced.Load(), CommitsFailed: w.commitsFailed.Load(),
 		Pushes: w.pushes.Load(), PushesRejected: w.pushesRejected.Load(), PushesFailed: w.pushesFailed.Load(),

@@ -40,7 +40,11 @@ func TestWriteStatsCountCommitsAndPushesByOutcome(t *testing.T) {
 		t.Fatal("a push to a missing remote succeeded")
 	}
 
-	got := r.WriteStats()
+	st, err := r.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.Writes
 	want := WriteStats{Commits: 2, CommitsRaced: 1, CommitsFailed: 1, Pushes: 1, PushesFailed: 1}
 	if got != want {
 		t.Fatalf("WriteStats = %+v, want %+v", got, want)
