@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 
+	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/text"
 	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/rules/rulefmt"
@@ -31,8 +32,9 @@ type reminders struct {
 	store Store
 	// sla is the approval deadline; not positive: no reminders.
 	sla time.Duration
-	// approvers may approve (rules.approvers); slackOf maps those of
-	// them slack.users names to a Slack user, to mention them.
+	// approvers may approve: rules.approvers, or when that is empty the
+	// identities slack.users maps with a role that allows deciding.
+	// slackOf maps identities to a Slack user, to mention them.
 	approvers []string
 	slackOf   map[string]string
 	now       func() time.Time
@@ -51,9 +53,19 @@ func newReminders(s *Service) *reminders {
 			slackOf[s.opts.Users[u]] = u
 		}
 	}
+	approvers := s.opts.Approvers
+	if len(approvers) == 0 {
+		// Any approver may approve: name those who may in Slack, the
+		// mapped identities whose role allows it.
+		for _, name := range slices.Sorted(maps.Keys(slackOf)) {
+			if (precept.Identity{Name: name, Role: s.opts.Roles[name]}).Allows(DecisionRole) {
+				approvers = append(approvers, name)
+			}
+		}
+	}
 	return &reminders{
 		api: s.api, rules: s.rules, posts: s.posts, store: s.store,
-		sla: s.opts.ApprovalSLA, approvers: s.opts.Approvers, slackOf: slackOf,
+		sla: s.opts.ApprovalSLA, approvers: approvers, slackOf: slackOf,
 		now: s.opts.Now, log: s.log, posted: s.metrics.reminders, call: s.metrics.call, lock: s.lock,
 	}
 }
@@ -123,8 +135,8 @@ func (r *reminders) remind(ctx context.Context, id string, period int64) {
 }
 
 // text says how long a proposal has waited, against which deadline, how
-// many approvals it still needs and, when rules.approvers names them,
-// who may give them (mentioned when slack.users maps them).
+// many approvals it still needs and who may give them (mentioned when
+// slack.users maps them).
 func (r *reminders) text(p rulefmt.Proposal) string {
 	n, who := rules.StillNeeded(p, r.approvers)
 	var b strings.Builder

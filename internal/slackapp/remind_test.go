@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/rules/rulefmt"
@@ -181,5 +182,21 @@ func TestApprovalRemindersOffWithANegativeSLA(t *testing.T) {
 	e.round()
 	if got := e.reminders(p.ID); len(got) != 0 {
 		t.Fatalf("reminded with deadlines off: %q", got)
+	}
+}
+
+func TestWithoutAnApproverListTheReminderNamesTheSlackUsersWhoMayApprove(t *testing.T) {
+	e := newEnv(t, envConfig{noRun: true, rules: rules.Options{Approvers: []string{}}, opts: Options{
+		Users: map[string]string{uAlice: "alice", uBob: "bob", uVic: "vic"},
+		Roles: map[string]precept.Role{"alice": precept.RoleApprover, "bob": precept.RoleAdmin, "vic": precept.RoleReader},
+	}})
+	p := e.propose("Cite the ticket in every commit message.")
+	e.round()
+	e.posted(p.ID)
+	e.clock.Advance(49 * time.Hour)
+	e.round()
+	got := e.reminders(p.ID)
+	if len(got) != 1 || !strings.Contains(got[0], "Who may approve: <@U0ALICE> (alice), <@U0BOB> (bob).") {
+		t.Fatalf("reminders: %q, want alice and bob named, not vic (a reader)", got)
 	}
 }
