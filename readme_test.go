@@ -230,7 +230,7 @@ func TestDocumentationExamplesRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs preceptd as a user would")
 	}
-	for _, tool := range []string{"bash", "git", "make", "go", "redis-cli"} {
+	for _, tool := range []string{"bash", "git", "make", "go", "redis-cli", "promtool"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the examples need %s on PATH (.ci/install-deps installs it): %v", tool, err)
 		}

@@ -302,7 +302,7 @@ func (a *App) buildServer() error {
 	if auth.Open() {
 		a.Log.Warn("no API tokens configured: listening on loopback only, every caller is a local admin, requests must be addressed to a loopback name", "listen", a.Config.Listen)
 	}
-	a.rpcInterceptors, err = a.withTracing(api.NewMetricsInterceptor(a.Registry), &api.AuthInterceptor{Auth: auth})
+	a.rpcInterceptors, err = a.withTracing(api.NewMetricsInterceptor(a.Registry).Expect(preceptv1connect.PromptServiceBuildPromptProcedure), &api.AuthInterceptor{Auth: auth})
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,9 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		return err
 	}
 	a.closers = append(a.closers, a.Evaluator.Close)
+	if err := metrics.NeedsReview(a.Registry, a.Evaluator); err != nil {
+		return err
+	}
 	a.Log.Info("evaluator ready", "embedder", emb.Name(), "index", cfg.Index.Backend, "llm", cfg.LLM.Provider, "reset_index", reset, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -67,6 +67,8 @@ func (a *App) openSlack() error {
 		SuggestEvery:  cmp.Or(cfg.SuggestEvery, -1), // 0 in the config: post none
 		SuggestMax:    cfg.SuggestMax,
 		ScanInterval:  cfg.Clarification.ScanInterval,
+		ApprovalSLA:   cmp.Or(a.Config.Rules.ApprovalSLA, -1), // 0 in the config: no reminders
+		Approvers:     a.Config.Rules.Approvers,
 		Features:      &slackapp.Features{Posting: features.Posting, Clarification: features.Clarification},
 		Impact:        impactSummaries(a.Impact),
 		Logger:        a.Log.With("component", "slack"),

@@ -95,6 +95,8 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"evaluator: {embedder: {provider: local, dimension: 9000}}", "evaluator.embedder.dimension"},
 		{"evaluator: {thresholds: {high_min_size: 1}}", "evaluator.thresholds"},
 		{"rules: {required_approvals: 0}", "rules.required_approvals"},
+		{"rules: {approval_sla: 30s}", "rules.approval_sla"},
+		{"rules: {approval_sla: -1h}", "rules.approval_sla"},
 		{"rules: {git: {signing_key: too-short}}", "rules.git.signing_key"},
 		{"rules: {duplicate_threshold: 0.5}", "rules.duplicate_threshold"},
 		{"rules: {quality: {min_signal_density: 2}}", "rules.quality.min_signal_density"},

@@ -33,6 +33,12 @@ type Rules struct {
 	// ShadowPeriod keeps approved rules in the shadow prompt this long; 0
 	// activates them at once.
 	ShadowPeriod time.Duration `yaml:"shadow_period"`
+	// ApprovalSLA is how long a pending proposal may wait for its
+	// approvals: past it the proposal is overdue, reminded in its Slack
+	// thread once per period and counted by
+	// precept_rules_proposals_overdue (docs/lifecycle.md, "Approval
+	// deadlines"). 0 turns deadlines off.
+	ApprovalSLA time.Duration `yaml:"approval_sla"`
 	// ProposeInterval is how often the batched proposer drafts.
 	ProposeInterval time.Duration `yaml:"propose_interval"`
 	Quality         Quality       `yaml:"quality"`
@@ -99,6 +105,7 @@ func defaultRules() Rules {
 		DuplicateThreshold:     t.Duplicate,
 		ConflictThreshold:      t.Conflict,
 		RejectedSimilarity:     t.Rejected,
+		ApprovalSLA:            rules.DefaultApprovalSLA,
 		ProposeInterval:        rules.DefaultProposeInterval,
 		Quality:                Quality{MinLength: q.MinLength, MaxLength: q.MaxLength, MinSignalDensity: q.MinSignalDensity},
 		Git:                    RulesGit{FetchInterval: rules.DefaultFetchInterval},
@@ -133,6 +140,9 @@ func (r Rules) validate() error {
 	if k := r.Git.SigningKey; k != "" && len(k) < gitrepo.MinSigningKey {
 		// The key itself is never echoed.
 		return bad("git.signing_key", "%d characters, need at least %d", len(k), gitrepo.MinSigningKey)
+	}
+	if r.ApprovalSLA < 0 || (r.ApprovalSLA > 0 && r.ApprovalSLA < time.Minute) {
+		return bad("approval_sla", "%v: use 0 (no deadline) or at least 1m", r.ApprovalSLA)
 	}
 	if r.ProposeInterval <= 0 {
 		return bad("propose_interval", "must be a positive duration")

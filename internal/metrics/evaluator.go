@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"context"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/precept-dev/precept/evaluator"
@@ -25,6 +28,10 @@ func NewEvaluator(reg prometheus.Registerer) (*Evaluator, error) {
 		Name: "precept_evaluations_total", Help: "Decisions evaluated, by class.",
 	}, []string{"class"})); err != nil {
 		return nil, err
+	}
+	// Every class has a series from the start (dashboards read them).
+	for _, c := range []evaluator.Class{evaluator.Positive, evaluator.Ambiguous, evaluator.EdgeCase, evaluator.GeneralizableLow, evaluator.GeneralizableHigh} {
+		m.evaluations.WithLabelValues(string(c))
 	}
 	if m.errors, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "precept_evaluation_errors_total", Help: "Batches whose evaluation failed and will be retried.",
@@ -57,4 +64,37 @@ func (m *Evaluator) BatchFailed() { m.errors.Inc() }
 // LLMRefinement implements evaluator.Metrics.
 func (m *Evaluator) LLMRefinement(outcome evaluator.LLMOutcome) {
 	m.llm.WithLabelValues(string(outcome)).Inc()
+}
+
+// ReviewQueue is what the needs-review gauge reads of the evaluator
+// (evaluator.Service).
+type ReviewQueue interface {
+	NeedsReview(ctx context.Context, q evaluator.ReviewQuery) ([]evaluator.NeedsReview, int, error)
+}
+
+var _ ReviewQueue = (*evaluator.Service)(nil)
+
+// NeedsReview registers precept_needs_review on reg: the ambiguous
+// decisions waiting for a human (docs/clarification.md), read at scrape
+// time from the evaluator's index of open records. A failed read reports
+// the last count.
+func NeedsReview(reg prometheus.Registerer, q ReviewQueue) error {
+	var mu sync.Mutex
+	last := 0
+	_, err := register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "precept_needs_review",
+		Help: "Ambiguous decisions waiting in the needs-review queue for a human.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		defer cancel()
+		// The total comes from the index; one record is read.
+		_, total, err := q.NeedsReview(ctx, evaluator.ReviewQuery{Limit: 1})
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			last = total
+		}
+		return float64(last)
+	}))
+	return err
 }

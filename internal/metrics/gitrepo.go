@@ -68,6 +68,10 @@ var (
 		"Temporary object files left by killed writes (tmp_pack_*, tmp_idx_*, ...) removed at start and by maintenance.", []string{"repo"}, nil)
 	debrisBytesDesc = prometheus.NewDesc("precept_git_temp_bytes_removed_total",
 		"Bytes of the temporary object files removed at start and by maintenance.", []string{"repo"}, nil)
+	commitsDesc = prometheus.NewDesc("precept_git_commits_total",
+		"Commits to the repository by result: ok, raced (lost a compare-and-swap, retried) or failed.", []string{"repo", "result"}, nil)
+	pushesDesc = prometheus.NewDesc("precept_git_pushes_total",
+		"Pushes to the repository's remote by result: ok, rejected (non-fast-forward, fetched and retried) or failed.", []string{"repo", "result"}, nil)
 )
 
 func (objectStats) Describe(ch chan<- *prometheus.Desc) {
@@ -75,11 +79,22 @@ func (objectStats) Describe(ch chan<- *prometheus.Desc) {
 	ch <- looseDesc
 	ch <- debrisDesc
 	ch <- debrisBytesDesc
+	ch <- commitsDesc
+	ch <- pushesDesc
 }
 
 func (o objectStats) Collect(ch chan<- prometheus.Metric) {
 	for name, r := range o {
 		st, err := r.Stats()
+		// Commits and pushes are counted in memory: reported even when
+		// the object store cannot be read, when they matter most.
+		w := st.Writes
+		for result, n := range map[string]uint64{"ok": w.Commits, "raced": w.CommitsRaced, "failed": w.CommitsFailed} {
+			ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(n), name, result)
+		}
+		for result, n := range map[string]uint64{"ok": w.Pushes, "rejected": w.PushesRejected, "failed": w.PushesFailed} {
+			ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(n), name, result)
+		}
 		if err != nil {
 			continue
 		}

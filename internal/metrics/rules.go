@@ -62,6 +62,12 @@ func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
 		Name: "precept_rules_remote_edits_total",
 		Help: "Proposal texts edited on the rules remote and taken, with their approvals reset.",
 	})
+	// Every channel has a series from the start, so rates and alerts
+	// read 0 rather than nothing.
+	for _, via := range []string{rulefmt.ViaAPI, rulefmt.ViaConsole, rulefmt.ViaSlack, rulefmt.ViaGit} {
+		approvals.WithLabelValues(via)
+		rejections.WithLabelValues(via)
+	}
 	var err error
 	if ignored, err = register(reg, ignored); err != nil {
 		return err
@@ -146,4 +152,76 @@ func (p *proposalCounts) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range proposalStatuses {
 		ch <- prometheus.MustNewConstMetric(proposalsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
 	}
+}
+
+// ProposalLister is what the approval-deadline gauge reads of a rule
+// manager (rules.Manager).
+type ProposalLister interface {
+	List(ctx context.Context, f rules.ListFilter) ([]rulefmt.Proposal, error)
+}
+
+var _ ProposalLister = (*rules.Manager)(nil)
+
+var overdueDesc = prometheus.NewDesc("precept_rules_proposals_overdue",
+	"Pending rule proposals waiting for approval longer than rules.approval_sla (0 when deadlines are off).", nil, nil)
+
+// ApprovalDeadline registers precept_rules_proposals_overdue on reg: the
+// pending proposals that waited past the approval deadline sla
+// (rules.Overdue; docs/lifecycle.md, "Approval deadlines"), read from the
+// rules repository at scrape time. sla <= 0 reports 0. now is the clock
+// (time.Now when nil).
+func ApprovalDeadline(reg prometheus.Registerer, src ProposalLister, sla time.Duration, now func() time.Time, log *slog.Logger) error {
+	if now == nil {
+		now = time.Now
+	}
+	_, err := register(reg, &overdueCount{src: src, sla: sla, now: now, log: log})
+	return err
+}
+
+// overdueCount is precept_rules_proposals_overdue. A failed read reports
+// the last count it had.
+type overdueCount struct {
+	src ProposalLister
+	sla time.Duration
+	now func() time.Time
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last int
+}
+
+func (o *overdueCount) Describe(ch chan<- *prometheus.Desc) { ch <- overdueDesc }
+
+func (o *overdueCount) Collect(ch chan<- prometheus.Metric) {
+	n, err := o.count()
+	o.mu.Lock()
+	if err != nil {
+		if o.log != nil {
+			o.log.Warn("count overdue rule proposals for /metrics; reporting the last count", "err", err)
+		}
+		n = o.last
+	} else {
+		o.last = n
+	}
+	o.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(overdueDesc, prometheus.GaugeValue, float64(n))
+}
+
+func (o *overdueCount) count() (int, error) {
+	if o.sla <= 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	pending, err := o.src.List(ctx, rules.ListFilter{Status: rulefmt.Pending})
+	if err != nil {
+		return 0, err
+	}
+	n, now := 0, o.now()
+	for _, p := range pending {
+		if rules.Overdue(p, now, o.sla) > 0 {
+			n++
+		}
+	}
+	return n, nil
 }

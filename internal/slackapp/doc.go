@@ -16,6 +16,13 @@
 // exponential backoff; attempts and the last error are recorded with the
 // post. Nothing else waits for Slack.
 //
+// Approval deadlines. A pending proposal that waited longer than
+// Options.ApprovalSLA is re-posted in its thread once per SLA period,
+// saying how many approvals it still needs and who may give them; a
+// claim in the Store and the period recorded with its Post keep replicas
+// and restarts from posting it twice (docs/lifecycle.md, "Approval
+// deadlines").
+//
 // Interactions. Requests are verified with Slack's v0 signature; stale
 // timestamps and replays (remembered in a Store shared by the replicas)
 // are refused. Handlers answer at once and work after: a click opens a

@@ -124,6 +124,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 			o.Roles[name] = precept.RoleApprover
 		}
 	}
+	if o.Approvers == nil {
+		o.Approvers = ro.Approvers
+	}
 	if o.Now == nil {
 		o.Now = e.clock.Now
 	}

@@ -10,6 +10,9 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	calls    *prometheus.CounterVec
 	retrying prometheus.Gauge
+	// reminders counts approval reminders posted (docs/lifecycle.md,
+	// "Approval deadlines").
+	reminders prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -26,9 +29,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "precept_slack_posts_retrying",
 			Help: "Proposals whose Slack message failed to post or update and waits for a retry.",
 		}),
+		reminders: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "precept_slack_approval_reminders_total",
+			Help: "Reminders posted in the threads of proposals waiting past their approval deadline (rules.approval_sla).",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.calls, m.retrying} {
+		for _, c := range []prometheus.Collector{m.requests, m.calls, m.retrying, m.reminders} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register slack metrics: %w", err)
 			}

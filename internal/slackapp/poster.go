@@ -204,6 +204,7 @@ func (s *Service) postRound(ctx context.Context) {
 				ids = append(ids, p.ID)
 			}
 		}
+		defer s.remind.round(ctx, list, posts)
 	}
 	for _, id := range ids {
 		if ctx.Err() != nil {

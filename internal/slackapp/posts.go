@@ -37,6 +37,9 @@ type Post struct {
 	LastError      string    `yaml:"last_error,omitempty"`
 	UpdatedAt      time.Time `yaml:"updated_at"`
 	PostedRevision int       `yaml:"posted_revision,omitempty"`
+	// RemindedPeriod is the last approval SLA period whose reminder was
+	// posted in the thread (rules.Overdue), 0 when none was.
+	RemindedPeriod int64 `yaml:"reminded_period,omitempty"`
 }
 
 // shown reports whether the post is a message in Slack.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,6 +114,14 @@ type Options struct {
 	// on suggestions already posted are still answered.
 	SuggestEvery time.Duration
 	SuggestMax   int
+	// ApprovalSLA is how long a proposal may wait for its approvals
+	// before it is re-posted in its thread, once per period of that
+	// length (docs/lifecycle.md, "Approval deadlines"); default
+	// rules.DefaultApprovalSLA, negative: no reminders.
+	ApprovalSLA time.Duration
+	// Approvers are the identities that may approve (rules.approvers), so
+	// a reminder names who may still approve; empty names nobody.
+	Approvers []string
 	// Features; nil means posting on and clarification off.
 	Features *Features
 	// Impact shows each proposal's impact preview in its message; nil
@@ -152,6 +161,9 @@ func (o Options) withDefaults() Options {
 	if o.SuggestMax <= 0 {
 		o.SuggestMax = DefaultSuggestMax
 	}
+	if o.ApprovalSLA == 0 {
+		o.ApprovalSLA = rules.DefaultApprovalSLA
+	}
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = 2500 * time.Millisecond
 	}
@@ -164,6 +176,7 @@ func (o Options) withDefaults() Options {
 	o.Users = maps.Clone(o.Users)
 	o.Roles = maps.Clone(o.Roles)
 	o.Reviewers = maps.Clone(o.Reviewers)
+	o.Approvers = slices.Clone(o.Approvers)
 	return o
 }
 
@@ -192,6 +205,8 @@ type Service struct {
 	features Features
 
 	post poster
+	// remind posts approval reminders.
+	remind *reminders
 	// clarify is nil without a clarification loop.
 	clarify *clarifier
 	// curation is nil without merge suggestions.
@@ -235,6 +250,7 @@ func New(api API, r Rules, posts *Posts, clar Clarifications, store Store, opts 
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.post.init()
+	s.remind = newReminders(s)
 	if opts.Impact != nil {
 		// A preview computed in the background replaces "pending".
 		opts.Impact.OnUpdate(s.post.markDirty)

@@ -98,7 +98,8 @@ func (r *Repo) lockBranch(branch string) func() {
 // moves branch from expected to it (ZeroHash: the branch must not exist).
 // It returns ErrRefChanged when branch is no longer at expected; the
 // written objects are then unreferenced and harmless.
-func (r *Repo) Commit(branch string, expected Hash, base *Snapshot, spec CommitSpec) (Hash, error) {
+func (r *Repo) Commit(branch string, expected Hash, base *Snapshot, spec CommitSpec) (_ Hash, err error) {
+	defer func() { r.writes.commit(err) }()
 	if err := validBranch(branch); err != nil {
 		return ZeroHash, err
 	}

@@ -31,16 +31,21 @@ type ObjectStats struct {
 	// of killed writes removed since Open, and their size.
 	DebrisRemoved      uint64
 	DebrisBytesRemoved uint64
+	// Writes counts the commits and pushes since Open by outcome.
+	Writes WriteStats
 }
 
-// Stats counts the repository's packfiles and loose objects.
+// Stats counts the repository's packfiles and loose objects. When the
+// object store cannot be read it returns the error with the counts kept
+// in memory (debris removed, writes) filled and Packs and Loose zero.
 func (r *Repo) Stats() (ObjectStats, error) {
+	st := ObjectStats{DebrisRemoved: r.debris.files.Load(), DebrisBytesRemoved: r.debris.bytes.Load(), Writes: r.writes.stats()}
 	inv, err := newMaintenance(r).inventory()
 	if err != nil {
-		return ObjectStats{}, err
+		return st, err
 	}
-	return ObjectStats{Packs: len(inv.packs), Loose: len(inv.loose),
-		DebrisRemoved: r.debris.files.Load(), DebrisBytesRemoved: r.debris.bytes.Load()}, nil
+	st.Packs, st.Loose = len(inv.packs), len(inv.loose)
+	return st, nil
 }
 
 // maintainChunk is how many objects Maintain reads per hold of the

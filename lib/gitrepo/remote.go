@@ -112,7 +112,8 @@ type PushSpec struct {
 
 // Push updates branches on remote. A rejected non-fast-forward update is
 // reported as ErrRefChanged, so callers can fetch, reconcile and retry.
-func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...PushSpec) error {
+func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...PushSpec) (err error) {
+	defer func() { r.writes.push(err) }()
 	m, err := auth.method("")
 	if err != nil {
 		return err

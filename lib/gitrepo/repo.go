@@ -135,6 +135,8 @@ type Repo struct {
 	trees *treeCache
 	// debris counts the temporary files removed since Open.
 	debris debrisCount
+	// writes counts the outcomes of commits and pushes (WriteStats).
+	writes writeCount
 }
 
 // Open opens the bare repository at path, creating it (like `git init
