@@ -247,6 +247,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err := a.serveConsole(); err != nil {
 		return nil, err
 	}
+	if err := a.serveMCP(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
