@@ -15,6 +15,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/mcpserver"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // inProcessURL is the base URL of the MCP server's in-process calls;
@@ -71,11 +72,11 @@ func mcpCaller(authn *api.Authenticator) mcpserver.CallerFunc {
 	return func(ctx context.Context, extra *mcp.RequestExtra) (context.Context, error) {
 		if extra != nil && extra.TokenInfo != nil {
 			if id, ok := extra.TokenInfo.Extra[identityKey].(precept.Identity); ok {
-				return api.InProcess(ctx, id), nil
+				return api.InProcessVia(ctx, id, rulefmt.ViaMCP), nil
 			}
 		}
 		if authn.Open() {
-			return api.InProcess(ctx, api.LocalIdentity), nil
+			return api.InProcessVia(ctx, api.LocalIdentity, rulefmt.ViaMCP), nil
 		}
 		return nil, errors.New("unauthenticated: missing bearer token (Authorization: Bearer <token>)")
 	}
