@@ -167,7 +167,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(c.similarCmd(), c.clustersCmd(), c.evaluationCmd(), c.reviewCmd(), c.taxonomyCmd())
 	root.AddCommand(statsCmd(c))
 	root.AddCommand(exportCmd(c))
-	root.AddCommand(c.mcpCmd())
+	root.AddCommand(mcpCmd(c))
 	return root
 }
 

@@ -12,7 +12,7 @@ import (
 // mcpCmd serves precept's MCP tools, resources and prompts over stdio for
 // a local agent (docs/mcp.md), calling preceptd's API with the CLI's
 // address and token: the token's role is what the agent may do.
-func (c *cli) mcpCmd() *cobra.Command {
+func mcpCmd(c *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve precept's rules and review tools to an agent over MCP (stdio)",
