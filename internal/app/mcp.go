@@ -46,6 +46,9 @@ func (a *App) serveMCP() error {
 		Log:     a.Log.With("component", "mcp"),
 	})
 	a.closers = append(a.closers, s.Close)
+	// Event streams last as long as their sessions: end them when the
+	// server begins to shut down, not after its grace period.
+	a.server.RegisterOnShutdown(func() { _ = s.Close() })
 	h := s.HTTPHandler()
 	if !authn.Open() {
 		// Without tokens every caller is the local admin, as on the API.

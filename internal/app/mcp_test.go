@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -157,5 +158,23 @@ auth:
 	}
 	if resp := post(bob, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode < 400 {
 		t.Fatalf("bob used alice's session: %d", resp.StatusCode)
+	}
+}
+
+// TestOpenMCPSessionsDoNotHoldUpShutdown: a client's open event stream
+// ends when preceptd stops, instead of keeping it waiting for the grace
+// period.
+func TestOpenMCPSessionsDoNotHoldUpShutdown(t *testing.T) {
+	r := start(t, "")
+	cs := mcpSession(t, r.app.URL(), "")
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Let the client open its event stream.
+	time.Sleep(200 * time.Millisecond)
+	began := time.Now()
+	r.stop()
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("stopping took %s with an MCP session open", took)
 	}
 }

@@ -23,7 +23,8 @@ const RulesTemplate = "precept://rules/{agent}/{stage}{?path}"
 func RulesURI(agent, stage, path string) string {
 	u := "precept://rules/" + url.PathEscape(agent) + "/" + url.PathEscape(stage)
 	if path != "" {
-		u += "?path=" + url.QueryEscape(path)
+		// RFC 6570 writes a space as %20, not as a plus.
+		u += "?path=" + strings.ReplaceAll(url.QueryEscape(path), "+", "%20")
 	}
 	return u
 }

@@ -134,10 +134,15 @@ func (s *Server) HTTPHandler() http.Handler {
 	})
 }
 
-// Close stops the rule watches.
+// Close stops the rule watches and closes every session, so an HTTP
+// client's open event stream does not hold up the server's shutdown.
 func (s *Server) Close() error {
 	s.cancel()
-	return nil
+	var errs []error
+	for ss := range s.mcp.Sessions() {
+		errs = append(errs, ss.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // sessionState is what one session was given: the prompt version last
