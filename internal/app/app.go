@@ -37,6 +37,7 @@ import (
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/console"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/internal/mcpserver"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
@@ -329,6 +330,7 @@ func (a *App) buildServer() error {
 		MaxInFlightBodyBytes: int64(s.MaxInFlightBodyBytes),
 		InFlightWait:         s.InFlightWait,
 		Registerer:           a.Registry,
+		TokenPaths:           []string{mcpserver.Path},
 	})
 	a.server = &http.Server{
 		Handler:           guard.Wrap(a.mux),

@@ -178,3 +178,18 @@ func TestOpenMCPSessionsDoNotHoldUpShutdown(t *testing.T) {
 		t.Fatalf("stopping took %s with an MCP session open", took)
 	}
 }
+
+// TestMCPTakesDecisionsAsLargeAsTheAPIDoes: /mcp bodies are bounded as
+// the API's (server.max_body_bytes), not as the unauthenticated paths'.
+func TestMCPTakesDecisionsAsLargeAsTheAPIDoes(t *testing.T) {
+	r := start(t, "ingest: {max_event_bytes: 4194304, max_text_bytes: 1048576}\n")
+	cs := mcpSession(t, r.app.URL(), "")
+	big := strings.Repeat("all work and no tests makes a flaky build; ", 1<<20/44)
+	text, failed := callTool(t, cs, "record_decision", map[string]any{
+		"decision_id": "mcp-big-1", "agent": "coding-agent", "gate_id": "HITL-2", "epic_id": "E-1",
+		"verdict": "APPROVED_WITH_CHANGES", "reviewer_id": "dana", "agent_output": big, "approved_output": big + "fixed",
+	})
+	if failed || !strings.Contains(text, `"created":true`) {
+		t.Fatalf("a decision of %d bytes: %.300s", 2*len(big), text)
+	}
+}
