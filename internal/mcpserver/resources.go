@@ -100,6 +100,11 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	}, nil
 }
 
+// MaxWatches bounds the rules URIs followed at once, each with a
+// WatchPrompt stream and a goroutine; a subscription to one more URI is
+// refused (subscribers of a URI already followed share its stream).
+const MaxWatches = 256
+
 // watch follows the rules behind one subscribed URI with WatchPrompt, for
 // the sessions subscribed to it.
 type watch struct {
@@ -133,6 +138,9 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if w, ok := s.watches[req.Params.URI]; ok {
 		w.sessions[req.Session] = true
 		return nil
+	}
+	if len(s.watches) >= MaxWatches {
+		return fmt.Errorf("resource_exhausted: %d rules resources are followed already, the bound; subscribe to one of them or try later", MaxWatches)
 	}
 	// The watch outlives the subscribe request but keeps the caller's
 	// values (the in-process identity).
