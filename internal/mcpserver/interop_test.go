@@ -83,7 +83,7 @@ auth:
 			pending := propose(t, url, later[transport])
 			decisionID := "mcp-" + transport + "-1"
 			plan, _ := json.Marshal(map[string]any{
-				"transport": transport, "url": url, "precept": precept, "agent": agent, "stage": stage,
+				"transport": transport, "url": url, "precept": precept, "agent": agent, "stage": stage, "path": "services/billing/api.go",
 				"pendingProposal": pending,
 				"decision": map[string]any{
 					"decision_id": decisionID, "agent": agent, "stage": stage, "gate_id": "HITL-2", "epic_id": "E-1",
@@ -92,7 +92,7 @@ auth:
 			})
 			run := startNode(t, node, script, string(plan))
 			steps := map[string]map[string]any{}
-			for _, want := range []string{"tools", "get_rules", "record_decision", "resource", "prompt", "list_proposals", "reader_approve", "subscribed"} {
+			for _, want := range []string{"tools", "get_rules", "record_decision", "resource", "resource_path", "prompt", "list_proposals", "reader_approve", "subscribed"} {
 				steps[want] = run.step(t, want)
 			}
 
@@ -128,6 +128,13 @@ auth:
 			res := steps["resource"]
 			if res["text"] != want.Prompt || res["meta"].(map[string]any)["precept/version"] != want.Version {
 				t.Fatalf("resource = %v", res)
+			}
+			scoped := buildPrompt(t, url, "services/billing/api.go")
+			if !strings.Contains(scoped.Prompt, "integer cents") || strings.Contains(want.Prompt, "integer cents") {
+				t.Fatalf("the billing _rules.md is not scoped to its path:\n%s", scoped.Prompt)
+			}
+			if res := steps["resource_path"]; res["text"] != scoped.Prompt || res["meta"].(map[string]any)["precept/version"] != scoped.Version {
+				t.Fatalf("resource with a path = %v, want version %s", res, scoped.Version)
 			}
 			if steps["prompt"]["text"] != want.Prompt {
 				t.Fatalf("prompt = %v", steps["prompt"])
@@ -298,8 +305,8 @@ func getProposal(t *testing.T, url, id string) *preceptv1.Proposal {
 	return resp.Msg.GetProposal()
 }
 
-// pushStagePrompt pushes prompts/implement.md to the rules repository's
-// main, as the README does, so the stage has a base prompt.
+// pushStagePrompt pushes prompts/implement.md and a _rules.md for
+// services/billing to the rules repository's main, as the README does.
 func pushStagePrompt(t *testing.T, repo, work string) {
 	t.Helper()
 	git := func(args ...string) {
@@ -309,14 +316,19 @@ func pushStagePrompt(t *testing.T, repo, work string) {
 	}
 	git("clone", "-q", repo, work)
 	writeFile(t, filepath.Join(work, "prompts", "implement.md"), "You implement Go services.\n")
+	writeFile(t, filepath.Join(work, "prompts", "services", "billing", "_rules.md"), "- Amounts are integer cents; never use float64 for money.\n")
 	git("-C", work, "add", "prompts")
 	git("-C", work, "-c", "user.name=Carol", "-c", "user.email=carol@example.com", "commit", "-q", "-m", "Stage prompt")
 	git("-C", work, "push", "-q", "origin", "HEAD:main")
 }
 
-func buildPrompt(t *testing.T, url string) *preceptv1.BuildPromptResponse {
+func buildPrompt(t *testing.T, url string, path ...string) *preceptv1.BuildPromptResponse {
 	t.Helper()
-	resp, err := preceptv1connect.NewPromptServiceClient(client(rita), url).BuildPrompt(context.Background(), connect.NewRequest(&preceptv1.BuildPromptRequest{Agent: agent, Stage: stage}))
+	req := &preceptv1.BuildPromptRequest{Agent: agent, Stage: stage}
+	if len(path) > 0 {
+		req.ScopePath = path[0]
+	}
+	resp, err := preceptv1connect.NewPromptServiceClient(client(rita), url).BuildPrompt(context.Background(), connect.NewRequest(req))
 	if err != nil {
 		t.Fatalf("BuildPrompt: %v", err)
 	}

@@ -4,7 +4,8 @@
 // line per step to stdout, and waits on stdin: the test sends a line
 // when it wants the next step. Secrets come from the environment.
 //
-// Plan: {transport: "stdio"|"http", url, precept, agent, stage, decision}
+// Plan: {transport: "stdio"|"http", url, precept, agent, stage, path,
+// decision, pendingProposal}
 // Environment: MCP_TOKEN (recorder), MCP_READER_TOKEN (reader).
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -63,6 +64,9 @@ emit("record_decision", { isError: recorded.isError ?? false, structured: record
 
 const resource = await client.readResource({ uri });
 emit("resource", { text: resource.contents[0].text, meta: resource.contents[0]._meta });
+
+const scoped = await client.readResource({ uri: `${uri}?path=${encodeURIComponent(plan.path)}` });
+emit("resource_path", { text: scoped.contents[0].text, meta: scoped.contents[0]._meta });
 
 const prompt = await client.getPrompt({ name: "rules", arguments: { agent, stage } });
 emit("prompt", { text: prompt.messages[0].content.text, description: prompt.description });
