@@ -111,6 +111,8 @@ type App struct {
 	// Console is the web console at /ui/ (docs/console.md), nil with
 	// ui.enabled off.
 	Console *console.Console
+	// MCP is the MCP server at /mcp (docs/mcp.md).
+	MCP *mcpserver.Server
 
 	embedded *miniredis.Miniredis
 	listener net.Listener

@@ -45,6 +45,7 @@ func (a *App) serveMCP() error {
 		Version: "preceptd",
 		Log:     a.Log.With("component", "mcp"),
 	})
+	a.MCP = s
 	a.closers = append(a.closers, s.Close)
 	// Event streams last as long as their sessions: end them when the
 	// server begins to shut down, not after its grace period.

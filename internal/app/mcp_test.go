@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +195,46 @@ func TestMCPTakesDecisionsAsLargeAsTheAPIDoes(t *testing.T) {
 	if failed || !strings.Contains(text, `"created":true`) {
 		t.Fatalf("a decision of %d bytes: %.300s", 2*len(big), text)
 	}
+}
+
+// TestMCPSubscriptionsShareAWatchThatEndsWithTheLastSession: subscribers
+// of one rules URI share one WatchPrompt stream, which ends when the last
+// of their sessions closes.
+func TestMCPSubscriptionsShareAWatchThatEndsWithTheLastSession(t *testing.T) {
+	r := start(t, "")
+	work := filepath.Join(t.TempDir(), "rules-work")
+	git := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("clone", "-q", r.app.RulesRepo.Path(), work)
+	if err := os.MkdirAll(filepath.Join(work, "prompts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "prompts", "implement.md"), []byte("You implement Go services.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("-C", work, "add", "prompts")
+	git("-C", work, "-c", "user.name=Carol", "-c", "user.email=carol@example.com", "commit", "-q", "-m", "Stage prompt")
+	git("-C", work, "push", "-q", "origin", "HEAD:main")
+	const uri = "precept://rules/coding-agent/implement"
+	first, second := mcpSession(t, r.app.URL(), ""), mcpSession(t, r.app.URL(), "")
+	eventually(t, "the pushed stage prompt", 10*time.Second, func() bool {
+		return first.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}) == nil
+	})
+	if err := second.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.app.MCP.Following(); n != 1 {
+		t.Fatalf("following %d URIs for two subscribers of one, want 1", n)
+	}
+	first.Close()
+	time.Sleep(100 * time.Millisecond)
+	if n := r.app.MCP.Following(); n != 1 {
+		t.Fatalf("following %d URIs with one subscriber left, want 1", n)
+	}
+	second.Close()
+	eventually(t, "the watch to end with the last session", 5*time.Second, func() bool { return r.app.MCP.Following() == 0 })
 }

@@ -151,6 +151,14 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	return nil
 }
 
+// Following returns how many rules URIs the server follows for their
+// subscribers.
+func (s *Server) Following() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watches)
+}
+
 func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
