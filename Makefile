@@ -32,15 +32,17 @@ build:
 
 ## test: the full suite against real Redis, Chroma, git and chromium,
 ## then bench-smoke and fuzz; installs what it needs first
-## (.ci/install-deps: apt-get redis-server, chromium, python3-redis;
-## npm Chroma and the TypeScript client's packages)
+## (.ci/install-deps: apt-get redis-server, chromium, python3-redis,
+## prometheus for promtool; npm Chroma, the TypeScript client's packages
+## and the TypeScript MCP SDK)
 test: deps $(BIN)/grpcurl
 	@echo "console screenshots: $(SCREENSHOTS)"
 	PRECEPT_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) bench-smoke
 	$(MAKE) fuzz
 
-## deps: system packages and the pinned Chroma server the tests use
+## deps: system packages, the pinned Chroma server and the MCP SDK the
+## tests use
 deps:
 	@.ci/install-deps
 

@@ -67,8 +67,8 @@ func (pol policy) checkDecision(id, who, text, via string) error {
 	if err := checkProposalID(id); err != nil {
 		return err
 	}
-	if via != rulefmt.ViaAPI && via != rulefmt.ViaSlack && via != rulefmt.ViaConsole {
-		return precept.Errorf(precept.Invalid, "via: %q is not api, console or slack", via)
+	if via != rulefmt.ViaAPI && via != rulefmt.ViaSlack && via != rulefmt.ViaConsole && via != rulefmt.ViaMCP {
+		return precept.Errorf(precept.Invalid, "via: %q is not api, console, mcp or slack", via)
 	}
 	if err := pol.mayDecide(who); err != nil {
 		return err

@@ -28,7 +28,7 @@ type ApproveRequest struct {
 	// check. A decision made on a proposal that changed since (other than
 	// by approvals from others) is refused as stale.
 	Revision int
-	// Via is ViaAPI, ViaConsole or ViaSlack.
+	// Via is ViaAPI, ViaConsole, ViaMCP or ViaSlack.
 	Via string
 }
 

@@ -168,6 +168,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(statsCmd(c))
 	root.AddCommand(exportCmd(c))
 	root.AddCommand(instructionsCmd(c))
+	root.AddCommand(mcpCmd(c))
 	return root
 }
 

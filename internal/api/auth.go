@@ -225,10 +225,24 @@ func InProcess(ctx context.Context, id precept.Identity) context.Context {
 	return context.WithValue(ctx, inProcessKey{}, id)
 }
 
-// via is the channel a decision came through: the console for in-process
-// calls, else the API.
+// inProcessViaKey marks the channel of an in-process caller that is not
+// the console.
+type inProcessViaKey struct{}
+
+// InProcessVia is InProcess for a channel other than the web console,
+// such as the MCP server (rulefmt.ViaMCP): the decisions made through it
+// record that channel.
+func InProcessVia(ctx context.Context, id precept.Identity, via string) context.Context {
+	return context.WithValue(InProcess(ctx, id), inProcessViaKey{}, via)
+}
+
+// via is the channel a decision came through: the one an in-process
+// caller named, else the console for in-process calls, else the API.
 func via(ctx context.Context) string {
 	if _, ok := ctx.Value(inProcessKey{}).(precept.Identity); ok {
+		if v, ok := ctx.Value(inProcessViaKey{}).(string); ok {
+			return v
+		}
 		return rulefmt.ViaConsole
 	}
 	return rulefmt.ViaAPI

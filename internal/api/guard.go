@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/lib/text"
 )
@@ -62,6 +64,11 @@ type GuardOptions struct {
 	InFlightWait time.Duration
 	// Registerer, when set, receives the guard's metrics.
 	Registerer prometheus.Registerer
+	// TokenPaths are paths outside the RPCs that the guard authenticates
+	// as it does them, and whose bodies it bounds as theirs: any valid
+	// token passes (the reader role), and the handler decides what each
+	// request may do. preceptd's MCP endpoint is one (docs/mcp.md).
+	TokenPaths []string
 }
 
 // Guard is the HTTP middleware in front of every handler. From the
@@ -122,7 +129,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 				text.Truncate(r.Host, 64)))
 			return
 		}
-		authenticated := strings.HasPrefix(r.URL.Path, rpcPrefix)
+		authenticated := strings.HasPrefix(r.URL.Path, rpcPrefix) || slices.Contains(g.opts.TokenPaths, r.URL.Path)
 		if authenticated {
 			if err := g.authorize(r); err != nil {
 				g.refuse(w, r, connect.CodeOf(err), connect.CodeOf(err).String(), err.Message())
@@ -172,7 +179,11 @@ func (g *Guard) authorize(r *http.Request) *connect.Error {
 	if err != nil {
 		return unauthenticated(err)
 	}
-	if need := RequiredRole(r.URL.Path); !id.Allows(need) {
+	need := RequiredRole(r.URL.Path)
+	if slices.Contains(g.opts.TokenPaths, r.URL.Path) {
+		need = precept.RoleReader
+	}
+	if !id.Allows(need) {
 		return permissionDenied(id, r.URL.Path, need)
 	}
 	return nil

@@ -56,8 +56,8 @@ func (a *App) lessonOf(ctx context.Context, id string) (string, bool, error) {
 // analytics (evaluator.Options.OnEvaluated), and records their spans
 // when tracing is on.
 func (a *App) evaluated(evs []evaluator.Evaluation) {
-	if a.Traces != nil {
-		a.traceEvaluated(evs)
+	if a.spans != nil {
+		a.spans.evaluated(evs)
 	}
 	if a.Analytics == nil {
 		return

@@ -37,6 +37,7 @@ import (
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/console"
 	"github.com/precept-dev/precept/internal/llm"
+	"github.com/precept-dev/precept/internal/mcpserver"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/internal/stream"
@@ -114,9 +115,11 @@ type App struct {
 	// Traces exports spans over OTLP (docs/telemetry.md); nil with
 	// telemetry.otlp_endpoint empty.
 	Traces *telemetry.Tracer
-	// tracing counts the proposal_drafted spans being recorded, so Close
-	// waits for them before the rules repository closes.
-	tracing sync.WaitGroup
+	// spans records the evaluated and proposal_drafted spans; nil with
+	// tracing off.
+	spans *spanRecorder
+	// MCP is the MCP server at /mcp (docs/mcp.md).
+	MCP *mcpserver.Server
 
 	embedded *miniredis.Miniredis
 	listener net.Listener
@@ -247,7 +250,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err := a.openRules(); err != nil {
 		return nil, err
 	}
-	a.traceProposals()
+	if a.spans != nil {
+		a.spans.followProposals(a.Rules)
+		a.closers = append(a.closers, a.spans.wait)
+	}
 	if err := a.openEffects(); err != nil {
 		return nil, err
 	}
@@ -258,6 +264,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	if err := a.serveConsole(); err != nil {
+		return nil, err
+	}
+	if err := a.serveMCP(); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -343,6 +352,7 @@ func (a *App) buildServer() error {
 		MaxInFlightBodyBytes: int64(s.MaxInFlightBodyBytes),
 		InFlightWait:         s.InFlightWait,
 		Registerer:           a.Registry,
+		TokenPaths:           []string{mcpserver.Path},
 	})
 	a.server = &http.Server{
 		Handler:           guard.Wrap(a.mux),

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -12,6 +14,7 @@ import (
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/stream"
 	"github.com/precept-dev/precept/internal/telemetry"
+	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
@@ -42,6 +45,7 @@ func (a *App) openTelemetry() error {
 		return err
 	}
 	a.closers = append(a.closers, a.Traces.Shutdown)
+	a.spans = &spanRecorder{traces: a.Traces, log: a.Log.With("component", "telemetry")}
 	a.Log.Info("exporting traces over OTLP/HTTP", "endpoint", t.OTLPEndpoint, "sample_ratio", t.SampleRatio)
 	return nil
 }
@@ -124,13 +128,27 @@ func (s tracedSink) Store(ctx context.Context, records []precept.Feedback) ([]bo
 	return created, err
 }
 
-// traceEvaluated records an evaluated span for each evaluation
+// spanRecorder records the spans of a decision's life that come from the
+// evaluator and the rule manager: evaluated, and proposal_drafted for
+// each decision a newly drafted proposal cites. It exists only with
+// tracing on.
+type spanRecorder struct {
+	traces *telemetry.Tracer
+	log    *slog.Logger
+	// rules is where drafted proposals are read, set by followProposals.
+	rules *rules.Manager
+	// pending counts the proposal_drafted spans being recorded, so the
+	// app's Close waits for them before the rules repository closes.
+	pending sync.WaitGroup
+}
+
+// evaluated records an evaluated span for each evaluation
 // (evaluator.Options.OnEvaluated): from when the evaluator classified
 // the decision to when its evaluation was committed.
-func (a *App) traceEvaluated(evs []evaluator.Evaluation) {
+func (r *spanRecorder) evaluated(evs []evaluator.Evaluation) {
 	end := time.Now()
 	for _, ev := range evs {
-		a.Traces.Decision(telemetry.Step{
+		r.traces.Decision(telemetry.Step{
 			Stage: telemetry.StageEvaluated, DecisionID: ev.DecisionID, Start: ev.EvaluatedAt, End: end,
 			Attrs: []telemetry.Attr{
 				telemetry.String(telemetry.KeyClass, string(ev.Class)),
@@ -144,40 +162,40 @@ func (a *App) traceEvaluated(evs []evaluator.Evaluation) {
 	}
 }
 
-// traceProposals records a proposal_drafted span in the trace of each
+// followProposals records a proposal_drafted span in the trace of each
 // decision a newly drafted proposal cites. The proposal is read off the
 // rule manager's goroutine: listeners must not call back into it.
-func (a *App) traceProposals() {
-	if a.Traces == nil {
-		return
-	}
-	a.Rules.OnChange(func(c rulefmt.Change) {
+func (r *spanRecorder) followProposals(m *rules.Manager) {
+	r.rules = m
+	m.OnChange(func(c rulefmt.Change) {
 		if c.Kind != rulefmt.ProposalCreated || c.ProposalID == "" {
 			return
 		}
 		at := time.Now()
-		a.tracing.Add(1)
+		r.pending.Add(1)
 		go func() {
-			defer a.tracing.Done()
-			a.traceProposal(c.ProposalID, at)
+			defer r.pending.Done()
+			r.proposal(c.ProposalID, at)
 		}()
 	})
-	a.closers = append(a.closers, func() error { a.tracing.Wait(); return nil })
 }
 
-func (a *App) traceProposal(id string, at time.Time) {
+// wait returns once every proposal_drafted span being recorded is.
+func (r *spanRecorder) wait() error { r.pending.Wait(); return nil }
+
+func (r *spanRecorder) proposal(id string, at time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := a.Rules.Get(ctx, id)
+	p, err := r.rules.Get(ctx, id)
 	if err != nil {
-		a.Log.Debug("trace a drafted proposal: read it", "proposal", id, "err", err)
+		r.log.Debug("trace a drafted proposal: read it", "proposal", id, "err", err)
 		return
 	}
 	for i, d := range p.FeedbackIDs {
 		if i == maxCitedSpans {
 			break
 		}
-		a.Traces.Decision(telemetry.Step{
+		r.traces.Decision(telemetry.Step{
 			Stage: telemetry.StageProposalDrafted, DecisionID: d, Start: p.CreatedAt, End: at,
 			Attrs: []telemetry.Attr{
 				telemetry.String(telemetry.KeyProposal, p.ID),

@@ -57,6 +57,9 @@ const (
 	// ViaConsole is the web console, which calls the API's handlers in
 	// process (docs/console.md).
 	ViaConsole = "console"
+	// ViaMCP is the MCP server at /mcp, which calls the API's handlers in
+	// process (docs/mcp.md).
+	ViaMCP = "mcp"
 )
 
 // SystemProposer is ProposedBy for proposals precept drafted from
