@@ -46,7 +46,7 @@ func (a *App) openTelemetry() error {
 	}
 	a.closers = append(a.closers, a.Traces.Shutdown)
 	a.spans = &spanRecorder{traces: a.Traces, log: a.Log.With("component", "telemetry")}
-	a.Log.Info("exporting traces over OTLP/HTTP", "endpoint", t.OTLPEndpoint, "sample_ratio", t.SampleRatio)
+	a.Log.Info("exporting traces over OTLP/HTTP", "endpoint", telemetry.Redacted(t.OTLPEndpoint), "sample_ratio", t.SampleRatio)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -96,14 +97,15 @@ func parseHeaders(text, sep string, out map[string]string) error {
 	return nil
 }
 
-// checkHeader refuses what cannot be sent as a header; the error never
-// holds the value.
+// checkHeader refuses what cannot be sent as a header. The error holds
+// neither the value nor the name: the commonest mistakes ("Name: value",
+// a bare token, base64 ending in "=") put the secret where the name goes.
 func checkHeader(name, value string) error {
 	if !headerNamePattern.MatchString(name) {
-		return fmt.Errorf("%q is not a header name", name)
+		return errors.New("not a valid Name=value header (write Name=value, not Name: value)")
 	}
 	if value == "" || strings.ContainsAny(value, "\r\n\x00") {
-		return fmt.Errorf("the value of %s is empty or holds a line break", name)
+		return errors.New("the header's value is empty or holds a line break")
 	}
 	return nil
 }

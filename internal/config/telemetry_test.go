@@ -45,6 +45,10 @@ func TestTelemetryHeadersComeFromTheFileASecretFileAndTheEnvironment(t *testing.
 		{env: "Authorization: Bearer env-secret-0123", key: "PRECEPT_OTLP_HEADERS"},
 		{env: "Bad Name=env-secret-0123", key: "PRECEPT_OTLP_HEADERS"},
 		{file: "Authorization=Bearer file-secret-0123\nX-Other\n", key: "telemetry.otlp_headers_file"},
+		// "Name: value" with base64 padding, and a bare token: the text
+		// before the first "=" is the secret, not a name to repeat.
+		{file: "Authorization: Basic file-secret-0123xyz=\n", key: "telemetry.otlp_headers_file"},
+		{file: "file-secret-0123xyz=\n", key: "telemetry.otlp_headers_file"},
 	} {
 		path := filepath.Join(t.TempDir(), "h")
 		os.WriteFile(path, []byte(bad.file), 0o600)

@@ -3,9 +3,11 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -56,12 +58,17 @@ func (c *otlpHTTP) UploadTraces(ctx context.Context, spans []*tracepb.ResourceSp
 	req.Header.Set("User-Agent", "preceptd")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("export spans: %w", err)
+		// A *url.Error repeats the whole URL; name it redacted instead.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("export spans to %s: %w", Redacted(c.url), err)
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("export spans: %s answered %s", c.url, resp.Status)
+		return fmt.Errorf("export spans: %s answered %s", Redacted(c.url), resp.Status)
 	}
 	return nil
 }

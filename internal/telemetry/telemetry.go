@@ -64,7 +64,8 @@ type Tracer struct {
 func ExportURL(endpoint string) (string, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%q is not an http(s) URL", endpoint)
+		// The URL is not repeated: a mistyped one may hold a key.
+		return "", errors.New("not an http(s) URL with a host")
 	}
 	if u.User != nil {
 		return "", errors.New("the URL must not hold credentials; send them as headers")
@@ -73,6 +74,22 @@ func ExportURL(endpoint string) (string, error) {
 		u.Path = tracesPath
 	}
 	return u.String(), nil
+}
+
+// refuseRedirects keeps the export where the operator sent it: Go's
+// client would carry the configured headers, API keys among them, to
+// whatever host a redirect names. A redirect is answered as the failed
+// export it is.
+func refuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Redacted is endpoint as logs and errors show it: scheme, host and
+// path, without a query or credentials that could hold a key.
+func Redacted(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // New starts a tracer exporting to opts.Endpoint. It does not contact
@@ -95,7 +112,7 @@ func New(opts Options) (*Tracer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	exp, err := otlptrace.New(context.Background(), &otlpHTTP{url: target, headers: opts.Headers, client: &http.Client{Timeout: exportTimeout}})
+	exp, err := otlptrace.New(context.Background(), &otlpHTTP{url: target, headers: opts.Headers, client: &http.Client{Timeout: exportTimeout, CheckRedirect: refuseRedirects}})
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
 	}

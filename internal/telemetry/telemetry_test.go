@@ -2,6 +2,10 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -52,5 +56,35 @@ func TestNewRefusesWhatItCannotExportTo(t *testing.T) {
 			tr.Shutdown()
 			t.Errorf("New(%+v) accepted", o)
 		}
+	}
+}
+
+// TestExportNeverFollowsARedirectWithItsHeaders: a receiver that
+// redirects must not hand the configured headers (API keys) to the host
+// it names; the export fails instead, and the error shows the endpoint
+// without its query.
+func TestExportNeverFollowsARedirectWithItsHeaders(t *testing.T) {
+	var leaked atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "" {
+			leaked.Add(1)
+		}
+	}))
+	defer elsewhere.Close()
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/v1/traces", http.StatusTemporaryRedirect)
+	}))
+	defer receiver.Close()
+	c := &otlpHTTP{url: receiver.URL + "/v1/traces?key=query-secret", headers: map[string]string{"X-Api-Key": "header-secret"},
+		client: &http.Client{Timeout: exportTimeout, CheckRedirect: refuseRedirects}}
+	err := c.UploadTraces(context.Background(), nil)
+	if err == nil {
+		t.Fatal("an export answered by a redirect succeeded")
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Fatalf("the redirect's target got the API key %d times", n)
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Fatalf("the error shows a secret: %v", err)
 	}
 }
