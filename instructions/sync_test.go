@@ -234,3 +234,87 @@ func TestSyncRefusesAHandEditPushedToTheOpenPullRequest(t *testing.T) {
 		t.Fatal("the reviewer's commit was replaced")
 	}
 }
+
+// pushAsAPerson commits edit (applied to the file's text) and extra files
+// as a person would, on branch of the target, and returns the commit.
+func pushAsAPerson(t *testing.T, url, branch, path string, edit func(string) string, extra map[string]string) string {
+	t.Helper()
+	work := t.TempDir()
+	testenv.Git(t, work, "clone", "--quiet", "--branch", branch, url, "c")
+	if path != "" {
+		old, err := os.ReadFile(work + "/c/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(work+"/c/"+path, []byte(edit(string(old))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, content := range extra {
+		if err := os.WriteFile(work+"/c/"+p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Git(t, work+"/c", "add", p)
+	}
+	testenv.GitAs(t, work+"/c", "Reviewer", "r@example.com", "commit", "--quiet", "-am", "reviewer fix")
+	testenv.Git(t, work+"/c", "push", "--quiet", "origin", branch)
+	return testenv.Git(t, work+"/c", "rev-parse", "HEAD")
+}
+
+func TestSyncRefusesToDiscardAPersonsCommitOnTheSyncBranch(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "target", "trunk", map[string]string{"AGENTS.md": "# Guide\n"})
+	if _, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n")); err != nil {
+		t.Fatal(err)
+	}
+	branch := "precept/instructions/code-writer"
+	theirs := pushAsAPerson(t, url, branch, "AGENTS.md", func(s string) string {
+		return strings.Replace(s, "# Guide\n", "# Guide\n\nA note outside the markers.\n", 1)
+	}, map[string]string{"NOTES.md": "reviewer file\n"})
+
+	_, err := sync(t, url, gitcli.Auth{}, request("v1:bbb222", "Rule two.\n"))
+	if !errors.Is(err, instructions.ErrForeignCommit) || !strings.Contains(err.Error(), branch) || !strings.Contains(err.Error(), theirs[:12]) {
+		t.Fatalf("err = %v", err)
+	}
+	if now := testenv.Git(t, srv.Dir("target"), "rev-parse", branch); now != theirs {
+		t.Fatal("the person's commit was replaced")
+	}
+
+	req := request("v1:bbb222", "Rule two.\n")
+	req.Overwrite = true
+	if res, err := sync(t, url, gitcli.Auth{}, req); err != nil || res.Commit == "" {
+		t.Fatalf("overwrite: %+v %v", res, err)
+	}
+	if _, ok := srv.ReadFile(t, "target", branch, "NOTES.md"); ok {
+		t.Fatal("overwrite kept the person's commit")
+	}
+}
+
+func TestSyncResetsABranchHoldingRulesTheBaseNoLongerNeeds(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "target", "trunk", map[string]string{"AGENTS.md": "# Guide\n"})
+	branch := "precept/instructions/code-writer"
+	// v1 is synced and merged.
+	if _, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Git(t, srv.Dir("target"), "update-ref", "refs/heads/trunk", branch)
+	trunk := testenv.Git(t, srv.Dir("target"), "rev-parse", "trunk")
+	// v2 adds a rule; its pull request is open.
+	if res, err := sync(t, url, gitcli.Auth{}, request("v1:bbb222", "Rule one.\nA rule later rolled back.\n")); err != nil || res.Commit == "" {
+		t.Fatalf("v2: %+v %v", res, err)
+	}
+	// The rule is rolled back: the prompt is v1 again, which trunk holds.
+	res, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n"))
+	if err != nil || !res.UpToDate || !res.Reset {
+		t.Fatalf("after the rollback: %+v %v", res, err)
+	}
+	if now := testenv.Git(t, srv.Dir("target"), "rev-parse", branch); now != trunk {
+		t.Fatal("the sync branch still holds the rolled-back rule")
+	}
+	// Once reset, nothing more happens.
+	res, err = sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n"))
+	if err != nil || !res.UpToDate || res.Reset {
+		t.Fatalf("again: %+v %v", res, err)
+	}
+}

@@ -48,6 +48,8 @@ func (a *App) followInstructionTarget(ctx context.Context, t config.InstructionT
 		switch {
 		case err != nil:
 			log.Warn("instruction sync failed; retrying", "version", b.Version, "err", err)
+		case res.Reset:
+			log.Info("instruction sync branch reset to the base, which holds this prompt", "version", b.Version, "branch", res.Branch, "base", res.Base)
 		case res.Commit != "":
 			log.Info("instruction files pushed", "version", b.Version, "branch", res.Branch, "base", res.Base, "commit", res.Commit)
 		default:

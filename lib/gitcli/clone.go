@@ -170,6 +170,28 @@ func (c *Clone) Tree(ctx context.Context, commit string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
+// CommitInfo is one commit's id and full message.
+type CommitInfo struct{ Hash, Message string }
+
+// Commits lists the commits reachable from include and not from exclude,
+// newest first, leaving out merge commits (their parents are listed).
+func (c *Clone) Commits(ctx context.Context, exclude, include string) ([]CommitInfo, error) {
+	out, err := c.git(ctx, nil, "log", "-z", "--no-merges", "--format=%H%n%B", exclude+".."+include, "--")
+	if err != nil {
+		return nil, err
+	}
+	var list []CommitInfo
+	for _, rec := range strings.Split(out, "\x00") {
+		rec = strings.TrimLeft(rec, "\n")
+		if rec == "" {
+			continue
+		}
+		hash, msg, _ := strings.Cut(rec, "\n")
+		list = append(list, CommitInfo{Hash: hash, Message: msg})
+	}
+	return list, nil
+}
+
 // Commit writes files (path → content, mode 100644 unless the parent
 // holds the path as 100755) on top of parent and returns the new commit
 // and its tree. Nothing is pushed.
