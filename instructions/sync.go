@@ -119,7 +119,7 @@ func Sync(ctx context.Context, r Remote, req Request) (Result, error) {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, ErrHandEdited) || errors.Is(err, ErrMalformed) {
+			if errors.Is(err, ErrHandEdited) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge) {
 				refusals = append(refusals, err)
 				continue
 			}
