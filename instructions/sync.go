@@ -236,11 +236,43 @@ func applyAt(ctx context.Context, r Remote, commit string, f Format, path string
 	if exists && mode != "100644" && mode != "100755" {
 		return FileResult{Path: path, Skipped: fmt.Sprintf("not a regular file (git mode %s, a symbolic link or a directory); sync the file it points to", mode)}, nil, nil
 	}
+	if !exists {
+		if skip, err := parentNotAFolder(ctx, r, commit, path); err != nil || skip != "" {
+			return FileResult{Path: path, Skipped: skip}, nil, err
+		}
+	}
 	content, outcome, err := Apply(f, path, old, exists, req.Block, req.Overwrite)
 	if err != nil {
 		return FileResult{}, nil, err
 	}
 	return FileResult{Path: path, Outcome: outcome}, content, nil
+}
+
+// parentNotAFolder says why path cannot be created at commit when one of
+// its parent folders is a symbolic link or a file there; "" when all are
+// folders or absent.
+func parentNotAFolder(ctx context.Context, r Remote, commit, path string) (string, error) {
+	for i := strings.IndexByte(path, '/'); i >= 0; i = nextSlash(path, i) {
+		dir := path[:i]
+		mode, _, err := r.ReadFile(ctx, commit, dir)
+		switch {
+		case r.IsNotFound(err):
+			return "", nil // nothing deeper exists either
+		case err != nil:
+			return "", fmt.Errorf("read %s: %w", dir, err)
+		case mode != "040000":
+			return fmt.Sprintf("its folder %s is not a folder (git mode %s, a symbolic link or a file); sync the file it points to", dir, mode), nil
+		}
+	}
+	return "", nil
+}
+
+func nextSlash(path string, i int) int {
+	j := strings.IndexByte(path[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }
 
 func commitMessage(req Request, files []FileResult) string {

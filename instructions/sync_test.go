@@ -318,3 +318,34 @@ func TestSyncResetsABranchHoldingRulesTheBaseNoLongerNeeds(t *testing.T) {
 		t.Fatalf("again: %+v %v", res, err)
 	}
 }
+
+func TestSyncSkipsAFileWhoseFolderIsALinkOrAFile(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "target", "trunk", map[string]string{"AGENTS.md": "# Guide\n", "docs/x.md": "x\n", ".cursor/rules": "not a folder\n"})
+	work := t.TempDir()
+	testenv.Git(t, work, "clone", "--quiet", url, "c")
+	if err := os.Symlink("docs", work+"/c/.github"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Git(t, work+"/c", "add", ".github")
+	testenv.GitAs(t, work+"/c", "Dev", "dev@example.com", "commit", "--quiet", "-m", "link")
+	testenv.Git(t, work+"/c", "push", "--quiet", "origin", "trunk")
+
+	res, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n"))
+	if err != nil || res.Commit == "" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	skipped := map[string]string{}
+	for _, f := range res.Files {
+		if f.Skipped != "" {
+			skipped[f.Path] = f.Skipped
+		}
+	}
+	if len(skipped) != 2 || !strings.Contains(skipped[".github/copilot-instructions.md"], ".github") ||
+		!strings.Contains(skipped[".cursor/rules/precept-code-writer.mdc"], ".cursor/rules") {
+		t.Fatalf("skipped: %v", skipped)
+	}
+	if got, ok := srv.ReadFile(t, "target", res.Branch, "AGENTS.md"); !ok || !strings.Contains(got, "Rule one.") {
+		t.Fatalf("AGENTS.md: %q", got)
+	}
+}
