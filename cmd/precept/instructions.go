@@ -103,6 +103,9 @@ func instructionsSync(c *cli, cmd *cobra.Command, f syncFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := gitcli.CheckURL(f.remote, auth.Password != ""); err != nil {
+		return usagef("--remote: %v; credentials come from $%s or --token-file ($%s)", err, envGitToken, envGitTokenFile)
+	}
 	prompt, err := call(c, cmd, c.promptClient().BuildPrompt, &preceptv1.BuildPromptRequest{
 		Agent: f.agent, Stage: f.stage, ScopePath: f.path})
 	if err != nil {

@@ -103,11 +103,11 @@ func instructionAuth(t config.InstructionTarget) (gitcli.Auth, error) {
 			return auth, fmt.Errorf("instructions: %s is empty", t.TokenEnv)
 		}
 	case t.TokenFile != "":
-		b, err := os.ReadFile(t.TokenFile)
+		tok, err := config.ReadTokenFile(t.TokenFile)
 		if err != nil {
-			return auth, fmt.Errorf("instructions: read token file: %w", err)
+			return auth, fmt.Errorf("instructions: %w", err)
 		}
-		auth.Password = strings.TrimSpace(string(b))
+		auth.Password = tok
 	}
 	return auth, nil
 }
