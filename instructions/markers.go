@@ -15,7 +15,8 @@ import (
 //
 // and the block ends at the next "<!-- precept:end -->". The sha256 is
 // that of the bytes between the end of the begin marker's line and the
-// start of the end marker.
+// start of the end marker, each "\r\n" read as "\n", so converting the
+// file's line endings is no hand edit.
 // MaxFileSize caps an instruction file precept reads (docs/thresholds.md):
 // a larger one is refused, by name, rather than parsed and rewritten.
 const MaxFileSize = 1 << 20
@@ -135,7 +136,10 @@ func Apply(f Format, path string, old []byte, exists bool, b Block, overwrite bo
 		out := append(append([]byte{}, old...), sep+render(b, nl)+nl...)
 		return out, Appended, nil
 	}
-	if found := digest(old[mine.bodyStart:mine.bodyEnd]); found != mine.sha && !overwrite {
+	body := old[mine.bodyStart:mine.bodyEnd]
+	// A block written before line endings were normalised recorded the
+	// digest of its raw bytes: that still matches.
+	if found := digest(body); found != mine.sha && rawDigest(body) != mine.sha && !overwrite {
 		return nil, "", &HandEditError{Path: path, Recorded: mine.sha, Found: found}
 	}
 	block := render(b, nl)
@@ -162,7 +166,12 @@ func render(b Block, nl string) string {
 		beginPrefix, b.Agent, b.Stage, b.Version, digest([]byte(body)), nl, body, endMarker)
 }
 
+// digest is the SHA-256 of p with each "\r\n" read as "\n".
 func digest(p []byte) string {
+	return rawDigest(bytes.ReplaceAll(p, []byte("\r\n"), []byte("\n")))
+}
+
+func rawDigest(p []byte) string {
 	s := sha256.Sum256(p)
 	return hex.EncodeToString(s[:])
 }

@@ -193,3 +193,25 @@ func BenchmarkApplyAtTheCap(b *testing.B) {
 		}
 	}
 }
+
+// An editor converting the file's line endings is not a hand edit.
+func TestLineEndingConversionIsNotAHandEdit(t *testing.T) {
+	lf, _, err := Apply(AgentsMD, "AGENTS.md", []byte("# T\n"), true, block, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlf := strings.ReplaceAll(string(lf), "\n", "\r\n")
+	got, outcome, err := Apply(AgentsMD, "AGENTS.md", []byte(crlf), true, block, false)
+	if err != nil || outcome != Unchanged || string(got) != crlf {
+		t.Fatalf("LF to CRLF: %s %v", outcome, err)
+	}
+	back := strings.ReplaceAll(crlf, "\r\n", "\n")
+	if _, outcome, err := Apply(AgentsMD, "AGENTS.md", []byte(back), true, block, false); err != nil || outcome != Unchanged {
+		t.Fatalf("CRLF back to LF: %s %v", outcome, err)
+	}
+	next := block
+	next.Version, next.Text = "v1:def456", "Rule three.\n"
+	if _, outcome, err := Apply(AgentsMD, "AGENTS.md", []byte(crlf), true, next, false); err != nil || outcome != Replaced {
+		t.Fatalf("a new version over the converted file: %s %v", outcome, err)
+	}
+}
