@@ -3,6 +3,9 @@ package instructions_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -197,15 +200,26 @@ func TestSyncLeavesASymlinkedInstructionFileAlone(t *testing.T) {
 }
 
 func TestSyncWithWrongCredentialsFailsWithoutShowingThem(t *testing.T) {
-	srv := testenv.StartGitServerWithAuth(t, "bot", "right-token")
-	url := srv.CreateRepo(t, "target", "trunk", nil)
-	_, err := gitcli.Open(context.Background(), url, gitcli.Auth{Username: "bot", Password: "wrong-token-xyz"},
-		gitcli.Options{Env: []string{"HOME=" + t.TempDir()}}, "trunk")
+	// The remote's refusal quotes the password, so git prints it.
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pw, ok := r.BasicAuth()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		_, _ = fmt.Fprint(w, pkt("# service=git-upload-pack\n")+"0000"+pkt("ERR wrong token "+pw+"\n"))
+	}))
+	defer remote.Close()
+	_, err := instructions.SyncURL(context.Background(), remote.URL+"/target.git", gitcli.Auth{Username: "bot", Password: "wrong-token-xyz"},
+		gitcli.Options{Env: []string{"HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1"}}, request("v1:aaa111", "Rule one.\n"))
 	if err == nil {
 		t.Fatal("wrong credentials were accepted")
 	}
-	if strings.Contains(err.Error(), "wrong-token-xyz") {
-		t.Fatalf("the error shows the token: %v", err)
+	if strings.Contains(err.Error(), "wrong-token-xyz") || !strings.Contains(err.Error(), "wrong token ***") {
+		t.Fatalf("the error shows the token, or not the remote's refusal: %v", err)
 	}
 }
 

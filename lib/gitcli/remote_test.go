@@ -124,3 +124,35 @@ func TestCheckURLRefusesPasswordsInTheURLAndTokensOverPlainHTTP(t *testing.T) {
 		t.Fatalf("Open with a token over plain http: %v", err)
 	}
 }
+
+// Only the commands that talk to the remote see the credentials, and
+// none sees precept's own secrets.
+func TestGitSeesCredentialsOnlyWhenItTalksToTheRemote(t *testing.T) {
+	t.Setenv("PRECEPT_API_TOKEN", "api-secret")
+	t.Setenv("PRECEPT_OTLP_HEADERS", "authorization=otlp-secret")
+	t.Setenv("PRECEPT_GIT_TOKEN", "git-token-secret")
+	t.Setenv("PRECEPT_ADDR", "kept")
+	c := &Clone{url: "https://example.com/r.git", dir: t.TempDir(), auth: Auth{Password: "the-password"},
+		scope: credentialScope("https://example.com/r.git"), env: testOptions(t).Env}
+	ctx := context.Background()
+	printEnv := []string{"-c", "alias.penv=!env", "penv"}
+	local, err := c.git(ctx, nil, printEnv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := c.remote(ctx, printEnv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"api-secret", "otlp-secret", "git-token-secret"} {
+		if strings.Contains(local+remote, secret) {
+			t.Errorf("git saw %s", secret)
+		}
+	}
+	if strings.Contains(local, "the-password") || !strings.Contains(remote, "PRECEPT_GIT_PASSWORD=the-password") {
+		t.Errorf("the password: local %v, remote %v", strings.Contains(local, "the-password"), strings.Contains(remote, "the-password"))
+	}
+	if !strings.Contains(local, "PRECEPT_ADDR=kept") {
+		t.Error("an ordinary variable was dropped")
+	}
+}
