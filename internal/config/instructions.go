@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/precept-dev/precept/instructions"
-	"github.com/precept-dev/precept/lib/gitcli"
 )
 
 // Instructions configures the automatic instruction-file sync
@@ -70,7 +69,7 @@ func (in Instructions) validate() error {
 		}
 		// A password in the URL would reach git's process arguments; a
 		// token over plain http would cross the network in clear.
-		if err := gitcli.CheckURL(t.RemoteURL, t.TokenEnv != "" || t.TokenFile != ""); err != nil {
+		if err := instructions.CheckRemoteURL(t.RemoteURL, t.TokenEnv != "" || t.TokenFile != ""); err != nil {
 			return invalid(key+".remote_url", "%v", err)
 		}
 		if t.TokenFile != "" {
