@@ -156,3 +156,22 @@ func TestGitSeesCredentialsOnlyWhenItTalksToTheRemote(t *testing.T) {
 		t.Error("an ordinary variable was dropped")
 	}
 }
+
+// The credential helper answers only for the remote's protocol and host.
+func TestTheCredentialHelperAnswersOnlyForTheRemote(t *testing.T) {
+	url := "https://git.example.com:8443/r.git"
+	c := &Clone{url: url, dir: t.TempDir(), auth: Auth{Username: "bot", Password: "scoped-secret"},
+		scope: credentialScope(url), env: testOptions(t).Env}
+	ctx := context.Background()
+	fill := func(protocol, host string) (string, error) {
+		return c.run(ctx, true, nil, []byte("protocol="+protocol+"\nhost="+host+"\n\n"), "credential", "fill")
+	}
+	if out, err := fill("https", "git.example.com:8443"); err != nil || !strings.Contains(out, "password=scoped-secret") {
+		t.Fatalf("the remote itself: %q %v", out, err)
+	}
+	for _, other := range [][2]string{{"https", "evil.example.com"}, {"https", "git.example.com"}, {"http", "git.example.com:8443"}} {
+		if out, err := fill(other[0], other[1]); strings.Contains(out, "scoped-secret") {
+			t.Errorf("%s://%s got the password: %q %v", other[0], other[1], out, err)
+		}
+	}
+}
