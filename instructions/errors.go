@@ -15,4 +15,10 @@ var (
 	// the SHA-256 its begin marker recorded, so someone edited it by hand.
 	// The sync refuses unless told to overwrite.
 	ErrHandEdited = errors.New("hand edits between precept markers")
+	// ErrForeignCommit: the sync branch holds a commit precept did not
+	// make (a person's fix on the open pull request). The sync refuses
+	// to force-push it away unless told to overwrite.
+	ErrForeignCommit = errors.New("a commit precept did not make on the sync branch")
+	// ErrTooLarge: an instruction file is larger than MaxFileSize.
+	ErrTooLarge = errors.New("instruction file too large")
 )

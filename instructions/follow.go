@@ -7,15 +7,20 @@ import (
 
 // Retry bounds of Follow (docs/instructions.md, "After every merge"): a
 // failed sync is tried again after DefaultRetry, doubling up to
-// DefaultMaxRetry, or at once when a newer prompt arrives.
+// DefaultMaxRetry, or at once when a newer prompt arrives. An attempt
+// still running after DefaultSyncTimeout is abandoned and counts as
+// failed (docs/thresholds.md).
 const (
-	DefaultRetry    = 30 * time.Second
-	DefaultMaxRetry = 10 * time.Minute
+	DefaultRetry       = 30 * time.Second
+	DefaultMaxRetry    = 10 * time.Minute
+	DefaultSyncTimeout = 5 * time.Minute
 )
 
 // FollowOptions configure Follow. The zero value means the defaults.
 type FollowOptions struct {
 	Retry, MaxRetry time.Duration
+	// Timeout bounds each attempt; default DefaultSyncTimeout.
+	Timeout time.Duration
 	// Report sees the outcome of every attempt.
 	Report func(Block, Result, error)
 }
@@ -31,6 +36,9 @@ type SyncFunc func(context.Context, Block) (Result, error)
 func Follow(ctx context.Context, blocks <-chan Block, sync SyncFunc, opts FollowOptions) {
 	if opts.Retry <= 0 {
 		opts.Retry = DefaultRetry
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultSyncTimeout
 	}
 	if opts.MaxRetry < opts.Retry {
 		opts.MaxRetry = max(DefaultMaxRetry, opts.Retry)
@@ -66,7 +74,9 @@ func Follow(ctx context.Context, blocks <-chan Block, sync SyncFunc, opts Follow
 			}
 			retry = nil
 		}
-		res, err := sync(ctx, pending)
+		attempt, cancel := context.WithTimeout(ctx, opts.Timeout)
+		res, err := sync(attempt, pending)
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}

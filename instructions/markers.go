@@ -15,7 +15,12 @@ import (
 //
 // and the block ends at the next "<!-- precept:end -->". The sha256 is
 // that of the bytes between the end of the begin marker's line and the
-// start of the end marker.
+// start of the end marker, each "\r\n" read as "\n", so converting the
+// file's line endings is no hand edit.
+// MaxFileSize caps an instruction file precept reads (docs/thresholds.md):
+// a larger one is refused, by name, rather than parsed and rewritten.
+const MaxFileSize = 1 << 20
+
 const (
 	beginPrefix = "<!-- precept:begin"
 	endMarker   = "<!-- precept:end -->"
@@ -101,6 +106,9 @@ func Apply(f Format, path string, old []byte, exists bool, b Block, overwrite bo
 		}
 		return []byte(head + render(b, nl) + nl), Created, nil
 	}
+	if err := checkSize(old); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
 	blocks, err := parse(old)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
@@ -128,7 +136,10 @@ func Apply(f Format, path string, old []byte, exists bool, b Block, overwrite bo
 		out := append(append([]byte{}, old...), sep+render(b, nl)+nl...)
 		return out, Appended, nil
 	}
-	if found := digest(old[mine.bodyStart:mine.bodyEnd]); found != mine.sha && !overwrite {
+	body := old[mine.bodyStart:mine.bodyEnd]
+	// A block written before line endings were normalised recorded the
+	// digest of its raw bytes: that still matches.
+	if found := digest(body); found != mine.sha && rawDigest(body) != mine.sha && !overwrite {
 		return nil, "", &HandEditError{Path: path, Recorded: mine.sha, Found: found}
 	}
 	block := render(b, nl)
@@ -155,7 +166,12 @@ func render(b Block, nl string) string {
 		beginPrefix, b.Agent, b.Stage, b.Version, digest([]byte(body)), nl, body, endMarker)
 }
 
+// digest is the SHA-256 of p with each "\r\n" read as "\n".
 func digest(p []byte) string {
+	return rawDigest(bytes.ReplaceAll(p, []byte("\r\n"), []byte("\n")))
+}
+
+func rawDigest(p []byte) string {
 	s := sha256.Sum256(p)
 	return hex.EncodeToString(s[:])
 }
@@ -168,11 +184,19 @@ func lineEnding(p []byte) string {
 	return "\n"
 }
 
+func checkSize(p []byte) error {
+	if len(p) > MaxFileSize {
+		return fmt.Errorf("%w: %d bytes, more than the %d precept reads", ErrTooLarge, len(p), MaxFileSize)
+	}
+	return nil
+}
+
 // span is one block in a file: [start, end) runs from the begin marker to
 // the end of the end marker, [bodyStart, bodyEnd) is the text between.
 type span struct {
 	agent, sha                     string
 	start, end, bodyStart, bodyEnd int
+	line                           int // of the begin marker
 }
 
 // parse finds every precept block in p. A marker counts only at the start
@@ -180,25 +204,25 @@ type span struct {
 func parse(p []byte) ([]span, error) {
 	var out []span
 	var open *span
+	lineNo := 0
 	for off := 0; off < len(p); {
+		lineNo++
 		lineEnd := bytes.IndexByte(p[off:], '\n')
 		next := len(p)
 		if lineEnd >= 0 {
 			next = off + lineEnd + 1
 		}
 		line := strings.TrimRight(string(p[off:next]), "\r\n")
-		lineNo := bytes.Count(p[:off], []byte("\n")) + 1
 		switch {
 		case strings.HasPrefix(line, beginPrefix):
 			if open != nil {
-				return nil, fmt.Errorf("%w: line %d: a begin marker inside the block begun on line %d", ErrMalformed, lineNo,
-					bytes.Count(p[:open.start], []byte("\n"))+1)
+				return nil, fmt.Errorf("%w: line %d: a begin marker inside the block begun on line %d", ErrMalformed, lineNo, open.line)
 			}
 			agent, sha, err := beginAttrs(line)
 			if err != nil {
 				return nil, fmt.Errorf("%w: line %d: %v", ErrMalformed, lineNo, err)
 			}
-			open = &span{agent: agent, sha: sha, start: off, bodyStart: next}
+			open = &span{agent: agent, sha: sha, start: off, bodyStart: next, line: lineNo}
 		case strings.HasPrefix(line, endMarker):
 			if open == nil {
 				return nil, fmt.Errorf("%w: line %d: an end marker without a begin marker", ErrMalformed, lineNo)
@@ -212,8 +236,7 @@ func parse(p []byte) ([]span, error) {
 		off = next
 	}
 	if open != nil {
-		return nil, fmt.Errorf("%w: line %d: a begin marker without an end marker", ErrMalformed,
-			bytes.Count(p[:open.start], []byte("\n"))+1)
+		return nil, fmt.Errorf("%w: line %d: a begin marker without an end marker", ErrMalformed, open.line)
 	}
 	return out, nil
 }
@@ -256,6 +279,9 @@ func clip(s string) string {
 // Recorded returns the prompt version recorded for agent in content, or
 // "" when it holds no block for agent.
 func Recorded(content []byte, agent string) (version string, err error) {
+	if err := checkSize(content); err != nil {
+		return "", err
+	}
 	blocks, err := parse(content)
 	if err != nil {
 		return "", err

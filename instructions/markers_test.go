@@ -1,7 +1,9 @@
 package instructions
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -160,5 +162,56 @@ func TestParseFormats(t *testing.T) {
 	}
 	if _, err := ParseFormats("agents,windsurf"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("unknown: %v", err)
+	}
+}
+
+// A large file is read in one pass: a file at the cap with a line per
+// two bytes answers at once, and a larger one is refused by name.
+func TestLargeFilesAreReadInOnePassAndCapped(t *testing.T) {
+	b := Block{Agent: "a", Stage: "s", Version: "v1", Text: "x"}
+	lines := MaxFileSize/2 - 64
+	big := append(bytes.Repeat([]byte("x\n"), lines), "<!-- precept:begin oops -->\n"...)
+	if _, _, err := Apply(AgentsMD, "AGENTS.md", big, true, b, false); !errors.Is(err, ErrMalformed) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("line %d:", lines+1)) {
+		t.Fatalf("a file at the cap: %v", err)
+	}
+	huge := bytes.Repeat([]byte("hand text\n"), 500_000) // 5 MB
+	if _, _, err := Apply(AgentsMD, "AGENTS.md", huge, true, b, false); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "AGENTS.md") {
+		t.Fatalf("a 5 MB file: %v", err)
+	}
+	if _, err := Recorded(huge, "a"); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Recorded of a 5 MB file: %v", err)
+	}
+}
+
+func BenchmarkApplyAtTheCap(b *testing.B) {
+	old := bytes.Repeat([]byte("hand text\n"), MaxFileSize/10-100)
+	blk := Block{Agent: "a", Stage: "s", Version: "v1", Text: "x"}
+	for b.Loop() {
+		if _, _, err := Apply(AgentsMD, "AGENTS.md", old, true, blk, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// An editor converting the file's line endings is not a hand edit.
+func TestLineEndingConversionIsNotAHandEdit(t *testing.T) {
+	lf, _, err := Apply(AgentsMD, "AGENTS.md", []byte("# T\n"), true, block, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlf := strings.ReplaceAll(string(lf), "\n", "\r\n")
+	got, outcome, err := Apply(AgentsMD, "AGENTS.md", []byte(crlf), true, block, false)
+	if err != nil || outcome != Unchanged || string(got) != crlf {
+		t.Fatalf("LF to CRLF: %s %v", outcome, err)
+	}
+	back := strings.ReplaceAll(crlf, "\r\n", "\n")
+	if _, outcome, err := Apply(AgentsMD, "AGENTS.md", []byte(back), true, block, false); err != nil || outcome != Unchanged {
+		t.Fatalf("CRLF back to LF: %s %v", outcome, err)
+	}
+	next := block
+	next.Version, next.Text = "v1:def456", "Rule three.\n"
+	if _, outcome, err := Apply(AgentsMD, "AGENTS.md", []byte(crlf), true, next, false); err != nil || outcome != Replaced {
+		t.Fatalf("a new version over the converted file: %s %v", outcome, err)
 	}
 }

@@ -32,3 +32,8 @@ func SyncURL(ctx context.Context, url string, auth gitcli.Auth, opts gitcli.Opti
 	}
 	return Sync(ctx, clone, req)
 }
+
+// CheckRemoteURL refuses a target URL holding a password, and a plain
+// http:// URL to a host other than loopback when token says a token will
+// be sent (lib/gitcli's CheckURL, which SyncURL applies too).
+func CheckRemoteURL(url string, token bool) error { return gitcli.CheckURL(url, token) }

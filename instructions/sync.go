@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/precept-dev/precept/lib/gitcli"
 )
 
 // Remote is the target repository a sync writes to, as Sync uses it;
@@ -23,6 +25,9 @@ type Remote interface {
 	Push(ctx context.Context, commit, branch, expected string) error
 	// IsNotFound reports whether err from ReadFile means the path is absent.
 	IsNotFound(err error) bool
+	// Commits lists the non-merge commits reachable from include and not
+	// from exclude.
+	Commits(ctx context.Context, exclude, include string) ([]gitcli.CommitInfo, error)
 }
 
 // Trailers the sync commit carries, so the target repository's history
@@ -48,7 +53,8 @@ type Request struct {
 	// branch); Branch is pushed, default Branch(agent).
 	Base   string
 	Branch string
-	// Overwrite discards hand edits between the markers.
+	// Overwrite discards hand edits between the markers, and commits on
+	// the sync branch that precept did not make.
 	Overwrite bool
 }
 
@@ -70,8 +76,12 @@ type Result struct {
 	Commit string `json:"commit,omitempty"`
 	// UpToDate: the base already holds these rules, or the branch
 	// already holds this commit's tree; nothing was committed.
-	UpToDate bool         `json:"up_to_date"`
-	Files    []FileResult `json:"files"`
+	UpToDate bool `json:"up_to_date"`
+	// Reset: the base already holds these rules but the sync branch held
+	// others (a rule since rolled back); the branch was reset to the base
+	// tip, so its pull request shows no change.
+	Reset bool         `json:"reset,omitempty"`
+	Files []FileResult `json:"files"`
 }
 
 // Sync writes the block into each format's file as the base branch has
@@ -109,7 +119,7 @@ func Sync(ctx context.Context, r Remote, req Request) (Result, error) {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, ErrHandEdited) || errors.Is(err, ErrMalformed) {
+			if errors.Is(err, ErrHandEdited) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge) {
 				refusals = append(refusals, err)
 				continue
 			}
@@ -120,12 +130,20 @@ func Sync(ctx context.Context, r Remote, req Request) (Result, error) {
 			files[path] = content
 		}
 	}
+	if branchTip != "" && !req.Overwrite {
+		if err := checkOwnCommits(ctx, r, res.BaseCommit, branchTip, req); err != nil {
+			if !errors.Is(err, ErrForeignCommit) {
+				return res, err
+			}
+			refusals = append(refusals, err)
+		}
+	}
 	if len(refusals) > 0 {
 		return res, fmt.Errorf("sync refused, nothing written: %w", errors.Join(refusals...))
 	}
 	if len(files) == 0 {
 		res.UpToDate = true
-		return res, nil
+		return res, resetBranch(ctx, r, &res, branchTip)
 	}
 	commit, tree, err := r.Commit(ctx, res.BaseCommit, files, commitMessage(req, res.Files))
 	if err != nil {
@@ -148,6 +166,66 @@ func Sync(ctx context.Context, r Remote, req Request) (Result, error) {
 	return res, nil
 }
 
+// checkOwnCommits refuses (ErrForeignCommit) when the sync branch holds
+// a commit since the base that precept did not make for this agent: a
+// push would discard it.
+func checkOwnCommits(ctx context.Context, r Remote, base, tip string, req Request) error {
+	commits, err := r.Commits(ctx, base, tip)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", req.Branch, err)
+	}
+	trailer := TrailerAgent + ": " + req.Block.Agent
+	var foreign []gitcli.CommitInfo
+	for _, c := range commits {
+		if !hasLine(c.Message, trailer) {
+			foreign = append(foreign, c)
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	last := foreign[len(foreign)-1] // the oldest
+	subject, _, _ := strings.Cut(last.Message, "\n")
+	return fmt.Errorf("%s: %w: %d commit(s) without the trailer %q, the first %.12s (%q); "+
+		"merge them into the base or move them to another branch and sync again, or sync with overwrite to discard them",
+		req.Branch, ErrForeignCommit, len(foreign), trailer, last.Hash, clip(subject))
+}
+
+func hasLine(text, line string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
+// resetBranch moves the sync branch back to the base tip when the base
+// already holds the rules but the branch holds a different tree (older
+// rules, say, after a rollback), so merging its pull request cannot bring
+// them back. The push is under the lease on the fetched tip.
+func resetBranch(ctx context.Context, r Remote, res *Result, branchTip string) error {
+	if branchTip == "" || branchTip == res.BaseCommit {
+		return nil
+	}
+	branchTree, err := r.Tree(ctx, branchTip)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", res.Branch, err)
+	}
+	baseTree, err := r.Tree(ctx, res.BaseCommit)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", res.Base, err)
+	}
+	if branchTree == baseTree {
+		return nil
+	}
+	if err := r.Push(ctx, res.BaseCommit, res.Branch, branchTip); err != nil {
+		return fmt.Errorf("reset %s to %s: %w", res.Branch, res.Base, err)
+	}
+	res.Reset = true
+	return nil
+}
+
 // applyAt applies the block to path as commit holds it.
 func applyAt(ctx context.Context, r Remote, commit string, f Format, path string, req Request) (FileResult, []byte, error) {
 	mode, old, err := r.ReadFile(ctx, commit, path)
@@ -158,11 +236,43 @@ func applyAt(ctx context.Context, r Remote, commit string, f Format, path string
 	if exists && mode != "100644" && mode != "100755" {
 		return FileResult{Path: path, Skipped: fmt.Sprintf("not a regular file (git mode %s, a symbolic link or a directory); sync the file it points to", mode)}, nil, nil
 	}
+	if !exists {
+		if skip, err := parentNotAFolder(ctx, r, commit, path); err != nil || skip != "" {
+			return FileResult{Path: path, Skipped: skip}, nil, err
+		}
+	}
 	content, outcome, err := Apply(f, path, old, exists, req.Block, req.Overwrite)
 	if err != nil {
 		return FileResult{}, nil, err
 	}
 	return FileResult{Path: path, Outcome: outcome}, content, nil
+}
+
+// parentNotAFolder says why path cannot be created at commit when one of
+// its parent folders is a symbolic link or a file there; "" when all are
+// folders or absent.
+func parentNotAFolder(ctx context.Context, r Remote, commit, path string) (string, error) {
+	for i := strings.IndexByte(path, '/'); i >= 0; i = nextSlash(path, i) {
+		dir := path[:i]
+		mode, _, err := r.ReadFile(ctx, commit, dir)
+		switch {
+		case r.IsNotFound(err):
+			return "", nil // nothing deeper exists either
+		case err != nil:
+			return "", fmt.Errorf("read %s: %w", dir, err)
+		case mode != "040000":
+			return fmt.Sprintf("its folder %s is not a folder (git mode %s, a symbolic link or a file); sync the file it points to", dir, mode), nil
+		}
+	}
+	return "", nil
+}
+
+func nextSlash(path string, i int) int {
+	j := strings.IndexByte(path[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }
 
 func commitMessage(req Request, files []FileResult) string {

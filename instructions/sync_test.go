@@ -3,6 +3,9 @@ package instructions_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -197,15 +200,26 @@ func TestSyncLeavesASymlinkedInstructionFileAlone(t *testing.T) {
 }
 
 func TestSyncWithWrongCredentialsFailsWithoutShowingThem(t *testing.T) {
-	srv := testenv.StartGitServerWithAuth(t, "bot", "right-token")
-	url := srv.CreateRepo(t, "target", "trunk", nil)
-	_, err := gitcli.Open(context.Background(), url, gitcli.Auth{Username: "bot", Password: "wrong-token-xyz"},
-		gitcli.Options{Env: []string{"HOME=" + t.TempDir()}}, "trunk")
+	// The remote's refusal quotes the password, so git prints it.
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pw, ok := r.BasicAuth()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		_, _ = fmt.Fprint(w, pkt("# service=git-upload-pack\n")+"0000"+pkt("ERR wrong token "+pw+"\n"))
+	}))
+	defer remote.Close()
+	_, err := instructions.SyncURL(context.Background(), remote.URL+"/target.git", gitcli.Auth{Username: "bot", Password: "wrong-token-xyz"},
+		gitcli.Options{Env: []string{"HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1"}}, request("v1:aaa111", "Rule one.\n"))
 	if err == nil {
 		t.Fatal("wrong credentials were accepted")
 	}
-	if strings.Contains(err.Error(), "wrong-token-xyz") {
-		t.Fatalf("the error shows the token: %v", err)
+	if strings.Contains(err.Error(), "wrong-token-xyz") || !strings.Contains(err.Error(), "wrong token ***") {
+		t.Fatalf("the error shows the token, or not the remote's refusal: %v", err)
 	}
 }
 
@@ -232,5 +246,120 @@ func TestSyncRefusesAHandEditPushedToTheOpenPullRequest(t *testing.T) {
 	}
 	if now := testenv.Git(t, srv.Dir("target"), "rev-parse", branch); now != tip {
 		t.Fatal("the reviewer's commit was replaced")
+	}
+}
+
+// pushAsAPerson commits edit (applied to the file's text) and extra files
+// as a person would, on branch of the target, and returns the commit.
+func pushAsAPerson(t *testing.T, url, branch, path string, edit func(string) string, extra map[string]string) string {
+	t.Helper()
+	work := t.TempDir()
+	testenv.Git(t, work, "clone", "--quiet", "--branch", branch, url, "c")
+	if path != "" {
+		old, err := os.ReadFile(work + "/c/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(work+"/c/"+path, []byte(edit(string(old))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, content := range extra {
+		if err := os.WriteFile(work+"/c/"+p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Git(t, work+"/c", "add", p)
+	}
+	testenv.GitAs(t, work+"/c", "Reviewer", "r@example.com", "commit", "--quiet", "-am", "reviewer fix")
+	testenv.Git(t, work+"/c", "push", "--quiet", "origin", branch)
+	return testenv.Git(t, work+"/c", "rev-parse", "HEAD")
+}
+
+func TestSyncRefusesToDiscardAPersonsCommitOnTheSyncBranch(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "target", "trunk", map[string]string{"AGENTS.md": "# Guide\n"})
+	if _, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n")); err != nil {
+		t.Fatal(err)
+	}
+	branch := "precept/instructions/code-writer"
+	theirs := pushAsAPerson(t, url, branch, "AGENTS.md", func(s string) string {
+		return strings.Replace(s, "# Guide\n", "# Guide\n\nA note outside the markers.\n", 1)
+	}, map[string]string{"NOTES.md": "reviewer file\n"})
+
+	_, err := sync(t, url, gitcli.Auth{}, request("v1:bbb222", "Rule two.\n"))
+	if !errors.Is(err, instructions.ErrForeignCommit) || !strings.Contains(err.Error(), branch) || !strings.Contains(err.Error(), theirs[:12]) {
+		t.Fatalf("err = %v", err)
+	}
+	if now := testenv.Git(t, srv.Dir("target"), "rev-parse", branch); now != theirs {
+		t.Fatal("the person's commit was replaced")
+	}
+
+	req := request("v1:bbb222", "Rule two.\n")
+	req.Overwrite = true
+	if res, err := sync(t, url, gitcli.Auth{}, req); err != nil || res.Commit == "" {
+		t.Fatalf("overwrite: %+v %v", res, err)
+	}
+	if _, ok := srv.ReadFile(t, "target", branch, "NOTES.md"); ok {
+		t.Fatal("overwrite kept the person's commit")
+	}
+}
+
+func TestSyncResetsABranchHoldingRulesTheBaseNoLongerNeeds(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "target", "trunk", map[string]string{"AGENTS.md": "# Guide\n"})
+	branch := "precept/instructions/code-writer"
+	// v1 is synced and merged.
+	if _, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Git(t, srv.Dir("target"), "update-ref", "refs/heads/trunk", branch)
+	trunk := testenv.Git(t, srv.Dir("target"), "rev-parse", "trunk")
+	// v2 adds a rule; its pull request is open.
+	if res, err := sync(t, url, gitcli.Auth{}, request("v1:bbb222", "Rule one.\nA rule later rolled back.\n")); err != nil || res.Commit == "" {
+		t.Fatalf("v2: %+v %v", res, err)
+	}
+	// The rule is rolled back: the prompt is v1 again, which trunk holds.
+	res, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n"))
+	if err != nil || !res.UpToDate || !res.Reset {
+		t.Fatalf("after the rollback: %+v %v", res, err)
+	}
+	if now := testenv.Git(t, srv.Dir("target"), "rev-parse", branch); now != trunk {
+		t.Fatal("the sync branch still holds the rolled-back rule")
+	}
+	// Once reset, nothing more happens.
+	res, err = sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n"))
+	if err != nil || !res.UpToDate || res.Reset {
+		t.Fatalf("again: %+v %v", res, err)
+	}
+}
+
+func TestSyncSkipsAFileWhoseFolderIsALinkOrAFile(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "target", "trunk", map[string]string{"AGENTS.md": "# Guide\n", "docs/x.md": "x\n", ".cursor/rules": "not a folder\n"})
+	work := t.TempDir()
+	testenv.Git(t, work, "clone", "--quiet", url, "c")
+	if err := os.Symlink("docs", work+"/c/.github"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Git(t, work+"/c", "add", ".github")
+	testenv.GitAs(t, work+"/c", "Dev", "dev@example.com", "commit", "--quiet", "-m", "link")
+	testenv.Git(t, work+"/c", "push", "--quiet", "origin", "trunk")
+
+	res, err := sync(t, url, gitcli.Auth{}, request("v1:aaa111", "Rule one.\n"))
+	if err != nil || res.Commit == "" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	skipped := map[string]string{}
+	for _, f := range res.Files {
+		if f.Skipped != "" {
+			skipped[f.Path] = f.Skipped
+		}
+	}
+	if len(skipped) != 2 || !strings.Contains(skipped[".github/copilot-instructions.md"], ".github") ||
+		!strings.Contains(skipped[".cursor/rules/precept-code-writer.mdc"], ".cursor/rules") {
+		t.Fatalf("skipped: %v", skipped)
+	}
+	if got, ok := srv.ReadFile(t, "target", res.Branch, "AGENTS.md"); !ok || !strings.Contains(got, "Rule one.") {
+		t.Fatalf("AGENTS.md: %q", got)
 	}
 }

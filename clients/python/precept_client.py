@@ -75,9 +75,12 @@ class Client:
             headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(self.base_url + procedure, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with _OPENER.open(req, timeout=self.timeout) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as err:
+            if 300 <= err.code < 400:
+                raise PreceptError("unknown", f"{procedure}: the server redirected to another URL; the client follows no redirect, "
+                                   "so the token goes only to base_url: give the final URL", err.code, procedure) from None
             raise _error(err.code, err.read(), procedure) from None
         except urllib.error.URLError as err:
             raise PreceptError("unavailable", f"{procedure}: {err.reason}", None, procedure) from None
@@ -111,6 +114,17 @@ def _prompt_request(agent, stage, scope_path, base_prompt):
     if base_prompt is not None:
         req["base_prompt"] = base_prompt
     return req
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses every redirect: urllib would send the Authorization header
+    on to whatever host the server names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
 
 
 def _error(status, body, procedure):

@@ -48,8 +48,9 @@ it between precept's markers in AGENTS.md, CLAUDE.md,
 .github/copilot-instructions.md and .cursor/rules/precept-<agent>.mdc as the
 base branch has them, and pushes one commit to precept/instructions/<agent>,
 ready to open as a pull request. Nothing outside the markers changes; no
-commit is made when nothing changed. A hand edit between the markers stops
-the sync unless --overwrite-hand-edits is given.
+commit is made when nothing changed. A hand edit between the markers, or a
+commit precept did not make on the sync branch, stops the sync unless
+--overwrite-hand-edits is given.
 
 Credentials for an HTTPS remote come from $` + envGitToken + ` or the file named
 by --token-file ($` + envGitTokenFile + `), with the user $` + envGitUsername + `
@@ -68,7 +69,7 @@ the SSH agent. Without them, git's own credential helpers answer.`,
 	fl.StringVar(&f.formats, "formats", "agents,claude,copilot,cursor", "instruction files to write: agents, claude, copilot, cursor")
 	fl.StringVar(&f.tokenFile, "token-file", os.Getenv(envGitTokenFile), "file holding the HTTPS token or password (env "+envGitTokenFile+")")
 	fl.StringVar(&f.sshKey, "ssh-key", os.Getenv(envGitSSHKey), "private key for an SSH remote (env "+envGitSSHKey+")")
-	fl.BoolVar(&f.overwrite, "overwrite-hand-edits", false, "replace text edited by hand between the markers")
+	fl.BoolVar(&f.overwrite, "overwrite-hand-edits", false, "replace text edited by hand between the markers, and discard commits on the sync branch that precept did not make")
 	return cmd
 }
 
@@ -101,6 +102,9 @@ func instructionsSync(c *cli, cmd *cobra.Command, f syncFlags) error {
 	auth, err := f.auth()
 	if err != nil {
 		return err
+	}
+	if err := gitcli.CheckURL(f.remote, auth.Password != ""); err != nil {
+		return usagef("--remote: %v; credentials come from $%s or --token-file ($%s)", err, envGitToken, envGitTokenFile)
 	}
 	prompt, err := call(c, cmd, c.promptClient().BuildPrompt, &preceptv1.BuildPromptRequest{
 		Agent: f.agent, Stage: f.stage, ScopePath: f.path})
@@ -144,6 +148,9 @@ func printSync(c *cli, res instructions.Result, version string) error {
 		fmt.Fprintf(c.stdout, "%-40s %s\n", f.Path, what)
 	}
 	switch {
+	case res.Reset:
+		fmt.Fprintf(c.stdout, "reset %s to %s (at %.12s): %s already holds prompt version %s, and the branch held other rules; its pull request now shows no change\n",
+			res.Branch, res.Base, res.BaseCommit, res.Base, version)
 	case res.Commit != "":
 		fmt.Fprintf(c.stdout, "pushed %s to %s (on %s at %.12s), prompt version %s: open a pull request from %s into %s\n",
 			shortHash(res.Commit), res.Branch, res.Base, res.BaseCommit, version, res.Branch, res.Base)

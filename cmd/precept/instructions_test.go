@@ -87,4 +87,16 @@ func TestInstructionsSyncPushesTheBuiltPromptAndItsVersion(t *testing.T) {
 	if usage.code != 2 {
 		t.Fatalf("usage: %+v", usage)
 	}
+	// A password in the URL would show in git's process arguments.
+	withPassword := strings.Replace(url, "http://", "http://ci-bot:pw-in-url@", 1)
+	usage = run("", append(auth, "instructions", "sync", "--agent", "coding-agent", "--stage", "implement", "--remote", withPassword)...)
+	if usage.code != 2 || !strings.Contains(usage.stderr, envGitToken) || strings.Contains(usage.stderr, "pw-in-url") {
+		t.Fatalf("a password in the URL: %+v", usage)
+	}
+	// A token is never sent over plain http to another host.
+	t.Setenv(envGitToken, "git-token-abc")
+	usage = run("", append(auth, "instructions", "sync", "--agent", "coding-agent", "--stage", "implement", "--remote", "http://git.example.com/r.git")...)
+	if usage.code != 2 || !strings.Contains(usage.stderr, "plain http") {
+		t.Fatalf("a token over plain http: %+v", usage)
+	}
 }

@@ -10,7 +10,7 @@
 // client, preceptd's base URL and Connect options; here an interceptor
 // sends the bearer token.
 //
-//	go run ./examples/go --token "$PRECEPT_TOKEN"
+//	go run ./examples/go    # the API token is read from $PRECEPT_TOKEN
 package main
 
 import (

@@ -4,7 +4,7 @@ runs with, explain it, then produce the reviewers' decisions on the
 agent's work to precept's Redis stream, each carrying the prompt version,
 so precept can tell which rules were in force.
 
-    /usr/bin/python3 examples/python/example.py --token "$PRECEPT_TOKEN"
+    /usr/bin/python3 examples/python/example.py   # the API token is read from $PRECEPT_TOKEN
 
 It needs the redis package (Debian's python3-redis, which
 .ci/install-deps installs); /usr/bin/python3 is the Python that sees it.

@@ -6,7 +6,7 @@
 // Build and run (npm packages from `.ci/install-deps`):
 //
 //	npm run build --prefix clients/typescript
-//	node examples/typescript/main.mjs --token "$PRECEPT_TOKEN"
+//	node examples/typescript/main.mjs   # the API token is read from $PRECEPT_TOKEN
 //
 // tsc writes main.mjs beside this file (an ES module, by its extension).
 // It imports the client's compiled output by path, so the example needs

@@ -48,6 +48,8 @@ func (a *App) followInstructionTarget(ctx context.Context, t config.InstructionT
 		switch {
 		case err != nil:
 			log.Warn("instruction sync failed; retrying", "version", b.Version, "err", err)
+		case res.Reset:
+			log.Info("instruction sync branch reset to the base, which holds this prompt", "version", b.Version, "branch", res.Branch, "base", res.Base)
 		case res.Commit != "":
 			log.Info("instruction files pushed", "version", b.Version, "branch", res.Branch, "base", res.Base, "commit", res.Commit)
 		default:
@@ -101,11 +103,11 @@ func instructionAuth(t config.InstructionTarget) (gitcli.Auth, error) {
 			return auth, fmt.Errorf("instructions: %s is empty", t.TokenEnv)
 		}
 	case t.TokenFile != "":
-		b, err := os.ReadFile(t.TokenFile)
+		tok, err := config.ReadTokenFile(t.TokenFile)
 		if err != nil {
-			return auth, fmt.Errorf("instructions: read token file: %w", err)
+			return auth, fmt.Errorf("instructions: %w", err)
 		}
-		auth.Password = strings.TrimSpace(string(b))
+		auth.Password = tok
 	}
 	return auth, nil
 }

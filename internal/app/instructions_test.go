@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,59 @@ instructions:
 	}
 	if !strings.Contains(r.logs.String(), "instruction files pushed") {
 		t.Fatalf("no log line for the push:\n%s", r.logs.String())
+	}
+}
+
+// TestInstructionTargetsStopWhileARemoteStalls points a target at
+// a server that accepts connections and never answers: stopping preceptd
+// mid-sync must not wait for it.
+func TestInstructionTargetsStopWhileARemoteStalls(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		for len(accepted) > 0 {
+			_ = (<-accepted).Close()
+		}
+	})
+	t.Setenv("TEST_INSTRUCTIONS_TOKEN", "stall-token")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	r := start(t, fmt.Sprintf(`
+prompts: {watch_poll: 50ms}
+instructions:
+  targets:
+    - {agent: coding-agent, stage: implement, remote_url: "http://%s/service.git", token_env: TEST_INSTRUCTIONS_TOKEN}
+`, ln.Addr()))
+	commitRulesRepo(t, r.app.RulesRepo, "base prompt", map[string]string{"prompts/implement.md": "You implement tasks."})
+	r.app.Prompts.Notify()
+	select {
+	case c := <-accepted:
+		accepted <- c
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the sync never reached the remote:\n%s", r.logs.String())
+	}
+	stopped := make(chan struct{})
+	began := time.Now()
+	go func() { r.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("preceptd still stopping 10 s into a stalled sync")
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("stopping took %v", d)
 	}
 }

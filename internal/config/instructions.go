@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/precept-dev/precept/instructions"
@@ -37,6 +38,21 @@ type InstructionTarget struct {
 	SSHKey    string `yaml:"ssh_key"`
 }
 
+// ReadTokenFile reads a target's token from path, refusing an empty one
+// (which would silently mean no credentials). The file is read again at
+// each sync, so a rotated token is used.
+func ReadTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
 func (in Instructions) validate() error {
 	seen := map[string]int{}
 	for i, t := range in.Targets {
@@ -50,6 +66,16 @@ func (in Instructions) validate() error {
 			return invalid(key+".remote_url", "required")
 		case t.TokenEnv != "" && t.TokenFile != "":
 			return invalid(key, "set token_env or token_file, not both")
+		}
+		// A password in the URL would reach git's process arguments; a
+		// token over plain http would cross the network in clear.
+		if err := instructions.CheckRemoteURL(t.RemoteURL, t.TokenEnv != "" || t.TokenFile != ""); err != nil {
+			return invalid(key+".remote_url", "%v", err)
+		}
+		if t.TokenFile != "" {
+			if _, err := ReadTokenFile(t.TokenFile); err != nil {
+				return invalid(key+".token_file", "%v", err)
+			}
 		}
 		if _, err := instructions.ParseFormats(strings.Join(t.Formats, ",")); err != nil {
 			return invalid(key+".formats", "%v", err)

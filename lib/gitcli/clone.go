@@ -40,6 +40,8 @@ type Clone struct {
 	auth Auth
 	env  []string
 	tips map[string]string
+	// scope is the protocol and host the credentials are given to.
+	scope [2]string
 }
 
 // Options configure Open. The zero value means the defaults.
@@ -56,6 +58,9 @@ func Open(ctx context.Context, url string, auth Auth, opts Options, branches ...
 	if url == "" {
 		return nil, fmt.Errorf("open remote: no URL")
 	}
+	if err := CheckURL(url, auth.Password != ""); err != nil {
+		return nil, err
+	}
 	if opts.Committer.Name == "" {
 		opts.Committer = Signature{Name: "precept", Email: "precept@localhost"}
 	}
@@ -63,7 +68,7 @@ func Open(ctx context.Context, url string, auth Auth, opts Options, branches ...
 	if err != nil {
 		return nil, fmt.Errorf("open remote: %w", err)
 	}
-	c := &Clone{url: url, dir: dir, auth: auth, tips: map[string]string{}}
+	c := &Clone{url: url, dir: dir, auth: auth, tips: map[string]string{}, scope: credentialScope(url)}
 	c.env = append(c.env, opts.Env...)
 	c.env = append(c.env, "GIT_TERMINAL_PROMPT=0",
 		"GIT_AUTHOR_NAME="+opts.Committer.Name, "GIT_AUTHOR_EMAIL="+opts.Committer.Email,
@@ -84,7 +89,7 @@ func (c *Clone) Close() error { return os.RemoveAll(c.dir) }
 
 // DefaultBranch asks the remote which branch its HEAD names.
 func (c *Clone) DefaultBranch(ctx context.Context) (string, error) {
-	out, err := c.git(ctx, nil, "ls-remote", "--symref", "--", c.url, "HEAD")
+	out, err := c.remote(ctx, "ls-remote", "--symref", "--", c.url, "HEAD")
 	if err != nil {
 		return "", err
 	}
@@ -107,7 +112,7 @@ func (c *Clone) Fetch(ctx context.Context, branches ...string) error {
 	for _, b := range branches {
 		args = append(args, "refs/heads/"+b)
 	}
-	out, err := c.git(ctx, nil, args...)
+	out, err := c.remote(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -124,7 +129,7 @@ func (c *Clone) Fetch(ctx context.Context, branches ...string) error {
 	if len(fetch) == 5 {
 		return nil
 	}
-	_, err = c.git(ctx, nil, fetch...)
+	_, err = c.remote(ctx, fetch...)
 	return err
 }
 
@@ -163,6 +168,28 @@ func (c *Clone) IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) 
 func (c *Clone) Tree(ctx context.Context, commit string) (string, error) {
 	out, err := c.git(ctx, nil, "rev-parse", "--verify", "--quiet", commit+"^{tree}")
 	return strings.TrimSpace(out), err
+}
+
+// CommitInfo is one commit's id and full message.
+type CommitInfo struct{ Hash, Message string }
+
+// Commits lists the commits reachable from include and not from exclude,
+// newest first, leaving out merge commits (their parents are listed).
+func (c *Clone) Commits(ctx context.Context, exclude, include string) ([]CommitInfo, error) {
+	out, err := c.git(ctx, nil, "log", "-z", "--no-merges", "--format=%H%n%B", exclude+".."+include, "--")
+	if err != nil {
+		return nil, err
+	}
+	var list []CommitInfo
+	for _, rec := range strings.Split(out, "\x00") {
+		rec = strings.TrimLeft(rec, "\n")
+		if rec == "" {
+			continue
+		}
+		hash, msg, _ := strings.Cut(rec, "\n")
+		list = append(list, CommitInfo{Hash: hash, Message: msg})
+	}
+	return list, nil
 }
 
 // Commit writes files (path → content, mode 100644 unless the parent
@@ -205,7 +232,7 @@ func (c *Clone) Commit(ctx context.Context, parent string, files map[string][]by
 // ErrRefChanged.
 func (c *Clone) Push(ctx context.Context, commit, branch, expected string) error {
 	lease := "--force-with-lease=refs/heads/" + branch + ":" + expected
-	_, err := c.git(ctx, nil, "push", "--quiet", "--porcelain", lease, "--", c.url, commit+":refs/heads/"+branch)
+	_, err := c.remote(ctx, "push", "--quiet", "--porcelain", lease, "--", c.url, commit+":refs/heads/"+branch)
 	var ge *gitError
 	if errors.As(err, &ge) && (strings.Contains(ge.stderr, "stale info") || strings.Contains(ge.stdout, "stale info") ||
 		strings.Contains(ge.stderr, "fetch first") || strings.Contains(ge.stdout, "fetch first")) {
@@ -233,31 +260,30 @@ func (c *Clone) git(ctx context.Context, stdin []byte, args ...string) (string, 
 	return c.gitEnv(ctx, nil, stdin, args...)
 }
 
-// credentialHelper answers git's credential requests from the
-// environment of the git process alone: the secret is never on a command
-// line, so neither ps nor an error message shows it.
-const credentialHelper = `!f() { test "$1" = get && printf 'username=%s\npassword=%s\n' "$PRECEPT_GIT_USERNAME" "$PRECEPT_GIT_PASSWORD"; }; f`
-
 func (c *Clone) gitEnv(ctx context.Context, env []string, stdin []byte, args ...string) (string, error) {
+	return c.run(ctx, false, env, stdin, args...)
+}
+
+// remote runs a git command that talks to the remote: only these get the
+// credentials and the network settings (remote.go).
+func (c *Clone) remote(ctx context.Context, args ...string) (string, error) {
+	return c.run(ctx, true, nil, nil, args...)
+}
+
+func (c *Clone) run(ctx context.Context, remote bool, env []string, stdin []byte, args ...string) (string, error) {
 	full := []string{"-c", "core.autocrlf=false"}
-	cmdEnv := append(append(os.Environ(), c.env...), env...)
-	if c.auth.Password != "" {
-		user := c.auth.Username
-		if user == "" {
-			user = "precept"
-		}
-		// An empty helper first clears the user's helpers, so a stored
-		// credential cannot shadow the one given.
-		full = append(full, "-c", "credential.helper=", "-c", "credential.helper="+credentialHelper)
-		cmdEnv = append(cmdEnv, "PRECEPT_GIT_USERNAME="+user, "PRECEPT_GIT_PASSWORD="+c.auth.Password)
-	}
-	if c.auth.SSHKeyPath != "" {
-		cmdEnv = append(cmdEnv, "GIT_SSH_COMMAND=ssh -o IdentitiesOnly=yes -o BatchMode=yes -i "+shellQuote(c.auth.SSHKeyPath))
+	cmdEnv := append(append(gitEnviron(), c.env...), env...)
+	if remote {
+		full = append(full, networkConfig...)
+		cfg, vars := c.credentials()
+		full = append(full, cfg...)
+		cmdEnv = append(cmdEnv, vars...)
 	}
 	full = append(full, "--git-dir="+c.dir)
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = cmdEnv
+	killGroupOnCancel(cmd)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -266,6 +292,9 @@ func (c *Clone) gitEnv(ctx context.Context, env []string, stdin []byte, args ...
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return "", fmt.Errorf("git is not installed: the instruction sync runs the git CLI")
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
 		return "", &gitError{args: c.redact(strings.Join(args, " ")), stdout: c.redact(stdout.String()),
 			stderr: c.redact(stderr.String()), err: err}

@@ -8,5 +8,8 @@
 // which links no server code, and against repositories people host
 // anywhere: the git CLI brings their SSH setup and credential helpers,
 // and this package adds credentials from the environment without putting
-// them on a command line, in a log or in an error.
+// them on a command line, in a log or in an error. Only the commands that
+// talk to the remote get them, and only for the remote's own protocol and
+// host: git follows no redirect. A context that ends kills git with the
+// helpers it started (remote.go, proc_unix.go).
 package gitcli

@@ -102,8 +102,9 @@ export interface DecisionEvent {
 
 /**
  * flatFields encodes an event as the stream's flat fields: every value a
- * string, lists and objects as JSON, numbers in decimal; absent and
- * empty values are left out.
+ * string, lists and objects as JSON, numbers in decimal (whole numbers
+ * only: a fraction, NaN or Infinity throws); absent and empty values are
+ * left out.
  */
 export function flatFields(ev: DecisionEvent): string[] {
   const out: string[] = [];
@@ -116,7 +117,12 @@ export function flatFields(ev: DecisionEvent): string[] {
     } else if (typeof value === "string") {
       out.push(name, value);
     } else if (typeof value === "number") {
-      out.push(name, String(Math.trunc(value)));
+      // A duration is whole seconds: a fraction, NaN or Infinity is
+      // refused rather than cut (as the Python client does).
+      if (!Number.isSafeInteger(value)) {
+        throw new Error(`${name}: ${value} is not a whole number`);
+      }
+      out.push(name, String(value));
     } else {
       out.push(name, JSON.stringify(value));
     }
