@@ -14,12 +14,15 @@ import (
 const DefaultApprovalSLA = 48 * time.Hour
 
 // Overdue reports how many whole approval SLA periods a pending proposal
-// has waited since it was proposed: 0 while it is within its deadline
-// (or is not pending, or sla is not positive), 1 once it passed the
-// deadline, 2 after twice the SLA, and so on. A reminder is due once per
-// period.
+// has waited for approvals since it was proposed: 0 while it is within
+// its deadline (or is not pending, or already holds every valid approval
+// it needs, its merge held, or sla is not positive), 1 once it passed the
+// deadline, 2 after twice the SLA, and so on.
 func Overdue(p rulefmt.Proposal, now time.Time, sla time.Duration) int64 {
 	if sla <= 0 || p.Status != rulefmt.Pending || p.CreatedAt.IsZero() {
+		return 0
+	}
+	if n, _ := StillNeeded(p, nil); n == 0 {
 		return 0
 	}
 	waited := now.Sub(p.CreatedAt)

@@ -27,11 +27,22 @@ func TestOverdueCountsWholeSLAPeriodsOfPendingProposals(t *testing.T) {
 		{"an SLA of 0 turns deadlines off", rulefmt.Pending, 100 * time.Hour, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := rulefmt.Proposal{Status: tc.status, CreatedAt: created}
+			p := rulefmt.Proposal{Status: tc.status, CreatedAt: created, Required: 2}
 			if got := Overdue(p, created.Add(tc.waited), tc.sla); got != tc.want {
 				t.Errorf("Overdue = %d, want %d", got, tc.want)
 			}
 		})
+	}
+	// A pending proposal that holds every approval it needs (its merge
+	// is held) waits for no approver.
+	p := rulefmt.Proposal{Status: rulefmt.Pending, CreatedAt: created, Required: 2, Content: "Cite the ticket.", Agents: []string{"coding-agent"}}
+	p.Approvals = []rulefmt.Approval{{Approver: "alice", TextSHA256: p.TextSHA256()}, {Approver: "bob", TextSHA256: p.TextSHA256()}}
+	if got := Overdue(p, created.Add(100*time.Hour), sla); got != 0 {
+		t.Errorf("Overdue with every approval = %d, want 0", got)
+	}
+	p.Approvals[1].TextSHA256 = "0000"
+	if got := Overdue(p, created.Add(100*time.Hour), sla); got != 2 {
+		t.Errorf("Overdue with one valid approval of two = %d, want 2", got)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/rules/gitstore"
@@ -26,11 +27,33 @@ type syncer struct {
 	store *gitstore.Store
 	r     *Remote
 	mu    sync.Mutex
+	// ok and failed count the syncs by outcome (SyncStats).
+	ok, failed atomic.Uint64
 }
 
 // branches are main and the other branches kept in step like it.
 func (y *syncer) branches() []string {
 	return append([]string{y.store.Main()}, y.r.Branches...)
+}
+
+// SyncStats counts the syncs with the remote a Manager made since it
+// started (precept_rules_remote_syncs_total; docs/operations.md,
+// "PreceptGitPushesFailing").
+type SyncStats struct {
+	// OK syncs fetched, applied and pushed everything; Failed syncs
+	// returned an error: the fetch or the push failed (the remote
+	// unreachable, credentials refused) or what was fetched could not
+	// be applied. Syncs cancelled by their caller are not counted.
+	OK, Failed uint64
+}
+
+// RemoteSyncs returns the counts of syncs with the remote so far; zero
+// without a remote.
+func (m *Manager) RemoteSyncs() SyncStats {
+	if m.remote == nil {
+		return SyncStats{}
+	}
+	return SyncStats{OK: m.remote.ok.Load(), Failed: m.remote.failed.Load()}
 }
 
 func (y *syncer) syncAndLog(ctx context.Context) {
@@ -39,10 +62,17 @@ func (y *syncer) syncAndLog(ctx context.Context) {
 	}
 }
 
-func (y *syncer) sync(ctx context.Context) error {
+func (y *syncer) sync(ctx context.Context) (err error) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	var err error
+	defer func() {
+		switch {
+		case err == nil:
+			y.ok.Add(1)
+		case ctx.Err() == nil:
+			y.failed.Add(1)
+		}
+	}()
 	for round := 1; round <= maxSyncRounds; round++ {
 		if err = y.round(ctx); !errors.Is(err, gitrepo.ErrRefChanged) {
 			return err

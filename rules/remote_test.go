@@ -359,3 +359,44 @@ func openRepo(t *testing.T) *gitrepo.Repo {
 	t.Cleanup(func() { repo.Close() })
 	return repo
 }
+
+func TestSyncRoundsAreCountedFailedWhenTheRemoteIsDown(t *testing.T) {
+	ctx := context.Background()
+	r := newRemoteFixture(t, Options{})
+	if got := r.m.RemoteSyncs(); got != (SyncStats{OK: 1}) {
+		t.Fatalf("after the first sync: %+v, want one ok", got)
+	}
+	// The remote goes away: the fetch of every round fails, before any
+	// push is tried, and each round counts as a failed sync.
+	away := r.remote + ".away"
+	if err := os.Rename(r.remote, away); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := r.m.Sync(ctx); err == nil {
+			t.Fatal("a sync with the remote gone succeeded")
+		}
+	}
+	if got := r.m.RemoteSyncs(); got != (SyncStats{OK: 1, Failed: 2}) {
+		t.Fatalf("after two syncs with the remote down: %+v, want 1 ok and 2 failed", got)
+	}
+	// Back: the next round succeeds and counts.
+	if err := os.Rename(away, r.remote); err != nil {
+		t.Fatal(err)
+	}
+	r.sync()
+	if got := r.m.RemoteSyncs(); got != (SyncStats{OK: 2, Failed: 2}) {
+		t.Fatalf("after the remote came back: %+v, want 2 ok and 2 failed", got)
+	}
+	// A sync cancelled by its caller is not a failure of the remote.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = r.m.Sync(cancelled)
+	if got := r.m.RemoteSyncs(); got.Failed != 2 {
+		t.Fatalf("a cancelled sync counted as failed: %+v", got)
+	}
+	// Without a remote there is nothing to count.
+	if got := newFixture(t, Options{}).m.RemoteSyncs(); got != (SyncStats{}) {
+		t.Fatalf("no remote: %+v", got)
+	}
+}

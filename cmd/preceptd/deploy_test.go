@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -255,6 +256,17 @@ func missingMetrics(refs map[string]string, exported map[string]bool) []string {
 // scrape returns the names of the samples preceptd's /metrics exports.
 func scrape(t *testing.T, addr string) map[string]bool {
 	t.Helper()
+	names := map[string]bool{}
+	for name := range scrapeSamples(t, addr) {
+		names[name] = true
+	}
+	return names
+}
+
+// scrapeSamples returns the label sets of the samples preceptd's /metrics
+// exports, by metric name.
+func scrapeSamples(t *testing.T, addr string) map[string][]map[string]string {
+	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -264,16 +276,146 @@ func scrape(t *testing.T, addr string) map[string]bool {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
 	}
-	names := map[string]bool{}
+	samples := map[string][]map[string]string{}
 	for _, line := range strings.Split(string(body), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if i := strings.IndexAny(line, "{ "); i > 0 {
-			names[line[:i]] = true
+		i := strings.IndexAny(line, "{ ")
+		if i <= 0 {
+			continue
+		}
+		labels := map[string]string{}
+		if line[i] == '{' {
+			end := strings.LastIndexByte(line, '}')
+			for _, m := range exposedLabel.FindAllStringSubmatch(line[i+1:max(end, i+1)], -1) {
+				labels[m[1]] = unquote(m[2])
+			}
+		}
+		samples[line[:i]] = append(samples[line[:i]], labels)
+	}
+	return samples
+}
+
+// exposedLabel is one label="value" of a sample in the text format.
+var exposedLabel = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
+// unquote undoes the escapes of the text format and of PromQL strings
+// (\\, \", \n).
+func unquote(s string) string {
+	return strings.NewReplacer(`\\`, `\`, `\"`, `"`, `\n`, "\n").Replace(s)
+}
+
+// selector is a metric name with its label matchers in PromQL.
+var (
+	selector = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\s*\{([^{}]*)\}`)
+	matcher  = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!=|!~|=)\s*"((?:[^"\\]|\\.)*)"`)
+	// plainAlternatives is a regex matcher that only lists values:
+	// result=~"stored|duplicate".
+	plainAlternatives = regexp.MustCompile(`^[A-Za-z0-9_:./-]+(\|[A-Za-z0-9_:./-]+)*$`)
+)
+
+// targetLabels are added by Prometheus to every series it scrapes, not
+// exported by preceptd.
+var targetLabels = map[string]bool{"instance": true, "job": true}
+
+// labelRef is a label value the alerts or the dashboard select.
+type labelRef struct{ metric, label, value string }
+
+// referencedLabelValues returns the label values the alert rules and the
+// dashboard's queries select, each with where it is read. An equality
+// matcher (result="failed") selects its value; a regex matcher that only
+// lists values (result=~"stored|duplicate") selects each of them. Other
+// regex matchers (instance=~"$instance") and negative ones (code!="ok")
+// select no value in particular and are not checked, nor are the target
+// labels Prometheus adds (instance, job).
+func referencedLabelValues(t *testing.T, alerts alertRules, dashboard []byte) map[labelRef]string {
+	t.Helper()
+	refs := map[labelRef]string{}
+	add := func(expr, where string) {
+		for _, sel := range selector.FindAllStringSubmatch(expr, -1) {
+			for _, m := range matcher.FindAllStringSubmatch(sel[2], -1) {
+				label, op, value := m[1], m[2], unquote(m[3])
+				if targetLabels[label] {
+					continue
+				}
+				var values []string
+				switch {
+				case op == "=":
+					values = []string{value}
+				case op == "=~" && plainAlternatives.MatchString(value):
+					values = strings.Split(value, "|")
+				}
+				for _, v := range values {
+					r := labelRef{sel[1], label, v}
+					refs[r] = cmpOr(refs[r], where)
+				}
+			}
 		}
 	}
-	return names
+	for _, g := range alerts.Groups {
+		for _, r := range g.Rules {
+			add(r.Expr, "alert "+r.Alert+r.Record)
+		}
+	}
+	var dash any
+	if err := json.Unmarshal(dashboard, &dash); err != nil {
+		t.Fatalf("%s: %v", dashboardFile, err)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if title, _ := x["title"].(string); title != "" {
+				path = "panel " + title
+			}
+			for k, c := range x {
+				if s, ok := c.(string); ok && k == "expr" {
+					add(s, "dashboard "+path)
+				} else {
+					walk(path, c)
+				}
+			}
+		case []any:
+			for _, c := range x {
+				walk(path, c)
+			}
+		}
+	}
+	walk("", dash)
+	return refs
+}
+
+// missingLabelValues returns, sorted, each selected label value no
+// scraped sample of its metric has, with where it is read.
+func missingLabelValues(refs map[labelRef]string, samples map[string][]map[string]string) []string {
+	var missing []string
+	for r, where := range refs {
+		if !slices.ContainsFunc(samples[r.metric], func(l map[string]string) bool { return l[r.label] == r.value }) {
+			missing = append(missing, fmt.Sprintf("%s{%s=%q} (read by %s)", r.metric, r.label, r.value, where))
+		}
+	}
+	slices.Sort(missing)
+	return missing
+}
+
+func TestLabelValuesAreReadFromPromQL(t *testing.T) {
+	var alerts alertRules
+	rule := `{alert: A, expr: 'increase(a_total{result="failed", instance="p1"}[5m]) unless b{result=~"stored|duplicate",code!="ok",x=~"$instance",y=~"a.*"}'}`
+	if err := yaml.Unmarshal([]byte("groups: [{name: g, rules: ["+rule+"]}]"), &alerts); err != nil {
+		t.Fatal(err)
+	}
+	dashboard := []byte(`{"panels":[{"title":"P","targets":[{"expr":"h_bucket{procedure=\"/a.B/C\",job=\"precept\"}"}]}]}`)
+	got := referencedLabelValues(t, alerts, dashboard)
+	want := map[labelRef]string{
+		{"a_total", "result", "failed"}:     "alert A",
+		{"b", "result", "stored"}:           "alert A",
+		{"b", "result", "duplicate"}:        "alert A",
+		{"h_bucket", "procedure", "/a.B/C"}: "dashboard panel P",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("referencedLabelValues = %v, want %v", got, want)
+	}
 }
 
 func TestDeployReferencesOnlyMetricsPreceptdExports(t *testing.T) {
@@ -328,7 +470,11 @@ slack: {bot_token: %q, signing_secret: "e3b0c44298fc1c149afbf4c8996fb924", chann
 	if len(refs) < 10 {
 		t.Fatalf("only %d metrics referenced by the alerts and the dashboard: %v", len(refs), refs)
 	}
-	exported := scrape(t, addr)
+	samples := scrapeSamples(t, addr)
+	exported := map[string]bool{}
+	for name := range samples {
+		exported[name] = true
+	}
 	if missing := missingMetrics(refs, exported); len(missing) > 0 {
 		t.Errorf("deploy/ reads metrics preceptd does not export (a labelled vector exports nothing until a child exists: create the known label values):\n  %s\npreceptd output:\n%s",
 			strings.Join(missing, "\n  "), d.output())
@@ -338,5 +484,26 @@ slack: {bot_token: %q, signing_secret: "e3b0c44298fc1c149afbf4c8996fb924", chann
 	doctored := strings.Replace(string(dashboard), "precept_stream_lag{", "precept_stream_lagg{", 1)
 	if missing := missingMetrics(referencedMetrics(t, alerts, []byte(doctored)), exported); len(missing) != 1 || !strings.HasPrefix(missing[0], "precept_stream_lagg ") {
 		t.Errorf("a dashboard reading precept_stream_lagg: missing = %v, want it alone", missing)
+	}
+
+	// Every label value an equality matcher selects is one a scraped
+	// sample has: a typo, or a value never created, would select nothing.
+	values := referencedLabelValues(t, alerts, dashboard)
+	if len(values) < 5 {
+		t.Fatalf("only %d label values selected by the alerts and the dashboard: %v", len(values), values)
+	}
+	if missing := missingLabelValues(values, samples); len(missing) > 0 {
+		t.Errorf("deploy/ selects label values no sample preceptd exports has (create the known label values when preceptd starts):\n  %s\npreceptd output:\n%s",
+			strings.Join(missing, "\n  "), d.output())
+	}
+	// The check itself catches a mistyped label value.
+	doctoredAlerts := readAlerts(t)
+	for gi, g := range doctoredAlerts.Groups {
+		for ri, r := range g.Rules {
+			doctoredAlerts.Groups[gi].Rules[ri].Expr = strings.ReplaceAll(r.Expr, `verdict="not_improving"`, `verdict="not_improvingg"`)
+		}
+	}
+	if missing := missingLabelValues(referencedLabelValues(t, doctoredAlerts, dashboard), samples); len(missing) != 1 || !strings.HasPrefix(missing[0], `precept_rules_verdicts{verdict="not_improvingg"} `) {
+		t.Errorf("an alert selecting verdict=\"not_improvingg\": missing = %v, want it alone", missing)
 	}
 }

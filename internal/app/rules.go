@@ -65,6 +65,9 @@ func (a *App) openRules() error {
 	if err := metrics.Rules(a.Registry, m, a.Log); err != nil {
 		return fmt.Errorf("rules metrics: %w", err)
 	}
+	if err := metrics.RemoteSyncs(a.Registry, m); err != nil {
+		return fmt.Errorf("rules metrics: %w", err)
+	}
 	if err := metrics.ApprovalDeadline(a.Registry, m, cfg.ApprovalSLA, nil, a.Log); err != nil {
 		return fmt.Errorf("rules metrics: %w", err)
 	}

@@ -35,7 +35,7 @@ type Rules struct {
 	ShadowPeriod time.Duration `yaml:"shadow_period"`
 	// ApprovalSLA is how long a pending proposal may wait for its
 	// approvals: past it the proposal is overdue, reminded in its Slack
-	// thread once per period and counted by
+	// thread again one period after each reminder, and counted by
 	// precept_rules_proposals_overdue (docs/lifecycle.md, "Approval
 	// deadlines"). 0 turns deadlines off.
 	ApprovalSLA time.Duration `yaml:"approval_sla"`

@@ -17,9 +17,10 @@
 // post. Nothing else waits for Slack.
 //
 // Approval deadlines. A pending proposal that waited longer than
-// Options.ApprovalSLA is re-posted in its thread once per SLA period,
-// saying how many approvals it still needs and who may give them; a
-// claim in the Store and the period recorded with its Post keep replicas
+// Options.ApprovalSLA, and still needs approvals, is re-posted in its
+// thread, and again an SLA after each reminder, saying how many approvals
+// it still needs and who may give them; a claim in the Store and the
+// time recorded with its Post keep replicas
 // and restarts from posting it twice (docs/lifecycle.md, "Approval
 // deadlines").
 //

@@ -37,8 +37,11 @@ type Post struct {
 	LastError      string    `yaml:"last_error,omitempty"`
 	UpdatedAt      time.Time `yaml:"updated_at"`
 	PostedRevision int       `yaml:"posted_revision,omitempty"`
-	// RemindedPeriod is the last approval SLA period whose reminder was
-	// posted in the thread (rules.Overdue), 0 when none was.
+	// RemindedAt is when the last approval reminder was posted in the
+	// thread, zero when none was; the next is due an approval SLA later.
+	RemindedAt time.Time `yaml:"reminded_at,omitempty"`
+	// RemindedPeriod is what records made before RemindedAt kept: the
+	// last SLA period reminded (rules.Overdue). Read, never written.
 	RemindedPeriod int64 `yaml:"reminded_period,omitempty"`
 }
 

@@ -18,13 +18,19 @@ import (
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
-// keyRemind claims the reminder of one approval SLA period of a
-// proposal, so that replicas post it once.
-func keyRemind(id string, period int64) string { return fmt.Sprintf("remind:%d:%s", period, id) }
+// keyRemind claims the reminder of a proposal that follows the one
+// posted at last (zero: the first), so that replicas post it once.
+func keyRemind(id string, last time.Time) string {
+	var at int64
+	if !last.IsZero() {
+		at = last.Unix()
+	}
+	return fmt.Sprintf("remind:%d:%s", at, id)
+}
 
 // reminders re-posts, in its thread, every pending proposal that has
-// waited past its approval deadline (Options.ApprovalSLA), once per SLA
-// period (docs/lifecycle.md, "Approval deadlines").
+// waited past its approval deadline (Options.ApprovalSLA), and again an
+// SLA after each reminder (docs/lifecycle.md, "Approval deadlines").
 type reminders struct {
 	api   API
 	rules Rules
@@ -70,43 +76,64 @@ func newReminders(s *Service) *reminders {
 	}
 }
 
-// round reminds each proposal of list that is overdue and was not yet
-// reminded in its current SLA period. The poster calls it with the
-// proposals and post records it read for a full reconcile.
+// round reminds each proposal of list that is due (reminders.due). The
+// poster calls it with the proposals and post records it read for a full
+// reconcile.
 func (r *reminders) round(ctx context.Context, list []rulefmt.Proposal, posts map[string]Post) {
 	if r.sla <= 0 {
 		return
 	}
-	now := r.now()
 	for _, p := range list {
 		if ctx.Err() != nil {
 			return
 		}
-		period := rules.Overdue(p, now, r.sla)
-		post, ok := posts[p.ID]
-		if period == 0 || !ok || !post.shown() || post.RemindedPeriod >= period {
-			continue
+		if post, ok := posts[p.ID]; ok && r.due(p, &post) {
+			r.remind(ctx, p.ID)
 		}
-		r.remind(ctx, p.ID, period)
 	}
 }
 
-// remind posts the reminder of one SLA period in a proposal's thread.
-// Two records keep it to one per period: a claim in the Store, which
-// replicas share and which holds while the post record is written, and
-// the period recorded with the post in the rules repository, which
+// due reports whether a proposal's reminder is due: it is overdue (still
+// needing approvals), its message is shown, and it was not reminded
+// within the last SLA. The wait since the last reminder is measured
+// against the SLA in force now, so a raised SLA spaces the reminders
+// out rather than stopping them.
+func (r *reminders) due(p rulefmt.Proposal, post *Post) bool {
+	now := r.now()
+	if rules.Overdue(p, now, r.sla) == 0 || !post.shown() {
+		return false
+	}
+	last := lastReminder(p, post, r.sla)
+	return last.IsZero() || now.Sub(last) >= r.sla
+}
+
+// lastReminder returns when the last reminder was posted, zero when none
+// was. A record from before reminded_at holds the last period reminded:
+// its reminder is taken as posted at the start of that period under the
+// SLA in force now.
+func lastReminder(p rulefmt.Proposal, post *Post, sla time.Duration) time.Time {
+	if !post.RemindedAt.IsZero() || post.RemindedPeriod <= 0 {
+		return post.RemindedAt
+	}
+	return p.CreatedAt.Add(time.Duration(post.RemindedPeriod) * sla)
+}
+
+// remind posts a reminder in a proposal's thread. Two records keep it to
+// one per SLA: a claim in the Store, named by the last reminder's time,
+// which replicas share and which holds while the post record is written;
+// and the time recorded with the post in the rules repository, which
 // outlives a Store that lost its keys (embedded Redis restarted).
-func (r *reminders) remind(ctx context.Context, id string, period int64) {
+func (r *reminders) remind(ctx context.Context, id string) {
 	defer r.lock("proposal:" + id)()
 	p, err := r.rules.Get(ctx, id)
 	if err != nil {
 		return
 	}
 	post, ok, err := r.posts.Get(ctx, id)
-	if err != nil || !ok || !post.shown() || post.RemindedPeriod >= period || rules.Overdue(p, r.now(), r.sla) < period {
+	if err != nil || !ok || !r.due(p, &post) {
 		return
 	}
-	key := keyRemind(id, period)
+	key := keyRemind(id, lastReminder(p, &post, r.sla))
 	claimed, err := r.store.Claim(ctx, key, r.sla+time.Hour)
 	if err != nil {
 		r.log.Warn("claim an approval reminder; will retry", "proposal_id", id, "err", err)
@@ -126,12 +153,12 @@ func (r *reminders) remind(ctx context.Context, id string, period int64) {
 		return
 	}
 	r.posted.Inc()
-	post.RemindedPeriod, post.UpdatedAt = period, time.Time{}
+	post.RemindedAt, post.RemindedPeriod, post.UpdatedAt = r.now(), 0, time.Time{}
 	if err := r.posts.Set(ctx, id, post); err != nil {
 		// The claim still holds for this period.
 		r.log.Warn("record an approval reminder", "proposal_id", id, "err", err)
 	}
-	r.log.Info("approval reminder posted", "proposal_id", id, "period", period, "waited", r.now().Sub(p.CreatedAt).Round(time.Minute))
+	r.log.Info("approval reminder posted", "proposal_id", id, "waited", r.now().Sub(p.CreatedAt).Round(time.Minute))
 }
 
 // text says how long a proposal has waited, against which deadline, how

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/testenv"
 	"github.com/precept-dev/precept/rules"
 	"github.com/precept-dev/precept/rules/rulefmt"
@@ -198,5 +199,84 @@ func TestWithoutAnApproverListTheReminderNamesTheSlackUsersWhoMayApprove(t *test
 	got := e.reminders(p.ID)
 	if len(got) != 1 || !strings.Contains(got[0], "Who may approve: <@U0ALICE> (alice), <@U0BOB> (bob).") {
 		t.Fatalf("reminders: %q, want alice and bob named, not vic (a reader)", got)
+	}
+}
+
+func TestAProposalWithAllItsApprovalsIsNotReminded(t *testing.T) {
+	e := newEnv(t, envConfig{noRun: true})
+	p := e.propose("Cite the ticket in every commit message.")
+	e.round()
+	e.posted(p.ID)
+	// The proposal holds every approval it needs and is still pending:
+	// its merge is held (a merge refused in git, a guard), which is no
+	// business of the approvers.
+	_, err := e.repo.Update(context.Background(), rulefmt.ProposalBranch(p.ID), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		got := e.get(p.ID)
+		for _, by := range []string{"alice", "bob"} {
+			got.Approvals = append(got.Approvals, rulefmt.Approval{Approver: by, At: e.clock.Now(), TextSHA256: got.TextSHA256()})
+		}
+		data, err := got.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		return &gitrepo.CommitSpec{Message: "Approvals recorded, merge held", Changes: []gitrepo.Change{{Path: rulefmt.ProposalPath(p.ID), Data: data}}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(p.ID); got.Status != rulefmt.Pending || len(got.ValidApprovals()) < got.Required {
+		t.Fatalf("setup: status %s with %d of %d approvals", got.Status, len(got.ValidApprovals()), got.Required)
+	}
+	e.clock.Advance(49 * time.Hour)
+	e.round()
+	if got := e.reminders(p.ID); len(got) != 0 {
+		t.Fatalf("a proposal needing no more approvals was reminded: %q", got)
+	}
+}
+
+func TestRaisingTheApprovalSLAKeepsTheRemindersComing(t *testing.T) {
+	first := newEnv(t, envConfig{noRun: true})
+	p := first.propose("Cite the ticket in every commit message.")
+	first.round()
+	first.posted(p.ID)
+	first.clock.Advance(49 * time.Hour)
+	first.round()
+	if got := first.reminders(p.ID); len(got) != 1 {
+		t.Fatalf("reminders after 49h: %q, want one", got)
+	}
+	first.stop()
+
+	// Restarted with a 72h deadline: the next reminder is due 72h after
+	// the last one (at 121h), not at the second 72h period (144h).
+	second := newEnv(t, envConfig{noRun: true, repo: first.repo, ws: first.ws, opts: Options{Now: first.clock.Now, ApprovalSLA: 72 * time.Hour}})
+	first.clock.Advance(71 * time.Hour)
+	second.round()
+	if got := second.reminders(p.ID); len(got) != 1 {
+		t.Fatalf("reminders 71h after the last with a 72h deadline: %q, want still one", got)
+	}
+	first.clock.Advance(2 * time.Hour)
+	second.round()
+	second.round()
+	got := second.reminders(p.ID)
+	if len(got) != 2 {
+		t.Fatalf("reminders 73h after the last with a 72h deadline: %q, want two", got)
+	}
+	if !strings.Contains(got[1], "deadline of 3d") {
+		t.Errorf("second reminder %q: want the 3d deadline", got[1])
+	}
+}
+
+func TestARecordFromBeforeRemindedAtDatesItsLastReminderByItsPeriod(t *testing.T) {
+	created := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	p := rulefmt.Proposal{CreatedAt: created}
+	if got := lastReminder(p, &Post{}, 48*time.Hour); !got.IsZero() {
+		t.Errorf("never reminded: %v, want zero", got)
+	}
+	if got, want := lastReminder(p, &Post{RemindedPeriod: 2}, 48*time.Hour), created.Add(96*time.Hour); !got.Equal(want) {
+		t.Errorf("period 2 of 48h: %v, want %v", got, want)
+	}
+	at := created.Add(50 * time.Hour)
+	if got := lastReminder(p, &Post{RemindedPeriod: 2, RemindedAt: at}, 48*time.Hour); !got.Equal(at) {
+		t.Errorf("reminded_at recorded: %v, want %v", got, at)
 	}
 }

@@ -115,8 +115,8 @@ type Options struct {
 	SuggestEvery time.Duration
 	SuggestMax   int
 	// ApprovalSLA is how long a proposal may wait for its approvals
-	// before it is re-posted in its thread, once per period of that
-	// length (docs/lifecycle.md, "Approval deadlines"); default
+	// before it is re-posted in its thread, and again that long after
+	// each reminder (docs/lifecycle.md, "Approval deadlines"); default
 	// rules.DefaultApprovalSLA, negative: no reminders.
 	ApprovalSLA time.Duration
 	// Approvers are the identities that may approve (rules.approvers), so

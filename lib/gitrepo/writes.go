@@ -17,7 +17,9 @@ type WriteStats struct {
 	// Pushes the remote took (or had already); PushesRejected were
 	// refused as non-fast-forward (the caller fetches and retries);
 	// PushesFailed failed otherwise: the remote unreachable, credentials
-	// refused.
+	// refused. A caller that fetches before it pushes and stops when the
+	// fetch fails counts nothing here: rules counts its syncs itself
+	// (rules.SyncStats).
 	Pushes, PushesRejected, PushesFailed uint64
 }
 
