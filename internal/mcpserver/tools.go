@@ -143,7 +143,7 @@ func (s *Server) build(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Re
 	if err != nil {
 		return nil, clientError(err)
 	}
-	s.served(ss, in.Agent, in.Stage, resp.Msg.GetVersion())
+	s.served(ss, in, resp.Msg.GetVersion())
 	return resp.Msg, nil
 }
 
@@ -189,7 +189,7 @@ func (s *Server) recordDecision(ctx context.Context, req *mcp.CallToolRequest, i
 	}
 	version, source := in.PromptVersion, "given"
 	if version == "" {
-		version, source = s.lastServed(req.Session, in.Agent, in.Stage), "session"
+		version, source = s.lastServed(req.Session, in.Agent, in.Stage, in.ScopePath), "session"
 	}
 	if version == "" {
 		source = "none"
