@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/mcpserver"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // withStagePrompt commits the implement stage prompt (and more files) to
@@ -188,5 +192,68 @@ func TestMCPRefusesAnUnauthenticatedBodyBeforeReadingIt(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("status %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestMCPRefusesAnApprovalOfAStaleRevision: the rule text is edited on
+// the rules remote after alice read the proposal; her approval of the
+// revision she read is refused as stale, and one of the current revision
+// is taken.
+func TestMCPRefusesAnApprovalOfAStaleRevision(t *testing.T) {
+	const carol, alice = "carol-token-0123456789", "alice-token-0123456789"
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	promptGit(t, t.TempDir(), "init", "-q", "--bare", "-b", "main", remote)
+	r := start(t, fmt.Sprintf(`
+rules: {git: {remote_url: %q, fetch_interval: 200ms}}
+auth:
+  tokens:
+    - {name: carol, role: approver, token: %s}
+    - {name: alice, role: approver, token: %s}
+`, remote, carol, alice))
+	rules := preceptv1connect.NewRuleServiceClient(&http.Client{Transport: bearer{carol, http.DefaultTransport}}, r.app.URL())
+	const text = "Return errors to the caller wrapped with context; never discard them in retry loops."
+	prop, err := rules.ProposeRule(t.Context(), connect.NewRequest(&preceptv1.ProposeRuleRequest{
+		AffectedAgents: []string{"coding-agent"}, RuleContent: text, Rationale: "flagged by three reviewers",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, read := prop.Msg.GetProposal().GetProposalId(), prop.Msg.GetProposal().GetRevision()
+
+	branch := rulefmt.ProposalBranch(id)
+	eventually(t, "the proposal on the remote", 20*time.Second, func() bool {
+		_, err := gitOut(remote, "rev-parse", "--verify", "-q", branch)
+		return err == nil
+	})
+	clone := filepath.Join(t.TempDir(), "curator")
+	promptGit(t, t.TempDir(), "clone", "-q", "-b", branch, remote, clone)
+	file := filepath.Join(clone, filepath.FromSlash(rulefmt.ProposalPath(id)))
+	old, err := os.ReadFile(file)
+	if err != nil || !bytes.Contains(old, []byte(text)) {
+		t.Fatalf("the proposal file: %v\n%s", err, old)
+	}
+	edited := strings.Replace(text, "retry loops", "retry loops or deferred closes", 1)
+	if err := os.WriteFile(file, bytes.Replace(old, []byte(text), []byte(edited), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promptGit(t, clone, "commit", "-q", "-am", "Say deferred closes too")
+	promptGit(t, clone, "push", "-q", "origin", "HEAD:"+branch)
+	var now int32
+	eventually(t, "the edit taken", 20*time.Second, func() bool {
+		got, err := rules.GetProposal(t.Context(), connect.NewRequest(&preceptv1.GetProposalRequest{ProposalId: id}))
+		if err != nil {
+			return false
+		}
+		now = got.Msg.GetProposal().GetRevision()
+		return strings.Contains(got.Msg.GetProposal().GetRuleContent(), "deferred closes")
+	})
+
+	as := mcpSession(t, r.app.URL(), alice)
+	want := fmt.Sprintf("failed_precondition: stale revision %d: proposal %s changed at revision %d", read, id, now)
+	if text, failed := callTool(t, as, "approve_proposal", map[string]any{"proposal_id": id, "revision": read}); !failed || !strings.HasPrefix(text, want) {
+		t.Fatalf("an approval of the revision read before the edit: %q, failed %v; want %q…", text, failed, want)
+	}
+	if text, failed := callTool(t, as, "approve_proposal", map[string]any{"proposal_id": id, "revision": now}); failed || !strings.Contains(text, `"approver":"alice"`) {
+		t.Fatalf("an approval of the current revision: %q, failed %v", text, failed)
 	}
 }
