@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -39,7 +41,7 @@ func (a *App) serveMCP() error {
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: streamingInProcess{a.mux}}
+	hc := &http.Client{Transport: streamingInProcess{h: a.mux, log: a.Log.With("component", "mcp")}}
 	s := mcpserver.New(mcpserver.NewClients(hc, inProcessURL), mcpserver.Options{
 		Caller:  mcpCaller(authn),
 		Version: "preceptd",
@@ -89,13 +91,29 @@ func mcpCaller(authn *api.Authenticator) mcpserver.CallerFunc {
 // streamingInProcess is an http.RoundTripper that serves a request with
 // a handler in the same process, streaming the answer as the handler
 // writes it, so server-streaming RPCs (WatchPrompt) work.
-type streamingInProcess struct{ h http.Handler }
+type streamingInProcess struct {
+	h   http.Handler
+	log *slog.Logger
+}
+
+// errHandlerPanicked ends the body of an in-process answer whose handler
+// panicked.
+var errHandlerPanicked = errors.New("internal: the handler failed")
 
 func (t streamingInProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	pr, pw := io.Pipe()
 	w := &pipeWriter{header: http.Header{}, body: pw, ready: make(chan struct{})}
 	go func() {
 		defer func() {
+			// The handler runs outside net/http, which would recover a
+			// panic: a panic here would end preceptd. The caller gets a
+			// 500, or, the header sent already, a body that breaks off.
+			if v := recover(); v != nil {
+				t.log.Error("mcp: an in-process handler panicked", "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				w.WriteHeader(http.StatusInternalServerError)
+				pw.CloseWithError(errHandlerPanicked)
+				return
+			}
 			w.WriteHeader(http.StatusOK)
 			pw.Close()
 		}()

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,8 +52,8 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 
 // TestMCPDecisionsFollowTheAPIsRolesAndPolicy: /mcp authenticates as the
 // API does, binds a session to its token, and its approvals go through
-// ApproveRule as the caller: no self-approval, the revision checked, a
-// reader refused, and the approval recorded as made through MCP.
+// ApproveRule as the caller: no self-approval, an unknown revision
+// refused, a reader refused, and the approval recorded as made through MCP.
 func TestMCPDecisionsFollowTheAPIsRolesAndPolicy(t *testing.T) {
 	const carol, alice, bob, rita = "carol-token-0123456789", "alice-token-0123456789", "bob-token-0123456789", "rita-token-0123456789"
 	r := start(t, fmt.Sprintf(`
@@ -99,8 +100,10 @@ auth:
 		t.Fatalf("the proposer's own approval: %q, failed %v", text, failed)
 	}
 	as := mcpSession(t, base, alice)
-	if text, failed := callTool(t, as, "approve_proposal", map[string]any{"proposal_id": id, "revision": rev + 5}); !failed || !strings.Contains(text, "revision") {
-		t.Fatalf("an approval of another revision: %q, failed %v", text, failed)
+	// A stale revision (the text changed since) is refused too:
+	// TestMCPRefusesAnApprovalOfAStaleRevision.
+	if text, failed := callTool(t, as, "approve_proposal", map[string]any{"proposal_id": id, "revision": rev + 5}); !failed || !strings.Contains(text, fmt.Sprintf("failed_precondition: revision %d of proposal %s is unknown", rev+5, id)) {
+		t.Fatalf("an approval of an unknown revision: %q, failed %v", text, failed)
 	}
 	if text, failed := callTool(t, as, "approve_proposal", map[string]any{"proposal_id": id, "revision": rev}); failed || !strings.Contains(text, `"via":"mcp"`) || !strings.Contains(text, `"approver":"alice"`) {
 		t.Fatalf("alice's approval: %q, failed %v", text, failed)
@@ -135,7 +138,7 @@ auth:
     - {name: alice, role: reader, token: %s}
     - {name: bob, role: approver, token: %s}
 `, alice, bob))
-	post := func(token, session, body string) *http.Response {
+	post := func(token, session, body string) (*http.Response, string) {
 		req, _ := http.NewRequest(http.MethodPost, r.app.URL()+"/mcp", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -148,19 +151,24 @@ auth:
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
 	}
-	init := post(alice, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	init, _ := post(alice, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	session := init.Header.Get("Mcp-Session-Id")
 	if init.StatusCode != http.StatusOK || session == "" {
 		t.Fatalf("initialize: %d, session %q", init.StatusCode, session)
 	}
-	if resp := post(alice, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode >= 300 {
-		t.Fatalf("alice's own session: %d", resp.StatusCode)
+	if resp, body := post(alice, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("alice's own session: %d %q", resp.StatusCode, body)
 	}
-	if resp := post(bob, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode < 400 {
-		t.Fatalf("bob used alice's session: %d", resp.StatusCode)
+	// The SDK's answer when the token's digest is not the session's.
+	if resp, body := post(bob, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode != http.StatusForbidden || strings.TrimSpace(body) != "session user mismatch" {
+		t.Fatalf("bob used alice's session: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := post(alice, session, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, "get_rules") {
+		t.Fatalf("alice's tools/list: %d %q", resp.StatusCode, body)
 	}
 }
 

@@ -30,21 +30,33 @@ func RulesURI(agent, stage, path string) string {
 }
 
 // parseRulesURI reads the agent, stage and path of a rules resource URI.
+// Only the canonical spelling is one (the one RulesURI writes), so one
+// set of rules has one URI: a subscription cannot be made many times
+// over with extra parameters, user info, fragments or other escapes.
 func parseRulesURI(uri string) (RulesInput, error) {
+	notRules := fmt.Errorf("not a rules resource: want %s", RulesTemplate)
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "precept" || u.Host != "rules" {
-		return RulesInput{}, fmt.Errorf("not a rules resource: want %s", RulesTemplate)
+	if err != nil || u.Scheme != "precept" || u.Host != "rules" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
+		return RulesInput{}, notRules
 	}
 	parts := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return RulesInput{}, fmt.Errorf("not a rules resource: want %s", RulesTemplate)
+		return RulesInput{}, notRules
 	}
 	agent, err1 := url.PathUnescape(parts[0])
 	stage, err2 := url.PathUnescape(parts[1])
 	if err := errors.Join(err1, err2); err != nil {
 		return RulesInput{}, fmt.Errorf("not a rules resource: %w", err)
 	}
-	return RulesInput{Agent: agent, Stage: stage, Path: u.Query().Get("path")}, nil
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return RulesInput{}, fmt.Errorf("not a rules resource: %w", err)
+	}
+	in := RulesInput{Agent: agent, Stage: stage, Path: q.Get("path")}
+	if uri != RulesURI(in.Agent, in.Stage, in.Path) {
+		return RulesInput{}, fmt.Errorf("not a rules resource: want %s, spelt as %s", RulesTemplate, RulesURI(in.Agent, in.Stage, in.Path))
+	}
+	return in, nil
 }
 
 func (s *Server) addResources() {
@@ -100,16 +112,20 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	}, nil
 }
 
-// MaxWatches bounds the rules URIs followed at once, each with a
-// WatchPrompt stream and a goroutine; a subscription to one more URI is
-// refused (subscribers of a URI already followed share its stream).
-const MaxWatches = 256
-
-// watch follows the rules behind one subscribed URI with WatchPrompt, for
-// the sessions subscribed to it.
+// watch follows the rules of one agent, stage and path with WatchPrompt,
+// for the sessions subscribed to them.
 type watch struct {
 	cancel   context.CancelFunc
 	sessions map[*mcp.ServerSession]bool
+}
+
+// identity is what a request's subscriptions and sessions count against:
+// its token's digest over HTTP, "" over stdio and without auth.tokens.
+func identity(extra *mcp.RequestExtra) string {
+	if extra != nil && extra.TokenInfo != nil {
+		return extra.TokenInfo.UserID
+	}
+	return ""
 }
 
 // subscribe checks that the caller may read the rules (the same
@@ -129,30 +145,40 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if err != nil {
 		return clientError(err)
 	}
-	s.state(req.Session) // so the subscription ends with the session
+	st := s.state(req.Session) // so the subscription ends with the session
+	id := identity(req.Extra)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ctx.Err() != nil {
+	switch {
+	case s.ctx.Err() != nil:
 		return errors.New("unavailable: the server is stopping")
-	}
-	if w, ok := s.watches[req.Params.URI]; ok {
-		w.sessions[req.Session] = true
+	case st.subs[in]:
 		return nil
+	case len(st.subs) >= s.limits.subscriptionsPerSession:
+		return fmt.Errorf("resource_exhausted: this session has %d subscriptions, the bound; unsubscribe from one first", s.limits.subscriptionsPerSession)
+	case s.subscriptions[id] >= s.limits.subscriptionsPerIdentity:
+		return fmt.Errorf("resource_exhausted: this token's sessions have %d subscriptions, the bound; unsubscribe from one first", s.limits.subscriptionsPerIdentity)
 	}
-	if len(s.watches) >= MaxWatches {
-		return fmt.Errorf("resource_exhausted: %d rules resources are followed already, the bound; subscribe to one of them or try later", MaxWatches)
+	if w, ok := s.watches[in]; ok {
+		w.sessions[req.Session] = true
+	} else {
+		if len(s.watches) >= s.limits.watches {
+			return fmt.Errorf("resource_exhausted: %d rules resources are followed already, the bound; subscribe to one of them or try later", s.limits.watches)
+		}
+		// The watch outlives the subscribe request but keeps the caller's
+		// values (the in-process identity).
+		wctx, cancel := context.WithCancel(context.WithoutCancel(callCtx))
+		stop := context.AfterFunc(s.ctx, cancel)
+		s.watches[in] = &watch{cancel: func() { stop(); cancel() }, sessions: map[*mcp.ServerSession]bool{req.Session: true}}
+		go s.follow(wctx, req.Params.URI, in, resp.Msg.GetVersion())
 	}
-	// The watch outlives the subscribe request but keeps the caller's
-	// values (the in-process identity).
-	wctx, cancel := context.WithCancel(context.WithoutCancel(callCtx))
-	stop := context.AfterFunc(s.ctx, cancel)
-	s.watches[req.Params.URI] = &watch{cancel: func() { stop(); cancel() }, sessions: map[*mcp.ServerSession]bool{req.Session: true}}
-	go s.follow(wctx, req.Params.URI, in, resp.Msg.GetVersion())
+	st.subs[in], st.identity = true, id
+	s.subscriptions[id]++
 	return nil
 }
 
-// Following returns how many rules URIs the server follows for their
-// subscribers.
+// Following returns how many rules resources the server follows for
+// their subscribers.
 func (s *Server) Following() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -160,16 +186,34 @@ func (s *Server) Following() int {
 }
 
 func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	in, err := parseRulesURI(req.Params.URI)
+	if err != nil {
+		return nil // never subscribed
+	}
+	st := s.state(req.Session)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w, ok := s.watches[req.Params.URI]; ok {
-		delete(w.sessions, req.Session)
+	s.dropSubscription(req.Session, st, in)
+	return nil
+}
+
+// dropSubscription ends a session's subscription to the rules in, and
+// their watch with its last subscriber. s.mu is held.
+func (s *Server) dropSubscription(ss *mcp.ServerSession, st *sessionState, in RulesInput) {
+	if !st.subs[in] {
+		return
+	}
+	delete(st.subs, in)
+	if s.subscriptions[st.identity]--; s.subscriptions[st.identity] <= 0 {
+		delete(s.subscriptions, st.identity)
+	}
+	if w, ok := s.watches[in]; ok {
+		delete(w.sessions, ss)
 		if len(w.sessions) == 0 {
 			w.cancel()
-			delete(s.watches, req.Params.URI)
+			delete(s.watches, in)
 		}
 	}
-	return nil
 }
 
 // Bounds on the wait before a broken watch is opened again.

@@ -6,9 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,10 +18,6 @@ import (
 
 // Path is where preceptd serves MCP over streamable HTTP.
 const Path = "/mcp"
-
-// DefaultSessionTimeout is how long an HTTP session may stay idle before
-// preceptd closes it.
-const DefaultSessionTimeout = 30 * time.Minute
 
 // Clients are the Connect clients every tool, resource and prompt calls.
 type Clients struct {
@@ -69,21 +65,38 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// limits are the bounds below (limits.go); tests lower them.
+	limits limits
+
 	mu sync.Mutex
-	// sessions holds what each live session was given.
+	// sessions holds what each live session was given and subscribed to.
 	sessions map[*mcp.ServerSession]*sessionState
-	// watches follows the rules behind each subscribed resource URI.
-	watches map[string]*watch
+	// watches follows the rules behind each subscribed resource.
+	watches map[RulesInput]*watch
+	// subscriptions counts the subscriptions of each token identity (the
+	// token's digest; "" over stdio and without auth.tokens).
+	subscriptions map[string]int
+
+	// open counts the live HTTP sessions in total and per identity
+	// (limits.go).
+	open openSessions
 }
 
 // New returns a server whose tools, resources and prompts call clients.
 func New(clients Clients, opts Options) *Server {
+	return newServer(clients, opts, defaultLimits())
+}
+
+func newServer(clients Clients, opts Options, l limits) *Server {
 	s := &Server{
-		clients:  clients,
-		caller:   opts.Caller,
-		log:      opts.Log,
-		sessions: map[*mcp.ServerSession]*sessionState{},
-		watches:  map[string]*watch{},
+		clients:       clients,
+		caller:        opts.Caller,
+		log:           opts.Log,
+		limits:        l,
+		sessions:      map[*mcp.ServerSession]*sessionState{},
+		watches:       map[RulesInput]*watch{},
+		subscriptions: map[string]int{},
+		open:          openSessions{byIdentity: map[string]int{}},
 	}
 	if s.caller == nil {
 		s.caller = func(ctx context.Context, _ *mcp.RequestExtra) (context.Context, error) { return ctx, nil }
@@ -128,10 +141,11 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // caller's: wrap it with middleware that puts the token's information in
 // the request (auth.RequireBearerToken), which Options.Caller reads.
 func (s *Server) HTTPHandler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: DefaultSessionTimeout,
-		Logger:         s.log,
-	})
+	// No SessionTimeout: limitSessions times sessions out, counting an
+	// open event stream as activity (limits.go).
+	return s.limitSessions(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger: s.log,
+	}))
 }
 
 // Close stops the rule watches and closes every session, so an HTTP
@@ -145,15 +159,30 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// sessionState is what one session was given: the prompt version last
-// served for each agent and stage, which a decision recorded without one
-// carries.
+// sessionState is what one session was given and subscribed to.
 type sessionState struct {
 	mu sync.Mutex
-	// versions maps agent+"\x00"+stage, and agent+"\x00" for the agent's
-	// latest of any stage, to a prompt version.
-	versions map[string]string
+	// versions are the prompt versions served, the oldest first, at most
+	// MaxRememberedVersions; a decision recorded without one carries one
+	// of them (lastServed).
+	versions []servedVersion
+
+	// Under Server.mu: the session's subscriptions and the identity they
+	// count against.
+	subs     map[RulesInput]bool
+	identity string
 }
+
+// servedVersion is the prompt version a session was last given for an
+// agent, stage and path.
+type servedVersion struct {
+	in      RulesInput
+	version string
+}
+
+// MaxRememberedVersions bounds the prompt versions a session remembers
+// for record_decision; beyond it the oldest is forgotten.
+const MaxRememberedVersions = 256
 
 // state returns the session's state, made on first use; it is dropped
 // when the session ends.
@@ -162,7 +191,7 @@ func (s *Server) state(ss *mcp.ServerSession) *sessionState {
 	defer s.mu.Unlock()
 	st, ok := s.sessions[ss]
 	if !ok {
-		st = &sessionState{versions: map[string]string{}}
+		st = &sessionState{subs: map[RulesInput]bool{}}
 		s.sessions[ss] = st
 		go func() {
 			_ = ss.Wait()
@@ -176,38 +205,61 @@ func (s *Server) state(ss *mcp.ServerSession) *sessionState {
 func (s *Server) forget(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	st, ok := s.sessions[ss]
+	if !ok {
+		return
+	}
 	delete(s.sessions, ss)
-	for uri, w := range s.watches {
-		delete(w.sessions, ss)
-		if len(w.sessions) == 0 {
-			w.cancel()
-			delete(s.watches, uri)
-		}
+	for in := range st.subs {
+		s.dropSubscription(ss, st, in)
 	}
 }
 
-// served records the prompt version a session was given.
-func (s *Server) served(ss *mcp.ServerSession, agent, stage, version string) {
+// served records the prompt version a session was given for an agent,
+// stage and path.
+func (s *Server) served(ss *mcp.ServerSession, in RulesInput, version string) {
 	if ss == nil || version == "" {
 		return
 	}
 	st := s.state(ss)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.versions[agent+"\x00"+stage] = version
-	st.versions[agent+"\x00"] = version
+	st.versions = slices.DeleteFunc(st.versions, func(v servedVersion) bool { return v.in == in })
+	st.versions = append(st.versions, servedVersion{in: in, version: version})
+	if n := len(st.versions) - MaxRememberedVersions; n > 0 {
+		st.versions = slices.Delete(st.versions, 0, n)
+	}
 }
 
-// lastServed returns the version a session was last given for an agent
-// and stage (any stage when stage is empty).
-func (s *Server) lastServed(ss *mcp.ServerSession, agent, stage string) string {
+// lastServed returns the version a session was given for the rules of a
+// decision: the one for its agent, stage and exact path (any stage when
+// stage is empty, if they agree); else, when the session was given one
+// version only for the agent and stage, that one; else none, rather than
+// a guess.
+func (s *Server) lastServed(ss *mcp.ServerSession, agent, stage, path string) string {
 	if ss == nil {
 		return ""
 	}
 	st := s.state(ss)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.versions[agent+"\x00"+stage]
+	only := func(match func(RulesInput) bool) string {
+		one := ""
+		for _, v := range st.versions {
+			if v.in.Agent != agent || (stage != "" && v.in.Stage != stage) || !match(v.in) {
+				continue
+			}
+			if one != "" && one != v.version {
+				return ""
+			}
+			one = v.version
+		}
+		return one
+	}
+	if v := only(func(in RulesInput) bool { return in.Path == path }); v != "" {
+		return v
+	}
+	return only(func(RulesInput) bool { return true })
 }
 
 // clientError turns an RPC's error into the error a tool, resource or

@@ -53,11 +53,11 @@ type DecisionInput struct {
 	AgentOutput     string   `json:"agent_output,omitempty" jsonschema:"what the agent produced"`
 	ApprovedOutput  string   `json:"approved_output,omitempty" jsonschema:"what the reviewer approved, after corrections"`
 	CorrectionDiff  string   `json:"correction_diff,omitempty" jsonschema:"a unified diff of the reviewer's correction"`
-	ScopePath       string   `json:"scope_path,omitempty" jsonschema:"repository path of the reviewed artifact"`
+	ScopePath       string   `json:"scope_path,omitempty" jsonschema:"repository path of the reviewed artifact; pass the path given to get_rules, so the version served for it is recorded"`
 	Tags            []string `json:"tags,omitempty" jsonschema:"labels for the decision"`
 	Rating          string   `json:"rating,omitempty" jsonschema:"positive, negative or skipped"`
 	ErrorCategories []string `json:"error_categories,omitempty" jsonschema:"the kinds of error the reviewer flagged"`
-	PromptVersion   string   `json:"prompt_version,omitempty" jsonschema:"the prompt version the reviewed output was produced with; empty: the version this session last received from get_rules, the rules resource or prompt for this agent and stage (or for the agent, without a stage)"`
+	PromptVersion   string   `json:"prompt_version,omitempty" jsonschema:"the prompt version the reviewed output was produced with; empty: the version this session last received from get_rules, the rules resource or prompt for this agent, stage and exactly scope_path, else the only version it received for the agent and stage (for the agent, without a stage), else none"`
 }
 
 // DecisionOutput says what record_decision stored.
@@ -104,7 +104,7 @@ func (s *Server) addTools() {
 		Description: "Why each rule and _rules.md file does or does not apply to an agent, stage and path (precept's ExplainPrompt), optionally for one rule. Needs the reader role.",
 		Annotations: readOnly}, s.explainRules)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "record_decision", Title: "Record a review decision",
-		Description: "Records one human decision at a HITL gate, as if it had arrived on precept's stream. Without prompt_version it records the version this session last received from get_rules (or the rules resource or prompt) for the agent and stage; the answer says which version was recorded. Needs the recorder role."},
+		Description: "Records one human decision at a HITL gate, as if it had arrived on precept's stream. Without prompt_version it records the version this session last received from get_rules (or the rules resource or prompt) for the agent, stage and scope_path (the path given there), else the only version it received for the agent and stage; the answer says which version was recorded. Needs the recorder role."},
 		s.recordDecision)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list_proposals", Title: "List rule proposals",
 		Description: "Rule proposals waiting for approval (or of another status), newest first. Needs the reader role.",
@@ -143,7 +143,7 @@ func (s *Server) build(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Re
 	if err != nil {
 		return nil, clientError(err)
 	}
-	s.served(ss, in.Agent, in.Stage, resp.Msg.GetVersion())
+	s.served(ss, in, resp.Msg.GetVersion())
 	return resp.Msg, nil
 }
 
@@ -189,7 +189,7 @@ func (s *Server) recordDecision(ctx context.Context, req *mcp.CallToolRequest, i
 	}
 	version, source := in.PromptVersion, "given"
 	if version == "" {
-		version, source = s.lastServed(req.Session, in.Agent, in.Stage), "session"
+		version, source = s.lastServed(req.Session, in.Agent, in.Stage, in.ScopePath), "session"
 	}
 	if version == "" {
 		source = "none"

@@ -24,6 +24,26 @@ func TestOtherURIsAreNotRules(t *testing.T) {
 	for _, uri := range []string{
 		"precept://rules/coding-agent", "precept://rules/coding-agent/implement/extra", "precept://rules//implement",
 		"precept://prompts/coding-agent/implement", "file:///rules/a/b", "precept://rules/%zz/implement", "::",
+		// Only the canonical spelling of a rules URI is one: anything else
+		// would name the same rules under another key.
+		"precept://rules/coding-agent/implement?path=a.go&x=1",
+		"precept://rules/coding-agent/implement?x=1",
+		"precept://rules/coding-agent/implement?path=a.go&path=b.go",
+		"precept://rules/coding-agent/implement?path=",
+		"precept://rules/coding-agent/implement?",
+		"precept://rules/coding-agent/implement#frag",
+		"precept://rules/coding-agent/implement?path=a.go#frag",
+		"precept://user@rules/coding-agent/implement",
+		"precept://user:pw@rules/coding-agent/implement",
+		"precept://rules:80/coding-agent/implement",
+		"PRECEPT://rules/coding-agent/implement",
+		"precept://rules/coding%2Dagent/implement",
+		"precept://rules/coding-agent/implement?path=a+b.go",
+		"precept://rules/coding-agent/implement?path=a%2fb.go",
+		// Bad escapes and separators in the query are errors, not the root.
+		"precept://rules/coding-agent/implement?path=%zz",
+		"precept://rules/coding-agent/implement?path=a;b",
+		"precept://rules/coding-agent/implement?path=a.go;x=1",
 	} {
 		if in, err := parseRulesURI(uri); err == nil {
 			t.Errorf("%s read as %+v", uri, in)

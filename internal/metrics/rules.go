@@ -28,7 +28,7 @@ var proposalStatuses = []rulefmt.ProposalStatus{rulefmt.Pending, rulefmt.Approve
 // Rules registers the rule manager's metrics on reg:
 //
 //	precept_rules_proposals{status}          proposals and held drafts, read at scrape time
-//	precept_rules_approvals_total{via}       approvals recorded (api, slack) and merges in git
+//	precept_rules_approvals_total{via}       approvals recorded (api, console, mcp, slack) and merges in git
 //	precept_rules_rejections_total{via}      rejections
 //	precept_rules_guard_blocks_total{guard}  drafts a guard held or merged into a duplicate
 //	precept_rules_rollbacks_total            rules rolled back
@@ -40,11 +40,11 @@ var proposalStatuses = []rulefmt.ProposalStatus{rulefmt.Pending, rulefmt.Approve
 func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
 	approvals := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "precept_rules_approvals_total",
-		Help: "Approvals recorded on rule proposals, by channel (api, slack, git).",
+		Help: "Approvals recorded on rule proposals, by channel (api, console, mcp, slack, git).",
 	}, []string{"via"})
 	rejections := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "precept_rules_rejections_total",
-		Help: "Rule proposals rejected, by channel (api, slack, git).",
+		Help: "Rule proposals rejected, by channel (api, console, mcp, slack, git).",
 	}, []string{"via"})
 	guardBlocks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "precept_rules_guard_blocks_total",
@@ -64,7 +64,7 @@ func Rules(reg prometheus.Registerer, src RuleSource, log *slog.Logger) error {
 	})
 	// Every channel has a series from the start, so rates and alerts
 	// read 0 rather than nothing.
-	for _, via := range []string{rulefmt.ViaAPI, rulefmt.ViaConsole, rulefmt.ViaSlack, rulefmt.ViaGit} {
+	for _, via := range []string{rulefmt.ViaAPI, rulefmt.ViaConsole, rulefmt.ViaMCP, rulefmt.ViaSlack, rulefmt.ViaGit} {
 		approvals.WithLabelValues(via)
 		rejections.WithLabelValues(via)
 	}

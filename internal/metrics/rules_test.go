@@ -90,8 +90,8 @@ func TestApprovalsAreCountedByChannelAndProposalsByStatus(t *testing.T) {
 	}
 	got := gather(t, reg)
 	want := map[string]string{
-		"precept_rules_approvals_total":  `{via="api"} 1; {via="console"} 0; {via="git"} 0; {via="slack"} 1`,
-		"precept_rules_rejections_total": `{via="api"} 0; {via="console"} 0; {via="git"} 0; {via="slack"} 1`,
+		"precept_rules_approvals_total":  `{via="api"} 1; {via="console"} 0; {via="git"} 0; {via="mcp"} 0; {via="slack"} 1`,
+		"precept_rules_rejections_total": `{via="api"} 0; {via="console"} 0; {via="git"} 0; {via="mcp"} 0; {via="slack"} 1`,
 		"precept_rules_rollbacks_total":  `1`,
 		"precept_rules_proposals": `{status="APPROVED"} 1; {status="BLOCKED"} 0; {status="DEFERRED"} 0; ` +
 			`{status="MERGED"} 0; {status="PENDING"} 0; {status="REJECTED"} 1`,
