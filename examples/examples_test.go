@@ -7,14 +7,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -127,7 +125,7 @@ func TestExamplesProduceDecisionsAndPrintThePromptTheAPIBuilds(t *testing.T) {
 			// A Redis that is not there fails the example at once, in one
 			// line, rather than queueing or retrying.
 			start := time.Now()
-			out, err = tryExample(root, ex, d.url, readerToken, freeAddr(t))
+			out, err = tryExample(root, ex, d.url, readerToken, testenv.FreeAddr(t))
 			out = strings.TrimSuffix(strings.TrimSpace(out), "\nexit status 1")
 			last := out[strings.LastIndex(out, "\n")+1:]
 			if err == nil || !strings.HasPrefix(last, "precept example: ") || !strings.Contains(last, "add decision example-") || time.Since(start) > 20*time.Second {
@@ -164,7 +162,7 @@ for call in calls:
 // pythonClientErrors holds the Python client to its promise: a failed
 // call raises PreceptError with the Connect code and the server's message.
 func pythonClientErrors(t *testing.T, root, url string) {
-	cmd := exec.Command(python, "-c", pythonErrorsScript, url, readerToken, "http://"+freeAddr(t))
+	cmd := exec.Command(python, "-c", pythonErrorsScript, url, readerToken, "http://"+testenv.FreeAddr(t))
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -357,32 +355,11 @@ type preceptd struct {
 
 func (d *preceptd) logs() string { return d.out.String() }
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
 func startPreceptd(t *testing.T, root, redisAddr string) *preceptd {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "precept-examples-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "preceptd")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/preceptd")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/preceptd: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	binary, _ := testenv.PreceptBinaries(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfg := filepath.Join(dir, "precept.yaml")
 	d := &preceptd{url: "http://" + addr, dataDir: filepath.Join(dir, "data"), out: &testenv.SyncBuffer{}}
 	err := os.WriteFile(cfg, fmt.Appendf(nil, `
@@ -426,16 +403,6 @@ auth:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // The rules on main: a stage prompt and a _rules.md pushed as a curator

@@ -423,7 +423,7 @@ func TestDeployReferencesOnlyMetricsPreceptdExports(t *testing.T) {
 	redisAddr := testenv.Redis(t)
 	ws := fakeslack.New(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	// Slack is on (against a fake workspace) so its metrics are exported
 	// as in a deployment that posts proposals; effects passes run every
 	// second so a rule's effect series appear soon.

@@ -65,7 +65,7 @@ func TestKilledBetweenApprovalCommitAndMergeMergesAfterRestart(t *testing.T) {
 	preceptd, _ := binaries(t)
 	redisAddr := testenv.Redis(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`
 listen: %s
 data_dir: %s

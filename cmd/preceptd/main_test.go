@@ -25,42 +25,13 @@ import (
 
 const stream = "asdlc:events:hitl_decisions"
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 // binaries builds preceptd and precept once per test run.
 func binaries(t *testing.T) (preceptd, precept string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("process-level test: builds and runs preceptd")
 	}
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "precept-bin-")
-		if buildErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", binDir+"/", "github.com/precept-dev/precept/cmd/preceptd", "github.com/precept-dev/precept/cmd/precept").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "preceptd"), filepath.Join(binDir, "precept")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testenv.PreceptBinaries(t)
 }
 
 // daemon is a preceptd child process.
@@ -222,7 +193,7 @@ func TestKilledMidBatchLosesNothingAndStoresNothingTwice(t *testing.T) {
 	redisAddr := testenv.Redis(t)
 	rdb := testenv.RedisClient(t, redisAddr)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`
 listen: %s
 data_dir: %s
@@ -262,7 +233,7 @@ func TestTwoReplicasShareTheGroupAndOneTakesOverWhenTheOtherDies(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	var ds []*daemon
 	for _, node := range []string{"replica-a", "replica-b"} {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		cfg := writeConfig(t, dir, fmt.Sprintf(`
 listen: %s
 data_dir: %s
@@ -311,7 +282,7 @@ func TestGrpcurlCallsTheRunningServerThroughReflection(t *testing.T) {
 	grpcurl := grpcurlPath(t)
 	redisAddr := testenv.Redis(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf("listen: %s\ndata_dir: %s\nredis: {addr: %q}\n", addr, filepath.Join(dir, "data"), redisAddr))
 	startDaemon(t, preceptd, cfg, addr)
 
@@ -351,7 +322,7 @@ func TestReadmeWorkedExampleOnTheEmbeddedDefaults(t *testing.T) {
 		t.Fatal("redis-cli not found: apt-get install redis-tools (or run .ci/run)")
 	}
 	dir := t.TempDir()
-	addr, redisAddr := freeAddr(t), freeAddr(t)
+	addr, redisAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	// Only the ports differ from the defaults, so the test can run beside
 	// a developer's `make run`.
 	cfg := writeConfig(t, dir, fmt.Sprintf("listen: %s\ndata_dir: %s\nredis: {embedded_addr: %s}\n", addr, filepath.Join(dir, "data"), redisAddr))

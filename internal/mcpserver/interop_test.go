@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,10 +45,10 @@ func TestTheTypeScriptSDKDrivesPreceptOverStdioAndHTTP(t *testing.T) {
 		t.Skip("process-level test: builds and runs preceptd and node")
 	}
 	node, script := nodeClient(t)
-	preceptd, precept := build(t)
+	preceptd, precept := testenv.PreceptBinaries(t)
 	redisAddr := testenv.Redis(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfg := filepath.Join(dir, "precept.yaml")
 	writeFile(t, cfg, fmt.Sprintf(`
 listen: %s
@@ -183,27 +182,6 @@ func nodeClient(t *testing.T) (node, script string) {
 		t.Fatal("tools/mcpclient/node_modules lacks @modelcontextprotocol/sdk: run .ci/install-deps")
 	}
 	return node, filepath.Join(dir, "run.mjs")
-}
-
-// build builds preceptd and precept into a temporary directory.
-func build(t *testing.T) (preceptd, precept string) {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/precept-dev/precept/cmd/preceptd", "github.com/precept-dev/precept/cmd/precept").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "preceptd"), filepath.Join(dir, "precept")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func writeFile(t *testing.T, path, body string) {
