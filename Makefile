@@ -18,7 +18,7 @@ CONFIG   ?=
 # (docs/console.md, "Tests in a real browser").
 SCREENSHOTS ?= $(abspath test-output/console)
 
-.PHONY: all run build test test-short deps fuzz bench bench-smoke bench-console eval generate checkgenerate lint tools clean
+.PHONY: all run build test test-short deps fuzz bench bench-smoke bench-console eval eval-real generate checkgenerate lint tools clean
 
 all: lint test
 
@@ -111,6 +111,13 @@ bench-console:
 ## (docs/lessons.md, "Evaluation"). EVAL_FLAGS=-v lists category errors.
 eval:
 	$(GO) run ./cmd/precept-eval $(EVAL_FLAGS)
+
+## eval-real: the same figures on real reviewers' comments, each split on
+## its own: the manifest is testdata/real/manifest.jsonl, the texts a
+## git-ignored cache (PRECEPT_REAL_CACHE, default .cache/real-comments)
+## that says so when it is absent (docs/lessons.md, "Real reviewers' words")
+eval-real:
+	$(GO) run ./cmd/precept-eval -real testdata/real/manifest.jsonl $(EVAL_FLAGS)
 
 ## generate: regenerate protobuf and Connect code from proto/: Go into
 ## gen/, TypeScript into clients/typescript/gen/ (docs/clients.md)

@@ -5,12 +5,21 @@
 // its embedded defaults.
 //
 //	precept-eval [-v] [file.jsonl ...]
+//	precept-eval -real testdata/real/manifest.jsonl
+//	precept-eval -real testdata/real/manifest.jsonl -real-build 'records/*.jsonl'
 //
-// Without files it reads every testdata/feedback/*.jsonl.
+// Without files it reads every testdata/feedback/*.jsonl. With -real it
+// measures the real-comment development set (`make eval-real`): the
+// manifest in the repository, the texts in the git-ignored cache
+// (PRECEPT_REAL_CACHE, default .cache/real-comments), each split
+// reported on its own. -real-build writes the manifest and the cache
+// from gathered, labelled records kept outside the repository.
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +32,27 @@ import (
 func main() {
 	verbose := flag.Bool("v", false, "list category errors")
 	linkage := flag.Float64("linkage", 0, "evaluator.linkage_threshold to measure (0: the default)")
+	manifest := flag.String("real", "", "measure the real-comment set of this manifest")
+	build := flag.String("real-build", "", "write the -real manifest and the cache from the records these files (a glob) hold")
 	flag.Parse()
+	if *manifest != "" {
+		cache := cmp.Or(os.Getenv("PRECEPT_REAL_CACHE"), evalrun.DefaultRealCache)
+		var err error
+		if *build != "" {
+			err = buildReal(*manifest, cache, *build)
+		} else {
+			err = runReal(*manifest, cache, *verbose, evalrun.Options{LinkageThreshold: *linkage})
+		}
+		if errors.Is(err, evalrun.ErrNoRealCache) {
+			fmt.Fprintf(os.Stderr, "precept-eval: %v\n  The texts are not in the repository (docs/lessons.md, \"Real reviewers' words\"); nothing was measured.\n", err)
+			os.Exit(3)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "precept-eval: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	files := flag.Args()
 	if len(files) == 0 {
 		var err error

@@ -122,10 +122,21 @@ type Options = evaluator.Options
 // Run evaluates items in timestamp order through a fresh evaluator whose
 // state lives in dir, and scores the result.
 func Run(ctx context.Context, name string, items []Item, dir string, opts Options) (Report, error) {
+	evals, err := Evaluate(ctx, items, dir, opts)
+	if err != nil {
+		return Report{}, err
+	}
+	return Score(name, items, evals), nil
+}
+
+// Evaluate runs items in timestamp order through a fresh evaluator whose
+// state lives in dir and returns their evaluations, one per item in the
+// order given.
+func Evaluate(ctx context.Context, items []Item, dir string, opts Options) ([]evaluator.Evaluation, error) {
 	emb := embedding.NewLocal(embedding.LocalOptions{})
 	idx, reset, err := chromem.Open(filepath.Join(dir, "vectors"), vectorindex.Spec{Embedder: emb.Name(), Dimension: emb.Dimension()})
 	if err != nil {
-		return Report{}, err
+		return nil, err
 	}
 	defer idx.Close()
 	feed := &sliceFeed{changed: make(chan struct{})}
@@ -136,13 +147,13 @@ func Run(ctx context.Context, name string, items []Item, dir string, opts Option
 	}
 	svc, err := evaluator.New(ctx, feed, emb, idx, reset, filepath.Join(dir, "evaluator.db"), opts)
 	if err != nil {
-		return Report{}, err
+		return nil, err
 	}
 	defer svc.Close()
 	for {
 		n, err := svc.Step(ctx)
 		if err != nil {
-			return Report{}, err
+			return nil, err
 		}
 		if n == 0 {
 			break
@@ -151,15 +162,15 @@ func Run(ctx context.Context, name string, items []Item, dir string, opts Option
 	// Measured after a round, as a user sees the clusters once the
 	// periodic re-clustering has run.
 	if _, err := svc.Recluster(ctx); err != nil {
-		return Report{}, err
+		return nil, err
 	}
 	evals := make([]evaluator.Evaluation, len(items))
 	for i, it := range items {
 		if evals[i], _, err = svc.Evaluation(ctx, it.Feedback.DecisionID); err != nil {
-			return Report{}, err
+			return nil, err
 		}
 	}
-	return Score(name, items, evals), nil
+	return evals, nil
 }
 
 // Score compares evaluations (one per item, in order) with the labels.
