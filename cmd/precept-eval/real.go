@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/internal/evalrun"
 )
 
@@ -33,7 +34,12 @@ func runReal(manifest, cache string, verbose bool, opts evalrun.Options) error {
 		if err != nil {
 			return err
 		}
-		evalrun.Score("real-"+name, items, evals).Write(os.Stdout, verbose)
+		// Category errors are listed for the tuning half only: what is
+		// tuned must never be chosen by looking at the held-out half.
+		evalrun.Score("real-"+name, items, evals).Write(os.Stdout, verbose && name == evalrun.SplitTune)
+		if verbose && name == evalrun.SplitTune {
+			listErrors(got, evals)
+		}
 		t := evalrun.Themes(got, evals)
 		fmt.Printf("  recurring themes yielding a generalizable cluster of >= 3: %d of %d", t.Yielding, t.Themes)
 		if len(t.Missed) > 0 {
@@ -85,4 +91,25 @@ func buildReal(manifest, cache, glob string) error {
 	}
 	fmt.Printf("%d records, %d entries (duplicates dropped) in %s; texts in %s\n", len(records), len(entries), manifest, cache)
 	return nil
+}
+
+// listErrors prints each item of the tuning half whose class or category
+// is wrong, with the start of its text, for the one who tunes.
+func listErrors(items []evalrun.RealItem, evals []evaluator.Evaluation) {
+	for i, it := range items {
+		ev := evals[i]
+		cat := ""
+		if ev.Lesson != nil {
+			cat = ev.Lesson.Category
+		}
+		if ev.Class == it.Class && (cat == it.Category || it.Category == "positive") {
+			continue
+		}
+		text := []rune(it.Feedback.ReviewerComment)
+		if len(text) > 140 {
+			text = append(text[:140], '…')
+		}
+		fmt.Printf("  %s %-9s %-14s want %s/%s got %s/%s cluster %s: %q\n", it.Entry.ID, it.Entry.Kind, it.Entry.Theme,
+			it.Class, it.Category, ev.Class, cat, ev.ClusterID, string(text))
+	}
 }
