@@ -244,39 +244,34 @@ func (s *Server) listProposals(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 func (s *Server) getProposal(ctx context.Context, req *mcp.CallToolRequest, in ProposalInput) (*mcp.CallToolResult, map[string]any, error) {
-	ctx, err := s.caller(ctx, req.Extra)
-	if err != nil {
-		return nil, nil, err
-	}
-	resp, err := s.clients.Rules.GetProposal(ctx, connect.NewRequest(&preceptv1.GetProposalRequest{ProposalId: in.ProposalID}))
-	if err != nil {
-		return nil, nil, clientError(err)
-	}
-	return structured(resp.Msg)
+	return callTool(ctx, s, req.Extra, s.clients.Rules.GetProposal, &preceptv1.GetProposalRequest{ProposalId: in.ProposalID})
 }
 
 func (s *Server) approveProposal(ctx context.Context, req *mcp.CallToolRequest, in ApproveInput) (*mcp.CallToolResult, map[string]any, error) {
-	ctx, err := s.caller(ctx, req.Extra)
-	if err != nil {
-		return nil, nil, err
-	}
-	resp, err := s.clients.Rules.ApproveRule(ctx, connect.NewRequest(&preceptv1.ApproveRuleRequest{ProposalId: in.ProposalID, Revision: in.Revision, Note: in.Note}))
-	if err != nil {
-		return nil, nil, clientError(err)
-	}
-	return structured(resp.Msg)
+	return callTool(ctx, s, req.Extra, s.clients.Rules.ApproveRule, &preceptv1.ApproveRuleRequest{ProposalId: in.ProposalID, Revision: in.Revision, Note: in.Note})
 }
 
 func (s *Server) rejectProposal(ctx context.Context, req *mcp.CallToolRequest, in RejectInput) (*mcp.CallToolResult, map[string]any, error) {
-	ctx, err := s.caller(ctx, req.Extra)
+	return callTool(ctx, s, req.Extra, s.clients.Rules.RejectRule, &preceptv1.RejectRuleRequest{ProposalId: in.ProposalID, Reason: in.Reason, Revision: in.Revision})
+}
+
+// callTool calls one RPC as the tool's caller and renders its answer as
+// the tool's structured result; a refusal is the API's client-safe
+// error.
+func callTool[Req, Resp any](ctx context.Context, s *Server, extra *mcp.RequestExtra, rpc func(context.Context, *connect.Request[Req]) (*connect.Response[Resp], error), msg *Req) (*mcp.CallToolResult, map[string]any, error) {
+	ctx, err := s.caller(ctx, extra)
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := s.clients.Rules.RejectRule(ctx, connect.NewRequest(&preceptv1.RejectRuleRequest{ProposalId: in.ProposalID, Reason: in.Reason, Revision: in.Revision}))
+	resp, err := rpc(ctx, connect.NewRequest(msg))
 	if err != nil {
 		return nil, nil, clientError(err)
 	}
-	return structured(resp.Msg)
+	m, ok := any(resp.Msg).(proto.Message)
+	if !ok {
+		return nil, nil, fmt.Errorf("internal: %T is not a protobuf message", resp.Msg)
+	}
+	return structured(m)
 }
 
 // structured renders an API answer as a tool's structured result, in the
