@@ -45,17 +45,24 @@ const (
 	SplitHeldout = "heldout"
 )
 
-// RealEntry is one line of the manifest.
-type RealEntry struct {
-	ID       string `json:"id"`
+// RealLabels are where a comment was read and how it is labelled, the
+// same in a gathered record and in the manifest.
+type RealLabels struct {
 	Source   string `json:"source"`
 	Thread   string `json:"thread"`
-	Reviewer string `json:"reviewer"`
 	Gate     string `json:"gate"`
 	Decision string `json:"decision"`
 	Kind     string `json:"kind"`
 	Theme    string `json:"theme"`
 	Category string `json:"category"`
+}
+
+// RealEntry is one line of the manifest: the labels, a pseudonym of the
+// reviewer, the expected class and split, and the text's SHA-256.
+type RealEntry struct {
+	ID string `json:"id"`
+	RealLabels
+	Reviewer string `json:"reviewer"`
 	Class    string `json:"expected_class"`
 	Split    string `json:"split"`
 	SHA256   string `json:"sha256"`

@@ -18,24 +18,29 @@ func records() []RealRecord {
 	var out []RealRecord
 	for i := range 8 {
 		out = append(out, RealRecord{
-			Source: fmt.Sprintf("https://example.com/o/r/pull/%d", i), Thread: fmt.Sprintf("o/r#%d", i%4),
-			Reviewer: fmt.Sprintf("reviewer%d", i%5), Gate: "code-review", Decision: "REJECTED",
-			Kind: KindRecurring, Theme: "missing-tests", Category: "tests-missing",
-			Text: fmt.Sprintf("Please add a unit test for case %d before this goes in.", i),
+			RealLabels: RealLabels{Source: fmt.Sprintf("https://example.com/o/r/pull/%d", i), Thread: fmt.Sprintf("o/r#%d", i%4),
+				Gate: "code-review", Decision: "REJECTED", Kind: KindRecurring, Theme: "missing-tests", Category: "tests-missing"},
+			Reviewer: fmt.Sprintf("reviewer%d", i%5),
+			Text:     fmt.Sprintf("Please add a unit test for case %d before this goes in.", i),
 		})
 	}
 	for i := range 2 {
 		out = append(out, RealRecord{
-			Source: "https://example.com/o/d/pull/9", Thread: "o/d#9", Reviewer: "designer", Gate: "design-review",
-			Decision: "REJECTED", Kind: KindRecurring, Theme: "design-rollback-plan", Category: "requirements-missed",
-			Text: fmt.Sprintf("How do we roll this back if step %d fails?", i),
+			RealLabels: RealLabels{Source: "https://example.com/o/d/pull/9", Thread: "o/d#9", Gate: "design-review",
+				Decision: "REJECTED", Kind: KindRecurring, Theme: "design-rollback-plan", Category: "requirements-missed"},
+			Reviewer: "designer",
+			Text:     fmt.Sprintf("How do we roll this back if step %d fails?", i),
 		})
 	}
+	one := func(n int, reviewer, decision, kind, theme, category, text string) RealRecord {
+		return RealRecord{RealLabels: RealLabels{Source: fmt.Sprintf("https://example.com/o/r/pull/%d", n), Thread: fmt.Sprintf("o/r#%d", n),
+			Decision: decision, Kind: kind, Theme: theme, Category: category}, Reviewer: reviewer, Text: text}
+	}
 	out = append(out,
-		RealRecord{Source: "https://example.com/o/r/pull/20", Thread: "o/r#20", Reviewer: "x", Decision: "REJECTED", Kind: KindOneOff, Theme: "wrong-port", Category: "hardcoded-config", Text: "The port should come from the config file."},
-		RealRecord{Source: "https://example.com/o/r/pull/21", Thread: "o/r#21", Reviewer: "y", Decision: "REJECTED", Kind: KindVague, Theme: "vague-01", Category: "unclear", Text: "nah"},
-		RealRecord{Source: "https://example.com/o/r/pull/22", Thread: "o/r#22", Reviewer: "z", Decision: "APPROVED", Kind: KindApproval, Theme: "approval", Category: "positive", Text: "Thanks, LGTM!"},
-		RealRecord{Source: "https://example.com/o/r/pull/23", Thread: "o/r#23", Reviewer: "z", Decision: "APPROVED", Kind: KindApproval, Theme: "approval", Category: "positive", Text: "Thanks, LGTM!"},
+		one(20, "x", "REJECTED", KindOneOff, "wrong-port", "hardcoded-config", "The port should come from the config file."),
+		one(21, "y", "REJECTED", KindVague, "vague-01", "unclear", "nah"),
+		one(22, "z", "APPROVED", KindApproval, "approval", "positive", "Thanks, LGTM!"),
+		one(23, "z", "APPROVED", KindApproval, "approval", "positive", "Thanks, LGTM!"),
 	)
 	return out
 }
@@ -119,7 +124,7 @@ func TestTheRealSetIsReadOnlyWithItsWholeUntamperedCache(t *testing.T) {
 
 func TestThemesCountRecurringThemesAndFalsePatterns(t *testing.T) {
 	item := func(kind, theme, reviewer, thread string) RealItem {
-		return RealItem{Entry: RealEntry{Kind: kind, Theme: theme, Reviewer: reviewer, Thread: thread}}
+		return RealItem{Entry: RealEntry{RealLabels: RealLabels{Kind: kind, Theme: theme, Thread: thread}, Reviewer: reviewer}}
 	}
 	items := []RealItem{
 		item(KindRecurring, "a", "r1", "t1"), item(KindRecurring, "a", "r2", "t2"), item(KindRecurring, "a", "r3", "t2"),

@@ -23,14 +23,10 @@ import (
 // included. Records live outside the repository; BuildReal turns them
 // into the manifest and the cache.
 type RealRecord struct {
-	Source   string `json:"source"`
-	Thread   string `json:"thread"`
+	RealLabels
+	// Reviewer is the author as the thread shows them; the manifest
+	// keeps only a pseudonym.
 	Reviewer string `json:"reviewer"`
-	Gate     string `json:"gate"`
-	Decision string `json:"decision"`
-	Kind     string `json:"kind"`
-	Theme    string `json:"theme"`
-	Category string `json:"category"`
 	Text     string `json:"text"`
 }
 
@@ -85,17 +81,14 @@ func BuildReal(records []RealRecord, cache string) ([]RealEntry, error) {
 		if err := os.Rename(path+".tmp", path); err != nil {
 			return nil, err
 		}
-		theme := rec.Theme
-		switch rec.Kind {
+		labels := rec.RealLabels
+		switch labels.Kind {
 		case KindApproval:
-			theme, rec.Category = "positive", "positive"
+			labels.Theme, labels.Category = "positive", "positive"
 		case KindVague:
-			rec.Category = "unclear"
+			labels.Category = "unclear"
 		}
-		e := RealEntry{
-			ID: "real-" + h[:12], Source: rec.Source, Thread: rec.Thread, Reviewer: "r-" + short(rec.Reviewer),
-			Gate: rec.Gate, Decision: rec.Decision, Kind: rec.Kind, Theme: theme, Category: rec.Category, SHA256: h,
-		}
+		e := RealEntry{ID: "real-" + h[:12], RealLabels: labels, Reviewer: "r-" + short(rec.Reviewer), SHA256: h}
 		if e.Gate == "" {
 			e.Gate = "code-review"
 		}
