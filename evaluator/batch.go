@@ -37,6 +37,8 @@ type candidate struct {
 	hits    []vectorindex.Hit
 	cluster string
 	joinSim float64
+	// weights are the lesson's category weights (lesson.Taxonomy.Weights).
+	weights map[string]float64
 }
 
 // evaluateBatch evaluates a batch of stored decisions without saving
@@ -53,6 +55,11 @@ func (s *Service) evaluateBatch(ctx context.Context, items []Item) (*batch, erro
 		founded:  map[string][]string{},
 	}
 	r.triage(items, s.opts.Rubric.Rubric(), func(d precept.Decision) lesson.Lesson { return s.learn(ctx, d) })
+	tax := s.opts.Lessons.Classifier().Taxonomy()
+	s.groups.setTaxonomy(tax)
+	for _, c := range r.cands {
+		c.weights = tax.Weights(c.judged.lesson)
+	}
 	if err := s.embedAndQuery(ctx, r.cands); err != nil {
 		return nil, err
 	}
@@ -137,7 +144,8 @@ func (r *batchRun) assign(i int) error {
 		cl = newCluster(clusterID(d.DecisionID), r.now)
 		cl.Agent, cl.Category = d.Agent, c.judged.lesson.Category
 		r.clusters[cl.ID] = cl
-		r.founded[groupOf(cl.Agent, cl.Category)] = append(r.founded[groupOf(cl.Agent, cl.Category)], cl.ID)
+		key := r.s.groups.keyOf(cl.Agent, cl.Category)
+		r.founded[key] = append(r.founded[key], cl.ID)
 		sim = 1
 	}
 	if _, seen := r.before[cl.ID]; !seen {
@@ -149,7 +157,7 @@ func (r *batchRun) assign(i int) error {
 	c.cluster, c.joinSim = cl.ID, sim
 	if existing == "" {
 		m := memberOf(c.item.Feedback, sim)
-		m.Asked = c.judged.lesson.Asked
+		m.Asked, m.Categories = c.judged.lesson.Asked, c.weights
 		cl.add(m)
 		cl.addVector(c.vec)
 		r.b.commit.members = append(r.b.commit.members, memberRecord{ClusterID: cl.ID, Seq: cl.Size, Member: m})

@@ -303,15 +303,15 @@ func (s *corrections) recategorise(ctx context.Context, ids []string, category, 
 				c.evaluations = append(c.evaluations, ev)
 			}
 		}
-		if ce.category == category {
-			continue
-		}
 		ms, err := s.state.members(from, 1)
 		if err != nil {
 			return nil, err
 		}
 		i := slices.IndexFunc(ms, func(m Member) bool { return m.DecisionID == id })
-		if i < 0 {
+		// A member already of that category alone stays where it is; one
+		// whose weights say otherwise leaves with the curator's category
+		// alone, and the next pass may join it to its neighbours again.
+		if i < 0 || maps.Equal(ms[i].weights(ce.category), map[string]float64{category: 1}) {
 			continue
 		}
 		vecs, err := vectorsFor(ctx, s.state, s.index, []string{id})
@@ -328,14 +328,14 @@ func (s *corrections) recategorise(ctx context.Context, ids []string, category, 
 		}
 		cl.Agent, cl.Category = agent, category
 		m := ms[i]
-		m.Similarity = 1
+		m.Similarity, m.Categories = 1, map[string]float64{category: 1}
 		cl.add(m)
 		cl.addVector(vecs[id])
 		cl.Class = s.thresholds.ClassOf(cl.Stats())
 		c.clusters = append(c.clusters, cl)
 		c.removeMembers = append(c.removeMembers, [2]string{from, id})
 		c.members = append(c.members, memberRecord{ClusterID: cl.ID, Seq: 1, Member: m})
-		groups = append(groups, ce.group, groupOf(agent, category))
+		groups = append(groups, ce.group, s.groups.keyOf(agent, category))
 	}
 	if err := s.state.apply(c); err != nil {
 		return nil, err

@@ -7,12 +7,13 @@ import (
 	"sync"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
-// A group is one agent's lessons of one category: clusters never cross
-// groups (docs/lessons.md).
-func groupOf(agent, category string) string { return agent + "\x00" + category }
+// A group is one agent's lessons of one family of categories (a category
+// and its neighbours): clusters never cross groups (docs/lessons.md).
+func groupOf(agent, family string) string { return agent + "\x00" + family }
 
 // agentOf is the agent of a group key.
 func agentOf(group string) string { return strings.SplitN(group, "\x00", 2)[0] }
@@ -28,6 +29,8 @@ type groups struct {
 	// dirty are the groups that changed since their last re-clustering
 	// pass.
 	dirty map[string]bool
+	// tax names each category's family (setTaxonomy).
+	tax *lesson.Taxonomy
 }
 
 // centroid is what average linkage needs of a cluster.
@@ -36,6 +39,7 @@ type centroid struct {
 	category string
 	size     int
 	sum      []float32
+	catSum   map[string]float64
 	// listed is the cluster as listings show it, with its statistics:
 	// its counts per reviewer and per epic and its vector sum are left
 	// out, so memory holds what a listing needs and the listing reads
@@ -43,8 +47,42 @@ type centroid struct {
 	listed *ClusterView
 }
 
-func newGroups() *groups {
-	return &groups{byGroup: map[string][]string{}, byID: map[string]centroid{}, dirty: map[string]bool{}}
+func newGroups(tax *lesson.Taxonomy) *groups {
+	return &groups{byGroup: map[string][]string{}, byID: map[string]centroid{}, dirty: map[string]bool{}, tax: tax}
+}
+
+// keyOf is the group of an agent's lesson of category.
+func (g *groups) keyOf(agent, category string) string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.keyLocked(agent, category)
+}
+
+func (g *groups) keyLocked(agent, category string) string {
+	return groupOf(agent, g.tax.Family(category))
+}
+
+// setTaxonomy makes a changed taxonomy's families the groups' own: a
+// cluster whose category now belongs to another family moves to its new
+// group, and both groups are queued for the next pass.
+func (g *groups) setTaxonomy(tax *lesson.Taxonomy) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if tax == nil || tax.Version == g.tax.Version {
+		return
+	}
+	g.tax = tax
+	for id, c := range g.byID {
+		key := g.keyLocked(agentOf(c.group), c.category)
+		if key == c.group {
+			continue
+		}
+		g.byGroup[c.group] = slices.DeleteFunc(g.byGroup[c.group], func(x string) bool { return x == id })
+		g.byGroup[key] = append(g.byGroup[key], id)
+		g.dirty[c.group], g.dirty[key] = true, true
+		c.group = key
+		g.byID[id] = c
+	}
 }
 
 // markDirty queues a group for the next re-clustering pass.
@@ -94,7 +132,7 @@ func (g *groups) apply(drop []string, put []*Cluster) {
 }
 
 func (g *groups) putLocked(cl *Cluster) {
-	key := groupOf(cl.Agent, cl.Category)
+	key := g.keyLocked(cl.Agent, cl.Category)
 	old, ok := g.byID[cl.ID]
 	if ok && old.group != key {
 		g.byGroup[old.group] = slices.DeleteFunc(g.byGroup[old.group], func(id string) bool { return id == cl.ID })
@@ -102,14 +140,15 @@ func (g *groups) putLocked(cl *Cluster) {
 	if !ok || old.group != key {
 		g.byGroup[key] = append(g.byGroup[key], cl.ID)
 	}
-	g.byID[cl.ID] = centroid{group: key, category: cl.Category, size: cl.Size, sum: slices.Clone(cl.Sum), listed: listedView(cl)}
+	g.byID[cl.ID] = centroid{group: key, category: cl.Category, size: cl.Size, sum: slices.Clone(cl.Sum), catSum: maps.Clone(cl.categorySum()),
+		listed: listedView(cl)}
 }
 
 // listedView is a cluster as listings show it (centroid.listed); it is
 // never modified once made, so listings copy it outside the lock.
 func listedView(cl *Cluster) *ClusterView {
 	v := ClusterView{Cluster: *cl, Stats: cl.Stats(), Tags: cl.Tags()}
-	v.Reviewers, v.Epics, v.Sum = nil, nil, nil
+	v.Reviewers, v.Epics, v.Sum, v.CategorySum = nil, nil, nil, nil
 	v.Agents, v.TagCounts, v.Producers = maps.Clone(cl.Agents), maps.Clone(cl.TagCounts), maps.Clone(cl.Producers)
 	return &v
 }
@@ -202,22 +241,22 @@ func (c *Cluster) addVector(v []float32) {
 	}
 }
 
-// nearestCluster returns the cluster of the candidate's agent and category
-// it is most similar to on average — among committed clusters and those
-// the batch touched, as the batch left them — when that similarity
-// reaches the linkage threshold; ties go to the smaller cluster id. It
-// returns "" and -1 when there is none.
+// nearestCluster returns the cluster of the candidate's group (agent and
+// family) it is most similar to on average (linkageSimilarity) — among
+// committed clusters and those the batch touched, as the batch left them
+// — when that similarity reaches the linkage threshold; ties go to the
+// smaller cluster id. It returns "" and -1 when there is none.
 func (r *batchRun) nearestCluster(c *candidate) (string, float64) {
 	d := c.item.Feedback.Decision
-	key := groupOf(d.Agent, c.judged.lesson.Category)
+	key := r.s.groups.keyOf(d.Agent, c.judged.lesson.Category)
 	ids := append(r.s.groups.clusters(key), r.founded[key]...)
 	best, bestSim := "", -1.0
 	for _, id := range ids {
 		var sim float64
 		if cl, ok := r.clusters[id]; ok {
-			sim = meanSimilarity(c.vec, cl.Sum, cl.Size)
+			sim = linkageSimilarity(c.vec, c.weights, cl.Sum, cl.categorySum(), cl.Size)
 		} else if ce, ok := r.s.groups.get(id); ok {
-			sim = meanSimilarity(c.vec, ce.sum, ce.size)
+			sim = linkageSimilarity(c.vec, c.weights, ce.sum, ce.catSum, ce.size)
 		} else {
 			continue
 		}

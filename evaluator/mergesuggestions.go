@@ -80,6 +80,11 @@ func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, e
 				a, b := us[i], us[j]
 				sim := dot(a.sum, b.sum) / float64(a.size*b.size)
 				same := a.group == b.group
+				if same {
+					// Within a group a pass merges by the family
+					// similarity (families.go).
+					sim -= categoryWeight * (1 - dotWeights(a.catSum, b.catSum)/float64(a.size*b.size))
+				}
 				if (same && sim < s.opts.LinkageThreshold-suggestMargin) || (!same && sim < max(s.opts.LinkageThreshold, suggestAcross)) {
 					continue
 				}
@@ -89,7 +94,7 @@ func (s *Service) SuggestMerges(ctx context.Context, limit int) ([]Suggestion, e
 				}
 				why := fmt.Sprintf("their members are %.2f similar on average, just under the %.2f a re-clustering pass merges at", sim, s.opts.LinkageThreshold)
 				if !same {
-					why = fmt.Sprintf("their members are %.2f similar on average, as close as one cluster's, but their lessons have different categories (%s, %s)", sim, first.category, second.category)
+					why = fmt.Sprintf("their members are %.2f similar on average, as close as one cluster's, but their lessons' categories are not neighbours (%s, %s)", sim, first.category, second.category)
 				}
 				out = append(out, Suggestion{A: first.id, B: second.id, Agent: agent, Categories: [2]string{first.category, second.category}, Similarity: round2(sim), Why: why})
 			}

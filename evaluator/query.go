@@ -24,7 +24,7 @@ func (s *Service) Evaluate(ctx context.Context, d precept.Decision) (Evaluation,
 	ev, j, clear := triage(d, s.opts.Rubric.Rubric(), func(d precept.Decision) lesson.Lesson { return s.learn(ctx, d) })
 	if clear {
 		f := precept.NewFeedback(d, "dry-run", now)
-		c := &candidate{item: Item{Feedback: f}, judged: j}
+		c := &candidate{item: Item{Feedback: f}, judged: j, weights: s.opts.Lessons.Classifier().Taxonomy().Weights(j.lesson)}
 		if err := s.embedAndQuery(ctx, []*candidate{c}); err != nil {
 			return Evaluation{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/precept-dev/precept"
@@ -156,8 +157,16 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (Reclus
 	}
 	rec := ReclusterRecord{At: now, Members: len(members), Before: len(old)}
 	if len(old) > 0 {
-		first := old[oldIDs[0]]
-		rec.Agent, rec.Category = first.Agent, first.Category
+		// A group is named by its agent and its family (the smallest
+		// category id of a category and its neighbours).
+		rec.Agent, rec.Category = old[oldIDs[0]].Agent, strings.SplitN(key, "\x00", 2)[1]
+	}
+	// Members stored before weights were kept count as their cluster's
+	// category alone.
+	for i, m := range members {
+		if o := old[oldOf[m.DecisionID]]; len(m.Categories) == 0 && o != nil {
+			members[i].Categories = m.weights(o.Category)
+		}
 	}
 	k, err := loadConstraints(s.state)
 	if err != nil {
@@ -264,21 +273,31 @@ func (s *reclusterer) partition(members []Member, vecs map[string][]float32, old
 		}
 		return "decision:" + m.DecisionID
 	}
+	// Each vector carries its member's category weights as extra
+	// dimensions, so that average linkage over the augmented vectors at
+	// the threshold plus categoryWeight is the family similarity at the
+	// threshold (families.go).
+	ws := make([]map[string]float64, len(members))
+	for i, m := range members {
+		ws[i] = m.Categories
+	}
+	cats := groupCategories(ws)
 	unitOf := map[string]int{}
 	memberUnit := make([]int, len(members))
 	var sums [][]float32
 	var weights []int
 	for i, m := range members {
 		key := unitKey(m)
+		v := augment(vecs[m.DecisionID], m.Categories, cats)
 		u, ok := unitOf[key]
 		if !ok {
 			u = len(sums)
 			unitOf[key] = u
-			sums = append(sums, make([]float32, len(vecs[m.DecisionID])))
+			sums = append(sums, make([]float32, len(v)))
 			weights = append(weights, 0)
 		}
 		memberUnit[i] = u
-		for d, x := range vecs[m.DecisionID] {
+		for d, x := range v {
 			sums[u][d] += x
 		}
 		weights[u]++
@@ -303,7 +322,7 @@ func (s *reclusterer) partition(members []Member, vecs map[string][]float32, old
 			}
 		}
 	}
-	units := upgma(sums, weights, apart, s.linkage)
+	units := upgma(sums, weights, apart, s.linkage+categoryWeight)
 	assign := make([]int, len(members))
 	for i := range members {
 		assign[i] = units[memberUnit[i]]
@@ -374,13 +393,16 @@ func (s *reclusterer) rebuild(parts [][]int, names []string, members []Member, v
 		if o := old[id]; o != nil {
 			cl.CreatedAt, cl.Class, cl.Revision = o.CreatedAt, o.Class, o.Revision
 		}
-		cl.Agent, cl.Category = rec.Agent, rec.Category
+		cl.Agent = rec.Agent
 		sum := make([]float32, len(vecs[members[items[0]].DecisionID]))
+		var catSum map[string]float64
 		for _, i := range items {
 			for d, x := range vecs[members[i].DecisionID] {
 				sum[d] += x
 			}
+			catSum = addWeights(catSum, members[i].Categories)
 		}
+		cl.Category = leadingCategory(catSum)
 		for seq, i := range items {
 			m := members[i]
 			v := vecs[m.DecisionID]

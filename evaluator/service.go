@@ -212,7 +212,7 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 		return nil, err
 	}
 	st.evaluated = opts.OnEvaluated
-	s := &Service{feed: feed, emb: emb, index: index, state: st, groups: newGroups(), opts: opts, m: opts.Metrics, log: opts.Logger}
+	s := &Service{feed: feed, emb: emb, index: index, state: st, groups: newGroups(opts.Lessons.Classifier().Taxonomy()), opts: opts, m: opts.Metrics, log: opts.Logger}
 	s.reclusterer = &reclusterer{state: st, index: index, groups: s.groups, linkage: opts.LinkageThreshold,
 		thresholds: opts.Thresholds, now: opts.Now, log: opts.Logger}
 	s.corrections = &corrections{state: st, index: index, groups: s.groups, lessons: opts.Lessons,
@@ -432,7 +432,7 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	}
 	s.groups.committed(b.commit)
 	for _, cl := range b.commit.clusters {
-		s.groups.markDirty(groupOf(cl.Agent, cl.Category))
+		s.groups.markDirty(s.groups.keyOf(cl.Agent, cl.Category))
 	}
 	s.flushEdgeCases(ctx)
 	per := time.Since(start).Seconds() / float64(len(items))

@@ -113,6 +113,10 @@ type Member struct {
 	At    time.Time `json:"at"`
 	// Similarity to the member it joined through (1 for the first).
 	Similarity float64 `json:"similarity"`
+	// Categories are the lesson's categories with weights
+	// (lesson.Taxonomy.Weights); members stored before they were
+	// recorded count as their cluster's category alone.
+	Categories map[string]float64 `json:"categories,omitempty"`
 }
 
 // Cluster is a group of similar clear negative feedback. Its id is fixed
@@ -122,8 +126,9 @@ type Member struct {
 type Cluster struct {
 	ID    string `json:"id"`
 	Class Class  `json:"class"`
-	// Agent and Category say whose lessons of which kind it groups:
-	// clusters never cross them (docs/lessons.md).
+	// Agent says whose lessons it groups: clusters never cross agents.
+	// Category is the category its members' weights favour; a cluster
+	// may hold lessons of its neighbouring categories (docs/lessons.md).
 	Agent    string `json:"agent"`
 	Category string `json:"category"`
 	// NotAPattern says a curator marked the cluster (most of its members)
@@ -132,6 +137,10 @@ type Cluster struct {
 	// Sum adds up the members' unit vectors: the mean similarity of a
 	// vector v to the members is v·Sum/Size (average linkage).
 	Sum []float32 `json:"sum,omitempty"`
+	// CategorySum adds up the members' category weights, as Sum adds up
+	// their vectors; nil for a cluster stored before weights were kept,
+	// whose members count as its category alone.
+	CategorySum map[string]float64 `json:"category_sum,omitempty"`
 	// Revision increases whenever the cluster's class changes.
 	Revision  int       `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
@@ -173,6 +182,7 @@ func (c *Cluster) add(m Member) {
 	if c.Size > 0 {
 		c.SimSum += m.Similarity
 	}
+	c.CategorySum = addWeights(c.categorySum(), m.weights(c.Category))
 	c.Size++
 	c.Reviewers[m.ReviewerID]++
 	c.Epics[m.EpicID]++
@@ -212,7 +222,7 @@ func (c *Cluster) clone() *Cluster {
 	cp := *c
 	cp.Reviewers, cp.Epics, cp.Agents, cp.TagCounts = maps.Clone(c.Reviewers), maps.Clone(c.Epics), maps.Clone(c.Agents), maps.Clone(c.TagCounts)
 	cp.Producers = maps.Clone(c.Producers)
-	cp.Sum = slices.Clone(c.Sum)
+	cp.Sum, cp.CategorySum = slices.Clone(c.Sum), maps.Clone(c.CategorySum)
 	return &cp
 }
 

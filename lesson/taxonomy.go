@@ -47,7 +47,14 @@ type Category struct {
 type Taxonomy struct {
 	Version    string
 	Categories []Category
+	// Neighbours are sets of categories whose lessons a reviewer often
+	// means alike (docs/lessons.md, "Clustering"): clusters may cross
+	// them, never other categories.
+	Neighbours [][]string
 	byID       map[string]int
+	// family names each category's family: the smallest id of the
+	// categories its neighbour sets join it to, itself when it has none.
+	family map[string]string
 }
 
 // Category returns the category with id.
@@ -62,6 +69,7 @@ func (t *Taxonomy) Category(id string) (Category, bool) {
 // taxonomyFile is the YAML form: the embedded default is a whole
 // taxonomy; a curator's file adds categories and extends existing ones.
 type taxonomyFile struct {
+	Neighbours [][]string `yaml:"neighbours"`
 	Categories []Category `yaml:"categories"`
 }
 
@@ -81,7 +89,7 @@ func ParseTaxonomy(data []byte) (*Taxonomy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(f.Categories, data)
+	return build(f.Categories, f.Neighbours, data)
 }
 
 func decodeFile(data []byte) (taxonomyFile, error) {
@@ -127,7 +135,7 @@ func (t *Taxonomy) Extend(data []byte) (*Taxonomy, error) {
 		c.Protected = c.Protected || e.Protected
 		cats[i] = c
 	}
-	return build(cats, append([]byte(t.Version), data...))
+	return build(cats, append(slices.Clone(t.Neighbours), f.Neighbours...), append([]byte(t.Version), data...))
 }
 
 func appendNew(dst []string, src ...string) []string {
@@ -139,14 +147,14 @@ func appendNew(dst []string, src ...string) []string {
 	return dst
 }
 
-func build(cats []Category, content []byte) (*Taxonomy, error) {
+func build(cats []Category, neighbours [][]string, content []byte) (*Taxonomy, error) {
 	if len(cats) == 0 {
 		return nil, errors.New("taxonomy: no categories")
 	}
 	if len(cats) > maxCategories {
 		return nil, fmt.Errorf("taxonomy: %d categories, at most %d", len(cats), maxCategories)
 	}
-	t := &Taxonomy{Categories: cats, byID: make(map[string]int, len(cats))}
+	t := &Taxonomy{Categories: cats, Neighbours: neighbours, byID: make(map[string]int, len(cats))}
 	var errs []error
 	for i, c := range cats {
 		where := fmt.Sprintf("taxonomy: category %d (%q)", i+1, c.ID)
@@ -176,6 +184,7 @@ func build(cats []Category, content []byte) (*Taxonomy, error) {
 			}
 		}
 	}
+	errs = append(errs, t.joinFamilies()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

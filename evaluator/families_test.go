@@ -1,0 +1,155 @@
+package evaluator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lesson"
+)
+
+// familyTaxonomy has two neighbouring categories and a third that is no
+// one's neighbour; their cues are made-up words, so the tests do not
+// depend on the embedded taxonomy's wording.
+func familyTaxonomy(neighbours bool) string {
+	s := `
+categories:
+  - id: zorb-problem
+    group: test
+    name: Zorb problem
+    description: The zorb is wrong.
+    rule: Keep the zorb right.
+    cues: [zorblax]
+  - id: zorb-variant
+    group: test
+    name: Zorb variant
+    description: The zorb is wrong again.
+    rule: Keep the zorb right again.
+    cues: [zorbvar]
+  - id: quux-problem
+    group: test
+    name: Quux problem
+    description: The zorb is quux.
+    rule: Keep the quux right.
+    cues: [quuxly]
+`
+	if neighbours {
+		s = "neighbours:\n  - [zorb-problem, zorb-variant]\n" + s
+	}
+	return s
+}
+
+func familyLessons(t *testing.T, neighbours bool) *lesson.Source {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "taxonomy.yaml")
+	if err := os.WriteFile(path, []byte(familyTaxonomy(neighbours)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := lesson.NewSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// Lessons of neighbouring categories that say the same thing end in one
+// cluster after a pass; the same lessons without the neighbour set, or a
+// lesson of a category that is not a neighbour, stay apart however
+// similar; a curator's keep-apart still binds across neighbours.
+func TestClustersCrossNeighbouringCategoriesOnly(t *testing.T) {
+	ctx := context.Background()
+	all := []precept.Feedback{
+		neg("a1", "ann", "E1", "zorblax frobnicates the wibbler backwards on every twirl; unfrob the wibbler"),
+		neg("a2", "bob", "E2", "zorbvar frobnicates the wibbler backwards on every twirl; unfrob the wibbler"),
+		neg("a3", "cat", "E3", "quuxly frobnicates the wibbler backwards on every twirl; unfrob the wibbler"),
+		neg("a4", "dan", "E4", "zorbvar: gizmo spins thrice after tea, stop that"),
+	}
+	run := func(t *testing.T, neighbours bool, ids ...int) (*env, *memFeed, func(string) Evaluation) {
+		feed := newFeed()
+		e := newEnv(t, t.TempDir(), feed, Options{Lessons: familyLessons(t, neighbours)})
+		for _, i := range ids {
+			feed.add(all[i])
+		}
+		e.drain(t)
+		if _, err := e.svc.ReclusterAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return e, feed, func(id string) Evaluation {
+			t.Helper()
+			x, _, err := e.svc.Evaluation(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x
+		}
+	}
+	t.Run("neighbours join", func(t *testing.T) {
+		e, feed, ev := run(t, true, 0, 1, 2)
+		if ev("a1").Lesson.Category != "zorb-problem" || ev("a2").Lesson.Category != "zorb-variant" || ev("a3").Lesson.Category != "quux-problem" {
+			t.Fatalf("lessons: %s %s %s", ev("a1").Lesson.Category, ev("a2").Lesson.Category, ev("a3").Lesson.Category)
+		}
+		if ev("a1").ClusterID != ev("a2").ClusterID {
+			t.Fatal("lessons of neighbouring categories that say the same thing were not joined")
+		}
+		if ev("a3").ClusterID == ev("a1").ClusterID {
+			t.Fatal("a lesson of a category that is no neighbour joined the cluster")
+		}
+		cl, err := e.svc.Cluster(ctx, ev("a1").ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Tied weights: the smaller id leads.
+		if cl.Category != "zorb-problem" || cl.Size != 2 {
+			t.Fatalf("joined cluster: category %q size %d", cl.Category, cl.Size)
+		}
+		// A curator keeps them apart: that binds on every later pass.
+		c, err := e.svc.CheckCorrection(ctx, Correction{Kind: CorrectSplit, Clusters: []string{cl.ID}, Decisions: []string{"a2"}, By: "curator-1", ID: "corr-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		feed.addCorrection(c)
+		e.drain(t)
+		if _, err := e.svc.ReclusterAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ev("a1").ClusterID == ev("a2").ClusterID {
+			t.Fatal("a pass joined what a curator split")
+		}
+	})
+	t.Run("neighbours that say something else stay apart", func(t *testing.T) {
+		_, _, ev := run(t, true, 0, 3)
+		if ev("a4").ClusterID == ev("a1").ClusterID {
+			t.Fatal("a neighbour's lesson that says something else joined the cluster")
+		}
+	})
+	t.Run("no neighbours, no join", func(t *testing.T) {
+		_, _, ev := run(t, false, 0, 1, 2)
+		if ev("a1").ClusterID == ev("a2").ClusterID {
+			t.Fatal("lessons of categories that are not neighbours were joined")
+		}
+	})
+}
+
+// Weights hold a lesson's category and its neighbouring alternatives;
+// a category without neighbours, or a curator's placement, stands alone.
+func TestLessonWeightsStayInTheFamily(t *testing.T) {
+	tax := familyLessons(t, true).Classifier().Taxonomy()
+	if tax.Family("zorb-variant") != "zorb-problem" || tax.Family("quux-problem") != "quux-problem" {
+		t.Fatalf("families: %q %q", tax.Family("zorb-variant"), tax.Family("quux-problem"))
+	}
+	l := lesson.Lesson{Category: "zorb-problem", By: "deterministic", Alternatives: []lesson.Match{
+		{Category: "zorb-problem", Score: 1}, {Category: "zorb-variant", Score: 0.5}, {Category: "quux-problem", Score: 0.9}}}
+	w := tax.Weights(l)
+	if len(w) != 2 || w["quux-problem"] != 0 || w["zorb-problem"] <= w["zorb-variant"] || w["zorb-variant"] == 0 {
+		t.Fatalf("weights %v", w)
+	}
+	if n := w["zorb-problem"]*w["zorb-problem"] + w["zorb-variant"]*w["zorb-variant"]; n < 0.998 || n > 1.002 {
+		t.Fatalf("weights %v are not a unit vector (%f)", w, n)
+	}
+	l.By = "curator:c1"
+	if w := tax.Weights(l); len(w) != 1 || w["zorb-problem"] != 1 {
+		t.Fatalf("a curator's placement: %v", w)
+	}
+}
