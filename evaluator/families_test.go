@@ -2,8 +2,10 @@ package evaluator
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/precept-dev/precept"
@@ -151,5 +153,62 @@ func TestLessonWeightsStayInTheFamily(t *testing.T) {
 	l.By = "curator:c1"
 	if w := tax.Weights(l); len(w) != 1 || w["zorb-problem"] != 1 {
 		t.Fatalf("a curator's placement: %v", w)
+	}
+}
+
+// A pass makes clusters that cross neighbouring categories independent
+// of arrival order, as within one category.
+func TestFamilyClustersAreIndependentOfArrivalOrder(t *testing.T) {
+	fb := []precept.Feedback{
+		neg("f1", "ann", "E1", "please delete the commented-out block in parse(), it is dead weight"),
+		neg("f2", "bob", "E2", "this function is never called anywhere, remove the dead code"),
+		neg("f3", "cat", "E3", "leftover console.log debugging statements, strip them before merging"),
+		neg("f4", "dan", "E1", "commented out code again at the bottom of the file, just delete it"),
+		neg("f5", "eve", "E4", "unused helper, nothing references it any more; drop it"),
+		neg("f6", "fay", "E2", "there's a debug print left in the loop"),
+		neg("f7", "gus", "E5", "the null check is missing, this crashes when user is nil"),
+		neg("f8", "hal", "E6", "validate the input: an empty name gets through and breaks the save"),
+	}
+	var ids []string
+	for _, f := range fb {
+		ids = append(ids, f.DecisionID)
+	}
+	var first [][]string
+	for seed := range uint64(4) {
+		shuffled := slices.Clone(fb)
+		rand.New(rand.NewPCG(seed, 7)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		feed := newFeed()
+		feed.add(shuffled...)
+		e := newEnv(t, t.TempDir(), feed, Options{})
+		e.drain(t)
+		if _, err := e.svc.ReclusterAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := partitionOf(t, e.svc, ids)
+		if seed == 0 {
+			first = got
+			t.Logf("clusters: %v", got)
+			// The order must be shown to hold across categories: some
+			// cluster holds lessons of two categories.
+			crossed := false
+			for _, part := range got {
+				cats := map[string]bool{}
+				for _, id := range part {
+					ev, _, err := e.svc.Evaluation(context.Background(), id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cats[ev.Lesson.Category] = true
+				}
+				crossed = crossed || len(cats) > 1
+			}
+			if !crossed {
+				t.Fatal("no cluster crosses neighbouring categories; the test shows nothing")
+			}
+			continue
+		}
+		if !slices.EqualFunc(got, first, slices.Equal) {
+			t.Fatalf("order %d: %v, order 0: %v", seed, got, first)
+		}
 	}
 }
