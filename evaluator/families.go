@@ -62,6 +62,14 @@ func dotWeights(a, b map[string]float64) float64 {
 	if len(b) < len(a) {
 		a, b = b, a
 	}
+	if len(a) == 1 {
+		// The common case, without allocating: a lesson of a category
+		// with no neighbouring alternatives.
+		for k, x := range a {
+			return x * b[k]
+		}
+	}
+	// Summed in key order, so every replica rounds alike.
 	var s float64
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		s += a[k] * b[k]
