@@ -100,6 +100,15 @@ func TestPolarity(t *testing.T) {
 		{precept.Rejected, "great work", "", true},
 		{precept.ApprovedWithChanges, "", "", true},
 		{precept.Approved, "should have split this, but fine", "positive", false},
+		// Hedges and acceptances: the reviewer's musing, not a request.
+		{precept.Approved, "I guess the docs should probably mention it as well. Approving.", "", false},
+		{precept.Approved, "Solves the crash, but no idea how we would cover it with a test; fine as is for now.", "", false},
+		{precept.Approved, "Green build. We should add an integration test someday, but it makes sense to wait for the new API.", "", false},
+		{precept.Approved, "Thanks for the context, that makes sense.", "", false},
+		// A request stays one, whatever sign-off surrounds it.
+		{precept.Approved, "LGTM, but you should rename the helper.", "", true},
+		{precept.Approved, "You should rename the helper; otherwise LGTM", "", true},
+		{precept.Approved, "Approving. Could you add a changelog entry before merging?", "", true},
 	}
 	for _, tt := range tests {
 		d := precept.Decision{Decision: tt.verdict, ReviewerComment: tt.comment, Rating: tt.rating}

@@ -73,8 +73,10 @@ type rubricSpec struct {
 	} `yaml:"attributes"`
 	RequestCues     []string `yaml:"request_cues"`
 	RequestPatterns []string `yaml:"request_patterns"`
-	StopWords       []string `yaml:"stop_words"`
-	VagueWords      []string `yaml:"vague_words"`
+	// Approval says how an approval's comment is read (approval.go).
+	Approval   approvalSpec `yaml:"approval"`
+	StopWords  []string     `yaml:"stop_words"`
+	VagueWords []string     `yaml:"vague_words"`
 }
 
 // Rubric scores how clearly negative feedback says what was wrong, where,
@@ -85,8 +87,9 @@ type Rubric struct {
 	explicit, fields, inferred, lesson float64
 	attrs                              []rubricAttr
 	required                           []string
-	stop, vague, request               map[string]bool
+	stop, vague                        map[string]bool
 	requestPatterns                    []*regexp.Regexp
+	approval                           approvalReader
 }
 
 type rubricAttr struct {
@@ -130,7 +133,7 @@ func ParseRubric(data []byte) (*Rubric, error) {
 	r := &Rubric{
 		minMet: spec.MinMet, minContent: spec.MinContentWords, minConfidence: spec.MinConfidence,
 		explicit: spec.Confidence.Explicit, fields: spec.Confidence.Fields, inferred: spec.Confidence.Inferred, lesson: spec.Confidence.Lesson,
-		stop: wordSet(spec.StopWords), vague: wordSet(spec.VagueWords), request: wordSet(spec.RequestCues),
+		stop: wordSet(spec.StopWords), vague: wordSet(spec.VagueWords),
 	}
 	for _, p := range spec.RequestPatterns {
 		re, err := regexp.Compile("(?i)" + p)
@@ -138,6 +141,10 @@ func ParseRubric(data []byte) (*Rubric, error) {
 			return nil, fmt.Errorf("parse rubric: request pattern %q: %w", p, err)
 		}
 		r.requestPatterns = append(r.requestPatterns, re)
+	}
+	var err error
+	if r.approval, err = newApprovalReader(spec.Approval, spec.RequestCues, r.requestPatterns); err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for i, a := range spec.Attributes {
@@ -207,22 +214,6 @@ func wordSet(words []string) map[string]bool {
 // and underscores stay in words ("isn't", "hard-coded", "max_retries"),
 // as the rubric's cue lists write them.
 var rubricWords = english.Options{Keep: "'’-_"}
-
-// AsksForChange reports whether an approving comment still asks for a
-// change, and the words that show it.
-func (r *Rubric) AsksForChange(comment string) (bool, string) {
-	for _, w := range english.Tokens(comment, rubricWords) {
-		if r.request[w] {
-			return true, w
-		}
-	}
-	for _, re := range r.requestPatterns {
-		if m := re.FindString(comment); m != "" {
-			return true, m
-		}
-	}
-	return false, ""
-}
 
 // What of a lesson can show an attribute.
 const (

@@ -289,7 +289,7 @@ func (c *Classifier) score(in Input, exclude int) ([]float64, [][]Evidence) {
 	n := len(c.tax.Categories)
 	scores := make([]float64, n)
 	evidence := make([][]Evidence, n)
-	ts := terms(in.Comment, c.vocab)
+	ts := terms(withoutReviewerState(in.Comment), c.vocab)
 
 	// The phrasing the comment reads most like, per category.
 	dots := map[int]float64{}
@@ -329,9 +329,9 @@ func (c *Classifier) score(in Input, exclude int) ([]float64, [][]Evidence) {
 		}
 	}
 
-	c.matchCues(ts, weightCue, EvidenceCue, scores, evidence)
+	c.matchCues(ts, weightCue, EvidenceCue, newSenseCheck(ts, nb), scores, evidence)
 	if strings.TrimSpace(in.Diff) != "" || in.DiffPath != "" || in.ScopePath != "" {
-		c.matchCues(terms(diffText(in.Diff, in.DiffPath+" "+in.ScopePath), c.vocab), weightDiff, EvidenceDiff, scores, evidence)
+		c.matchCues(terms(diffText(in.Diff, in.DiffPath+" "+in.ScopePath), c.vocab), weightDiff, EvidenceDiff, senseCheck{}, scores, evidence)
 	}
 	if agent := strings.ToLower(in.Agent); agent != "" && weightAgent > 0 {
 		// A lean, not evidence: it scales what the comment says, so a
@@ -393,8 +393,8 @@ func (c *Classifier) decide(scores []float64, evidence [][]Evidence, n int) Resu
 }
 
 // matchCues adds the score of every cue whose terms all occur in ts
-// within a window a little longer than the cue.
-func (c *Classifier) matchCues(ts []string, weight float64, kind string, scores []float64, evidence [][]Evidence) {
+// within a window a little longer than the cue, weighed by sense.
+func (c *Classifier) matchCues(ts []string, weight float64, kind string, sense senseCheck, scores []float64, evidence [][]Evidence) {
 	if len(ts) == 0 {
 		return
 	}
@@ -412,10 +412,10 @@ func (c *Classifier) matchCues(ts []string, weight float64, kind string, scores 
 		}
 		for _, i := range c.cuesByTerm[t] {
 			cu := c.cues[i]
-			if !cueAt(cu.terms, pos) || added[cu.category] >= maxCueScore {
+			if !cueAt(cu.terms, pos) || !negationBinds(cu.terms, pos) || added[cu.category] >= maxCueScore {
 				continue
 			}
-			w := min(cu.weight, maxCueScore-added[cu.category])
+			w := min(cu.weight*sense.factor(c, cu), maxCueScore-added[cu.category])
 			added[cu.category] += w
 			scores[cu.category] += weight * w
 			evidence[cu.category] = append(evidence[cu.category], Evidence{kind, cu.text})

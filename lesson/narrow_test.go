@@ -46,7 +46,7 @@ func TestNarrowKeepsTheClausesTheEvidenceNames(t *testing.T) {
 			rule: secrets.Rule,
 			// "load them from the environment" leans on the first clause.
 			evidence: []string{"the API password is in config.yaml"},
-			want:     "Never put credentials, tokens, passwords or private keys in source, config files or fixtures; load them from the environment or the secret manager, redact them from logs, errors and responses.",
+			want:     "Never put credentials, tokens, passwords or private keys in source, config files, fixtures or documentation; load them from the environment or the secret manager, redact them from logs, errors and responses, keep internal hostnames, links and infrastructure details out of public docs and examples (use placeholders).",
 			left:     []string{"rotate any secret that was committed"},
 		},
 		{
