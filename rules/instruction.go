@@ -99,14 +99,15 @@ var (
 	// conditionals open a clause before the instruction ("when …, use …").
 	conditionals = toSet(`when whenever if unless before after once for in on during while where without because
 since until besides except`)
-	// fillers before the first clause say nothing ("hmm", "also", "and").
+	// fillers before the first clause say nothing ("hmm", "also", "and",
+	// "lol").
 	fillers = toSet(`hmm hmmm ehh eh uh um ugh oh ah nit nitpick fyi imo btw ok okay well so also again still yeah yes
-and or but then`)
+and or but then lol wow meh nope yikes`)
 	// statementStarts open a subject or a noun phrase: a determiner, a
 	// pronoun, a question word, or a negation or quantity ("no timeout
 	// on the client", "too many nested ifs").
 	statementStarts = toSet(`the a an this that these those there it its we they i he she you our my their his her
-some many most no not too nobody none nothing neither every each all any both either several few half
+another some many most no not too nobody none nothing neither every each all any both either several few half
 zero one two three four five ten someone somebody everyone everybody anyone anybody which what who whom whose
 why how it's that's there's they're we're you're i'm i've i'd i'll we'll we've they've here's what's who's
 he's she's`)

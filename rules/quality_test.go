@@ -226,6 +226,7 @@ func TestQualityGateParsesImperativesAndProblemStatements(t *testing.T) {
 		"Handle SIGTERM by finishing in-flight work first.",
 		"Give each feature flag an owner and a removal date.",
 		"Give external calls a deadline and a retry budget.",
+		"Explicitly close the response body in every branch.",
 		"Print usage to stderr and exit with status 2 on bad flags.",
 	}
 	problems := []string{
@@ -359,6 +360,8 @@ func TestQualityGateParsesImperativesAndProblemStatements(t *testing.T) {
 		"I don't understand what this function is for.",
 		"I find this hard to follow.",
 		"Honestly this whole file is a mess.",
+		"lol this will never work in prod",
+		"wow, another global variable, great",
 		"This page is three times longer than it needs to be.",
 		"The import is slower than it should be.",
 		"I need to restart the service every morning because of this.",
