@@ -485,3 +485,15 @@ func TestQualityGateParsesImperativesAndProblemStatements(t *testing.T) {
 		t.Errorf("the gate refuses %.1f%% of the problem statements; want at least 95%%", 100*refuseRate)
 	}
 }
+
+// BenchmarkQualityCheck measures the gate on one rule of typical length:
+// it runs on every draft and every proposal, so it must stay far below a
+// millisecond.
+func BenchmarkQualityCheck(b *testing.B) {
+	const rule = "When a retry loop gives up, return the last error wrapped with the attempt count so callers can tell a timeout from a refusal."
+	for b.Loop() {
+		if reason := (Quality{}).Check(rule); reason != "" {
+			b.Fatal(reason)
+		}
+	}
+}
