@@ -359,7 +359,7 @@ func prescribedInstruction(s string) (string, rulefmt.Type, bool) {
 	if t := directiveVerbs[first]; t == rulefmt.Constraint {
 		return text.UpperFirst(s) + ".", t, true
 	}
-	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 {
+	if m := modalPattern.FindStringSubmatch(s); m != nil && contentWords(m[1]) >= 1 && prescribes(s) {
 		t := rulefmt.Guideline
 		if strings.EqualFold(m[2], "must") {
 			t = rulefmt.Constraint

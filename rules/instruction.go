@@ -12,49 +12,6 @@ import (
 // "Quality gate"). The judgement is made on English only; text in other
 // languages is not judged.
 
-// englishFunctionWords are frequent English words that other languages
-// rarely spell the same way.
-var englishFunctionWords = toSet(`the to of and is are be it this that these those there from with for by not do does
-should must every each any when if than then into before after instead was were has have been its their your
-which what they them you we our but or can will don't doesn't isn't aren't on too without never always`)
-
-// englishOnlyWords are the function words of englishFunctionWords that no
-// other common language writes as a word of its own ("to", "was", "do",
-// "on" and "for" are words in Polish, German, Portuguese, French and
-// Danish). One of them counts as two, so that a short English text such
-// as "Log lines include the token." is judged too.
-var englishOnlyWords = toSet(`the and with should every each which what when than then into instead been their
-your they them these those there that from its have don't doesn't isn't aren't without never always`)
-
-// looksEnglish reports whether text has at least two English function
-// words (one that only English writes counts as two), making up at least
-// a tenth of its words.
-func looksEnglish(text string) bool {
-	ws := words(foldApostrophes(text))
-	found := map[string]bool{}
-	score, n := 0, 0
-	for _, w := range ws {
-		if !englishFunctionWords[w] {
-			continue
-		}
-		n++
-		if !found[w] {
-			found[w] = true
-			score++
-			if englishOnlyWords[w] {
-				score++
-			}
-		}
-	}
-	return score >= 2 && n*10 >= len(ws)
-}
-
-// foldApostrophes writes typographic apostrophes as ASCII ones, so
-// "don’t" is one word, as "don't" is.
-func foldApostrophes(s string) string {
-	return strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02bc", "'").Replace(s)
-}
-
 // readsAsInstruction reports whether one sentence of text prescribes
 // something (prescribes); English text whose every sentence only states
 // a problem does not.
@@ -101,9 +58,24 @@ func readsAsInstruction(text string) bool {
 //     ("includes", "ignores") or follows a code span. A past form is a
 //     participle when something other than an object follows it ("errors
 //     returned by Close", "files opened for writing", "failed calls").
+//     A word in -s before a determiner, "what", "how" or a particle is
+//     finite whatever it is ("wrap hides the original error", "audit log
+//     records the wrong user", "comment describes what …", "queue fills
+//     up"), unless the first word gives something to someone ("give
+//     external calls a deadline"); so is one after an abstract noun
+//     ("label cardinality explodes with …"). A verb without -s after the
+//     plural that opens the clause is finite before its complement
+//     ("benchmark numbers come from a laptop"), and a past form right
+//     after the first word before anything but a noun ("latency doubled
+//     after …").
 //   - An auxiliary ("is", "are", "has", "can", "doesn't") or an adverb
 //     such as "never" or "still" after the first word marks a statement
 //     wherever it stands ("cache never expires"): an object holds none.
+//   - "Need to" is a modal ("unit tests need to run in milliseconds"), as
+//     the extractive draft reads it; a modal in a comparison is not
+//     ("longer than it needs to be"). A leading adverb in -ly is left
+//     out ("honestly this file …"), and a degree word after the first
+//     word marks a noun phrase ("way too many allocations").
 //   - A clause ends at a comma, a dash, a bracket or a colon (see
 //     prescribes), and a subordinate one starts at "that", "what",
 //     "how", "not", "but" and the like: verbs after them are not the
@@ -111,12 +83,13 @@ func readsAsInstruction(text string) bool {
 //     work"). Bracketed asides are left out, and quoted text and code
 //     spans read as one noun.
 //
-// Known limits: a plural that is also a verb reads as finite before a
-// second object ("Give external calls a deadline" is refused; "Give
-// every external call a deadline" passes), and as a noun before a
-// preposition even when it is the verb ("Handler panics on nil input"
-// passes); a noun phrase without a verb that opens with an unknown noun
-// ("Memory leak in the worker") reads as an imperative.
+// Known limits: a word in -s after a singular noun reads as a plural
+// noun before a preposition even when it is the verb ("Handler panics on
+// nil input", "Batch size grows without a bound", "Lock order differs
+// between Save and Delete" pass): a reader knows "panics", "grows" and
+// "differs" are not things, and the parse does not; a noun phrase
+// without a verb that opens with an unknown noun ("Memory leak in the
+// worker", "Race condition between …") reads as an imperative.
 var (
 	// prescriptiveStarts open an instruction.
 	prescriptiveStarts = toSet(`always never don't dont avoid ensure prefer only please pls plz let let's`)
@@ -126,14 +99,15 @@ var (
 	// conditionals open a clause before the instruction ("when …, use …").
 	conditionals = toSet(`when whenever if unless before after once for in on during while where without because
 since until besides except`)
-	// fillers before the first clause say nothing ("hmm", "also", "and").
+	// fillers before the first clause say nothing ("hmm", "also", "and",
+	// "lol").
 	fillers = toSet(`hmm hmmm ehh eh uh um ugh oh ah nit nitpick fyi imo btw ok okay well so also again still yeah yes
-and or but then`)
+and or but then lol wow meh nope yikes`)
 	// statementStarts open a subject or a noun phrase: a determiner, a
 	// pronoun, a question word, or a negation or quantity ("no timeout
 	// on the client", "too many nested ifs").
 	statementStarts = toSet(`the a an this that these those there it its we they i he she you our my their his her
-some many most no not too nobody none nothing neither every each all any both either several few half
+another some many most no not too nobody none nothing neither every each all any both either several few half
 zero one two three four five ten someone somebody everyone everybody anyone anybody which what who whom whose
 why how it's that's there's they're we're you're i'm i've i'd i'll we'll we've they've here's what's who's
 he's she's`)
@@ -207,7 +181,25 @@ until unless before after once not but`)
 	pastForms = toSet(`got hung made kept sent lost told meant said held found`)
 	// simplePast are past forms that are never participles: finite
 	// wherever they stand.
-	simplePast = toSet(`went broke took threw ran wrote became blew grew began`)
+	simplePast = toSet(`went broke took threw ran wrote became blew grew began forgot`)
+	// baseFormsInLy are verbs that look like adverbs.
+	baseFormsInLy = toSet(`apply reply supply multiply`)
+	// particles complete a phrasal verb: after a word in -s they mark it
+	// as a verb ("queue fills up"), as no plural noun takes one.
+	particles = toSet(`up down out off away back`)
+	// objectDeterminers open an object: after a word in -s that follows
+	// the clause's first word or its noun, one marks that word as the
+	// finite verb ("wrap hides the original error", "audit log records
+	// the wrong user"), because an imperative's object does not take a
+	// second object unless its verb gives something to someone.
+	objectDeterminers = toSet(`the a an this these those its their your our my his her every each`)
+	// givingVerbs take two objects, so a plural and a determiner after
+	// them are an object each ("give external calls a deadline").
+	givingVerbs = toSet(`give send pass hand grant assign offer show tell teach leave allow deny charge`)
+	// contentClauses after a word in -s are its object ("comment
+	// describes what the code did"); a noun takes "that" or "which", not
+	// these.
+	contentClauses = toSet(`what how why whether`)
 	// notThirdPerson end in -s without being a verb's -s form or a plural.
 	notThirdPerson = toSet(`alias bias canvas perhaps thus plus chaos`)
 )
@@ -283,10 +275,8 @@ func prescription(sentence string) reading {
 	if len(ws) == 0 {
 		return states
 	}
-	for _, w := range ws {
-		if modals[w] {
-			return instructs
-		}
+	if requires(ws) {
+		return instructs
 	}
 	first, rest := firstClause(sentence)
 	switch {
@@ -313,6 +303,26 @@ func prescription(sentence string) reading {
 		return prescription(rest)
 	}
 	return imperative(lead)
+}
+
+// requires reports whether a clause states a requirement with a modal
+// ("errors should carry context", "every handler must …") or with "need
+// to" ("unit tests need to run in milliseconds"), as the extractive draft
+// reads them (draft.go, modalPattern). A modal in a comparison says how
+// far something falls short, not what to do ("longer than it needs to
+// be", "not as fast as it should be"), and "I need to …" tells of the
+// speaker's own chore.
+func requires(ws []string) bool {
+	for i, w := range ws {
+		if w == "than" || w == "as" {
+			return false
+		}
+		need := (w == "need" || w == "needs") && i+1 < len(ws) && ws[i+1] == "to" && (i == 0 || ws[i-1] != "i")
+		if modals[w] || need {
+			return true
+		}
+	}
+	return false
 }
 
 // instructionInCondition reads the instruction that follows a condition
@@ -353,10 +363,18 @@ func instructionInCondition(ws []string) reading {
 
 // skipFillers drops the fillers that open a clause.
 func skipFillers(ws []string) []string {
-	for len(ws) > 0 && fillers[ws[0]] {
+	for len(ws) > 0 && (fillers[ws[0]] || sentenceAdverb(ws[0])) {
 		ws = ws[1:]
 	}
 	return ws
+}
+
+// sentenceAdverb reports whether w is an adverb in -ly that comments on
+// the sentence rather than belonging to its clause ("honestly this file
+// …", "explicitly close …"): not a verb in -ly ("apply", "reply") and not
+// "only", which opens an instruction.
+func sentenceAdverb(w string) bool {
+	return len(w) > 5 && strings.HasSuffix(w, "ly") && !baseFormsInLy[w]
 }
 
 // clauseEnd ends the first clause of a sentence: a comma, a semicolon,
@@ -389,7 +407,16 @@ func imperative(ws []string) reading {
 	case statementStarts[first], subjectlessStarts[first], politeAsks[first], first == codeWord, isNumber(first),
 		adjective(first):
 		return states
+	case len(ws) > 1 && ws[1] == "too":
+		// "Way too many allocations": a degree word after the first
+		// word, where an imperative has its object.
+		return states
 	case directiveVerbs[first] != "" && !ambiguousVerbs[first]:
+		if len(ws) > 2 && thirdPerson(ws[1]) && (objectDeterminers[ws[2]] || contentClauses[ws[2]]) && !givingVerbs[first] {
+			// "Wrap hides the original error": a known verb used as the
+			// subject's noun.
+			return states
+		}
 		return instructs
 	case thirdPerson(first) || participle(first) || simplePast[first] || pastForms[first]:
 		// "Leaks the token", "Returns nil", "Swallowed errors",
@@ -434,6 +461,29 @@ func finiteAt(ws []string, i int) bool {
 		// "Reviewer approved it": an imperative's object does not start
 		// with a past form.
 		return true
+	case i == 1 && strings.HasSuffix(w, "ed") && participle(w) && (next == "" || functionWord(next)):
+		// "Latency doubled after this change": a past form right after
+		// the first word, before anything but a noun, is its verb.
+		return true
+	case thirdPerson(w) && !plural(prev) && !functionWord(prev) && !givingVerbs[ws[0]] &&
+		(objectDeterminers[next] || contentClauses[next] || particles[next]):
+		// "Wrap hides the original error", "Comment describes what …",
+		// "Queue fills up": a verb with its object or its particle.
+		return true
+	case i > 1 && strings.HasSuffix(w, "ed") && (next == "below" || next == "above"):
+		// "Test coverage dropped below 60%".
+		return true
+	case i == 2 && thirdPerson(w) && abstractNoun(prev) && (prepositions[next] || next == ""):
+		// "Label cardinality explodes with …": an abstract noun heads its phrase, so what follows
+		// it is a verb; an imperative's object puts its head last
+		// ("network calls", "tool versions").
+		return true
+	case i > 1 && baseForm(w) && plural(prev) && (prepositions[next] || objectDeterminers[next]) && !anyFunctionWord(ws[:i]):
+		// "Benchmark numbers come from a laptop": a verb without -s
+		// agrees with the plural that opens the clause and takes a
+		// complement; a plural after a determiner or a preposition
+		// modifies the next noun ("to the metrics backend every …").
+		return true
 	}
 	if !verbForms[w] || determiners[prev] || prepositions[prev] || strings.HasSuffix(prev, "'s") {
 		// "every call", "per call", "the caller's call": a noun.
@@ -453,7 +503,8 @@ func finiteAt(ws []string, i int) bool {
 		// Agrees only with a singular subject ("log lines includes" is
 		// not English). "Calls" after "external" is a plural noun when
 		// a preposition or the clause's end follows it.
-		if plural(prev) {
+		if plural(prev) || givingVerbs[ws[0]] && objectDeterminers[next] {
+			// "give external calls a deadline": two objects.
 			return false
 		}
 		return verbOnlyForms[w] || prev == codeWord || !(next == "" || next == "only" || prepositions[next] ||
@@ -464,6 +515,45 @@ func finiteAt(ws []string, i int) bool {
 		// ("external call").
 		return plural(prev) || subjectPronouns[prev]
 	}
+}
+
+// baseForm reports whether w may be a verb's base form: a word of
+// letters without the endings of a participle, a plural, an adverb or an
+// adjective ("optional", "active", "stable"), and not a word of the
+// grammar or a particle ("pass timeouts down through …").
+func baseForm(w string) bool {
+	if len(w) < 3 || functionWord(w) || particles[w] || thirdPerson(w) || participle(w) || adjective(w) ||
+		strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) >= 0 {
+		return false
+	}
+	for _, suffix := range []string{"ly", "al", "ive", "able", "ible", "ic", "ent", "ant", "ary", "ory"} {
+		if strings.HasSuffix(w, suffix) {
+			return false
+		}
+	}
+	return true
+}
+
+// abstractNoun reports whether w has the ending of an abstract noun
+// ("cardinality", "latency", "deployment"), which heads a noun phrase rather
+// than modifying the next noun; not -ion ("function calls").
+func abstractNoun(w string) bool {
+	for _, suffix := range []string{"ity", "ness", "ment", "ance", "ence", "ency", "ancy", "ship"} {
+		if len(w) > len(suffix)+2 && strings.HasSuffix(w, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyFunctionWord reports whether one of ws is a function word.
+func anyFunctionWord(ws []string) bool {
+	for _, w := range ws {
+		if functionWord(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // functionWord reports whether w is a word of the grammar rather than a
