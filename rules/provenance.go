@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -49,16 +48,12 @@ func decisionsOf(idx []int, by []string, clusterID string) []string {
 	return slices.Compact(out)
 }
 
-// supportNote is the support a lesson draft ends with (" — flagged 3
-// times by 3 reviewers in 3 epics."): precept's count, not advice.
-var supportNote = regexp.MustCompile(`\s+—\s+flagged \d+ times? by \d+ reviewers? in \d+ epics?\.?\s*$`)
-
 // attribute cuts a rule text into clauses and says, for each, which
 // decisions of the evidence ask for it (lesson.Supports). known are the
 // clauses whose source the drafter knows; any other clause is given
 // source.
 func attribute(content string, ev rulefmt.Evidence, known []rulefmt.Clause, source string) []rulefmt.Clause {
-	body := strings.TrimSpace(supportNote.ReplaceAllString(text.OneLine(safetext.Redact(content)), ""))
+	body := rulefmt.Advice(safetext.Redact(content))
 	if body == "" {
 		return nil
 	}
