@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,4 +109,38 @@ var sourceWords = map[string]string{
 	rulefmt.SourceGuidance:  "from the category's guidance",
 	rulefmt.SourceModel:     "written by the model",
 	rulefmt.SourceEdit:      "edited in",
+}
+
+// checkEdit runs the evidence guard on a proposal's text as edited on a
+// remote: against its cluster's evidence when the evidence source still
+// has it, the clauses the draft recorded keeping their source.
+// Otherwise the guard says it could not check, and the impact preview,
+// which reads the evidence decisions themselves, is the check.
+func (m *Manager) checkEdit(ctx context.Context, p rulefmt.Proposal, content, remote string) ([]rulefmt.Clause, []rulefmt.GuardResult) {
+	if ev, ok := m.clusterEvidence(ctx, p.ClusterID); ok {
+		clauses := attribute(content, ev, p.Clauses, rulefmt.SourceEdit)
+		return clauses, []rulefmt.GuardResult{evidenceGuard(clauses)}
+	}
+	return nil, []rulefmt.GuardResult{{Guard: rulefmt.GuardEvidence, Passed: true,
+		Reason: "not checked on the text edited on " + remote + ": its cluster's evidence is not at hand; the impact preview checks the text against its decisions"}}
+}
+
+// clusterEvidence is a cluster's evidence from the evidence source, if
+// the cluster is still generalizable.
+func (m *Manager) clusterEvidence(ctx context.Context, clusterID string) (rulefmt.Evidence, bool) {
+	if clusterID == "" || m.opts.Evidence == nil {
+		return rulefmt.Evidence{}, false
+	}
+	evs, err := m.opts.Evidence.Generalizable(ctx)
+	if err != nil {
+		m.log.Warn("read the evidence to check an edited rule text", "cluster_id", clusterID, "err", err)
+		return rulefmt.Evidence{}, false
+	}
+	for _, ev := range evs {
+		if ev.ClusterID == clusterID {
+			ev, ok := m.policy.normalizeEvidence(ev)
+			return ev, ok
+		}
+	}
+	return rulefmt.Evidence{}, false
 }

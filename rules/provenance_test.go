@@ -152,3 +152,36 @@ func TestAClauseTheEvidenceDoesNotAskForIsShownToTheCurator(t *testing.T) {
 		t.Fatalf("FailedGuard reports the evidence guard as holding the proposal")
 	}
 }
+
+// A curator edits the drafted text on the remote and adds retries no
+// reviewer asked for: the edit is taken, and the evidence guard names
+// the added clause.
+func TestACuratorsEditThatAddsAClauseIsShownToTheCurator(t *testing.T) {
+	f := newTrustFixture(t)
+	p := f.proposeOne(timeoutCluster(t))
+	f.syncAll()
+	advice := rulefmt.Advice(p.Content)
+	edited := strings.TrimSuffix(advice, ".") + ", and retry with backoff."
+	f.forge(rulefmt.ProposalBranch(p.ID), rulefmt.ProposalPath(p.ID), func(s string) string {
+		return strings.Replace(s, p.Content, edited, 1)
+	})
+	f.syncAll()
+	got := f.get(p.ID)
+	if got.Content != edited {
+		t.Fatalf("the edit was not taken: %q", got.Content)
+	}
+	g, ok := guardOf(got, rulefmt.GuardEvidence)
+	if !ok || g.Passed || !strings.Contains(g.Reason, "“retry with backoff”") {
+		t.Fatalf("evidence guard = %+v, want it to name the added clause", g)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(got.Guards), func(g rulefmt.GuardResult) bool { return g.Guard != rulefmt.GuardEvidence })); n != 1 {
+		t.Errorf("%d evidence guard results, want the edit's only: %+v", n, got.Guards)
+	}
+	i := slices.IndexFunc(got.Clauses, func(c rulefmt.Clause) bool { return c.Beyond() })
+	if i < 0 || got.Clauses[i].Source != rulefmt.SourceEdit || got.Clauses[i].Text != "retry with backoff" {
+		t.Fatalf("clauses = %+v", got.Clauses)
+	}
+	if got.Clauses[0].Source != rulefmt.SourceGuidance {
+		t.Errorf("the guidance the draft kept lost its source: %+v", got.Clauses[0])
+	}
+}
