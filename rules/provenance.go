@@ -34,16 +34,20 @@ func saidTexts(ev rulefmt.Evidence) (said, by []string) {
 }
 
 // decisionsOf names the decisions behind the evidence texts at idx,
-// distinct and sorted; a text whose decision is unknown counts as the
-// cluster's.
+// distinct and sorted; when none of those texts says its decision, the
+// cluster stands for them ("cluster:<id>").
 func decisionsOf(idx []int, by []string, clusterID string) []string {
 	var out []string
+	unknown := false
 	for _, i := range idx {
-		id := by[i]
-		if id == "" {
-			id = "cluster:" + clusterID
+		if by[i] == "" {
+			unknown = true
+			continue
 		}
-		out = append(out, id)
+		out = append(out, by[i])
+	}
+	if len(out) == 0 && unknown {
+		return []string{"cluster:" + clusterID}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
