@@ -121,6 +121,10 @@ var sourceWords = map[string]string{
 // Otherwise the guard says it could not check, and the impact preview,
 // which reads the evidence decisions themselves, is the check.
 func (m *Manager) checkEdit(ctx context.Context, p rulefmt.Proposal, content, remote string) ([]rulefmt.Clause, []rulefmt.GuardResult) {
+	if p.Kind == rulefmt.KindConsolidation {
+		return nil, []rulefmt.GuardResult{{Guard: rulefmt.GuardEvidence, Passed: true,
+			Reason: "not checked on the text edited on " + remote + ": a consolidation carries the text of rules approved on their own evidence"}}
+	}
 	if ev, ok := m.clusterEvidence(ctx, p.ClusterID); ok {
 		clauses := attribute(content, ev, p.Clauses, rulefmt.SourceEdit)
 		return clauses, []rulefmt.GuardResult{evidenceGuard(clauses)}
