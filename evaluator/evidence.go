@@ -90,6 +90,7 @@ func evidenceOf(v ClusterView, members []Member, taxonomy *lesson.Taxonomy) rule
 	for _, m := range ordered {
 		if m.Asked != "" {
 			e.Asked = append(e.Asked, m.Asked)
+			e.AskedBy = append(e.AskedBy, m.DecisionID)
 		}
 	}
 	return e

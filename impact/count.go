@@ -190,6 +190,35 @@ func readEvidence(ctx context.Context, fb Feedback, ids []string) ([]precept.Dec
 	return out, nil
 }
 
+// maxAddedRunes clips an added clause as a preview names it.
+const maxAddedRunes = 200
+
+// added are the clauses of a rule text no evidence decision's comment
+// asks for (lesson.Supports); none when there is no evidence to compare
+// with.
+func added(content string, evidence []precept.Decision) []string {
+	var said []string
+	for _, d := range evidence {
+		if c := strings.TrimSpace(d.ReviewerComment); c != "" {
+			said = append(said, safetext.Redact(text.ClipRunes(c, maxCommentRunes)))
+		}
+	}
+	advice := rulefmt.Advice(safetext.Redact(content))
+	if len(said) == 0 || advice == "" {
+		return nil
+	}
+	var out []string
+	for _, s := range lesson.Supports(advice, said) {
+		if !s.Supported() {
+			out = append(out, text.ClipWords(strings.TrimRight(s.Clause, ". "), maxAddedRunes))
+		}
+	}
+	return out
+}
+
+// maxCommentRunes bounds the part of a comment read for support.
+const maxCommentRunes = 4000
+
 // scan reads every stored decision up to seq once and counts what t
 // looks for.
 func scan(ctx context.Context, fb Feedback, ev Evaluations, classify func(precept.Decision) string, t target, upTo uint64) (tally, error) {

@@ -779,3 +779,35 @@ func TestARecountEmbedsOnlyTheGuidanceThatChanged(t *testing.T) {
 		t.Errorf("after one passage was added: embedded %d texts (want 1), cache holds %d vectors (want 6)", emb.texts, cache.Len())
 	}
 }
+
+// A curator's edit adds a clause no comment of the evidence asks for:
+// the preview of the edited text names it, the preview of the drafted
+// text names nothing (docs/lessons.md, "Rules no wider than the
+// evidence").
+func TestThePreviewNamesTheClausesNoReviewerAskedFor(t *testing.T) {
+	e := newEnv(t)
+	s, err := New(e.sources, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.Compute(context.Background(), e.proposal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pv.Added) != 0 || strings.Contains(pv.Summary(), "no reviewer asked for") {
+		t.Fatalf("the drafted text adds %q: %s", pv.Added, pv.Summary())
+	}
+	edited := e.proposal
+	edited.Content = "Always set a timeout on outbound HTTP calls and retry them with backoff, and cache every response for an hour — flagged 3 times by 3 reviewers in 2 epics."
+	edited.ContentRevision++
+	pv, err = s.Compute(context.Background(), edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cache every response for an hour"}; !slices.Equal(pv.Added, want) {
+		t.Fatalf("added = %q, want %q", pv.Added, want)
+	}
+	if sum := pv.Summary(); !strings.Contains(sum, "adds what no reviewer asked for: “cache every response for an hour”") {
+		t.Fatalf("summary %q does not name the added clause", sum)
+	}
+}

@@ -25,6 +25,11 @@ type Preview struct {
 	// lesson is in Category.
 	Cluster           Counts `json:"cluster"`
 	CategoryNegatives Counts `json:"category_negatives"`
+	// Added are the clauses of the rule text that no comment of its
+	// evidence decisions asks for (docs/lessons.md, "Rules no wider than
+	// the evidence"): guidance added beyond what reviewers said, by the
+	// drafter, a model or an edit.
+	Added []string `json:"added,omitempty"`
 	// ApprovalsInScope counts the approved decisions in Scope;
 	// OverCorrect those of them whose comment classifies into Category.
 	ApprovalsInScope int    `json:"approvals_in_scope"`
@@ -208,6 +213,9 @@ func (p Preview) Summary() string {
 	if p.Category != "" {
 		parts[0] += " in " + p.Category
 	}
+	if len(p.Added) > 0 {
+		parts = append(parts, "adds what no reviewer asked for: “"+strings.Join(p.Added, "”; “")+"”")
+	}
 	parts = append(parts, fmt.Sprintf("could over-correct %d of %d %s in scope", p.OverCorrect.Total, p.ApprovalsInScope, text.Plural(p.ApprovalsInScope, "approval", "approvals")))
 	var similar, opposing []string
 	for _, s := range p.Similar {
@@ -277,5 +285,6 @@ func (p Preview) clone() Preview {
 	p.Scope.Gates = slices.Clone(p.Scope.Gates)
 	p.Scope.PathPrefixes = slices.Clone(p.Scope.PathPrefixes)
 	p.Similar = slices.Clone(p.Similar)
+	p.Added = slices.Clone(p.Added)
 	return p
 }

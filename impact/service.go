@@ -421,6 +421,11 @@ func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Pr
 		c.capEpics()
 	}
 	pv.ProposalID, pv.ContentRevision, pv.Category, pv.Scope = p.ID, p.ContentRevision, cat, t.scope
+	if p.Kind == rulefmt.KindNewRule || p.Kind == "" {
+		// A consolidation carries approved rules' text besides the new
+		// guidance: that text was approved on its own evidence.
+		pv.Added = added(p.Content, evidence)
+	}
 	pv.FeedbackSeq, pv.ComputedAt = seq, s.opts.Now().UTC()
 	return pv, tl, nil
 }

@@ -1,6 +1,7 @@
 package lesson
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -12,62 +13,120 @@ import (
 // Narrowed is what a category's canonical rule says that the evidence
 // asks for (docs/lessons.md, "Rules no wider than the evidence").
 type Narrowed struct {
-	// Text is the kept clauses joined into one instruction; the whole
-	// rule when the evidence names none of its parts.
+	// Text is the kept clauses joined into one instruction: the whole
+	// rule when the evidence supports every clause, "" when it supports
+	// none.
 	Text string
+	// Kept are the clauses kept, each with the evidence behind it.
+	Kept []Support
 	// Left are the clauses left out: guidance no comment of the evidence
-	// names.
+	// supports.
 	Left []string
 }
 
-// Narrow keeps the clauses of a canonical rule that the evidence names.
-// A rule is cut into clauses at its semicolons and at ", and" before an
-// instruction verb; a clause that refers back ("never discard it") stays
-// with the one before it, and a rule that opens with a scope ("When …,",
-// "In hot paths …") is not cut. A clause is named when a comment shares
-// one of its distinctive terms with it (stemmed as the classifier reads text;
-// terms found in many canonical rules, such as "error" or "every", do
-// not count). When the evidence names no clause, nothing tells the
-// clauses apart, and when it names every clause, nothing is left out:
-// either way the rule is kept as written.
+// Support is one clause of a rule text and the evidence that asks for
+// it.
+type Support struct {
+	Clause string
+	// Evidence are the indexes of the evidence texts that support the
+	// clause; none when nothing does.
+	Evidence []int
+	// Words are the terms those texts share with the clause, sorted.
+	Words []string
+}
+
+// Supported reports whether some evidence asks for the clause.
+func (s Support) Supported() bool { return len(s.Evidence) > 0 }
+
+// Narrow keeps the clauses of a canonical rule that the evidence
+// supports. A rule is cut into clauses as Supports cuts it. When the
+// evidence supports every clause the rule is kept as written; when it
+// supports none, Text is empty: the canonical guidance says nothing the
+// reviewers asked for, and the caller drafts from their words.
 func Narrow(rule string, evidence []string) Narrowed {
 	rule = strings.TrimSpace(rule)
-	if opensWithScope(rule) {
-		// "When returning an error, wrap it …, and use an error type":
-		// the scope holds for every clause, and a clause cut from it
-		// would say more than the rule.
-		return Narrowed{Text: rule}
-	}
-	units := ruleClauses(rule)
-	if len(units) < 2 {
-		return Narrowed{Text: rule}
-	}
-	said := map[string]bool{}
-	for _, e := range evidence {
-		for _, t := range terms(e, nil) {
-			said[t] = true
-		}
-	}
-	generic := genericTerms()
-	named := make([]bool, len(units))
-	for i, u := range units {
-		named[i] = slices.ContainsFunc(terms(u, nil), func(t string) bool { return said[t] && !generic[t] && t != negation })
-	}
-	if !slices.Contains(named, true) || !slices.Contains(named, false) {
-		return Narrowed{Text: rule}
-	}
-	var kept []string
+	units := Supports(rule, evidence)
 	var out Narrowed
-	for i, u := range units {
-		if named[i] {
-			kept = append(kept, u)
+	var kept []string
+	for _, u := range units {
+		if u.Supported() {
+			kept = append(kept, u.Clause)
+			out.Kept = append(out.Kept, u)
 		} else {
-			out.Left = append(out.Left, strings.TrimRight(u, ". "))
+			out.Left = append(out.Left, strings.TrimRight(u.Clause, ". "))
 		}
+	}
+	switch {
+	case len(kept) == 0:
+		return out
+	case len(out.Left) == 0:
+		out.Text = rule
+		if len(out.Kept) == 1 {
+			out.Kept[0].Clause = rule
+		}
+		return out
 	}
 	out.Text = text.UpperFirst(strings.Join(kept, "; "))
 	if !strings.HasSuffix(out.Text, ".") {
 		out.Text += "."
+	}
+	return out
+}
+
+// Supports cuts a rule text into clauses and says which evidence texts
+// support each. A text is cut at its semicolons and at ", and" before an
+// instruction verb; a clause that refers back ("never discard it") stays
+// with the one before it, and a text that opens with a scope ("When
+// …,", "In hot paths …") is one clause. An evidence text supports a
+// clause when it shares with it two distinctive terms, or one rare term
+// (stemmed as the classifier reads text; found in at most rareShare of
+// the canonical rules, or in none). Terms found in many canonical rules,
+// such as "error" or "every", do not count: they say nothing about which
+// clause a reviewer meant.
+func Supports(rule string, evidence []string) []Support {
+	rule = strings.TrimSpace(rule)
+	units := []string{rule}
+	if !opensWithScope(rule) {
+		// "When returning an error, wrap it …, and use an error type":
+		// the scope holds for every clause, and a clause cut from it
+		// would say more than the rule.
+		units = ruleClauses(rule)
+	}
+	said := make([]map[string]bool, len(evidence))
+	for i, e := range evidence {
+		said[i] = map[string]bool{}
+		for _, t := range terms(e, nil) {
+			said[i][t] = true
+		}
+	}
+	generic, df := genericTerms(), ruleFrequencies()
+	rare := rareShare * float64(len(DefaultTaxonomy().Categories))
+	out := make([]Support, 0, len(units))
+	for _, u := range units {
+		if strings.TrimSpace(u) == "" {
+			continue
+		}
+		s := Support{Clause: u}
+		words := map[string]bool{}
+		for i, m := range said {
+			var shared []string
+			strong := false
+			for _, t := range terms(u, nil) {
+				if !m[t] || generic[t] || t == negation || slices.Contains(shared, t) {
+					continue
+				}
+				shared = append(shared, t)
+				strong = strong || float64(df[t]) <= rare
+			}
+			if strong || len(shared) >= 2 {
+				s.Evidence = append(s.Evidence, i)
+				for _, t := range shared {
+					words[t] = true
+				}
+			}
+		}
+		s.Words = slices.Sorted(maps.Keys(words))
+		out = append(out, s)
 	}
 	return out
 }
@@ -169,12 +228,28 @@ func refersBack(clause string) bool {
 // term may appear in and still tell one clause from another.
 const genericShare = 0.08
 
+// rareShare is the share of the embedded taxonomy's canonical rules a
+// term may appear in and still support a clause alone.
+const rareShare = 0.04
+
 // genericTerms are the terms of the embedded taxonomy's canonical rules
 // that appear in more than genericShare of them.
 var genericTerms = sync.OnceValue(func() map[string]bool {
 	cats := DefaultTaxonomy().Categories
+	out := map[string]bool{}
+	for t, n := range ruleFrequencies() {
+		if float64(n) > genericShare*float64(len(cats)) {
+			out[t] = true
+		}
+	}
+	return out
+})
+
+// ruleFrequencies counts, for each term, the embedded taxonomy's
+// canonical rules it appears in.
+var ruleFrequencies = sync.OnceValue(func() map[string]int {
 	df := map[string]int{}
-	for _, c := range cats {
+	for _, c := range DefaultTaxonomy().Categories {
 		seen := map[string]bool{}
 		for _, t := range terms(c.Rule, nil) {
 			if !seen[t] {
@@ -183,11 +258,5 @@ var genericTerms = sync.OnceValue(func() map[string]bool {
 			}
 		}
 	}
-	out := map[string]bool{}
-	for t, n := range df {
-		if float64(n) > genericShare*float64(len(cats)) {
-			out[t] = true
-		}
-	}
-	return out
+	return df
 })

@@ -36,10 +36,22 @@ func TestNarrowKeepsTheClausesTheEvidenceNames(t *testing.T) {
 			want:     retry.Rule,
 		},
 		{
-			name:     "nothing named: the rule whole",
+			name:     "nothing named: nothing kept",
 			rule:     retry.Rule,
 			evidence: []string{"this is wrong, please fix"},
-			want:     retry.Rule,
+			want:     "",
+			left: []string{"Give every network or external call a timeout or deadline (client timeout or context)",
+				"retry only idempotent operations on transient errors, with a maximum number of attempts, exponential backoff and jitter"},
+		},
+		{
+			// "operation" and "number" stand in several canonical rules:
+			// one of them alone is no request for retries.
+			name: "a word in passing does not ask for a clause",
+			rule: retry.Rule,
+			evidence: []string{"a number of these outbound requests have no timeout at all",
+				"this operation blocks forever when the upstream stalls, set a timeout pls"},
+			want: "Give every network or external call a timeout or deadline (client timeout or context).",
+			left: []string{"retry only idempotent operations on transient errors, with a maximum number of attempts, exponential backoff and jitter"},
 		},
 		{
 			name: "a clause that refers back stays with the one before it",
@@ -77,9 +89,9 @@ func TestNarrowKeepsTheClausesTheEvidenceNames(t *testing.T) {
 		},
 		{
 			name:     "one clause",
-			rule:     "Check every returned error.",
-			evidence: []string{"unchecked error"},
-			want:     "Check every returned error.",
+			rule:     "Close every file you open.",
+			evidence: []string{"the file handle is never closed"},
+			want:     "Close every file you open.",
 		},
 	}
 	for _, tt := range tests {
@@ -100,7 +112,46 @@ func TestGenericTermsDoNotNameAClause(t *testing.T) {
 		t.Fatalf("generic terms = %v", genericTerms())
 	}
 	got := Narrow(retry.Rule, []string{"this call returns errors"})
-	if got.Text != retry.Rule {
-		t.Fatalf("Narrow = %q, want the rule whole", got.Text)
+	if got.Text != "" {
+		t.Fatalf("Narrow = %q, want nothing kept", got.Text)
+	}
+}
+
+// Two design reviews ask why a document invents a format instead of
+// weighing the standards that exist. "existing" is in the rule about
+// reusing the codebase's helpers too, but one shared word that several
+// canonical rules use is no request to search the codebase.
+func TestADesignReviewAboutStandardsDoesNotAskForCodebaseHelpers(t *testing.T) {
+	reuse, ok := DefaultTaxonomy().Category("context-ignored")
+	if !ok {
+		t.Fatal("no context-ignored category")
+	}
+	evidence := []string{
+		"Why does this doc define a brand new wire format? I'd expect a comparison with the existing standards before we commit to our own.",
+		"Section 3 invents its own encoding. What about the existing standards - were they considered, and why were they rejected?",
+	}
+	if got := Narrow(reuse.Rule, evidence); got.Text != "" || len(got.Kept) != 0 {
+		t.Fatalf("Narrow = %q (kept %+v), want nothing of the codebase rule", got.Text, got.Kept)
+	}
+}
+
+func TestSupportsNamesTheEvidenceBehindEachClause(t *testing.T) {
+	retry, _ := DefaultTaxonomy().Category("retry-timeout")
+	got := Supports(retry.Rule+"; here: set a timeout on outbound calls", []string{
+		"the client has no timeout",
+		"nothing here retries, fine",
+		"please set a timeout on outbound calls",
+	})
+	if len(got) != 3 {
+		t.Fatalf("Supports = %+v, want 3 clauses", got)
+	}
+	if !slices.Equal(got[0].Evidence, []int{0, 2}) || !slices.Contains(got[0].Words, "timeout") {
+		t.Errorf("timeout clause = %+v", got[0])
+	}
+	if !slices.Equal(got[1].Evidence, []int{1}) || !slices.Equal(got[1].Words, []string{"retri"}) {
+		t.Errorf("retry clause = %+v", got[1])
+	}
+	if !slices.Equal(got[2].Evidence, []int{0, 2}) {
+		t.Errorf("reviewers' clause = %+v", got[2])
 	}
 }

@@ -39,6 +39,10 @@ type draft struct {
 	// Left are the clauses of the category's canonical rule a lesson
 	// draft left out because no comment of the evidence asked for them.
 	Left []string
+	// Clauses say where each clause came from and which decisions ask
+	// for it; nil when the drafter does not know (then attribute finds
+	// out).
+	Clauses []rulefmt.Clause
 }
 
 // draftTemplateName names the LLM prompt template beside this file.
@@ -82,7 +86,12 @@ func (pol policy) draft(ctx context.Context, ev rulefmt.Evidence) draft {
 			var d draft
 			if d, err = parseLLMDraft(answer, pol.opts.Quality); err == nil {
 				d.By = "llm:" + pol.opts.LLM.Model()
-				d.Left = narrowRule(ev).Left
+				narrowed := narrowRule(ev)
+				d.Left = narrowed.Left
+				// The model's clauses are checked against the evidence
+				// like anyone's; those it took from the kept guidance
+				// are named as guidance.
+				d.Clauses = attribute(d.Content, ev, guidanceClauses(ev, narrowed), rulefmt.SourceModel)
 				return d
 			}
 		}
@@ -207,7 +216,7 @@ func extractiveDraft(ev rulefmt.Evidence) draft {
 			if reason != "" {
 				s += " Reviewers flagged: " + lowerFirst(reason) + "."
 			}
-			return draft{Type: typ, Content: s, By: "extractive"}
+			return draft{Type: typ, Content: s, By: "extractive", Clauses: attribute(s, ev, nil, rulefmt.SourceReviewers)}
 		}
 	}
 	problem := lowerFirst(trimSentence(text.ClipWords(rulefmt.FirstSentence(texts[0]), maxInstructionRunes)))
@@ -216,40 +225,93 @@ func extractiveDraft(ev rulefmt.Evidence) draft {
 		// blocks.
 		return draft{Type: rulefmt.NegativeExample, By: "extractive"}
 	}
-	return draft{Type: rulefmt.NegativeExample, Content: "Avoid this problem reviewers keep flagging: " + problem + ".", By: "extractive"}
+	content := "Avoid this problem reviewers keep flagging: " + problem + "."
+	return draft{Type: rulefmt.NegativeExample, Content: content, By: "extractive", Clauses: attribute(content, ev, nil, rulefmt.SourceReviewers)}
 }
 
 // narrowRule is the part of the cluster's canonical rule that its
-// comments, and what its reviewers asked for, name (lesson.Narrow).
+// comments, and what its reviewers asked for, support (lesson.Narrow).
 func narrowRule(ev rulefmt.Evidence) lesson.Narrowed {
-	said := make([]string, 0, len(ev.Comments)+len(ev.Asked))
-	for _, c := range ev.Comments {
-		said = append(said, text.ClipRunes(c.Text, maxCommentRunes))
-	}
-	for _, a := range ev.Asked {
-		said = append(said, text.ClipRunes(a, maxCommentRunes))
-	}
+	said, _ := saidTexts(ev)
 	return lesson.Narrow(text.OneLine(ev.CategoryRule), said)
 }
 
-// lessonDraft drafts from the cluster's lesson: the clauses of the
-// category's canonical rule that the comments ask for (lesson.Narrow),
-// specialised by the first prescription of the cluster's own that says
-// more than the rule, with the support behind it ("… — flagged 7 times
-// by 5 reviewers in 4 epics").
+// guidanceClauses are the kept clauses of the category's canonical rule,
+// with the decisions that ask for each.
+func guidanceClauses(ev rulefmt.Evidence, narrowed lesson.Narrowed) []rulefmt.Clause {
+	_, by := saidTexts(ev)
+	var out []rulefmt.Clause
+	for _, k := range narrowed.Kept {
+		out = append(out, rulefmt.Clause{Text: strings.TrimRight(k.Clause, ". "), Source: rulefmt.SourceGuidance, Category: ev.Category,
+			Decisions: decisionsOf(k.Evidence, by, ev.ClusterID), Words: k.Words})
+	}
+	return out
+}
+
 // draftWords reads the words of a rule and a reviewer's request alike,
 // hyphenated words and contractions whole.
 var draftWords = english.Options{Keep: "'-"}
 
+// lessonDraft drafts from the cluster's lesson: the clauses of the
+// category's canonical rule that the evidence supports (lesson.Narrow),
+// specialised by the first prescription of the cluster's own that says
+// more than the rule, with the support behind it ("… — flagged 7 times
+// by 5 reviewers in 4 epics"). When the evidence supports no clause of
+// the canonical rule, the reviewers' own prescription is the rule, or
+// else the extractive draft of their comments; only when their words
+// give no rule is the canonical rule kept whole, and the evidence guard
+// then shows it goes beyond them.
 func lessonDraft(ev rulefmt.Evidence) draft {
 	narrowed := narrowRule(ev)
+	clauses := guidanceClauses(ev, narrowed)
 	rule := narrowed.Text
+	if rule == "" {
+		if d, ok := reviewersDraft(ev); ok {
+			d.Left = narrowed.Left
+			return d
+		}
+		rule = text.OneLine(ev.CategoryRule)
+		clauses = []rulefmt.Clause{{Text: strings.TrimRight(rule, ". "), Source: rulefmt.SourceGuidance, Category: ev.Category}}
+	}
 	content := strings.TrimRight(rule, ". ")
+	if spec, id, ok := askedPrescription(ev, rule, nil); ok {
+		content += "; here: " + lowerFirst(strings.TrimRight(spec, ". "))
+		clauses = append(clauses, rulefmt.Clause{Text: "here: " + lowerFirst(strings.TrimRight(spec, ". ")), Source: rulefmt.SourceReviewers,
+			Decisions: decisionsOf([]int{0}, []string{id}, ev.ClusterID)})
+	}
+	return draft{Type: lessonType(ev), Content: content + supportText(ev), By: "lesson", Left: narrowed.Left, Clauses: clauses}
+}
+
+// reviewersDraft is a lesson draft in the reviewers' words alone: their
+// first prescription, else the extractive draft of their comments,
+// whichever the default quality gate accepts.
+func reviewersDraft(ev rulefmt.Evidence) (draft, bool) {
+	q := DefaultQuality()
+	accepted := func(s string) bool { return q.Check(strings.TrimRight(s, ". ")+supportText(ev)) == "" }
+	if spec, id, ok := askedPrescription(ev, "", accepted); ok {
+		content := strings.TrimRight(spec, ". ")
+		return draft{Type: lessonType(ev), Content: content + supportText(ev), By: "lesson",
+			Clauses: []rulefmt.Clause{{Text: content, Source: rulefmt.SourceReviewers, Decisions: decisionsOf([]int{0}, []string{id}, ev.ClusterID)}}}, true
+	}
+	words := ev
+	words.CategoryRule = ""
+	d := extractiveDraft(words)
+	if d.Content == "" || q.Check(d.Content) != "" {
+		return draft{}, false
+	}
+	d.By = "lesson"
+	return d, true
+}
+
+// askedPrescription is the first thing the cluster's reviewers asked for that
+// reads as an instruction and says more than rule, with the decision it
+// came from; accept, when set, must accept it too.
+func askedPrescription(ev rulefmt.Evidence, rule string, accept func(string) bool) (string, string, bool) {
 	ruleWords := map[string]bool{}
 	for _, w := range english.Tokens(rule, draftWords) {
 		ruleWords[w] = true
 	}
-	for _, asked := range ev.Asked {
+	for i, asked := range ev.Asked {
 		t := text.OneLine(safetext.StripControls(text.ClipRunes(asked, maxCommentRunes)))
 		spec, _, ok := instruction(t)
 		if !ok {
@@ -261,19 +323,30 @@ func lessonDraft(ev rulefmt.Evidence) draft {
 				novel++
 			}
 		}
-		if novel >= 2 && safetext.Secret(spec) == "" {
-			content += "; here: " + lowerFirst(strings.TrimRight(spec, ". "))
-			break
+		if novel >= 2 && safetext.Secret(spec) == "" && (accept == nil || accept(spec)) {
+			id := ""
+			if i < len(ev.AskedBy) {
+				id = ev.AskedBy[i]
+			}
+			return spec, id, true
 		}
 	}
-	reviewers, epics := len(rulefmt.Distinct(ev.Reviewers)), len(rulefmt.Distinct(ev.Epics))
-	content += fmt.Sprintf(" — flagged %d %s by %d %s in %d %s.", ev.Support(), text.Plural(ev.Support(), "time", "times"),
-		reviewers, text.Plural(reviewers, "reviewer", "reviewers"), epics, text.Plural(epics, "epic", "epics"))
-	typ := rulefmt.Guideline
+	return "", "", false
+}
+
+// lessonType is a protected category's constraint, else a guideline.
+func lessonType(ev rulefmt.Evidence) rulefmt.Type {
 	if ev.Protected {
-		typ = rulefmt.Constraint
+		return rulefmt.Constraint
 	}
-	return draft{Type: typ, Content: content, By: "lesson", Left: narrowed.Left}
+	return rulefmt.Guideline
+}
+
+// supportText is the support a lesson draft ends with.
+func supportText(ev rulefmt.Evidence) string {
+	reviewers, epics := len(rulefmt.Distinct(ev.Reviewers)), len(rulefmt.Distinct(ev.Epics))
+	return fmt.Sprintf(" — flagged %d %s by %d %s in %d %s.", ev.Support(), text.Plural(ev.Support(), "time", "times"),
+		reviewers, text.Plural(reviewers, "reviewer", "reviewers"), epics, text.Plural(epics, "epic", "epics"))
 }
 
 // directiveVerbs start a sentence that already reads as an instruction.
@@ -289,7 +362,7 @@ var directiveVerbs = map[string]rulefmt.Type{
 	"cite": rulefmt.Guideline, "link": rulefmt.Guideline, "state": rulefmt.Guideline, "list": rulefmt.Guideline, "close": rulefmt.Guideline,
 	"release": rulefmt.Guideline, "guard": rulefmt.Guideline, "escape": rulefmt.Guideline, "sanitize": rulefmt.Guideline, "verify": rulefmt.Guideline,
 	"pin": rulefmt.Guideline, "specify": rulefmt.Guideline, "clarify": rulefmt.Guideline, "reference": rulefmt.Guideline, "test": rulefmt.Guideline,
-	"consider": rulefmt.Guideline, "break": rulefmt.Guideline, "name": rulefmt.Guideline, "annotate": rulefmt.Guideline, "mock": rulefmt.Guideline,
+	"consider": rulefmt.Guideline, "compare": rulefmt.Guideline, "justify": rulefmt.Guideline, "break": rulefmt.Guideline, "name": rulefmt.Guideline, "annotate": rulefmt.Guideline, "mock": rulefmt.Guideline,
 }
 
 // leadIns are filler a reviewer puts before the point.

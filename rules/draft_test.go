@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -162,17 +163,29 @@ func TestLessonDraftsStartFromTheCategoryRuleAndSayWhatBacksThem(t *testing.T) {
 		Size:         7,
 		Reviewers:    []string{"ann", "bob", "cat", "dan", "eve"},
 		Epics:        []string{"E1", "E2", "E3", "E4"},
+		// The comments ask for what the category's rule says.
+		Comments: []rulefmt.Comment{{DecisionID: "d1", Text: "the caught exception is discarded, again"}},
 		Asked: []string{
 			"return it", // says nothing the rule does not
 			"use the token ghp_abcdefghijklmnopqrstuvwxyz0123456789ab here", // a secret never reaches a rule
 			"return the error from Close to the caller so failed cleanups surface in the job log",
 		},
+		AskedBy: []string{"d2", "d3", "d4"},
 	}
 	d := extractiveDraft(ev)
 	want := "Check every returned error and caught exception: return it or handle it; never discard it; " +
 		"here: return the error from Close to the caller so failed cleanups surface in the job log — flagged 7 times by 5 reviewers in 4 epics."
 	if d.Content != want || d.Type != rulefmt.Constraint || d.By != "lesson" {
 		t.Fatalf("draft = %+v\nwant %q", d, want)
+	}
+	// Each clause says where it came from.
+	wantClauses := []rulefmt.Clause{
+		{Text: "Check every returned error and caught exception: return it or handle it; never discard it", Source: rulefmt.SourceGuidance,
+			Decisions: []string{"d1"}, Words: []string{"caught", "discard", "except"}},
+		{Text: "here: return the error from Close to the caller so failed cleanups surface in the job log", Source: rulefmt.SourceReviewers, Decisions: []string{"d4"}},
+	}
+	if !reflect.DeepEqual(d.Clauses, wantClauses) {
+		t.Fatalf("clauses = %+v\nwant      %+v", d.Clauses, wantClauses)
 	}
 	// Without a prescription of its own, the rule and its support; an
 	// unprotected category gives a guideline.

@@ -188,7 +188,12 @@ func (pol policy) guard(ctx context.Context, st *gitstore.State, retired []gitst
 	// Whatever the outcome, it is committed: a draft held for a secret
 	// (or held before the quality gate saw it) never carries the secret
 	// into the repository. The guard's reason names its kind only.
-	defer func() { p.Content = safetext.Redact(p.Content) }()
+	defer func() {
+		p.Content = safetext.Redact(p.Content)
+		for i := range p.Clauses {
+			p.Clauses[i].Text = safetext.Redact(p.Clauses[i].Text)
+		}
+	}()
 	result := func(guard string, passed bool, reason string) {
 		p.Guards = append(p.Guards, rulefmt.GuardResult{Guard: guard, Passed: passed, Reason: reason})
 	}
@@ -429,7 +434,7 @@ func (pol policy) planDraft(st *gitstore.State, retired []gitstore.RetiredRule, 
 		case held.Status == rulefmt.Deferred && !pol.rateCapAllows(st, held.Agents, now):
 			return draftPlan{}, false
 		case held.Status == rulefmt.Deferred:
-			plan.reuse = draft{Type: held.Type, Content: held.Content, By: held.DraftedBy}
+			plan.reuse = draft{Type: held.Type, Content: held.Content, By: held.DraftedBy, Clauses: held.Clauses}
 		case ev.Support() <= held.Support:
 			return draftPlan{}, false
 		}
@@ -445,6 +450,10 @@ func (pol policy) drafted(ev rulefmt.Evidence, plan draftPlan, d draft, now time
 		// The curator sees what the drafter chose not to say.
 		summary += " Left out of the category's guidance, as no comment asked for it: “" + strings.Join(d.Left, "”; “") + "”."
 	}
+	clauses := d.Clauses
+	if clauses == nil {
+		clauses = attribute(d.Content, ev, nil, rulefmt.SourceReviewers)
+	}
 	return rulefmt.Proposal{
 		ID: plan.id, Kind: rulefmt.KindNewRule, Status: rulefmt.Pending, Revision: 1, ContentRevision: 1,
 		FeedbackIDs: ev.FeedbackIDs, Confidence: ev.Confidence, Agents: ev.Agents, Type: d.Type,
@@ -452,6 +461,9 @@ func (pol policy) drafted(ev rulefmt.Evidence, plan draftPlan, d draft, now time
 		ProposedBy: rulefmt.SystemProposer, ClusterID: ev.ClusterID, Generation: plan.generation, Class: ev.Class, Priority: ev.Priority(),
 		Support: ev.Support(), Reviewers: ev.Reviewers, Epics: ev.Epics, Producers: ev.Producers, Tags: ev.Tags, DraftedBy: d.By,
 		Required: pol.opts.RequiredApprovals, RuleID: rulefmt.RuleIDFor(plan.id), Content: d.Content,
+		// The evidence guard comes first and never holds the draft: it
+		// shows the curator what goes beyond the evidence.
+		Clauses: clauses, Guards: []rulefmt.GuardResult{evidenceGuard(clauses)},
 	}
 }
 

@@ -358,6 +358,10 @@ func (y *syncer) reconcileProposal(ctx context.Context, id string, theirs gitrep
 		// join, and only those of the text kept count.
 		if other.ContentRevision > p.ContentRevision && !other.SameText(p) {
 			p.Content, p.Agents, p.Type, p.InsertionPoint = other.Content, other.Agents, other.Type, other.InsertionPoint
+			// What the evidence guard found goes with the text it checked.
+			p.Clauses = other.Clauses
+			p.Guards = append(slices.DeleteFunc(p.Guards, func(g rulefmt.GuardResult) bool { return g.Guard == rulefmt.GuardEvidence }),
+				slices.DeleteFunc(slices.Clone(other.Guards), func(g rulefmt.GuardResult) bool { return g.Guard != rulefmt.GuardEvidence })...)
 		}
 		texts := !other.SameText(p)
 		for _, a := range other.Approvals {

@@ -257,6 +257,9 @@ func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs, main gi
 		report(rulefmt.IgnoredEditRefused, "the edited text fails the quality gate: "+reason)
 		return y.keepRecord(ctx, id, ours, theirs, bad, nil)
 	}
+	// The edited text is checked against the evidence like a draft;
+	// what the file claims about its clauses is not taken.
+	theirsP.Clauses, theirsP.Guards = y.m.checkEdit(ctx, oursP, theirsP.Content, y.r.Name)
 	return y.keepRecord(ctx, id, ours, theirs, bad, &theirsP)
 }
 
@@ -310,8 +313,11 @@ func (y *syncer) keepRecord(ctx context.Context, id string, ours, theirs gitrepo
 			p.Revision++
 			p.ContentRevision = p.Revision
 			p.UpdatedAt = y.m.now()
-			p.Guards = append(slices.DeleteFunc(slices.Clone(p.Guards), func(g rulefmt.GuardResult) bool { return g.Guard == rulefmt.GuardQuality }),
-				rulefmt.GuardResult{Guard: rulefmt.GuardQuality, Passed: true, Reason: "run again on the text edited on " + remote})
+			p.Guards = append(slices.DeleteFunc(slices.Clone(p.Guards), func(g rulefmt.GuardResult) bool {
+				return g.Guard == rulefmt.GuardQuality || g.Guard == rulefmt.GuardEvidence
+			}), rulefmt.GuardResult{Guard: rulefmt.GuardQuality, Passed: true, Reason: "run again on the text edited on " + remote})
+			p.Guards = append(p.Guards, edit.Guards...)
+			p.Clauses = edit.Clauses
 			msg = fmt.Sprintf("Take the edit of %s from %s on %s: approvals reset\n\n%s by %s changed the rule text; every approval is of the old text, so they are reset and the quality gate ran again. Approvals and status in it are not taken.",
 				id, bad.Hash.String()[:12], remote, bad.Hash.String()[:12], bad.AuthorEmail)
 		}

@@ -201,7 +201,12 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 		fmt.Fprintln(w, "\nGuards")
 		for _, g := range p.GetGuards() {
 			mark := "pass"
-			if !g.GetPassed() {
+			switch {
+			case !g.GetPassed() && g.GetGuard() == "evidence":
+				// It never holds a proposal: it shows what goes beyond
+				// the evidence.
+				mark = "WARN"
+			case !g.GetPassed():
 				mark = "HOLD"
 			}
 			fmt.Fprintf(w, "  %-4s %s%s\n", mark, g.GetGuard(), prefixed(": ", line(g.GetReason())))

@@ -26,7 +26,8 @@ func impactToProto(pv impact.Preview) *preceptv1.ImpactPreview {
 		CategoryNegatives: countsToProto(pv.CategoryNegatives), ApprovalsInScope: int64(pv.ApprovalsInScope),
 		OverCorrect: countsToProto(pv.OverCorrect), ContentRevision: int32(pv.ContentRevision), FeedbackSeq: pv.FeedbackSeq,
 		ComputedAt: tsOrNil(pv.ComputedAt), Unevaluated: int64(pv.Unevaluated), SimilarLeftOut: int64(pv.SimilarLeftOut),
-		Scope: &preceptv1.ImpactScope{Agents: pv.Scope.Agents, Gates: pv.Scope.Gates, PathPrefixes: pv.Scope.PathPrefixes},
+		Scope:        &preceptv1.ImpactScope{Agents: pv.Scope.Agents, Gates: pv.Scope.Gates, PathPrefixes: pv.Scope.PathPrefixes},
+		AddedClauses: pv.Added,
 	}
 	for _, s := range pv.Similar {
 		out.Similar = append(out.Similar, &preceptv1.ImpactSimilar{Kind: s.Kind, Path: s.Path, RuleId: s.RuleID,

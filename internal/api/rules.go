@@ -416,6 +416,10 @@ func proposalToProto(p rulefmt.Proposal) *preceptv1.Proposal {
 	for _, g := range p.Guards {
 		out.Guards = append(out.Guards, &preceptv1.GuardResult{Guard: g.Guard, Passed: g.Passed, Reason: g.Reason})
 	}
+	for _, c := range p.Clauses {
+		out.Clauses = append(out.Clauses, &preceptv1.RuleClause{Text: c.Text, Source: c.Source, Category: c.Category,
+			DecisionIds: c.Decisions, Words: c.Words, BeyondEvidence: c.Beyond()})
+	}
 	return out
 }
 

@@ -35,7 +35,9 @@ func TestAProposalIsReviewedApprovedAndRolledBackInTheConsole(t *testing.T) {
 		t.Fatalf("proposal: %d\n%s", status, body)
 	}
 	mustContain(t, body, `id="status">PENDING`, p.GetRuleContent(), "3 distinct reviewers", "2 distinct epics",
-		"missing unit tests for the new retry helper", `href="/ui/decisions/rule-d1"`, p.GetBranch(), `id="approve"`, `id="reject"`)
+		"missing unit tests for the new retry helper", `href="/ui/decisions/rule-d1"`, p.GetBranch(), `id="approve"`, `id="reject"`,
+		// Where each clause of the rule came from.
+		`id="clauses"`, "Where each clause comes from")
 	rev := revisionOf(t, body)
 
 	// A reader sees the proposal but no forms, and cannot post one.

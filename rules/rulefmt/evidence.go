@@ -38,6 +38,9 @@ type Evidence struct {
 	CategoryRule string
 	Protected    bool
 	Asked        []string
+	// AskedBy are the decisions whose reviewers asked Asked, one for
+	// each; empty when the source does not say.
+	AskedBy []string
 }
 
 // Comment is one reviewer comment of a cluster.

@@ -106,7 +106,44 @@ const (
 	GuardRuleCap         = "rule_cap"
 	GuardSafetyFloor     = "safety_floor"
 	GuardRejectedBefore  = "rejected_before"
+	// GuardEvidence checks that every clause of the rule text is asked
+	// for by the evidence (docs/lessons.md, "Rules no wider than the
+	// evidence"). It never holds a proposal: it fails to show a curator
+	// the clauses that go beyond the evidence.
+	GuardEvidence = "evidence"
 )
+
+// Where a clause of a rule text came from (Clause.Source).
+const (
+	// SourceReviewers: the reviewers' own words.
+	SourceReviewers = "reviewers"
+	// SourceGuidance: the canonical rule of the lesson's category.
+	SourceGuidance = "guidance"
+	// SourceModel: written by the drafting LLM.
+	SourceModel = "model"
+	// SourceEdit: a person's edit of the drafted text.
+	SourceEdit = "edit"
+)
+
+// Clause is one clause of a proposal's rule text, where it came from
+// and the evidence that asks for it (docs/formats.md, "Proposal
+// files").
+type Clause struct {
+	Text string `yaml:"text"`
+	// Source is reviewers, guidance, model or edit.
+	Source string `yaml:"source"`
+	// Category is the taxonomy category whose guidance it is.
+	Category string `yaml:"category,omitempty"`
+	// Decisions are the decisions whose comments ask for it; none when
+	// it goes beyond the evidence.
+	Decisions []string `yaml:"decisions,omitempty"`
+	// Words are the (stemmed) terms those comments share with it.
+	Words []string `yaml:"words,omitempty"`
+}
+
+// Beyond reports whether no decision of the evidence asks for the
+// clause.
+func (c Clause) Beyond() bool { return len(c.Decisions) == 0 }
 
 // GuardResult is the outcome of one guard applied to a proposal.
 type GuardResult struct {
@@ -158,6 +195,10 @@ type Proposal struct {
 	Supersedes      []string         `yaml:"supersedes,omitempty"`
 	Conflicts       []ConflictReport `yaml:"conflicts,omitempty"`
 	Guards          []GuardResult    `yaml:"guards,omitempty"`
+	// Clauses say where each clause of the rule text came from and which
+	// decisions ask for it; empty for a proposal drafted before they
+	// were recorded, or proposed by a person.
+	Clauses []Clause `yaml:"clauses,omitempty"`
 	// EvidenceClusters are other clusters whose duplicate drafts added
 	// their evidence here.
 	EvidenceClusters []string `yaml:"evidence_clusters,omitempty"`
@@ -233,6 +274,11 @@ func (p Proposal) Clone() Proposal {
 	p.Supersedes = slices.Clone(p.Supersedes)
 	p.Conflicts = slices.Clone(p.Conflicts)
 	p.Guards = slices.Clone(p.Guards)
+	p.Clauses = slices.Clone(p.Clauses)
+	for i := range p.Clauses {
+		p.Clauses[i].Decisions = slices.Clone(p.Clauses[i].Decisions)
+		p.Clauses[i].Words = slices.Clone(p.Clauses[i].Words)
+	}
 	p.EvidenceClusters = slices.Clone(p.EvidenceClusters)
 	p.Commits = slices.Clone(p.Commits)
 	if p.Rejection != nil {
@@ -242,10 +288,11 @@ func (p Proposal) Clone() Proposal {
 	return p
 }
 
-// FailedGuard returns the first guard that did not pass.
+// FailedGuard returns the first guard that did not pass and held the
+// proposal; the evidence guard never holds one.
 func (p *Proposal) FailedGuard() (GuardResult, bool) {
 	for _, g := range p.Guards {
-		if !g.Passed {
+		if !g.Passed && g.Guard != GuardEvidence {
 			return g, true
 		}
 	}

@@ -4,9 +4,20 @@ package rulefmt
 // subjects and for the checks that read a rule sentence by sentence.
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 )
+
+// supportNote is the count a drafted rule ends with (" — flagged 3
+// times by 3 reviewers in 3 epics."): precept's, not advice.
+var supportNote = regexp.MustCompile(`\s+—\s+flagged \d+ times? by \d+ reviewers? in \d+ epics?\.?\s*$`)
+
+// Advice is a rule text without the support count a drafted rule ends
+// with, on one line: what the rule asks of the agent.
+func Advice(content string) string {
+	return strings.TrimSpace(supportNote.ReplaceAllString(strings.Join(strings.Fields(content), " "), ""))
+}
 
 // Sentences splits text at sentence ends, new lines and semicolons.
 func Sentences(text string) []string {

@@ -117,8 +117,13 @@ type ImpactPreview struct {
 	// Passages of guidance on main not compared with the rule: past the
 	// cap (4000), base prompts are left out first, then _rules.md files.
 	SimilarLeftOut int64 `protobuf:"varint,14,opt,name=similar_left_out,json=similarLeftOut,proto3" json:"similar_left_out,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Clauses of the rule text that no comment of its evidence decisions
+	// asks for: guidance added beyond what reviewers said, by the drafter,
+	// a model or an edit (docs/lessons.md, "Rules no wider than the
+	// evidence").
+	AddedClauses  []string `protobuf:"bytes,15,rep,name=added_clauses,json=addedClauses,proto3" json:"added_clauses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImpactPreview) Reset() {
@@ -247,6 +252,13 @@ func (x *ImpactPreview) GetSimilarLeftOut() int64 {
 		return x.SimilarLeftOut
 	}
 	return 0
+}
+
+func (x *ImpactPreview) GetAddedClauses() []string {
+	if x != nil {
+		return x.AddedClauses
+	}
+	return nil
 }
 
 // ImpactCounts counts decisions in total, per agent and per epic.
@@ -685,7 +697,7 @@ var File_precept_v1_impact_proto protoreflect.FileDescriptor
 const file_precept_v1_impact_proto_rawDesc = "" +
 	"\n" +
 	"\x17precept/v1/impact.proto\x12\n" +
-	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\x05\n" +
+	"precept.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x05\n" +
 	"\rImpactPreview\x12\x18\n" +
 	"\apending\x18\x01 \x01(\bR\apending\x12\x1a\n" +
 	"\bcategory\x18\x02 \x01(\tR\bcategory\x122\n" +
@@ -702,7 +714,8 @@ const file_precept_v1_impact_proto_rawDesc = "" +
 	"\vcomputed_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"computedAt\x12 \n" +
 	"\vunevaluated\x18\r \x01(\x03R\vunevaluated\x12(\n" +
-	"\x10similar_left_out\x18\x0e \x01(\x03R\x0esimilarLeftOut\"\xd3\x02\n" +
+	"\x10similar_left_out\x18\x0e \x01(\x03R\x0esimilarLeftOut\x12#\n" +
+	"\radded_clauses\x18\x0f \x03(\tR\faddedClauses\"\xd3\x02\n" +
 	"\fImpactCounts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x03R\x05total\x12@\n" +
 	"\bby_agent\x18\x02 \x03(\v2%.precept.v1.ImpactCounts.ByAgentEntryR\abyAgent\x12=\n" +

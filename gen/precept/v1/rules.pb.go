@@ -622,7 +622,8 @@ func (x *ConflictReport) GetInsertionPoint() string {
 type GuardResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// quality, reconsolidation, conflict, rate_cap, rule_cap, safety_floor,
-	// rejected_before.
+	// rejected_before, evidence. The evidence guard never holds a proposal:
+	// it fails to show the clauses that go beyond the evidence.
 	Guard         string `protobuf:"bytes,1,opt,name=guard,proto3" json:"guard,omitempty"`
 	Passed        bool   `protobuf:"varint,2,opt,name=passed,proto3" json:"passed,omitempty"`
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -829,7 +830,12 @@ type Proposal struct {
 	Producers []string `protobuf:"bytes,30,rep,name=producers,proto3" json:"producers,omitempty"`
 	// What the rule would do, computed in the background
 	// (docs/lifecycle.md, "Impact preview").
-	Impact        *ImpactPreview `protobuf:"bytes,40,opt,name=impact,proto3" json:"impact,omitempty"`
+	Impact *ImpactPreview `protobuf:"bytes,40,opt,name=impact,proto3" json:"impact,omitempty"`
+	// Where each clause of the rule text came from and which decisions ask
+	// for it (docs/lessons.md, "Rules no wider than the evidence"); empty
+	// for a proposal drafted before clauses were recorded, or proposed by a
+	// person.
+	Clauses       []*RuleClause `protobuf:"bytes,41,rep,name=clauses,proto3" json:"clauses,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1081,6 +1087,106 @@ func (x *Proposal) GetImpact() *ImpactPreview {
 	return nil
 }
 
+func (x *Proposal) GetClauses() []*RuleClause {
+	if x != nil {
+		return x.Clauses
+	}
+	return nil
+}
+
+// RuleClause is one clause of a proposal's rule text with its
+// provenance.
+type RuleClause struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// "reviewers" (their own words), "guidance" (the category's canonical
+	// rule), "model" (the drafting LLM) or "edit" (a person's edit).
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// The taxonomy category whose guidance it is.
+	Category string `protobuf:"bytes,3,opt,name=category,proto3" json:"category,omitempty"`
+	// The decisions whose comments ask for it; empty when it goes beyond
+	// the evidence.
+	DecisionIds []string `protobuf:"bytes,4,rep,name=decision_ids,json=decisionIds,proto3" json:"decision_ids,omitempty"`
+	// The (stemmed) terms those comments share with it.
+	Words []string `protobuf:"bytes,5,rep,name=words,proto3" json:"words,omitempty"`
+	// No decision of the evidence asks for it.
+	BeyondEvidence bool `protobuf:"varint,6,opt,name=beyond_evidence,json=beyondEvidence,proto3" json:"beyond_evidence,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RuleClause) Reset() {
+	*x = RuleClause{}
+	mi := &file_precept_v1_rules_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuleClause) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuleClause) ProtoMessage() {}
+
+func (x *RuleClause) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_rules_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuleClause.ProtoReflect.Descriptor instead.
+func (*RuleClause) Descriptor() ([]byte, []int) {
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RuleClause) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *RuleClause) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *RuleClause) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *RuleClause) GetDecisionIds() []string {
+	if x != nil {
+		return x.DecisionIds
+	}
+	return nil
+}
+
+func (x *RuleClause) GetWords() []string {
+	if x != nil {
+		return x.Words
+	}
+	return nil
+}
+
+func (x *RuleClause) GetBeyondEvidence() bool {
+	if x != nil {
+		return x.BeyondEvidence
+	}
+	return false
+}
+
 // RuleCommit is one commit in a rule's or proposal's history.
 type RuleCommit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1095,7 +1201,7 @@ type RuleCommit struct {
 
 func (x *RuleCommit) Reset() {
 	*x = RuleCommit{}
-	mi := &file_precept_v1_rules_proto_msgTypes[6]
+	mi := &file_precept_v1_rules_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1213,7 @@ func (x *RuleCommit) String() string {
 func (*RuleCommit) ProtoMessage() {}
 
 func (x *RuleCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[6]
+	mi := &file_precept_v1_rules_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1226,7 @@ func (x *RuleCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleCommit.ProtoReflect.Descriptor instead.
 func (*RuleCommit) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{6}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RuleCommit) GetSha() string {
@@ -1196,7 +1302,7 @@ type Rule struct {
 
 func (x *Rule) Reset() {
 	*x = Rule{}
-	mi := &file_precept_v1_rules_proto_msgTypes[7]
+	mi := &file_precept_v1_rules_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1314,7 @@ func (x *Rule) String() string {
 func (*Rule) ProtoMessage() {}
 
 func (x *Rule) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[7]
+	mi := &file_precept_v1_rules_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1327,7 @@ func (x *Rule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rule.ProtoReflect.Descriptor instead.
 func (*Rule) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{7}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Rule) GetRuleId() string {
@@ -1413,7 +1519,7 @@ type ListProposalsRequest struct {
 
 func (x *ListProposalsRequest) Reset() {
 	*x = ListProposalsRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[8]
+	mi := &file_precept_v1_rules_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1531,7 @@ func (x *ListProposalsRequest) String() string {
 func (*ListProposalsRequest) ProtoMessage() {}
 
 func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[8]
+	mi := &file_precept_v1_rules_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1544,7 @@ func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsRequest.ProtoReflect.Descriptor instead.
 func (*ListProposalsRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{8}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListProposalsRequest) GetStatus() ProposalStatus {
@@ -1489,7 +1595,7 @@ type ListProposalsResponse struct {
 
 func (x *ListProposalsResponse) Reset() {
 	*x = ListProposalsResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[9]
+	mi := &file_precept_v1_rules_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1607,7 @@ func (x *ListProposalsResponse) String() string {
 func (*ListProposalsResponse) ProtoMessage() {}
 
 func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[9]
+	mi := &file_precept_v1_rules_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1620,7 @@ func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsResponse.ProtoReflect.Descriptor instead.
 func (*ListProposalsResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{9}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListProposalsResponse) GetProposals() []*Proposal {
@@ -1547,7 +1653,7 @@ type GetProposalRequest struct {
 
 func (x *GetProposalRequest) Reset() {
 	*x = GetProposalRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[10]
+	mi := &file_precept_v1_rules_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1665,7 @@ func (x *GetProposalRequest) String() string {
 func (*GetProposalRequest) ProtoMessage() {}
 
 func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[10]
+	mi := &file_precept_v1_rules_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1678,7 @@ func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalRequest.ProtoReflect.Descriptor instead.
 func (*GetProposalRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{10}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetProposalRequest) GetProposalId() string {
@@ -1591,7 +1697,7 @@ type GetProposalResponse struct {
 
 func (x *GetProposalResponse) Reset() {
 	*x = GetProposalResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[11]
+	mi := &file_precept_v1_rules_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1709,7 @@ func (x *GetProposalResponse) String() string {
 func (*GetProposalResponse) ProtoMessage() {}
 
 func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[11]
+	mi := &file_precept_v1_rules_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1722,7 @@ func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalResponse.ProtoReflect.Descriptor instead.
 func (*GetProposalResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{11}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetProposalResponse) GetProposal() *Proposal {
@@ -1643,7 +1749,7 @@ type ProposeRuleRequest struct {
 
 func (x *ProposeRuleRequest) Reset() {
 	*x = ProposeRuleRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[12]
+	mi := &file_precept_v1_rules_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1761,7 @@ func (x *ProposeRuleRequest) String() string {
 func (*ProposeRuleRequest) ProtoMessage() {}
 
 func (x *ProposeRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[12]
+	mi := &file_precept_v1_rules_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1774,7 @@ func (x *ProposeRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRuleRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRuleRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{12}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProposeRuleRequest) GetAffectedAgents() []string {
@@ -1729,7 +1835,7 @@ type ProposeRuleResponse struct {
 
 func (x *ProposeRuleResponse) Reset() {
 	*x = ProposeRuleResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[13]
+	mi := &file_precept_v1_rules_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1847,7 @@ func (x *ProposeRuleResponse) String() string {
 func (*ProposeRuleResponse) ProtoMessage() {}
 
 func (x *ProposeRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[13]
+	mi := &file_precept_v1_rules_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1860,7 @@ func (x *ProposeRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRuleResponse.ProtoReflect.Descriptor instead.
 func (*ProposeRuleResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{13}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProposeRuleResponse) GetProposal() *Proposal {
@@ -1776,7 +1882,7 @@ type ApproveRuleRequest struct {
 
 func (x *ApproveRuleRequest) Reset() {
 	*x = ApproveRuleRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[14]
+	mi := &file_precept_v1_rules_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +1894,7 @@ func (x *ApproveRuleRequest) String() string {
 func (*ApproveRuleRequest) ProtoMessage() {}
 
 func (x *ApproveRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[14]
+	mi := &file_precept_v1_rules_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +1907,7 @@ func (x *ApproveRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRuleRequest.ProtoReflect.Descriptor instead.
 func (*ApproveRuleRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{14}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApproveRuleRequest) GetProposalId() string {
@@ -1836,7 +1942,7 @@ type ApproveRuleResponse struct {
 
 func (x *ApproveRuleResponse) Reset() {
 	*x = ApproveRuleResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[15]
+	mi := &file_precept_v1_rules_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1954,7 @@ func (x *ApproveRuleResponse) String() string {
 func (*ApproveRuleResponse) ProtoMessage() {}
 
 func (x *ApproveRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[15]
+	mi := &file_precept_v1_rules_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1967,7 @@ func (x *ApproveRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveRuleResponse.ProtoReflect.Descriptor instead.
 func (*ApproveRuleResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{15}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApproveRuleResponse) GetProposal() *Proposal {
@@ -1889,7 +1995,7 @@ type RejectRuleRequest struct {
 
 func (x *RejectRuleRequest) Reset() {
 	*x = RejectRuleRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[16]
+	mi := &file_precept_v1_rules_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2007,7 @@ func (x *RejectRuleRequest) String() string {
 func (*RejectRuleRequest) ProtoMessage() {}
 
 func (x *RejectRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[16]
+	mi := &file_precept_v1_rules_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2020,7 @@ func (x *RejectRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectRuleRequest.ProtoReflect.Descriptor instead.
 func (*RejectRuleRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{16}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RejectRuleRequest) GetProposalId() string {
@@ -1947,7 +2053,7 @@ type RejectRuleResponse struct {
 
 func (x *RejectRuleResponse) Reset() {
 	*x = RejectRuleResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[17]
+	mi := &file_precept_v1_rules_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2065,7 @@ func (x *RejectRuleResponse) String() string {
 func (*RejectRuleResponse) ProtoMessage() {}
 
 func (x *RejectRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[17]
+	mi := &file_precept_v1_rules_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2078,7 @@ func (x *RejectRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectRuleResponse.ProtoReflect.Descriptor instead.
 func (*RejectRuleResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{17}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RejectRuleResponse) GetProposal() *Proposal {
@@ -1997,7 +2103,7 @@ type ListActiveRulesRequest struct {
 
 func (x *ListActiveRulesRequest) Reset() {
 	*x = ListActiveRulesRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[18]
+	mi := &file_precept_v1_rules_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2115,7 @@ func (x *ListActiveRulesRequest) String() string {
 func (*ListActiveRulesRequest) ProtoMessage() {}
 
 func (x *ListActiveRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[18]
+	mi := &file_precept_v1_rules_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2128,7 @@ func (x *ListActiveRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActiveRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListActiveRulesRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{18}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListActiveRulesRequest) GetAgent() string {
@@ -2055,7 +2161,7 @@ type ListActiveRulesResponse struct {
 
 func (x *ListActiveRulesResponse) Reset() {
 	*x = ListActiveRulesResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[19]
+	mi := &file_precept_v1_rules_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2173,7 @@ func (x *ListActiveRulesResponse) String() string {
 func (*ListActiveRulesResponse) ProtoMessage() {}
 
 func (x *ListActiveRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[19]
+	mi := &file_precept_v1_rules_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2186,7 @@ func (x *ListActiveRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListActiveRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListActiveRulesResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{19}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListActiveRulesResponse) GetRules() []*Rule {
@@ -2099,7 +2205,7 @@ type GetRuleRequest struct {
 
 func (x *GetRuleRequest) Reset() {
 	*x = GetRuleRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[20]
+	mi := &file_precept_v1_rules_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2111,7 +2217,7 @@ func (x *GetRuleRequest) String() string {
 func (*GetRuleRequest) ProtoMessage() {}
 
 func (x *GetRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[20]
+	mi := &file_precept_v1_rules_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2124,7 +2230,7 @@ func (x *GetRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuleRequest.ProtoReflect.Descriptor instead.
 func (*GetRuleRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{20}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetRuleRequest) GetRuleId() string {
@@ -2144,7 +2250,7 @@ type GetRuleResponse struct {
 
 func (x *GetRuleResponse) Reset() {
 	*x = GetRuleResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[21]
+	mi := &file_precept_v1_rules_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2262,7 @@ func (x *GetRuleResponse) String() string {
 func (*GetRuleResponse) ProtoMessage() {}
 
 func (x *GetRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[21]
+	mi := &file_precept_v1_rules_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2275,7 @@ func (x *GetRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuleResponse.ProtoReflect.Descriptor instead.
 func (*GetRuleResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{21}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetRuleResponse) GetRule() *Rule {
@@ -2196,7 +2302,7 @@ type RollbackRuleRequest struct {
 
 func (x *RollbackRuleRequest) Reset() {
 	*x = RollbackRuleRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[22]
+	mi := &file_precept_v1_rules_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2314,7 @@ func (x *RollbackRuleRequest) String() string {
 func (*RollbackRuleRequest) ProtoMessage() {}
 
 func (x *RollbackRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[22]
+	mi := &file_precept_v1_rules_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2327,7 @@ func (x *RollbackRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRuleRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRuleRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{22}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RollbackRuleRequest) GetRuleId() string {
@@ -2248,7 +2354,7 @@ type RollbackRuleResponse struct {
 
 func (x *RollbackRuleResponse) Reset() {
 	*x = RollbackRuleResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[23]
+	mi := &file_precept_v1_rules_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2366,7 @@ func (x *RollbackRuleResponse) String() string {
 func (*RollbackRuleResponse) ProtoMessage() {}
 
 func (x *RollbackRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[23]
+	mi := &file_precept_v1_rules_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2379,7 @@ func (x *RollbackRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRuleResponse.ProtoReflect.Descriptor instead.
 func (*RollbackRuleResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{23}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RollbackRuleResponse) GetRule() *Rule {
@@ -2303,7 +2409,7 @@ type CheckConflictsRequest struct {
 
 func (x *CheckConflictsRequest) Reset() {
 	*x = CheckConflictsRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[24]
+	mi := &file_precept_v1_rules_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2421,7 @@ func (x *CheckConflictsRequest) String() string {
 func (*CheckConflictsRequest) ProtoMessage() {}
 
 func (x *CheckConflictsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[24]
+	mi := &file_precept_v1_rules_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2434,7 @@ func (x *CheckConflictsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckConflictsRequest.ProtoReflect.Descriptor instead.
 func (*CheckConflictsRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{24}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CheckConflictsRequest) GetSubject() isCheckConflictsRequest_Subject {
@@ -2384,7 +2490,7 @@ type CandidateRule struct {
 
 func (x *CandidateRule) Reset() {
 	*x = CandidateRule{}
-	mi := &file_precept_v1_rules_proto_msgTypes[25]
+	mi := &file_precept_v1_rules_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2502,7 @@ func (x *CandidateRule) String() string {
 func (*CandidateRule) ProtoMessage() {}
 
 func (x *CandidateRule) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[25]
+	mi := &file_precept_v1_rules_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2515,7 @@ func (x *CandidateRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CandidateRule.ProtoReflect.Descriptor instead.
 func (*CandidateRule) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{25}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CandidateRule) GetAgents() []string {
@@ -2442,7 +2548,7 @@ type CheckConflictsResponse struct {
 
 func (x *CheckConflictsResponse) Reset() {
 	*x = CheckConflictsResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[26]
+	mi := &file_precept_v1_rules_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2454,7 +2560,7 @@ func (x *CheckConflictsResponse) String() string {
 func (*CheckConflictsResponse) ProtoMessage() {}
 
 func (x *CheckConflictsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[26]
+	mi := &file_precept_v1_rules_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2467,7 +2573,7 @@ func (x *CheckConflictsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckConflictsResponse.ProtoReflect.Descriptor instead.
 func (*CheckConflictsResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{26}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CheckConflictsResponse) GetConflicts() []*ConflictReport {
@@ -2487,7 +2593,7 @@ type GetRuleHistoryRequest struct {
 
 func (x *GetRuleHistoryRequest) Reset() {
 	*x = GetRuleHistoryRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[27]
+	mi := &file_precept_v1_rules_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2499,7 +2605,7 @@ func (x *GetRuleHistoryRequest) String() string {
 func (*GetRuleHistoryRequest) ProtoMessage() {}
 
 func (x *GetRuleHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[27]
+	mi := &file_precept_v1_rules_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2512,7 +2618,7 @@ func (x *GetRuleHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuleHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetRuleHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{27}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetRuleHistoryRequest) GetId() string {
@@ -2531,7 +2637,7 @@ type GetRuleHistoryResponse struct {
 
 func (x *GetRuleHistoryResponse) Reset() {
 	*x = GetRuleHistoryResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[28]
+	mi := &file_precept_v1_rules_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2543,7 +2649,7 @@ func (x *GetRuleHistoryResponse) String() string {
 func (*GetRuleHistoryResponse) ProtoMessage() {}
 
 func (x *GetRuleHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[28]
+	mi := &file_precept_v1_rules_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2556,7 +2662,7 @@ func (x *GetRuleHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRuleHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetRuleHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{28}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetRuleHistoryResponse) GetCommits() []*RuleCommit {
@@ -2587,7 +2693,7 @@ type IgnoredRemoteChange struct {
 
 func (x *IgnoredRemoteChange) Reset() {
 	*x = IgnoredRemoteChange{}
-	mi := &file_precept_v1_rules_proto_msgTypes[29]
+	mi := &file_precept_v1_rules_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +2705,7 @@ func (x *IgnoredRemoteChange) String() string {
 func (*IgnoredRemoteChange) ProtoMessage() {}
 
 func (x *IgnoredRemoteChange) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[29]
+	mi := &file_precept_v1_rules_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +2718,7 @@ func (x *IgnoredRemoteChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IgnoredRemoteChange.ProtoReflect.Descriptor instead.
 func (*IgnoredRemoteChange) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{29}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *IgnoredRemoteChange) GetProposalId() string {
@@ -2665,7 +2771,7 @@ type ListIgnoredRemoteChangesRequest struct {
 
 func (x *ListIgnoredRemoteChangesRequest) Reset() {
 	*x = ListIgnoredRemoteChangesRequest{}
-	mi := &file_precept_v1_rules_proto_msgTypes[30]
+	mi := &file_precept_v1_rules_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2783,7 @@ func (x *ListIgnoredRemoteChangesRequest) String() string {
 func (*ListIgnoredRemoteChangesRequest) ProtoMessage() {}
 
 func (x *ListIgnoredRemoteChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[30]
+	mi := &file_precept_v1_rules_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2796,7 @@ func (x *ListIgnoredRemoteChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIgnoredRemoteChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListIgnoredRemoteChangesRequest) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{30}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{31}
 }
 
 type ListIgnoredRemoteChangesResponse struct {
@@ -2703,7 +2809,7 @@ type ListIgnoredRemoteChangesResponse struct {
 
 func (x *ListIgnoredRemoteChangesResponse) Reset() {
 	*x = ListIgnoredRemoteChangesResponse{}
-	mi := &file_precept_v1_rules_proto_msgTypes[31]
+	mi := &file_precept_v1_rules_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2821,7 @@ func (x *ListIgnoredRemoteChangesResponse) String() string {
 func (*ListIgnoredRemoteChangesResponse) ProtoMessage() {}
 
 func (x *ListIgnoredRemoteChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_rules_proto_msgTypes[31]
+	mi := &file_precept_v1_rules_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2834,7 @@ func (x *ListIgnoredRemoteChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIgnoredRemoteChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListIgnoredRemoteChangesResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_rules_proto_rawDescGZIP(), []int{31}
+	return file_precept_v1_rules_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListIgnoredRemoteChangesResponse) GetChanges() []*IgnoredRemoteChange {
@@ -2780,7 +2886,7 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x129\n" +
 	"\n" +
 	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12'\n" +
-	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\x83\n" +
+	"\x0fposted_revision\x18\b \x01(\x05R\x0epostedRevision\"\xb5\n" +
 	"\n" +
 	"\bProposal\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
@@ -2822,7 +2928,16 @@ const file_precept_v1_rules_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1c\n" +
 	"\tproducers\x18\x1e \x03(\tR\tproducers\x121\n" +
-	"\x06impact\x18( \x01(\v2\x19.precept.v1.ImpactPreviewR\x06impact\"\xfb\x01\n" +
+	"\x06impact\x18( \x01(\v2\x19.precept.v1.ImpactPreviewR\x06impact\x120\n" +
+	"\aclauses\x18) \x03(\v2\x16.precept.v1.RuleClauseR\aclauses\"\xb6\x01\n" +
+	"\n" +
+	"RuleClause\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1a\n" +
+	"\bcategory\x18\x03 \x01(\tR\bcategory\x12!\n" +
+	"\fdecision_ids\x18\x04 \x03(\tR\vdecisionIds\x12\x14\n" +
+	"\x05words\x18\x05 \x03(\tR\x05words\x12'\n" +
+	"\x0fbeyond_evidence\x18\x06 \x01(\bR\x0ebeyondEvidence\"\xfb\x01\n" +
 	"\n" +
 	"RuleCommit\x12\x10\n" +
 	"\x03sha\x18\x01 \x01(\tR\x03sha\x12\x18\n" +
@@ -3018,7 +3133,7 @@ func file_precept_v1_rules_proto_rawDescGZIP() []byte {
 }
 
 var file_precept_v1_rules_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_precept_v1_rules_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_precept_v1_rules_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_precept_v1_rules_proto_goTypes = []any{
 	(RuleType)(0),                            // 0: precept.v1.RuleType
 	(ProposalStatus)(0),                      // 1: precept.v1.ProposalStatus
@@ -3032,104 +3147,106 @@ var file_precept_v1_rules_proto_goTypes = []any{
 	(*GuardResult)(nil),                      // 9: precept.v1.GuardResult
 	(*SlackPost)(nil),                        // 10: precept.v1.SlackPost
 	(*Proposal)(nil),                         // 11: precept.v1.Proposal
-	(*RuleCommit)(nil),                       // 12: precept.v1.RuleCommit
-	(*Rule)(nil),                             // 13: precept.v1.Rule
-	(*ListProposalsRequest)(nil),             // 14: precept.v1.ListProposalsRequest
-	(*ListProposalsResponse)(nil),            // 15: precept.v1.ListProposalsResponse
-	(*GetProposalRequest)(nil),               // 16: precept.v1.GetProposalRequest
-	(*GetProposalResponse)(nil),              // 17: precept.v1.GetProposalResponse
-	(*ProposeRuleRequest)(nil),               // 18: precept.v1.ProposeRuleRequest
-	(*ProposeRuleResponse)(nil),              // 19: precept.v1.ProposeRuleResponse
-	(*ApproveRuleRequest)(nil),               // 20: precept.v1.ApproveRuleRequest
-	(*ApproveRuleResponse)(nil),              // 21: precept.v1.ApproveRuleResponse
-	(*RejectRuleRequest)(nil),                // 22: precept.v1.RejectRuleRequest
-	(*RejectRuleResponse)(nil),               // 23: precept.v1.RejectRuleResponse
-	(*ListActiveRulesRequest)(nil),           // 24: precept.v1.ListActiveRulesRequest
-	(*ListActiveRulesResponse)(nil),          // 25: precept.v1.ListActiveRulesResponse
-	(*GetRuleRequest)(nil),                   // 26: precept.v1.GetRuleRequest
-	(*GetRuleResponse)(nil),                  // 27: precept.v1.GetRuleResponse
-	(*RollbackRuleRequest)(nil),              // 28: precept.v1.RollbackRuleRequest
-	(*RollbackRuleResponse)(nil),             // 29: precept.v1.RollbackRuleResponse
-	(*CheckConflictsRequest)(nil),            // 30: precept.v1.CheckConflictsRequest
-	(*CandidateRule)(nil),                    // 31: precept.v1.CandidateRule
-	(*CheckConflictsResponse)(nil),           // 32: precept.v1.CheckConflictsResponse
-	(*GetRuleHistoryRequest)(nil),            // 33: precept.v1.GetRuleHistoryRequest
-	(*GetRuleHistoryResponse)(nil),           // 34: precept.v1.GetRuleHistoryResponse
-	(*IgnoredRemoteChange)(nil),              // 35: precept.v1.IgnoredRemoteChange
-	(*ListIgnoredRemoteChangesRequest)(nil),  // 36: precept.v1.ListIgnoredRemoteChangesRequest
-	(*ListIgnoredRemoteChangesResponse)(nil), // 37: precept.v1.ListIgnoredRemoteChangesResponse
-	nil,                                      // 38: precept.v1.RuleCommit.TrailersEntry
-	(*timestamppb.Timestamp)(nil),            // 39: google.protobuf.Timestamp
-	(*ImpactPreview)(nil),                    // 40: precept.v1.ImpactPreview
+	(*RuleClause)(nil),                       // 12: precept.v1.RuleClause
+	(*RuleCommit)(nil),                       // 13: precept.v1.RuleCommit
+	(*Rule)(nil),                             // 14: precept.v1.Rule
+	(*ListProposalsRequest)(nil),             // 15: precept.v1.ListProposalsRequest
+	(*ListProposalsResponse)(nil),            // 16: precept.v1.ListProposalsResponse
+	(*GetProposalRequest)(nil),               // 17: precept.v1.GetProposalRequest
+	(*GetProposalResponse)(nil),              // 18: precept.v1.GetProposalResponse
+	(*ProposeRuleRequest)(nil),               // 19: precept.v1.ProposeRuleRequest
+	(*ProposeRuleResponse)(nil),              // 20: precept.v1.ProposeRuleResponse
+	(*ApproveRuleRequest)(nil),               // 21: precept.v1.ApproveRuleRequest
+	(*ApproveRuleResponse)(nil),              // 22: precept.v1.ApproveRuleResponse
+	(*RejectRuleRequest)(nil),                // 23: precept.v1.RejectRuleRequest
+	(*RejectRuleResponse)(nil),               // 24: precept.v1.RejectRuleResponse
+	(*ListActiveRulesRequest)(nil),           // 25: precept.v1.ListActiveRulesRequest
+	(*ListActiveRulesResponse)(nil),          // 26: precept.v1.ListActiveRulesResponse
+	(*GetRuleRequest)(nil),                   // 27: precept.v1.GetRuleRequest
+	(*GetRuleResponse)(nil),                  // 28: precept.v1.GetRuleResponse
+	(*RollbackRuleRequest)(nil),              // 29: precept.v1.RollbackRuleRequest
+	(*RollbackRuleResponse)(nil),             // 30: precept.v1.RollbackRuleResponse
+	(*CheckConflictsRequest)(nil),            // 31: precept.v1.CheckConflictsRequest
+	(*CandidateRule)(nil),                    // 32: precept.v1.CandidateRule
+	(*CheckConflictsResponse)(nil),           // 33: precept.v1.CheckConflictsResponse
+	(*GetRuleHistoryRequest)(nil),            // 34: precept.v1.GetRuleHistoryRequest
+	(*GetRuleHistoryResponse)(nil),           // 35: precept.v1.GetRuleHistoryResponse
+	(*IgnoredRemoteChange)(nil),              // 36: precept.v1.IgnoredRemoteChange
+	(*ListIgnoredRemoteChangesRequest)(nil),  // 37: precept.v1.ListIgnoredRemoteChangesRequest
+	(*ListIgnoredRemoteChangesResponse)(nil), // 38: precept.v1.ListIgnoredRemoteChangesResponse
+	nil,                                      // 39: precept.v1.RuleCommit.TrailersEntry
+	(*timestamppb.Timestamp)(nil),            // 40: google.protobuf.Timestamp
+	(*ImpactPreview)(nil),                    // 41: precept.v1.ImpactPreview
 }
 var file_precept_v1_rules_proto_depIdxs = []int32{
-	39, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
-	39, // 1: precept.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	39, // 2: precept.v1.SlackPost.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 0: precept.v1.Approval.at:type_name -> google.protobuf.Timestamp
+	40, // 1: precept.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	40, // 2: precept.v1.SlackPost.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: precept.v1.Proposal.rule_type:type_name -> precept.v1.RuleType
 	1,  // 4: precept.v1.Proposal.status:type_name -> precept.v1.ProposalStatus
-	39, // 5: precept.v1.Proposal.created_at:type_name -> google.protobuf.Timestamp
+	40, // 5: precept.v1.Proposal.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: precept.v1.Proposal.kind:type_name -> precept.v1.ProposalKind
 	6,  // 7: precept.v1.Proposal.approvals:type_name -> precept.v1.Approval
 	7,  // 8: precept.v1.Proposal.rejection:type_name -> precept.v1.Rejection
 	8,  // 9: precept.v1.Proposal.conflicts:type_name -> precept.v1.ConflictReport
 	9,  // 10: precept.v1.Proposal.guards:type_name -> precept.v1.GuardResult
 	10, // 11: precept.v1.Proposal.slack:type_name -> precept.v1.SlackPost
-	39, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
-	40, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
-	39, // 14: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
-	38, // 15: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
-	0,  // 16: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
-	3,  // 17: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
-	4,  // 18: precept.v1.Rule.importance:type_name -> precept.v1.Importance
-	6,  // 19: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
-	39, // 20: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
-	39, // 21: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
-	39, // 22: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
-	1,  // 23: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
-	5,  // 24: precept.v1.ListProposalsRequest.order:type_name -> precept.v1.ProposalOrder
-	11, // 25: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
-	11, // 26: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
-	0,  // 27: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
-	11, // 28: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
-	11, // 29: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
-	13, // 30: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
-	11, // 31: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
-	13, // 32: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
-	13, // 33: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
-	12, // 34: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
-	13, // 35: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
-	31, // 36: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
-	8,  // 37: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
-	12, // 38: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
-	35, // 39: precept.v1.ListIgnoredRemoteChangesResponse.changes:type_name -> precept.v1.IgnoredRemoteChange
-	14, // 40: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
-	16, // 41: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
-	18, // 42: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
-	20, // 43: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
-	22, // 44: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
-	24, // 45: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
-	26, // 46: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
-	28, // 47: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
-	30, // 48: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
-	33, // 49: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
-	36, // 50: precept.v1.RuleService.ListIgnoredRemoteChanges:input_type -> precept.v1.ListIgnoredRemoteChangesRequest
-	15, // 51: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
-	17, // 52: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
-	19, // 53: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
-	21, // 54: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
-	23, // 55: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
-	25, // 56: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
-	27, // 57: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
-	29, // 58: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
-	32, // 59: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
-	34, // 60: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
-	37, // 61: precept.v1.RuleService.ListIgnoredRemoteChanges:output_type -> precept.v1.ListIgnoredRemoteChangesResponse
-	51, // [51:62] is the sub-list for method output_type
-	40, // [40:51] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	40, // 12: precept.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
+	41, // 13: precept.v1.Proposal.impact:type_name -> precept.v1.ImpactPreview
+	12, // 14: precept.v1.Proposal.clauses:type_name -> precept.v1.RuleClause
+	40, // 15: precept.v1.RuleCommit.at:type_name -> google.protobuf.Timestamp
+	39, // 16: precept.v1.RuleCommit.trailers:type_name -> precept.v1.RuleCommit.TrailersEntry
+	0,  // 17: precept.v1.Rule.rule_type:type_name -> precept.v1.RuleType
+	3,  // 18: precept.v1.Rule.status:type_name -> precept.v1.RuleStatus
+	4,  // 19: precept.v1.Rule.importance:type_name -> precept.v1.Importance
+	6,  // 20: precept.v1.Rule.approvals:type_name -> precept.v1.Approval
+	40, // 21: precept.v1.Rule.activated_at:type_name -> google.protobuf.Timestamp
+	40, // 22: precept.v1.Rule.shadow_until:type_name -> google.protobuf.Timestamp
+	40, // 23: precept.v1.Rule.reapproved_at:type_name -> google.protobuf.Timestamp
+	1,  // 24: precept.v1.ListProposalsRequest.status:type_name -> precept.v1.ProposalStatus
+	5,  // 25: precept.v1.ListProposalsRequest.order:type_name -> precept.v1.ProposalOrder
+	11, // 26: precept.v1.ListProposalsResponse.proposals:type_name -> precept.v1.Proposal
+	11, // 27: precept.v1.GetProposalResponse.proposal:type_name -> precept.v1.Proposal
+	0,  // 28: precept.v1.ProposeRuleRequest.rule_type:type_name -> precept.v1.RuleType
+	11, // 29: precept.v1.ProposeRuleResponse.proposal:type_name -> precept.v1.Proposal
+	11, // 30: precept.v1.ApproveRuleResponse.proposal:type_name -> precept.v1.Proposal
+	14, // 31: precept.v1.ApproveRuleResponse.rule:type_name -> precept.v1.Rule
+	11, // 32: precept.v1.RejectRuleResponse.proposal:type_name -> precept.v1.Proposal
+	14, // 33: precept.v1.ListActiveRulesResponse.rules:type_name -> precept.v1.Rule
+	14, // 34: precept.v1.GetRuleResponse.rule:type_name -> precept.v1.Rule
+	13, // 35: precept.v1.GetRuleResponse.history:type_name -> precept.v1.RuleCommit
+	14, // 36: precept.v1.RollbackRuleResponse.rule:type_name -> precept.v1.Rule
+	32, // 37: precept.v1.CheckConflictsRequest.candidate:type_name -> precept.v1.CandidateRule
+	8,  // 38: precept.v1.CheckConflictsResponse.conflicts:type_name -> precept.v1.ConflictReport
+	13, // 39: precept.v1.GetRuleHistoryResponse.commits:type_name -> precept.v1.RuleCommit
+	36, // 40: precept.v1.ListIgnoredRemoteChangesResponse.changes:type_name -> precept.v1.IgnoredRemoteChange
+	15, // 41: precept.v1.RuleService.ListProposals:input_type -> precept.v1.ListProposalsRequest
+	17, // 42: precept.v1.RuleService.GetProposal:input_type -> precept.v1.GetProposalRequest
+	19, // 43: precept.v1.RuleService.ProposeRule:input_type -> precept.v1.ProposeRuleRequest
+	21, // 44: precept.v1.RuleService.ApproveRule:input_type -> precept.v1.ApproveRuleRequest
+	23, // 45: precept.v1.RuleService.RejectRule:input_type -> precept.v1.RejectRuleRequest
+	25, // 46: precept.v1.RuleService.ListActiveRules:input_type -> precept.v1.ListActiveRulesRequest
+	27, // 47: precept.v1.RuleService.GetRule:input_type -> precept.v1.GetRuleRequest
+	29, // 48: precept.v1.RuleService.RollbackRule:input_type -> precept.v1.RollbackRuleRequest
+	31, // 49: precept.v1.RuleService.CheckConflicts:input_type -> precept.v1.CheckConflictsRequest
+	34, // 50: precept.v1.RuleService.GetRuleHistory:input_type -> precept.v1.GetRuleHistoryRequest
+	37, // 51: precept.v1.RuleService.ListIgnoredRemoteChanges:input_type -> precept.v1.ListIgnoredRemoteChangesRequest
+	16, // 52: precept.v1.RuleService.ListProposals:output_type -> precept.v1.ListProposalsResponse
+	18, // 53: precept.v1.RuleService.GetProposal:output_type -> precept.v1.GetProposalResponse
+	20, // 54: precept.v1.RuleService.ProposeRule:output_type -> precept.v1.ProposeRuleResponse
+	22, // 55: precept.v1.RuleService.ApproveRule:output_type -> precept.v1.ApproveRuleResponse
+	24, // 56: precept.v1.RuleService.RejectRule:output_type -> precept.v1.RejectRuleResponse
+	26, // 57: precept.v1.RuleService.ListActiveRules:output_type -> precept.v1.ListActiveRulesResponse
+	28, // 58: precept.v1.RuleService.GetRule:output_type -> precept.v1.GetRuleResponse
+	30, // 59: precept.v1.RuleService.RollbackRule:output_type -> precept.v1.RollbackRuleResponse
+	33, // 60: precept.v1.RuleService.CheckConflicts:output_type -> precept.v1.CheckConflictsResponse
+	35, // 61: precept.v1.RuleService.GetRuleHistory:output_type -> precept.v1.GetRuleHistoryResponse
+	38, // 62: precept.v1.RuleService.ListIgnoredRemoteChanges:output_type -> precept.v1.ListIgnoredRemoteChangesResponse
+	52, // [52:63] is the sub-list for method output_type
+	41, // [41:52] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_rules_proto_init() }
@@ -3138,7 +3255,7 @@ func file_precept_v1_rules_proto_init() {
 		return
 	}
 	file_precept_v1_impact_proto_init()
-	file_precept_v1_rules_proto_msgTypes[24].OneofWrappers = []any{
+	file_precept_v1_rules_proto_msgTypes[25].OneofWrappers = []any{
 		(*CheckConflictsRequest_ProposalId)(nil),
 		(*CheckConflictsRequest_Candidate)(nil),
 	}
@@ -3148,7 +3265,7 @@ func file_precept_v1_rules_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_rules_proto_rawDesc), len(file_precept_v1_rules_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file precept/v1/rules.proto.
  */
 export const file_precept_v1_rules: GenFile = /*@__PURE__*/
-  fileDesc("ChZwcmVjZXB0L3YxL3J1bGVzLnByb3RvEgpwcmVjZXB0LnYxIm8KCEFwcHJvdmFsEhAKCGFwcHJvdmVyGAEgASgJEgwKBG5vdGUYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA3ZpYRgEIAEoCRIOCgZjb21taXQYBSABKAkicgoJUmVqZWN0aW9uEhAKCHJlamVjdG9yGAEgASgJEg4KBnJlYXNvbhgCIAEoCRImCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCwoDdmlhGAQgASgJEg4KBmNvbW1pdBgFIAEoCSKYAQoOQ29uZmxpY3RSZXBvcnQSEAoIb3RoZXJfaWQYASABKAkSDAoEa2luZBgCIAEoCRISCgpzaW1pbGFyaXR5GAMgASgBEhUKDW90aGVyX2NvbnRlbnQYBCABKAkSEwoLZXhwbGFuYXRpb24YBSABKAkSDQoFYWdlbnQYBiABKAkSFwoPaW5zZXJ0aW9uX3BvaW50GAcgASgJIjwKC0d1YXJkUmVzdWx0Eg0KBWd1YXJkGAEgASgJEg4KBnBhc3NlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkiugEKCVNsYWNrUG9zdBIPCgdjaGFubmVsGAEgASgJEgoKAnRzGAIgASgJEhEKCXBlcm1hbGluaxgDIAEoCRIOCgZwb3N0ZWQYBCABKAgSEAoIYXR0ZW1wdHMYBSABKAUSEgoKbGFzdF9lcnJvchgGIAEoCRIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9wb3N0ZWRfcmV2aXNpb24YCCABKAUilwcKCFByb3Bvc2FsEhMKC3Byb3Bvc2FsX2lkGAEgASgJEiEKGWNyZWF0ZWRfZnJvbV9mZWVkYmFja19pZHMYAiADKAkSIQoZY2xhc3NpZmljYXRpb25fY29uZmlkZW5jZRgDIAEoARIXCg9hZmZlY3RlZF9hZ2VudHMYBCADKAkSJwoJcnVsZV90eXBlGAUgASgOMhQucHJlY2VwdC52MS5SdWxlVHlwZRIUCgxydWxlX2NvbnRlbnQYBiABKAkSFwoPaW5zZXJ0aW9uX3BvaW50GAcgASgJEhgKEGV2aWRlbmNlX3N1bW1hcnkYCCABKAkSKgoGc3RhdHVzGAkgASgOMhoucHJlY2VwdC52MS5Qcm9wb3NhbFN0YXR1cxIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgRraW5kGAsgASgOMhgucHJlY2VwdC52MS5Qcm9wb3NhbEtpbmQSEgoKY2x1c3Rlcl9pZBgMIAEoCRITCgtwcm9wb3NlZF9ieRgNIAEoCRInCglhcHByb3ZhbHMYDiADKAsyFC5wcmVjZXB0LnYxLkFwcHJvdmFsEigKCXJlamVjdGlvbhgPIAEoCzIVLnByZWNlcHQudjEuUmVqZWN0aW9uEhoKEnJlcXVpcmVkX2FwcHJvdmFscxgQIAEoBRISCgpzdXBlcnNlZGVzGBEgAygJEi0KCWNvbmZsaWN0cxgSIAMoCzIaLnByZWNlcHQudjEuQ29uZmxpY3RSZXBvcnQSEAoIcmV2aXNpb24YEyABKAUSDgoGYnJhbmNoGBQgASgJEg8KB2NvbW1pdHMYFSADKAkSDAoEdGFncxgWIAMoCRIRCglwcm90ZWN0ZWQYFyABKAgSJwoGZ3VhcmRzGBggAygLMhcucHJlY2VwdC52MS5HdWFyZFJlc3VsdBIkCgVzbGFjaxgZIAEoCzIVLnByZWNlcHQudjEuU2xhY2tQb3N0Eg8KB3J1bGVfaWQYGiABKAkSEAoIcHJpb3JpdHkYGyABKAkSEgoKcmV2aWV3X3VybBgcIAEoCRIuCgp1cGRhdGVkX2F0GB0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwcm9kdWNlcnMYHiADKAkSKQoGaW1wYWN0GCggASgLMhkucHJlY2VwdC52MS5JbXBhY3RQcmV2aWV3IssBCgpSdWxlQ29tbWl0EgsKA3NoYRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg4KBmF1dGhvchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoIdHJhaWxlcnMYBSADKAsyJC5wcmVjZXB0LnYxLlJ1bGVDb21taXQuVHJhaWxlcnNFbnRyeRovCg1UcmFpbGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiwwUKBFJ1bGUSDwoHcnVsZV9pZBgBIAEoCRIOCgZhZ2VudHMYAiADKAkSJwoJcnVsZV90eXBlGAMgASgOMhQucHJlY2VwdC52MS5SdWxlVHlwZRIPCgdjb250ZW50GAQgASgJEhcKD2luc2VydGlvbl9wb2ludBgFIAEoCRImCgZzdGF0dXMYBiABKA4yFi5wcmVjZXB0LnYxLlJ1bGVTdGF0dXMSKgoKaW1wb3J0YW5jZRgHIAEoDjIWLnByZWNlcHQudjEuSW1wb3J0YW5jZRISCgpjb25maWRlbmNlGAggASgBEhEKCWZyZXF1ZW5jeRgJIAEoBRIUCgxmZWVkYmFja19pZHMYCiADKAkSJwoJYXBwcm92YWxzGAsgAygLMhQucHJlY2VwdC52MS5BcHByb3ZhbBITCgtwcm9wb3NhbF9pZBgMIAEoCRIPCgdjb21taXRzGA0gAygJEjAKDGFjdGl2YXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMc2hhZG93X3VudGlsGA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0YWdzGBAgAygJEhEKCXByb3RlY3RlZBgRIAEoCBISCgpjbHVzdGVyX2lkGBIgASgJEhcKD3JvbGxiYWNrX3JlYXNvbhgTIAEoCRIcChRwb3NpdGl2ZV92YWxpZGF0aW9ucxgUIAEoBRIcChRuZWdhdGl2ZV92YWxpZGF0aW9ucxgVIAEoBRIYChBldmlkZW5jZV9zdW1tYXJ5GBYgASgJEhUKDXNoYWRvd19yZWFzb24YFyABKAkSMQoNcmVhcHByb3ZlZF9hdBgYIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3Vuc2V0X3JlYXNvbhgZIAEoCSKiAQoUTGlzdFByb3Bvc2Fsc1JlcXVlc3QSKgoGc3RhdHVzGAEgASgOMhoucHJlY2VwdC52MS5Qcm9wb3NhbFN0YXR1cxINCgVhZ2VudBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIoCgVvcmRlchgFIAEoDjIZLnByZWNlcHQudjEuUHJvcG9zYWxPcmRlciJoChVMaXN0UHJvcG9zYWxzUmVzcG9uc2USJwoJcHJvcG9zYWxzGAEgAygLMhQucHJlY2VwdC52MS5Qcm9wb3NhbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSDQoFdG90YWwYAyABKAUiKQoSR2V0UHJvcG9zYWxSZXF1ZXN0EhMKC3Byb3Bvc2FsX2lkGAEgASgJIj0KE0dldFByb3Bvc2FsUmVzcG9uc2USJgoIcHJvcG9zYWwYASABKAsyFC5wcmVjZXB0LnYxLlByb3Bvc2FsIrwBChJQcm9wb3NlUnVsZVJlcXVlc3QSFwoPYWZmZWN0ZWRfYWdlbnRzGAEgAygJEicKCXJ1bGVfdHlwZRgCIAEoDjIULnByZWNlcHQudjEuUnVsZVR5cGUSFAoMcnVsZV9jb250ZW50GAMgASgJEhcKD2luc2VydGlvbl9wb2ludBgEIAEoCRIRCglyYXRpb25hbGUYBSABKAkSFAoMZmVlZGJhY2tfaWRzGAYgAygJEgwKBHRhZ3MYByADKAkiPQoTUHJvcG9zZVJ1bGVSZXNwb25zZRImCghwcm9wb3NhbBgBIAEoCzIULnByZWNlcHQudjEuUHJvcG9zYWwiSQoSQXBwcm92ZVJ1bGVSZXF1ZXN0EhMKC3Byb3Bvc2FsX2lkGAEgASgJEgwKBG5vdGUYAiABKAkSEAoIcmV2aXNpb24YAyABKAUiXQoTQXBwcm92ZVJ1bGVSZXNwb25zZRImCghwcm9wb3NhbBgBIAEoCzIULnByZWNlcHQudjEuUHJvcG9zYWwSHgoEcnVsZRgCIAEoCzIQLnByZWNlcHQudjEuUnVsZSJKChFSZWplY3RSdWxlUmVxdWVzdBITCgtwcm9wb3NhbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIcmV2aXNpb24YAyABKAUiPAoSUmVqZWN0UnVsZVJlc3BvbnNlEiYKCHByb3Bvc2FsGAEgASgLMhQucHJlY2VwdC52MS5Qcm9wb3NhbCJYChZMaXN0QWN0aXZlUnVsZXNSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhYKDmluY2x1ZGVfc2hhZG93GAIgASgIEhcKD2luY2x1ZGVfcmV0aXJlZBgDIAEoCCI6ChdMaXN0QWN0aXZlUnVsZXNSZXNwb25zZRIfCgVydWxlcxgBIAMoCzIQLnByZWNlcHQudjEuUnVsZSIhCg5HZXRSdWxlUmVxdWVzdBIPCgdydWxlX2lkGAEgASgJIloKD0dldFJ1bGVSZXNwb25zZRIeCgRydWxlGAEgASgLMhAucHJlY2VwdC52MS5SdWxlEicKB2hpc3RvcnkYAiADKAsyFi5wcmVjZXB0LnYxLlJ1bGVDb21taXQiNgoTUm9sbGJhY2tSdWxlUmVxdWVzdBIPCgdydWxlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJGChRSb2xsYmFja1J1bGVSZXNwb25zZRIeCgRydWxlGAEgASgLMhAucHJlY2VwdC52MS5SdWxlEg4KBmNvbW1pdBgCIAEoCSJpChVDaGVja0NvbmZsaWN0c1JlcXVlc3QSFQoLcHJvcG9zYWxfaWQYASABKAlIABIuCgljYW5kaWRhdGUYAiABKAsyGS5wcmVjZXB0LnYxLkNhbmRpZGF0ZVJ1bGVIAEIJCgdzdWJqZWN0IkkKDUNhbmRpZGF0ZVJ1bGUSDgoGYWdlbnRzGAEgAygJEg8KB2NvbnRlbnQYAiABKAkSFwoPaW5zZXJ0aW9uX3BvaW50GAMgASgJIkcKFkNoZWNrQ29uZmxpY3RzUmVzcG9uc2USLQoJY29uZmxpY3RzGAEgAygLMhoucHJlY2VwdC52MS5Db25mbGljdFJlcG9ydCIjChVHZXRSdWxlSGlzdG9yeVJlcXVlc3QSCgoCaWQYASABKAkiQQoWR2V0UnVsZUhpc3RvcnlSZXNwb25zZRInCgdjb21taXRzGAEgAygLMhYucHJlY2VwdC52MS5SdWxlQ29tbWl0IngKE0lnbm9yZWRSZW1vdGVDaGFuZ2USEwoLcHJvcG9zYWxfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEg4KBmNvbW1pdBgDIAEoCRIOCgZhdXRob3IYBCABKAkSDAoEa2luZBgFIAEoCRIOCgZyZWFzb24YBiABKAkiIQofTGlzdElnbm9yZWRSZW1vdGVDaGFuZ2VzUmVxdWVzdCJUCiBMaXN0SWdub3JlZFJlbW90ZUNoYW5nZXNSZXNwb25zZRIwCgdjaGFuZ2VzGAEgAygLMh8ucHJlY2VwdC52MS5JZ25vcmVkUmVtb3RlQ2hhbmdlKpgBCghSdWxlVHlwZRIZChVSVUxFX1RZUEVfVU5TUEVDSUZJRUQQABIeChpSVUxFX1RZUEVfTkVHQVRJVkVfRVhBTVBMRRABEh4KGlJVTEVfVFlQRV9QT1NJVElWRV9FWEFNUExFEAISFwoTUlVMRV9UWVBFX0dVSURFTElORRADEhgKFFJVTEVfVFlQRV9DT05TVFJBSU5UEAQq4QEKDlByb3Bvc2FsU3RhdHVzEh8KG1BST1BPU0FMX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1BST1BPU0FMX1NUQVRVU19QRU5ESU5HEAESHAoYUFJPUE9TQUxfU1RBVFVTX0FQUFJPVkVEEAISHAoYUFJPUE9TQUxfU1RBVFVTX1JFSkVDVEVEEAMSGwoXUFJPUE9TQUxfU1RBVFVTX0JMT0NLRUQQBBIcChhQUk9QT1NBTF9TVEFUVVNfREVGRVJSRUQQBRIaChZQUk9QT1NBTF9TVEFUVVNfTUVSR0VEEAYqvQEKDFByb3Bvc2FsS2luZBIdChlQUk9QT1NBTF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWUFJPUE9TQUxfS0lORF9ORVdfUlVMRRABEh8KG1BST1BPU0FMX0tJTkRfQ09OU09MSURBVElPThACEhgKFFBST1BPU0FMX0tJTkRfU1VOU0VUEAMSGwoXUFJPUE9TQUxfS0lORF9SRUFQUFJPVkUQBBIaChZQUk9QT1NBTF9LSU5EX0FDVElWQVRFEAUqjgEKClJ1bGVTdGF0dXMSGwoXUlVMRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVUxFX1NUQVRVU19TSEFET1cQARIWChJSVUxFX1NUQVRVU19BQ1RJVkUQAhIbChdSVUxFX1NUQVRVU19ST0xMRURfQkFDSxADEhYKElJVTEVfU1RBVFVTX1NVTlNFVBAEKnIKCkltcG9ydGFuY2USGgoWSU1QT1JUQU5DRV9VTlNQRUNJRklFRBAAEhUKEUlNUE9SVEFOQ0VfTk9STUFMEAESGAoUSU1QT1JUQU5DRV9JTVBPUlRBTlQQAhIXChNJTVBPUlRBTkNFX0NSSVRJQ0FMEAMqTAoNUHJvcG9zYWxPcmRlchIeChpQUk9QT1NBTF9PUkRFUl9VTlNQRUNJRklFRBAAEhsKF1BST1BPU0FMX09SREVSX0VWSURFTkNFEAEy3wcKC1J1bGVTZXJ2aWNlElkKDUxpc3RQcm9wb3NhbHMSIC5wcmVjZXB0LnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiEucHJlY2VwdC52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2UiA5ACARJTCgtHZXRQcm9wb3NhbBIeLnByZWNlcHQudjEuR2V0UHJvcG9zYWxSZXF1ZXN0Gh8ucHJlY2VwdC52MS5HZXRQcm9wb3NhbFJlc3BvbnNlIgOQAgESTgoLUHJvcG9zZVJ1bGUSHi5wcmVjZXB0LnYxLlByb3Bvc2VSdWxlUmVxdWVzdBofLnByZWNlcHQudjEuUHJvcG9zZVJ1bGVSZXNwb25zZRJOCgtBcHByb3ZlUnVsZRIeLnByZWNlcHQudjEuQXBwcm92ZVJ1bGVSZXF1ZXN0Gh8ucHJlY2VwdC52MS5BcHByb3ZlUnVsZVJlc3BvbnNlEksKClJlamVjdFJ1bGUSHS5wcmVjZXB0LnYxLlJlamVjdFJ1bGVSZXF1ZXN0Gh4ucHJlY2VwdC52MS5SZWplY3RSdWxlUmVzcG9uc2USXwoPTGlzdEFjdGl2ZVJ1bGVzEiIucHJlY2VwdC52MS5MaXN0QWN0aXZlUnVsZXNSZXF1ZXN0GiMucHJlY2VwdC52MS5MaXN0QWN0aXZlUnVsZXNSZXNwb25zZSIDkAIBEkcKB0dldFJ1bGUSGi5wcmVjZXB0LnYxLkdldFJ1bGVSZXF1ZXN0GhsucHJlY2VwdC52MS5HZXRSdWxlUmVzcG9uc2UiA5ACARJRCgxSb2xsYmFja1J1bGUSHy5wcmVjZXB0LnYxLlJvbGxiYWNrUnVsZVJlcXVlc3QaIC5wcmVjZXB0LnYxLlJvbGxiYWNrUnVsZVJlc3BvbnNlElwKDkNoZWNrQ29uZmxpY3RzEiEucHJlY2VwdC52MS5DaGVja0NvbmZsaWN0c1JlcXVlc3QaIi5wcmVjZXB0LnYxLkNoZWNrQ29uZmxpY3RzUmVzcG9uc2UiA5ACARJcCg5HZXRSdWxlSGlzdG9yeRIhLnByZWNlcHQudjEuR2V0UnVsZUhpc3RvcnlSZXF1ZXN0GiIucHJlY2VwdC52MS5HZXRSdWxlSGlzdG9yeVJlc3BvbnNlIgOQAgESegoYTGlzdElnbm9yZWRSZW1vdGVDaGFuZ2VzEisucHJlY2VwdC52MS5MaXN0SWdub3JlZFJlbW90ZUNoYW5nZXNSZXF1ZXN0GiwucHJlY2VwdC52MS5MaXN0SWdub3JlZFJlbW90ZUNoYW5nZXNSZXNwb25zZSIDkAIBQp4BCg5jb20ucHJlY2VwdC52MUIKUnVsZXNQcm90b1ABWjdnaXRodWIuY29tL3ByZWNlcHQtZGV2L3ByZWNlcHQvZ2VuL3ByZWNlcHQvdjE7cHJlY2VwdHYxogIDUFhYqgIKUHJlY2VwdC5WMcoCClByZWNlcHRcVjHiAhZQcmVjZXB0XFYxXEdQQk1ldGFkYXRh6gILUHJlY2VwdDo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_precept_v1_impact]);
+  fileDesc("ChZwcmVjZXB0L3YxL3J1bGVzLnByb3RvEgpwcmVjZXB0LnYxIm8KCEFwcHJvdmFsEhAKCGFwcHJvdmVyGAEgASgJEgwKBG5vdGUYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA3ZpYRgEIAEoCRIOCgZjb21taXQYBSABKAkicgoJUmVqZWN0aW9uEhAKCHJlamVjdG9yGAEgASgJEg4KBnJlYXNvbhgCIAEoCRImCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCwoDdmlhGAQgASgJEg4KBmNvbW1pdBgFIAEoCSKYAQoOQ29uZmxpY3RSZXBvcnQSEAoIb3RoZXJfaWQYASABKAkSDAoEa2luZBgCIAEoCRISCgpzaW1pbGFyaXR5GAMgASgBEhUKDW90aGVyX2NvbnRlbnQYBCABKAkSEwoLZXhwbGFuYXRpb24YBSABKAkSDQoFYWdlbnQYBiABKAkSFwoPaW5zZXJ0aW9uX3BvaW50GAcgASgJIjwKC0d1YXJkUmVzdWx0Eg0KBWd1YXJkGAEgASgJEg4KBnBhc3NlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkiugEKCVNsYWNrUG9zdBIPCgdjaGFubmVsGAEgASgJEgoKAnRzGAIgASgJEhEKCXBlcm1hbGluaxgDIAEoCRIOCgZwb3N0ZWQYBCABKAgSEAoIYXR0ZW1wdHMYBSABKAUSEgoKbGFzdF9lcnJvchgGIAEoCRIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9wb3N0ZWRfcmV2aXNpb24YCCABKAUiwAcKCFByb3Bvc2FsEhMKC3Byb3Bvc2FsX2lkGAEgASgJEiEKGWNyZWF0ZWRfZnJvbV9mZWVkYmFja19pZHMYAiADKAkSIQoZY2xhc3NpZmljYXRpb25fY29uZmlkZW5jZRgDIAEoARIXCg9hZmZlY3RlZF9hZ2VudHMYBCADKAkSJwoJcnVsZV90eXBlGAUgASgOMhQucHJlY2VwdC52MS5SdWxlVHlwZRIUCgxydWxlX2NvbnRlbnQYBiABKAkSFwoPaW5zZXJ0aW9uX3BvaW50GAcgASgJEhgKEGV2aWRlbmNlX3N1bW1hcnkYCCABKAkSKgoGc3RhdHVzGAkgASgOMhoucHJlY2VwdC52MS5Qcm9wb3NhbFN0YXR1cxIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgRraW5kGAsgASgOMhgucHJlY2VwdC52MS5Qcm9wb3NhbEtpbmQSEgoKY2x1c3Rlcl9pZBgMIAEoCRITCgtwcm9wb3NlZF9ieRgNIAEoCRInCglhcHByb3ZhbHMYDiADKAsyFC5wcmVjZXB0LnYxLkFwcHJvdmFsEigKCXJlamVjdGlvbhgPIAEoCzIVLnByZWNlcHQudjEuUmVqZWN0aW9uEhoKEnJlcXVpcmVkX2FwcHJvdmFscxgQIAEoBRISCgpzdXBlcnNlZGVzGBEgAygJEi0KCWNvbmZsaWN0cxgSIAMoCzIaLnByZWNlcHQudjEuQ29uZmxpY3RSZXBvcnQSEAoIcmV2aXNpb24YEyABKAUSDgoGYnJhbmNoGBQgASgJEg8KB2NvbW1pdHMYFSADKAkSDAoEdGFncxgWIAMoCRIRCglwcm90ZWN0ZWQYFyABKAgSJwoGZ3VhcmRzGBggAygLMhcucHJlY2VwdC52MS5HdWFyZFJlc3VsdBIkCgVzbGFjaxgZIAEoCzIVLnByZWNlcHQudjEuU2xhY2tQb3N0Eg8KB3J1bGVfaWQYGiABKAkSEAoIcHJpb3JpdHkYGyABKAkSEgoKcmV2aWV3X3VybBgcIAEoCRIuCgp1cGRhdGVkX2F0GB0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwcm9kdWNlcnMYHiADKAkSKQoGaW1wYWN0GCggASgLMhkucHJlY2VwdC52MS5JbXBhY3RQcmV2aWV3EicKB2NsYXVzZXMYKSADKAsyFi5wcmVjZXB0LnYxLlJ1bGVDbGF1c2UiegoKUnVsZUNsYXVzZRIMCgR0ZXh0GAEgASgJEg4KBnNvdXJjZRgCIAEoCRIQCghjYXRlZ29yeRgDIAEoCRIUCgxkZWNpc2lvbl9pZHMYBCADKAkSDQoFd29yZHMYBSADKAkSFwoPYmV5b25kX2V2aWRlbmNlGAYgASgIIssBCgpSdWxlQ29tbWl0EgsKA3NoYRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg4KBmF1dGhvchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoIdHJhaWxlcnMYBSADKAsyJC5wcmVjZXB0LnYxLlJ1bGVDb21taXQuVHJhaWxlcnNFbnRyeRovCg1UcmFpbGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiwwUKBFJ1bGUSDwoHcnVsZV9pZBgBIAEoCRIOCgZhZ2VudHMYAiADKAkSJwoJcnVsZV90eXBlGAMgASgOMhQucHJlY2VwdC52MS5SdWxlVHlwZRIPCgdjb250ZW50GAQgASgJEhcKD2luc2VydGlvbl9wb2ludBgFIAEoCRImCgZzdGF0dXMYBiABKA4yFi5wcmVjZXB0LnYxLlJ1bGVTdGF0dXMSKgoKaW1wb3J0YW5jZRgHIAEoDjIWLnByZWNlcHQudjEuSW1wb3J0YW5jZRISCgpjb25maWRlbmNlGAggASgBEhEKCWZyZXF1ZW5jeRgJIAEoBRIUCgxmZWVkYmFja19pZHMYCiADKAkSJwoJYXBwcm92YWxzGAsgAygLMhQucHJlY2VwdC52MS5BcHByb3ZhbBITCgtwcm9wb3NhbF9pZBgMIAEoCRIPCgdjb21taXRzGA0gAygJEjAKDGFjdGl2YXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMc2hhZG93X3VudGlsGA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0YWdzGBAgAygJEhEKCXByb3RlY3RlZBgRIAEoCBISCgpjbHVzdGVyX2lkGBIgASgJEhcKD3JvbGxiYWNrX3JlYXNvbhgTIAEoCRIcChRwb3NpdGl2ZV92YWxpZGF0aW9ucxgUIAEoBRIcChRuZWdhdGl2ZV92YWxpZGF0aW9ucxgVIAEoBRIYChBldmlkZW5jZV9zdW1tYXJ5GBYgASgJEhUKDXNoYWRvd19yZWFzb24YFyABKAkSMQoNcmVhcHByb3ZlZF9hdBgYIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3Vuc2V0X3JlYXNvbhgZIAEoCSKiAQoUTGlzdFByb3Bvc2Fsc1JlcXVlc3QSKgoGc3RhdHVzGAEgASgOMhoucHJlY2VwdC52MS5Qcm9wb3NhbFN0YXR1cxINCgVhZ2VudBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIoCgVvcmRlchgFIAEoDjIZLnByZWNlcHQudjEuUHJvcG9zYWxPcmRlciJoChVMaXN0UHJvcG9zYWxzUmVzcG9uc2USJwoJcHJvcG9zYWxzGAEgAygLMhQucHJlY2VwdC52MS5Qcm9wb3NhbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSDQoFdG90YWwYAyABKAUiKQoSR2V0UHJvcG9zYWxSZXF1ZXN0EhMKC3Byb3Bvc2FsX2lkGAEgASgJIj0KE0dldFByb3Bvc2FsUmVzcG9uc2USJgoIcHJvcG9zYWwYASABKAsyFC5wcmVjZXB0LnYxLlByb3Bvc2FsIrwBChJQcm9wb3NlUnVsZVJlcXVlc3QSFwoPYWZmZWN0ZWRfYWdlbnRzGAEgAygJEicKCXJ1bGVfdHlwZRgCIAEoDjIULnByZWNlcHQudjEuUnVsZVR5cGUSFAoMcnVsZV9jb250ZW50GAMgASgJEhcKD2luc2VydGlvbl9wb2ludBgEIAEoCRIRCglyYXRpb25hbGUYBSABKAkSFAoMZmVlZGJhY2tfaWRzGAYgAygJEgwKBHRhZ3MYByADKAkiPQoTUHJvcG9zZVJ1bGVSZXNwb25zZRImCghwcm9wb3NhbBgBIAEoCzIULnByZWNlcHQudjEuUHJvcG9zYWwiSQoSQXBwcm92ZVJ1bGVSZXF1ZXN0EhMKC3Byb3Bvc2FsX2lkGAEgASgJEgwKBG5vdGUYAiABKAkSEAoIcmV2aXNpb24YAyABKAUiXQoTQXBwcm92ZVJ1bGVSZXNwb25zZRImCghwcm9wb3NhbBgBIAEoCzIULnByZWNlcHQudjEuUHJvcG9zYWwSHgoEcnVsZRgCIAEoCzIQLnByZWNlcHQudjEuUnVsZSJKChFSZWplY3RSdWxlUmVxdWVzdBITCgtwcm9wb3NhbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEAoIcmV2aXNpb24YAyABKAUiPAoSUmVqZWN0UnVsZVJlc3BvbnNlEiYKCHByb3Bvc2FsGAEgASgLMhQucHJlY2VwdC52MS5Qcm9wb3NhbCJYChZMaXN0QWN0aXZlUnVsZXNSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhYKDmluY2x1ZGVfc2hhZG93GAIgASgIEhcKD2luY2x1ZGVfcmV0aXJlZBgDIAEoCCI6ChdMaXN0QWN0aXZlUnVsZXNSZXNwb25zZRIfCgVydWxlcxgBIAMoCzIQLnByZWNlcHQudjEuUnVsZSIhCg5HZXRSdWxlUmVxdWVzdBIPCgdydWxlX2lkGAEgASgJIloKD0dldFJ1bGVSZXNwb25zZRIeCgRydWxlGAEgASgLMhAucHJlY2VwdC52MS5SdWxlEicKB2hpc3RvcnkYAiADKAsyFi5wcmVjZXB0LnYxLlJ1bGVDb21taXQiNgoTUm9sbGJhY2tSdWxlUmVxdWVzdBIPCgdydWxlX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJGChRSb2xsYmFja1J1bGVSZXNwb25zZRIeCgRydWxlGAEgASgLMhAucHJlY2VwdC52MS5SdWxlEg4KBmNvbW1pdBgCIAEoCSJpChVDaGVja0NvbmZsaWN0c1JlcXVlc3QSFQoLcHJvcG9zYWxfaWQYASABKAlIABIuCgljYW5kaWRhdGUYAiABKAsyGS5wcmVjZXB0LnYxLkNhbmRpZGF0ZVJ1bGVIAEIJCgdzdWJqZWN0IkkKDUNhbmRpZGF0ZVJ1bGUSDgoGYWdlbnRzGAEgAygJEg8KB2NvbnRlbnQYAiABKAkSFwoPaW5zZXJ0aW9uX3BvaW50GAMgASgJIkcKFkNoZWNrQ29uZmxpY3RzUmVzcG9uc2USLQoJY29uZmxpY3RzGAEgAygLMhoucHJlY2VwdC52MS5Db25mbGljdFJlcG9ydCIjChVHZXRSdWxlSGlzdG9yeVJlcXVlc3QSCgoCaWQYASABKAkiQQoWR2V0UnVsZUhpc3RvcnlSZXNwb25zZRInCgdjb21taXRzGAEgAygLMhYucHJlY2VwdC52MS5SdWxlQ29tbWl0IngKE0lnbm9yZWRSZW1vdGVDaGFuZ2USEwoLcHJvcG9zYWxfaWQYASABKAkSDgoGYnJhbmNoGAIgASgJEg4KBmNvbW1pdBgDIAEoCRIOCgZhdXRob3IYBCABKAkSDAoEa2luZBgFIAEoCRIOCgZyZWFzb24YBiABKAkiIQofTGlzdElnbm9yZWRSZW1vdGVDaGFuZ2VzUmVxdWVzdCJUCiBMaXN0SWdub3JlZFJlbW90ZUNoYW5nZXNSZXNwb25zZRIwCgdjaGFuZ2VzGAEgAygLMh8ucHJlY2VwdC52MS5JZ25vcmVkUmVtb3RlQ2hhbmdlKpgBCghSdWxlVHlwZRIZChVSVUxFX1RZUEVfVU5TUEVDSUZJRUQQABIeChpSVUxFX1RZUEVfTkVHQVRJVkVfRVhBTVBMRRABEh4KGlJVTEVfVFlQRV9QT1NJVElWRV9FWEFNUExFEAISFwoTUlVMRV9UWVBFX0dVSURFTElORRADEhgKFFJVTEVfVFlQRV9DT05TVFJBSU5UEAQq4QEKDlByb3Bvc2FsU3RhdHVzEh8KG1BST1BPU0FMX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1BST1BPU0FMX1NUQVRVU19QRU5ESU5HEAESHAoYUFJPUE9TQUxfU1RBVFVTX0FQUFJPVkVEEAISHAoYUFJPUE9TQUxfU1RBVFVTX1JFSkVDVEVEEAMSGwoXUFJPUE9TQUxfU1RBVFVTX0JMT0NLRUQQBBIcChhQUk9QT1NBTF9TVEFUVVNfREVGRVJSRUQQBRIaChZQUk9QT1NBTF9TVEFUVVNfTUVSR0VEEAYqvQEKDFByb3Bvc2FsS2luZBIdChlQUk9QT1NBTF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWUFJPUE9TQUxfS0lORF9ORVdfUlVMRRABEh8KG1BST1BPU0FMX0tJTkRfQ09OU09MSURBVElPThACEhgKFFBST1BPU0FMX0tJTkRfU1VOU0VUEAMSGwoXUFJPUE9TQUxfS0lORF9SRUFQUFJPVkUQBBIaChZQUk9QT1NBTF9LSU5EX0FDVElWQVRFEAUqjgEKClJ1bGVTdGF0dXMSGwoXUlVMRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVUxFX1NUQVRVU19TSEFET1cQARIWChJSVUxFX1NUQVRVU19BQ1RJVkUQAhIbChdSVUxFX1NUQVRVU19ST0xMRURfQkFDSxADEhYKElJVTEVfU1RBVFVTX1NVTlNFVBAEKnIKCkltcG9ydGFuY2USGgoWSU1QT1JUQU5DRV9VTlNQRUNJRklFRBAAEhUKEUlNUE9SVEFOQ0VfTk9STUFMEAESGAoUSU1QT1JUQU5DRV9JTVBPUlRBTlQQAhIXChNJTVBPUlRBTkNFX0NSSVRJQ0FMEAMqTAoNUHJvcG9zYWxPcmRlchIeChpQUk9QT1NBTF9PUkRFUl9VTlNQRUNJRklFRBAAEhsKF1BST1BPU0FMX09SREVSX0VWSURFTkNFEAEy3wcKC1J1bGVTZXJ2aWNlElkKDUxpc3RQcm9wb3NhbHMSIC5wcmVjZXB0LnYxLkxpc3RQcm9wb3NhbHNSZXF1ZXN0GiEucHJlY2VwdC52MS5MaXN0UHJvcG9zYWxzUmVzcG9uc2UiA5ACARJTCgtHZXRQcm9wb3NhbBIeLnByZWNlcHQudjEuR2V0UHJvcG9zYWxSZXF1ZXN0Gh8ucHJlY2VwdC52MS5HZXRQcm9wb3NhbFJlc3BvbnNlIgOQAgESTgoLUHJvcG9zZVJ1bGUSHi5wcmVjZXB0LnYxLlByb3Bvc2VSdWxlUmVxdWVzdBofLnByZWNlcHQudjEuUHJvcG9zZVJ1bGVSZXNwb25zZRJOCgtBcHByb3ZlUnVsZRIeLnByZWNlcHQudjEuQXBwcm92ZVJ1bGVSZXF1ZXN0Gh8ucHJlY2VwdC52MS5BcHByb3ZlUnVsZVJlc3BvbnNlEksKClJlamVjdFJ1bGUSHS5wcmVjZXB0LnYxLlJlamVjdFJ1bGVSZXF1ZXN0Gh4ucHJlY2VwdC52MS5SZWplY3RSdWxlUmVzcG9uc2USXwoPTGlzdEFjdGl2ZVJ1bGVzEiIucHJlY2VwdC52MS5MaXN0QWN0aXZlUnVsZXNSZXF1ZXN0GiMucHJlY2VwdC52MS5MaXN0QWN0aXZlUnVsZXNSZXNwb25zZSIDkAIBEkcKB0dldFJ1bGUSGi5wcmVjZXB0LnYxLkdldFJ1bGVSZXF1ZXN0GhsucHJlY2VwdC52MS5HZXRSdWxlUmVzcG9uc2UiA5ACARJRCgxSb2xsYmFja1J1bGUSHy5wcmVjZXB0LnYxLlJvbGxiYWNrUnVsZVJlcXVlc3QaIC5wcmVjZXB0LnYxLlJvbGxiYWNrUnVsZVJlc3BvbnNlElwKDkNoZWNrQ29uZmxpY3RzEiEucHJlY2VwdC52MS5DaGVja0NvbmZsaWN0c1JlcXVlc3QaIi5wcmVjZXB0LnYxLkNoZWNrQ29uZmxpY3RzUmVzcG9uc2UiA5ACARJcCg5HZXRSdWxlSGlzdG9yeRIhLnByZWNlcHQudjEuR2V0UnVsZUhpc3RvcnlSZXF1ZXN0GiIucHJlY2VwdC52MS5HZXRSdWxlSGlzdG9yeVJlc3BvbnNlIgOQAgESegoYTGlzdElnbm9yZWRSZW1vdGVDaGFuZ2VzEisucHJlY2VwdC52MS5MaXN0SWdub3JlZFJlbW90ZUNoYW5nZXNSZXF1ZXN0GiwucHJlY2VwdC52MS5MaXN0SWdub3JlZFJlbW90ZUNoYW5nZXNSZXNwb25zZSIDkAIBQp4BCg5jb20ucHJlY2VwdC52MUIKUnVsZXNQcm90b1ABWjdnaXRodWIuY29tL3ByZWNlcHQtZGV2L3ByZWNlcHQvZ2VuL3ByZWNlcHQvdjE7cHJlY2VwdHYxogIDUFhYqgIKUHJlY2VwdC5WMcoCClByZWNlcHRcVjHiAhZQcmVjZXB0XFYxXEdQQk1ldGFkYXRh6gILUHJlY2VwdDo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_precept_v1_impact]);
 
 /**
  * Approval is one person's approval of a proposal.
@@ -158,7 +158,8 @@ export const ConflictReportSchema: GenMessage<ConflictReport> = /*@__PURE__*/
 export type GuardResult = Message<"precept.v1.GuardResult"> & {
   /**
    * quality, reconsolidation, conflict, rate_cap, rule_cap, safety_floor,
-   * rejected_before.
+   * rejected_before, evidence. The evidence guard never holds a proposal:
+   * it fails to show the clauses that go beyond the evidence.
    *
    * @generated from field: string guard = 1;
    */
@@ -421,6 +422,16 @@ export type Proposal = Message<"precept.v1.Proposal"> & {
    * @generated from field: precept.v1.ImpactPreview impact = 40;
    */
   impact?: ImpactPreview | undefined;
+
+  /**
+   * Where each clause of the rule text came from and which decisions ask
+   * for it (docs/lessons.md, "Rules no wider than the evidence"); empty
+   * for a proposal drafted before clauses were recorded, or proposed by a
+   * person.
+   *
+   * @generated from field: repeated precept.v1.RuleClause clauses = 41;
+   */
+  clauses: RuleClause[];
 };
 
 /**
@@ -429,6 +440,63 @@ export type Proposal = Message<"precept.v1.Proposal"> & {
  */
 export const ProposalSchema: GenMessage<Proposal> = /*@__PURE__*/
   messageDesc(file_precept_v1_rules, 5);
+
+/**
+ * RuleClause is one clause of a proposal's rule text with its
+ * provenance.
+ *
+ * @generated from message precept.v1.RuleClause
+ */
+export type RuleClause = Message<"precept.v1.RuleClause"> & {
+  /**
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * "reviewers" (their own words), "guidance" (the category's canonical
+   * rule), "model" (the drafting LLM) or "edit" (a person's edit).
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * The taxonomy category whose guidance it is.
+   *
+   * @generated from field: string category = 3;
+   */
+  category: string;
+
+  /**
+   * The decisions whose comments ask for it; empty when it goes beyond
+   * the evidence.
+   *
+   * @generated from field: repeated string decision_ids = 4;
+   */
+  decisionIds: string[];
+
+  /**
+   * The (stemmed) terms those comments share with it.
+   *
+   * @generated from field: repeated string words = 5;
+   */
+  words: string[];
+
+  /**
+   * No decision of the evidence asks for it.
+   *
+   * @generated from field: bool beyond_evidence = 6;
+   */
+  beyondEvidence: boolean;
+};
+
+/**
+ * Describes the message precept.v1.RuleClause.
+ * Use `create(RuleClauseSchema)` to create a new message.
+ */
+export const RuleClauseSchema: GenMessage<RuleClause> = /*@__PURE__*/
+  messageDesc(file_precept_v1_rules, 6);
 
 /**
  * RuleCommit is one commit in a rule's or proposal's history.
@@ -467,7 +535,7 @@ export type RuleCommit = Message<"precept.v1.RuleCommit"> & {
  * Use `create(RuleCommitSchema)` to create a new message.
  */
 export const RuleCommitSchema: GenMessage<RuleCommit> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 6);
+  messageDesc(file_precept_v1_rules, 7);
 
 /**
  * Rule is an approved rule with its provenance.
@@ -614,7 +682,7 @@ export type Rule = Message<"precept.v1.Rule"> & {
  * Use `create(RuleSchema)` to create a new message.
  */
 export const RuleSchema: GenMessage<Rule> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 7);
+  messageDesc(file_precept_v1_rules, 8);
 
 /**
  * @generated from message precept.v1.ListProposalsRequest
@@ -653,7 +721,7 @@ export type ListProposalsRequest = Message<"precept.v1.ListProposalsRequest"> & 
  * Use `create(ListProposalsRequestSchema)` to create a new message.
  */
 export const ListProposalsRequestSchema: GenMessage<ListProposalsRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 8);
+  messageDesc(file_precept_v1_rules, 9);
 
 /**
  * @generated from message precept.v1.ListProposalsResponse
@@ -684,7 +752,7 @@ export type ListProposalsResponse = Message<"precept.v1.ListProposalsResponse"> 
  * Use `create(ListProposalsResponseSchema)` to create a new message.
  */
 export const ListProposalsResponseSchema: GenMessage<ListProposalsResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 9);
+  messageDesc(file_precept_v1_rules, 10);
 
 /**
  * @generated from message precept.v1.GetProposalRequest
@@ -701,7 +769,7 @@ export type GetProposalRequest = Message<"precept.v1.GetProposalRequest"> & {
  * Use `create(GetProposalRequestSchema)` to create a new message.
  */
 export const GetProposalRequestSchema: GenMessage<GetProposalRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 10);
+  messageDesc(file_precept_v1_rules, 11);
 
 /**
  * @generated from message precept.v1.GetProposalResponse
@@ -718,7 +786,7 @@ export type GetProposalResponse = Message<"precept.v1.GetProposalResponse"> & {
  * Use `create(GetProposalResponseSchema)` to create a new message.
  */
 export const GetProposalResponseSchema: GenMessage<GetProposalResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 11);
+  messageDesc(file_precept_v1_rules, 12);
 
 /**
  * @generated from message precept.v1.ProposeRuleRequest
@@ -769,7 +837,7 @@ export type ProposeRuleRequest = Message<"precept.v1.ProposeRuleRequest"> & {
  * Use `create(ProposeRuleRequestSchema)` to create a new message.
  */
 export const ProposeRuleRequestSchema: GenMessage<ProposeRuleRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 12);
+  messageDesc(file_precept_v1_rules, 13);
 
 /**
  * @generated from message precept.v1.ProposeRuleResponse
@@ -786,7 +854,7 @@ export type ProposeRuleResponse = Message<"precept.v1.ProposeRuleResponse"> & {
  * Use `create(ProposeRuleResponseSchema)` to create a new message.
  */
 export const ProposeRuleResponseSchema: GenMessage<ProposeRuleResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 13);
+  messageDesc(file_precept_v1_rules, 14);
 
 /**
  * @generated from message precept.v1.ApproveRuleRequest
@@ -815,7 +883,7 @@ export type ApproveRuleRequest = Message<"precept.v1.ApproveRuleRequest"> & {
  * Use `create(ApproveRuleRequestSchema)` to create a new message.
  */
 export const ApproveRuleRequestSchema: GenMessage<ApproveRuleRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 14);
+  messageDesc(file_precept_v1_rules, 15);
 
 /**
  * @generated from message precept.v1.ApproveRuleResponse
@@ -839,7 +907,7 @@ export type ApproveRuleResponse = Message<"precept.v1.ApproveRuleResponse"> & {
  * Use `create(ApproveRuleResponseSchema)` to create a new message.
  */
 export const ApproveRuleResponseSchema: GenMessage<ApproveRuleResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 15);
+  messageDesc(file_precept_v1_rules, 16);
 
 /**
  * @generated from message precept.v1.RejectRuleRequest
@@ -866,7 +934,7 @@ export type RejectRuleRequest = Message<"precept.v1.RejectRuleRequest"> & {
  * Use `create(RejectRuleRequestSchema)` to create a new message.
  */
 export const RejectRuleRequestSchema: GenMessage<RejectRuleRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 16);
+  messageDesc(file_precept_v1_rules, 17);
 
 /**
  * @generated from message precept.v1.RejectRuleResponse
@@ -883,7 +951,7 @@ export type RejectRuleResponse = Message<"precept.v1.RejectRuleResponse"> & {
  * Use `create(RejectRuleResponseSchema)` to create a new message.
  */
 export const RejectRuleResponseSchema: GenMessage<RejectRuleResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 17);
+  messageDesc(file_precept_v1_rules, 18);
 
 /**
  * @generated from message precept.v1.ListActiveRulesRequest
@@ -917,7 +985,7 @@ export type ListActiveRulesRequest = Message<"precept.v1.ListActiveRulesRequest"
  * Use `create(ListActiveRulesRequestSchema)` to create a new message.
  */
 export const ListActiveRulesRequestSchema: GenMessage<ListActiveRulesRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 18);
+  messageDesc(file_precept_v1_rules, 19);
 
 /**
  * @generated from message precept.v1.ListActiveRulesResponse
@@ -934,7 +1002,7 @@ export type ListActiveRulesResponse = Message<"precept.v1.ListActiveRulesRespons
  * Use `create(ListActiveRulesResponseSchema)` to create a new message.
  */
 export const ListActiveRulesResponseSchema: GenMessage<ListActiveRulesResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 19);
+  messageDesc(file_precept_v1_rules, 20);
 
 /**
  * @generated from message precept.v1.GetRuleRequest
@@ -951,7 +1019,7 @@ export type GetRuleRequest = Message<"precept.v1.GetRuleRequest"> & {
  * Use `create(GetRuleRequestSchema)` to create a new message.
  */
 export const GetRuleRequestSchema: GenMessage<GetRuleRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 20);
+  messageDesc(file_precept_v1_rules, 21);
 
 /**
  * @generated from message precept.v1.GetRuleResponse
@@ -973,7 +1041,7 @@ export type GetRuleResponse = Message<"precept.v1.GetRuleResponse"> & {
  * Use `create(GetRuleResponseSchema)` to create a new message.
  */
 export const GetRuleResponseSchema: GenMessage<GetRuleResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 21);
+  messageDesc(file_precept_v1_rules, 22);
 
 /**
  * @generated from message precept.v1.RollbackRuleRequest
@@ -995,7 +1063,7 @@ export type RollbackRuleRequest = Message<"precept.v1.RollbackRuleRequest"> & {
  * Use `create(RollbackRuleRequestSchema)` to create a new message.
  */
 export const RollbackRuleRequestSchema: GenMessage<RollbackRuleRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 22);
+  messageDesc(file_precept_v1_rules, 23);
 
 /**
  * @generated from message precept.v1.RollbackRuleResponse
@@ -1017,7 +1085,7 @@ export type RollbackRuleResponse = Message<"precept.v1.RollbackRuleResponse"> & 
  * Use `create(RollbackRuleResponseSchema)` to create a new message.
  */
 export const RollbackRuleResponseSchema: GenMessage<RollbackRuleResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 23);
+  messageDesc(file_precept_v1_rules, 24);
 
 /**
  * @generated from message precept.v1.CheckConflictsRequest
@@ -1046,7 +1114,7 @@ export type CheckConflictsRequest = Message<"precept.v1.CheckConflictsRequest"> 
  * Use `create(CheckConflictsRequestSchema)` to create a new message.
  */
 export const CheckConflictsRequestSchema: GenMessage<CheckConflictsRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 24);
+  messageDesc(file_precept_v1_rules, 25);
 
 /**
  * CandidateRule is rule text to check before proposing it.
@@ -1075,7 +1143,7 @@ export type CandidateRule = Message<"precept.v1.CandidateRule"> & {
  * Use `create(CandidateRuleSchema)` to create a new message.
  */
 export const CandidateRuleSchema: GenMessage<CandidateRule> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 25);
+  messageDesc(file_precept_v1_rules, 26);
 
 /**
  * @generated from message precept.v1.CheckConflictsResponse
@@ -1092,7 +1160,7 @@ export type CheckConflictsResponse = Message<"precept.v1.CheckConflictsResponse"
  * Use `create(CheckConflictsResponseSchema)` to create a new message.
  */
 export const CheckConflictsResponseSchema: GenMessage<CheckConflictsResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 26);
+  messageDesc(file_precept_v1_rules, 27);
 
 /**
  * @generated from message precept.v1.GetRuleHistoryRequest
@@ -1111,7 +1179,7 @@ export type GetRuleHistoryRequest = Message<"precept.v1.GetRuleHistoryRequest"> 
  * Use `create(GetRuleHistoryRequestSchema)` to create a new message.
  */
 export const GetRuleHistoryRequestSchema: GenMessage<GetRuleHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 27);
+  messageDesc(file_precept_v1_rules, 28);
 
 /**
  * @generated from message precept.v1.GetRuleHistoryResponse
@@ -1128,7 +1196,7 @@ export type GetRuleHistoryResponse = Message<"precept.v1.GetRuleHistoryResponse"
  * Use `create(GetRuleHistoryResponseSchema)` to create a new message.
  */
 export const GetRuleHistoryResponseSchema: GenMessage<GetRuleHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 28);
+  messageDesc(file_precept_v1_rules, 29);
 
 /**
  * IgnoredRemoteChange is a change fetched from the rules remote that
@@ -1182,7 +1250,7 @@ export type IgnoredRemoteChange = Message<"precept.v1.IgnoredRemoteChange"> & {
  * Use `create(IgnoredRemoteChangeSchema)` to create a new message.
  */
 export const IgnoredRemoteChangeSchema: GenMessage<IgnoredRemoteChange> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 29);
+  messageDesc(file_precept_v1_rules, 30);
 
 /**
  * @generated from message precept.v1.ListIgnoredRemoteChangesRequest
@@ -1195,7 +1263,7 @@ export type ListIgnoredRemoteChangesRequest = Message<"precept.v1.ListIgnoredRem
  * Use `create(ListIgnoredRemoteChangesRequestSchema)` to create a new message.
  */
 export const ListIgnoredRemoteChangesRequestSchema: GenMessage<ListIgnoredRemoteChangesRequest> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 30);
+  messageDesc(file_precept_v1_rules, 31);
 
 /**
  * @generated from message precept.v1.ListIgnoredRemoteChangesResponse
@@ -1214,7 +1282,7 @@ export type ListIgnoredRemoteChangesResponse = Message<"precept.v1.ListIgnoredRe
  * Use `create(ListIgnoredRemoteChangesResponseSchema)` to create a new message.
  */
 export const ListIgnoredRemoteChangesResponseSchema: GenMessage<ListIgnoredRemoteChangesResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_rules, 31);
+  messageDesc(file_precept_v1_rules, 32);
 
 /**
  * RuleType says how a rule guides an agent.
