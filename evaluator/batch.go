@@ -120,7 +120,7 @@ func (r *batchRun) triage(items []Item, rubric *Rubric, learn func(precept.Decis
 
 // assign puts candidate i into a cluster: the one it is already in (a
 // batch re-run after a crash, or a clarified decision: it is not counted
-// twice), else the cluster of its agent and category it is most similar
+// twice), else the cluster of its agent and family it is most similar
 // to on average, when that reaches the linkage threshold, else a cluster
 // it founds. It queues the candidate's vector for the index.
 func (r *batchRun) assign(i int) error {
@@ -159,6 +159,11 @@ func (r *batchRun) assign(i int) error {
 		m := memberOf(c.item.Feedback, sim)
 		m.Asked, m.Categories = c.judged.lesson.Asked, c.weights
 		cl.add(m)
+		// A cluster's category is the one its members' weights favour
+		// (docs/lessons.md, "Clustering"); it stays in its family.
+		if lead := leadingCategory(cl.CategorySum); lead != "" {
+			cl.Category = lead
+		}
 		cl.addVector(c.vec)
 		r.b.commit.members = append(r.b.commit.members, memberRecord{ClusterID: cl.ID, Seq: cl.Size, Member: m})
 	}

@@ -283,6 +283,9 @@ func (s *corrections) recategorise(ctx context.Context, ids []string, category, 
 	now := s.now().UTC()
 	var c commit
 	var groups []string
+	// read holds each cluster's members, read once however many of them
+	// move.
+	read := map[string][]Member{}
 	for _, id := range ids {
 		from, err := s.state.clusterOf(id)
 		if err != nil {
@@ -303,15 +306,21 @@ func (s *corrections) recategorise(ctx context.Context, ids []string, category, 
 				c.evaluations = append(c.evaluations, ev)
 			}
 		}
-		ms, err := s.state.members(from, 1)
-		if err != nil {
-			return nil, err
+		// A member of a cluster of that category stays where it is;
+		// another leaves with the curator's category alone, and the next
+		// pass may join it to its neighbours again.
+		if ce.category == category {
+			continue
+		}
+		ms, ok := read[from]
+		if !ok {
+			if ms, err = s.state.members(from, 1); err != nil {
+				return nil, err
+			}
+			read[from] = ms
 		}
 		i := slices.IndexFunc(ms, func(m Member) bool { return m.DecisionID == id })
-		// A member already of that category alone stays where it is; one
-		// whose weights say otherwise leaves with the curator's category
-		// alone, and the next pass may join it to its neighbours again.
-		if i < 0 || maps.Equal(ms[i].weights(ce.category), map[string]float64{category: 1}) {
+		if i < 0 {
 			continue
 		}
 		vecs, err := vectorsFor(ctx, s.state, s.index, []string{id})

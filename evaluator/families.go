@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+
+	"github.com/precept-dev/precept/lesson"
 )
 
 // Clusters are grouped by agent and family: a category and its
@@ -69,12 +71,37 @@ func dotWeights(a, b map[string]float64) float64 {
 			return x * b[k]
 		}
 	}
-	// Summed in key order, so every replica rounds alike.
+	// Summed in key order, so every replica rounds alike; a lesson names
+	// at most a few categories, so the keys sort on the stack.
+	var buf [8]string
+	keys := buf[:0]
+	for k := range a {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	var s float64
-	for _, k := range slices.Sorted(maps.Keys(a)) {
+	for _, k := range keys {
 		s += a[k] * b[k]
 	}
 	return s
+}
+
+// inFamily returns w without the categories outside family f of tax, as
+// after a taxonomy change split a family; w itself when nothing is left
+// out.
+func inFamily(w map[string]float64, tax *lesson.Taxonomy, f string) map[string]float64 {
+	var out map[string]float64
+	for k := range w {
+		if tax.Family(k) != f {
+			out = maps.Clone(w)
+			break
+		}
+	}
+	if out == nil {
+		return w
+	}
+	maps.DeleteFunc(out, func(k string, _ float64) bool { return tax.Family(k) != f })
+	return out
 }
 
 // linkageSimilarity is the mean similarity of a lesson (unit vector v,
@@ -99,17 +126,18 @@ func leadingCategory(sum map[string]float64) string {
 	return best
 }
 
-// augment appends a member's weights to its vector as extra dimensions
-// (one per category of the group, in the order of cats), scaled so that
-// the dot product of two augmented vectors is cos + categoryWeight·wa·wb.
-func augment(v []float32, w map[string]float64, cats []string) []float32 {
-	out := make([]float32, len(v)+len(cats))
-	copy(out, v)
+// addAugmented adds a member's vector to sum, followed by its weights as
+// extra dimensions (one per category of the group, in the order of
+// cats), scaled so that the dot product of two augmented vectors is
+// cos + categoryWeight·wa·wb.
+func addAugmented(sum, v []float32, w map[string]float64, cats []string) {
+	for d, x := range v {
+		sum[d] += x
+	}
 	scale := math.Sqrt(categoryWeight)
 	for i, k := range cats {
-		out[len(v)+i] = float32(scale * w[k])
+		sum[len(v)+i] += float32(scale * w[k])
 	}
-	return out
 }
 
 // groupCategories are the categories the members' weights name, sorted.

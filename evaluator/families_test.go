@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lesson"
@@ -209,6 +210,135 @@ func TestFamilyClustersAreIndependentOfArrivalOrder(t *testing.T) {
 		}
 		if !slices.EqualFunc(got, first, slices.Equal) {
 			t.Fatalf("order %d: %v, order 0: %v", seed, got, first)
+		}
+	}
+}
+
+// A cluster's category is the one its members' weights favour, between
+// passes and after one, not its founder's.
+func TestClusterCategoryFollowsItsMembers(t *testing.T) {
+	ctx := context.Background()
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{Lessons: familyLessons(t, true)})
+	feed.add(
+		neg("b1", "bob", "E2", "zorbvar frobnicates the wibbler backwards on every twirl; unfrob the wibbler"),
+		neg("a1", "ann", "E1", "zorblax frobnicates the wibbler backwards on every twirl; unfrob the wibbler"),
+		neg("a2", "cat", "E3", "zorblax frobnicates the wibbler backwards on each twirl; unfrob the wibbler"),
+		neg("a3", "dan", "E4", "zorblax frobnicates the wibbler backwards on any twirl; unfrob the wibbler"),
+	)
+	e.drain(t)
+	check := func(when string) {
+		t.Helper()
+		ev, _, err := e.svc.Evaluation(ctx, "a3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := e.svc.Cluster(ctx, ev.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.Size != 4 || cl.Category != "zorb-problem" {
+			t.Errorf("%s: size %d, category %q, sums %v", when, cl.Size, cl.Category, cl.CategorySum)
+		}
+	}
+	check("between passes")
+	if _, err := e.svc.ReclusterAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after a pass")
+}
+
+// diffNeg is a rejection whose comment is unclear but whose correction
+// diff is clustered.
+func diffNeg(id, reviewer, epic, comment, diff string) precept.Feedback {
+	d := precept.Decision{DecisionID: id, GateID: "HITL-2", EpicID: epic, Agent: "coding-agent", Decision: precept.Rejected,
+		ReviewerID: reviewer, Timestamp: t0, ReviewerComment: comment, CorrectionDiff: diff}
+	if err := d.Validate(precept.Limits{}, t0); err != nil {
+		panic(err)
+	}
+	return precept.NewFeedback(d, "test", t0)
+}
+
+// Unclear lessons clustered for their diffs are compared alike between
+// passes and in a pass.
+func TestUnclearLessonsWithADiffAreComparedAlikeBetweenAndInPasses(t *testing.T) {
+	ctx := context.Background()
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{})
+	feed.add(
+		diffNeg("u1", "ann", "E1", "hmm", "-frobnicate(wibbler, twirl)\n+unfrobnicate(wibbler, twirl, gizmo)\n"),
+		diffNeg("u2", "bob", "E2", "hmm", "-frobnicate(gadget, spin)\n+retry(gadget, spin, doohickey, thrice)\n"),
+	)
+	e.drain(t)
+	c := func(id string) string {
+		ev, _, err := e.svc.Evaluation(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.ClusterID
+	}
+	before := c("u1") == c("u2")
+	if _, err := e.svc.ReclusterAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := c("u1") == c("u2"); before != after {
+		t.Fatalf("together between passes: %v, after a pass: %v", before, after)
+	}
+}
+
+// When a reloaded taxonomy splits a family, the next pass splits the
+// clusters that crossed it, and each part joins its own family's group.
+func TestClustersSplitWhenAFamilySplits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "taxonomy.yaml")
+	if err := os.WriteFile(path, []byte(familyTaxonomy(true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := lesson.NewSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{Lessons: src})
+	feed.add(
+		neg("a1", "ann", "E1", "zorblax frobnicates the wibbler backwards on every twirl; unfrob the wibbler"),
+		neg("a2", "bob", "E2", "zorbvar frobnicates the wibbler backwards on every twirl; unfrob the wibbler"),
+	)
+	e.drain(t)
+	if _, err := e.svc.ReclusterAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := func(id string) string {
+		ev, _, err := e.svc.Evaluation(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.ClusterID
+	}
+	if c("a1") != c("a2") {
+		t.Fatal("precondition: the neighbours did not join")
+	}
+	if err := os.WriteFile(path, []byte(familyTaxonomy(false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	// No decision arrives: the pass itself picks up the new families.
+	if _, err := e.svc.Recluster(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c("a1") == c("a2") {
+		t.Fatal("a cluster still crosses two families")
+	}
+	for _, id := range []string{"a1", "a2"} {
+		cl, err := e.svc.Cluster(ctx, c(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cl.CategorySum) != 1 {
+			t.Errorf("%s's cluster %s keeps weights of another family: %v", id, cl.ID, cl.CategorySum)
 		}
 	}
 }

@@ -62,6 +62,13 @@ func (g *groups) keyLocked(agent, category string) string {
 	return groupOf(agent, g.tax.Family(category))
 }
 
+// taxonomy is the taxonomy whose families the groups follow.
+func (g *groups) taxonomy() *lesson.Taxonomy {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.tax
+}
+
 // setTaxonomy makes a changed taxonomy's families the groups' own: a
 // cluster whose category now belongs to another family moves to its new
 // group, and both groups are queued for the next pass.
@@ -71,7 +78,18 @@ func (g *groups) setTaxonomy(tax *lesson.Taxonomy) {
 	if tax == nil || tax.Version == g.tax.Version {
 		return
 	}
+	old := g.tax
 	g.tax = tax
+	// A family that changed may now hold members of another: every group
+	// is clustered again, and each member goes to its own family's group.
+	for _, c := range g.byID {
+		if old.Family(c.category) != tax.Family(c.category) || len(old.Neighbours) != len(tax.Neighbours) {
+			for key := range g.byGroup {
+				g.dirty[key] = true
+			}
+			break
+		}
+	}
 	for id, c := range g.byID {
 		key := g.keyLocked(agentOf(c.group), c.category)
 		if key == c.group {

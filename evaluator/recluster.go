@@ -16,7 +16,7 @@ import (
 
 // Between re-clustering passes a decision joins the cluster it is most
 // similar to on average, in arrival order. A pass re-clusters each
-// changed group (one agent's lessons of one category) from scratch with
+// changed group (one agent's lessons of one family of categories) from scratch with
 // UPGMA, which does not depend on arrival order, and keeps cluster ids
 // stable by matching the new clusters to the old ones by overlap
 // (docs/lessons.md, "Re-clustering").
@@ -35,14 +35,16 @@ type Split struct {
 
 // ReclusterRecord is what one re-clustering pass did to one group.
 type ReclusterRecord struct {
-	At       time.Time `json:"at"`
-	Agent    string    `json:"agent"`
-	Category string    `json:"category"`
-	Members  int       `json:"members"`
-	Before   int       `json:"clusters_before"`
-	After    int       `json:"clusters_after"`
-	Merges   []Merge   `json:"merges,omitempty"`
-	Splits   []Split   `json:"splits,omitempty"`
+	At    time.Time `json:"at"`
+	Agent string    `json:"agent"`
+	// Category names the group's family: the smallest category id of a
+	// category and its neighbours (the category itself when it has none).
+	Category string  `json:"category"`
+	Members  int     `json:"members"`
+	Before   int     `json:"clusters_before"`
+	After    int     `json:"clusters_after"`
+	Merges   []Merge `json:"merges,omitempty"`
+	Splits   []Split `json:"splits,omitempty"`
 	// Moved counts decisions whose cluster changed; Reclassified those
 	// whose class changed.
 	Moved        int `json:"moved"`
@@ -71,6 +73,8 @@ const maxExactGroup = 4000
 func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
 	start := time.Now()
 	var rep ReclusterReport
+	// A taxonomy reloaded since the last batch brings its families now.
+	s.groups.setTaxonomy(s.opts.Lessons.Classifier().Taxonomy())
 	keys := s.groups.takeDirty()
 	for i, key := range keys {
 		// A pass cut short leaves the groups it did not do dirty.
@@ -196,7 +200,7 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (Reclus
 	if err != nil {
 		return ReclusterRecord{}, Change{}, err
 	}
-	parts, err := s.partition(members, vecs, oldOf, k)
+	parts, err := s.partitionByFamily(members, vecs, oldOf, k)
 	if err != nil {
 		return ReclusterRecord{}, Change{}, err
 	}
@@ -220,6 +224,13 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (Reclus
 		return ReclusterRecord{}, Change{}, err
 	}
 	s.groups.committed(c)
+	// A cluster that left for another family's group is clustered there
+	// on the next pass.
+	for _, cl := range c.clusters {
+		if to := s.groups.keyOf(cl.Agent, cl.Category); to != key {
+			s.groups.markDirty(to)
+		}
+	}
 	return rec, change, nil
 }
 
@@ -249,8 +260,51 @@ func unchanged(parts [][]int, names []string, members []Member, oldOf map[string
 		if o.NotAPattern != (marked > 0 && 2*marked >= len(items)) || classOf(o.Stats()) != o.Class {
 			return false
 		}
+		var sum map[string]float64
+		for _, i := range items {
+			sum = addWeights(sum, members[i].Categories)
+		}
+		if leadingCategory(sum) != o.Category {
+			return false
+		}
 	}
 	return true
+}
+
+// partitionByFamily partitions the members of each family apart: a
+// group holds one family, but after a taxonomy change split it, its
+// members go to their own families' clusters (and groups), their weights
+// cut to their family.
+func (s *reclusterer) partitionByFamily(members []Member, vecs map[string][]float32, oldOf map[string]string, k constraints) ([][]int, error) {
+	tax := s.groups.taxonomy()
+	byFamily := map[string][]int{}
+	for i, m := range members {
+		f := tax.Family(leadingCategory(m.Categories))
+		members[i].Categories = inFamily(m.Categories, tax, f)
+		byFamily[f] = append(byFamily[f], i)
+	}
+	if len(byFamily) == 1 {
+		return s.partition(members, vecs, oldOf, k)
+	}
+	var parts [][]int
+	for _, f := range slices.Sorted(maps.Keys(byFamily)) {
+		idx := byFamily[f]
+		sub := make([]Member, len(idx))
+		for j, i := range idx {
+			sub[j] = members[i]
+		}
+		ps, err := s.partition(sub, vecs, oldOf, k)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			for j := range p {
+				p[j] = idx[p[j]]
+			}
+			parts = append(parts, p)
+		}
+	}
+	return parts, nil
 }
 
 // partition clusters a group's members: decision by decision up to
@@ -288,18 +342,16 @@ func (s *reclusterer) partition(members []Member, vecs map[string][]float32, old
 	var weights []int
 	for i, m := range members {
 		key := unitKey(m)
-		v := augment(vecs[m.DecisionID], m.Categories, cats)
+		v := vecs[m.DecisionID]
 		u, ok := unitOf[key]
 		if !ok {
 			u = len(sums)
 			unitOf[key] = u
-			sums = append(sums, make([]float32, len(v)))
+			sums = append(sums, make([]float32, len(v)+len(cats)))
 			weights = append(weights, 0)
 		}
 		memberUnit[i] = u
-		for d, x := range v {
-			sums[u][d] += x
-		}
+		addAugmented(sums[u], v, m.Categories, cats)
 		weights[u]++
 	}
 	var apart [][2]int

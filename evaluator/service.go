@@ -79,8 +79,8 @@ type Options struct {
 	// DefaultSimilarityThreshold.
 	SimilarityThreshold float64
 	// LinkageThreshold is the mean similarity to a cluster's members from
-	// which a decision joins it (average linkage, within its agent and
-	// category); default DefaultLinkageThreshold.
+	// which a decision joins it (average linkage, within its agent and family of
+	// categories); default DefaultLinkageThreshold.
 	LinkageThreshold float64
 	// MaxSimilar bounds the similar ids of an evaluation; default
 	// DefaultMaxSimilar.
@@ -124,7 +124,7 @@ const (
 	// decisions are similar and cluster together.
 	DefaultSimilarityThreshold = 0.8
 	// DefaultLinkageThreshold is the mean similarity to a cluster's
-	// members, within one agent and category, from which a decision
+	// members, within one agent and family of categories, from which a decision
 	// joins the cluster.
 	DefaultLinkageThreshold = 0.4
 	// DefaultMaxSimilar bounds the similar ids an evaluation lists.
@@ -184,8 +184,8 @@ type Service struct {
 	emb   embedding.Embedder
 	index vectorindex.Index
 	state *state
-	// groups mirrors the committed clusters' centroids per agent and
-	// category.
+	// groups mirrors the committed clusters' centroids per agent and family of
+	// categories.
 	groups *groups
 	opts   Options
 	m      Metrics

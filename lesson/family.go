@@ -2,7 +2,9 @@ package lesson
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -61,10 +63,22 @@ func (t *Taxonomy) joinFamilies() []error {
 	}
 	t.family = make(map[string]string, len(t.Categories))
 	size := map[string]int{}
+	protected := map[string]map[bool]bool{}
 	for _, c := range t.Categories {
 		f := find(c.ID)
 		t.family[c.ID] = f
 		size[f]++
+		if protected[f] == nil {
+			protected[f] = map[bool]bool{}
+		}
+		protected[f][c.Protected] = true
+	}
+	for f, kinds := range protected {
+		// A cluster of a protected category drafts a constraint under the
+		// safety floor; one family must not let it pass for a guideline.
+		if len(kinds) > 1 {
+			errs = append(errs, fmt.Errorf("taxonomy: the family of %q joins protected and unprotected categories", f))
+		}
 	}
 	for f, n := range size {
 		if n > 2*maxNeighbourSet {
@@ -90,8 +104,13 @@ func (t *Taxonomy) Family(id string) string {
 // a model placed, or whose category has no neighbours, is its category
 // alone. Weights are rounded so that every replica computes the same.
 func (t *Taxonomy) Weights(l Lesson) map[string]float64 {
-	if !l.Known() {
+	switch {
+	case l.Category == "":
 		return nil
+	case !l.Known():
+		// An unclear lesson clustered for its correction diff is compared
+		// with others like it by their embeddings alone.
+		return map[string]float64{l.Category: 1}
 	}
 	family := t.Family(l.Category)
 	w := map[string]float64{l.Category: 1}
@@ -111,13 +130,18 @@ func (t *Taxonomy) Weights(l Lesson) map[string]float64 {
 	if len(w) == 1 {
 		return w
 	}
+	// Summed in key order, so every replica rounds alike; a weight that
+	// rounds to nothing is dropped.
+	keys := slices.Sorted(maps.Keys(w))
 	var norm float64
-	for _, x := range w {
-		norm += x * x
+	for _, k := range keys {
+		norm += w[k] * w[k]
 	}
 	norm = math.Sqrt(norm)
-	for k, x := range w {
-		w[k] = math.Round(x/norm*1000) / 1000
+	for _, k := range keys {
+		if w[k] = math.Round(w[k]/norm*1000) / 1000; w[k] == 0 {
+			delete(w, k)
+		}
 	}
 	return w
 }

@@ -29,6 +29,7 @@ func TestNeighbourSetsMakeFamilies(t *testing.T) {
 	for yaml, want := range map[string]string{
 		"neighbours:\n  - [a-one, nope]\n" + familyBase: `"nope" is not a category`,
 		"neighbours:\n  - [a-one]\n" + familyBase:       "needs 2 to",
+		"neighbours:\n  - [a-one, e-five]\n" + familyBase + "  - {id: e-five, group: g, name: E, description: d, rule: r, cues: [eee], protected: true}\n": "joins protected and unprotected",
 	} {
 		if _, err := ParseTaxonomy([]byte(yaml)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", yaml, err, want)
