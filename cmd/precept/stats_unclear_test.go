@@ -92,6 +92,20 @@ func TestStatsReportWhatBecameOfUnclearFeedback(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// Analytics counts them as open first, so what follows reaches it
+	// through the evaluator's hooks, not its lookups.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r := run("", append(append(auth, "stats", "--json"), rng...)...)
+		var got unclearJSON
+		if r.code == 0 && json.Unmarshal([]byte(r.stdout), &got) == nil && got.Totals.Unclear.Open == "5" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats never counted five open unclear decisions: %+v", r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// Each unclear decision is asked about; u1-u3 are answered clearly
 	// 10 minutes, 1 hour and 5 hours after they arrived.
 	resolveAfter := map[string]time.Duration{"u1": 10 * time.Minute, "u2": time.Hour, "u3": 5 * time.Hour}
