@@ -491,11 +491,12 @@ type Figures struct {
 	RubricFill        []Fill
 }
 
-func (a *acc) figures(names []string) Figures { return a.figuresIn(nil, names, true) }
+func (a *acc) figures(names []string) Figures { return a.figuresIn(nil, nil, names, true) }
 
-// figuresIn is figures with its lists cut from slab; without lists the
-// distributions (tags, categories, quality scores) are left out.
-func (a *acc) figuresIn(slab *[]Count, names []string, lists bool) Figures {
+// figuresIn is figures with its lists cut from slab and fills; without
+// lists the distributions (tags, categories, quality scores, rubric fill
+// rates) are left out.
+func (a *acc) figuresIn(slab *[]Count, fills *[]Fill, names []string, lists bool) Figures {
 	c := a.c
 	f := Figures{
 		Decisions: c.decisions(), Approved: c.Approved, Rejected: c.Rejected, ApprovedWithChanges: c.ApprovedWithChanges,
@@ -515,9 +516,8 @@ func (a *acc) figuresIn(slab *[]Count, names []string, lists bool) Figures {
 		f.LinesChangedMean = float64(c.LinesChanged.Total) / float64(c.LinesChanged.N)
 	}
 	f.ReviewDurations = a.dur.count(a.hi)
-	f.ReviewP50Seconds = a.dur.quantile(0.5, f.ReviewDurations)
-	f.ReviewP90Seconds = a.dur.quantile(0.9, f.ReviewDurations)
-	a.unclear.figures(&f, &c, names, lists)
+	f.ReviewP50Seconds, f.ReviewP90Seconds = a.dur.medianAndP90(f.ReviewDurations, a.hi)
+	a.unclear.figures(&f, &c, names, lists, fills)
 	if !lists {
 		return f
 	}

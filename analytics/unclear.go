@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -265,33 +264,45 @@ func (u *unclearAcc) reset() {
 }
 
 // figures fills in f's unclear-feedback figures from the cell sums c and
-// the accumulator; lists says whether the fill rates are wanted.
-func (u *unclearAcc) figures(f *Figures, c *Cell, names []string, lists bool) {
+// the accumulator; lists says whether the fill rates are wanted, cut
+// from slab when it is not nil (as countsIn does).
+func (u *unclearAcc) figures(f *Figures, c *Cell, names []string, lists bool, slab *[]Fill) {
 	f.Unclear, f.UnclearResolved, f.UnclearNeedsReview = c.Unclear, c.UnclearResolved, c.UnclearNeedsReview
 	f.UnclearOpen = c.Unclear - c.UnclearResolved - c.UnclearNeedsReview
 	if ended := c.UnclearResolved + c.UnclearNeedsReview; ended > 0 {
 		f.ResolutionRate = float64(c.UnclearResolved) / float64(ended)
 	}
 	f.Promotions = u.promo.count(u.hi)
-	f.PromotionP50Seconds = u.promo.quantile(0.5, f.Promotions)
-	f.PromotionP90Seconds = u.promo.quantile(0.9, f.Promotions)
+	f.PromotionP50Seconds, f.PromotionP90Seconds = u.promo.medianAndP90(f.Promotions, u.hi)
 	f.RubricEvaluations = c.Scored
-	if !lists || len(u.seen.ids) == 0 {
+	n := len(u.seen.ids)
+	if !lists || n == 0 {
 		return
 	}
-	f.RubricFill = make([]Fill, 0, len(u.seen.ids))
+	var out []Fill
+	if slab == nil {
+		out = make([]Fill, 0, n)
+	} else {
+		if cap(*slab)-len(*slab) < n {
+			*slab = make([]Fill, 0, max(1024, n))
+		}
+		k := len(*slab)
+		*slab = (*slab)[:k+n]
+		out = (*slab)[k : k : k+n]
+	}
 	for _, id := range u.seen.ids {
 		fl := Fill{Name: names[id], Evaluations: u.seen.n[id], Met: u.met.n[id]}
 		if fl.Evaluations > 0 {
 			fl.Rate = float64(fl.Met) / float64(fl.Evaluations)
 		}
-		f.RubricFill = append(f.RubricFill, fl)
+		out = append(out, fl)
 	}
-	sortFills(f.RubricFill)
-}
-
-// sortFills orders fill rates by name: the rubric's attributes read the
-// same in every bucket.
-func sortFills(fs []Fill) {
-	slices.SortFunc(fs, func(a, b Fill) int { return cmp.Compare(a.Name, b.Name) })
+	// By name, so the rubric's attributes read the same in every bucket;
+	// a rubric has a handful, which an insertion sort orders cheapest.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Name < out[j-1].Name; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	f.RubricFill = out
 }
