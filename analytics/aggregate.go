@@ -483,7 +483,7 @@ func (b *batch) apply(tx *storeTx, recs []feedbackstore.Record, queued []Evaluat
 		b.counted = append(b.counted, counted{rec: r, first: first})
 		arrived := arrival(r.ReceivedAt, r.Timestamp)
 		if f, ok := b.facts[r.DecisionID]; ok {
-			cf := countedFacts{Facts: f, Arrived: arrived}
+			cf := newCounted(f, arrived)
 			c.addFacts(cf, 1, b.a.names)
 			if err := tx.putFacts(r.DecisionID, k, cf); err != nil {
 				return err
@@ -528,7 +528,7 @@ func (b *batch) evaluated(tx *storeTx, ev Evaluated) error {
 		}
 		old = countedFacts{Arrived: arrived}
 	}
-	now := countedFacts{Facts: old.merge(ev), Arrived: old.Arrived}
+	now := newCounted(old.merge(ev), old.Arrived)
 	if counted {
 		if now.same(old) {
 			return nil

@@ -78,6 +78,14 @@ type countedFacts struct {
 	Arrived time.Time
 }
 
+// newCounted is what a decision's facts count, its times in whole
+// seconds as the file keeps them: what a step adds is then exactly what a
+// later step, reading the record back, takes away.
+func newCounted(f Facts, arrived time.Time) countedFacts {
+	f.ResolvedAt = timeOrZero(unixOrZero(f.ResolvedAt))
+	return countedFacts{Facts: f, Arrived: timeOrZero(unixOrZero(arrived))}
+}
+
 // addFacts adds what a decision's facts count to the cell (sign 1), or
 // takes them away (-1) before counting newer ones.
 func (c *Cell) addFacts(f countedFacts, sign int64, in *interner) {

@@ -155,3 +155,42 @@ func TestFactsRecordsRoundTrip(t *testing.T) {
 		t.Error("a truncated record decodes")
 	}
 }
+
+// TestAMoveAfterReopeningTakesAwayWhatWasCounted: times are counted in
+// whole seconds, as the file keeps them, so a decision resolved 1.9 s
+// after an arrival at half a second, counted, reopened and then moved
+// elsewhere leaves no promotion behind.
+func TestAMoveAfterReopeningTakesAwayWhatWasCounted(t *testing.T) {
+	feed := &memFeed{}
+	arrived := day1.Add(500 * time.Millisecond)
+	feed.add(precept.Decision{DecisionID: "y1", Agent: "coder", GateID: "code-review", EpicID: "E1", TaskID: "T1",
+		Decision: precept.Rejected, ReviewerID: "r1", Timestamp: arrived})
+	evs := &evaluations{m: map[string]Facts{"y1": {Review: Resolved, ResolvedAt: arrived.Add(1900 * time.Millisecond)}}}
+	path := filepath.Join(t.TempDir(), "analytics.db")
+	open := func() *Aggregate {
+		agg, err := Open(feed, path, Options{Evaluations: evs.lookup, NoSync: true, Now: func() time.Time { return day2 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agg
+	}
+	agg := open()
+	if _, err := agg.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	agg.Close()
+	agg = open()
+	defer agg.Close()
+	agg.Evaluated([]Evaluated{{DecisionID: "y1", Review: NeedsHumanReview}})
+	if _, err := agg.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := agg.Query(Query{From: day1.Truncate(24 * time.Hour), To: day2.Truncate(24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Totals; f.Unclear != 1 || f.UnclearResolved != 0 || f.UnclearNeedsReview != 1 || f.Promotions != 0 {
+		t.Errorf("after the move: %d unclear, %d resolved, %d needs review, %d promotions; want 1, 0, 1, 0",
+			f.Unclear, f.UnclearResolved, f.UnclearNeedsReview, f.Promotions)
+	}
+}
