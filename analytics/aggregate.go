@@ -23,17 +23,21 @@ type Feed interface {
 
 var _ Feed = (*feedbackstore.Store)(nil)
 
-// LessonLookup returns the lesson category the evaluator gave a decision,
-// ok false while it has none (not evaluated yet, or no lesson).
-// internal/app reads it from (*evaluator.Service).Evaluation.
-type LessonLookup func(ctx context.Context, decisionID string) (category string, ok bool, err error)
+// Lookup returns what the evaluator recorded about a decision (Facts),
+// ok false while it has not evaluated it. internal/app reads it from
+// (*evaluator.Service).Evaluation and Review.
+type Lookup func(ctx context.Context, decisionID string) (facts Facts, ok bool, err error)
 
-// Evaluated is a decision's lesson category as the evaluator just
-// recorded it: at its evaluation, or when a curator or a clarification
-// reclassified it.
+// Evaluated is what the evaluator just recorded about a decision: an
+// evaluation (its lesson category and rubric) at first or when a curator
+// or a clarification reclassified it, or where the decision's
+// clarification stands. What it leaves empty stays as counted.
 type Evaluated struct {
 	DecisionID string
 	Category   string
+	Rubric     []Attribute
+	Review     Review
+	ResolvedAt time.Time
 }
 
 // Metrics receives what an Aggregate counts; internal/metrics turns it
@@ -78,9 +82,10 @@ type Options struct {
 	StepInterval time.Duration
 	MaxRangeDays int
 	MaxSeries    int
-	// Lessons looks up lesson categories of decisions the evaluator
-	// evaluated before the aggregate reached them; nil counts none.
-	Lessons LessonLookup
+	// Evaluations looks up what the evaluator recorded about decisions
+	// it evaluated before the aggregate reached them; nil counts no
+	// lesson categories, rubric or unclear feedback.
+	Evaluations Lookup
 	// NoSync skips fsync on commit (benchmarks and tests only).
 	NoSync  bool
 	Metrics Metrics
@@ -152,7 +157,7 @@ type Aggregate struct {
 // cells. A missing file starts from the beginning of the feed.
 func Open(feed Feed, path string, opts Options) (*Aggregate, error) {
 	opts = opts.withDefaults()
-	db, err := openStore(path, opts.NoSync, opts.Lessons != nil)
+	db, err := openStore(path, opts.NoSync, opts.Evaluations != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +304,7 @@ func (a *Aggregate) finalStep() error {
 // evaluator evaluated them, for evaluations that happened while no
 // aggregate was listening (the process stopped in between).
 func (a *Aggregate) resolvePending(ctx context.Context) error {
-	if a.opts.Lessons == nil {
+	if a.opts.Evaluations == nil {
 		return nil
 	}
 	ids, err := a.db.pendingIDs()
@@ -308,12 +313,12 @@ func (a *Aggregate) resolvePending(ctx context.Context) error {
 	}
 	var found []Evaluated
 	for _, id := range ids {
-		cat, ok, err := a.opts.Lessons(ctx, id)
+		f, ok, err := a.opts.Evaluations(ctx, id)
 		if err != nil {
 			return err
 		}
 		if ok {
-			found = append(found, Evaluated{DecisionID: id, Category: cat})
+			found = append(found, Evaluated{DecisionID: id, Category: f.Category, Rubric: f.Rubric, Review: f.Review, ResolvedAt: f.ResolvedAt})
 		}
 	}
 	a.Evaluated(found)
@@ -348,12 +353,12 @@ func (a *Aggregate) step(ctx context.Context) (int, int, error) {
 	if len(recs) == 0 && len(queued) == 0 {
 		return 0, 0, nil
 	}
-	lessons, err := a.lookupLessons(ctx, recs)
+	facts, err := a.lookupFacts(ctx, recs)
 	if err != nil {
 		a.requeue(queued)
 		return 0, 0, err
 	}
-	b := &batch{a: a, dirty: map[cellKey]*Cell{}, lessons: lessons, track: a.opts.Lessons != nil}
+	b := &batch{a: a, dirty: map[cellKey]*Cell{}, facts: facts, track: a.opts.Evaluations != nil}
 	if len(recs) > 0 {
 		pos = recs[len(recs)-1].Seq
 	}
@@ -383,23 +388,23 @@ func (a *Aggregate) checkRenumbered(pos uint64) (bool, error) {
 	return true, a.load()
 }
 
-// lookupLessons asks the evaluator for the lesson categories of the
-// negative decisions in recs (approvals teach no lesson).
-func (a *Aggregate) lookupLessons(ctx context.Context, recs []feedbackstore.Record) (map[string]string, error) {
-	if a.opts.Lessons == nil {
+// lookupFacts asks the evaluator what it recorded about the negative
+// decisions in recs (approvals teach no lesson and are not clarified).
+func (a *Aggregate) lookupFacts(ctx context.Context, recs []feedbackstore.Record) (map[string]Facts, error) {
+	if a.opts.Evaluations == nil {
 		return nil, nil
 	}
-	out := map[string]string{}
+	out := map[string]Facts{}
 	for _, r := range recs {
 		if !r.Decision.Decision.Negative() {
 			continue
 		}
-		cat, ok, err := a.opts.Lessons(ctx, r.DecisionID)
+		f, ok, err := a.opts.Evaluations(ctx, r.DecisionID)
 		if err != nil {
-			return nil, fmt.Errorf("look up lesson of %s: %w", r.DecisionID, err)
+			return nil, fmt.Errorf("look up the evaluation of %s: %w", r.DecisionID, err)
 		}
-		if ok && cat != "" {
-			out[r.DecisionID] = cat
+		if ok {
+			out[r.DecisionID] = f
 		}
 	}
 	return out, nil
@@ -445,10 +450,10 @@ type counted struct {
 // batch is one step's changes: copies of the cells it touched, so that
 // queries see the cells as they were until the transaction commits.
 type batch struct {
-	a       *Aggregate
-	dirty   map[cellKey]*Cell
-	lessons map[string]string
-	// track records decisions still waiting for a lesson.
+	a     *Aggregate
+	dirty map[cellKey]*Cell
+	facts map[string]Facts
+	// track records decisions still waiting for their evaluation.
 	track   bool
 	counted []counted
 }
@@ -476,13 +481,15 @@ func (b *batch) apply(tx *storeTx, recs []feedbackstore.Record, queued []Evaluat
 		c := b.cell(k)
 		c.addDecision(r.Feedback, first, b.a.names)
 		b.counted = append(b.counted, counted{rec: r, first: first})
-		if cat, ok := b.lessons[r.DecisionID]; ok {
-			c.addLesson(cat, 1, b.a.names)
-			if err := tx.putLesson(r.DecisionID, k, cat); err != nil {
+		arrived := arrival(r.ReceivedAt, r.Timestamp)
+		if f, ok := b.facts[r.DecisionID]; ok {
+			cf := newCounted(f, arrived)
+			c.addFacts(cf, 1, b.a.names)
+			if err := tx.putFacts(r.DecisionID, k, cf); err != nil {
 				return err
 			}
 		} else if b.track && r.Decision.Decision.Negative() {
-			if err := tx.putPending(r.DecisionID, k); err != nil {
+			if err := tx.putPending(r.DecisionID, k, arrived); err != nil {
 				return err
 			}
 		}
@@ -500,31 +507,36 @@ func (b *batch) apply(tx *storeTx, recs []feedbackstore.Record, queued []Evaluat
 	return tx.setPosition(pos)
 }
 
-// evaluated counts a lesson category the evaluator reported: once per
-// decision, moved when the decision is reclassified. A decision the
-// aggregate has not reached yet is left for its lookup then.
+// evaluated counts what the evaluator reported about a decision: its
+// facts are counted once, and moved when the decision is reclassified or
+// its clarification moves on. A decision the aggregate has not reached
+// yet is left for its lookup then.
 func (b *batch) evaluated(tx *storeTx, ev Evaluated) error {
-	if ev.Category == "" {
-		return nil
+	k, old, counted, err := tx.counted(ev.DecisionID)
+	if err != nil {
+		return err
 	}
-	if k, cat, ok, err := tx.lesson(ev.DecisionID); err != nil || ok {
-		if err != nil || cat == ev.Category {
+	if !counted {
+		var arrived time.Time
+		var waiting bool
+		k, arrived, waiting, err = tx.pending(ev.DecisionID)
+		if err != nil || !waiting {
 			return err
 		}
-		c := b.cell(k)
-		c.addLesson(cat, -1, b.a.names)
-		c.addLesson(ev.Category, 1, b.a.names)
-		return tx.putLesson(ev.DecisionID, k, ev.Category)
+		if err := tx.deletePending(ev.DecisionID); err != nil {
+			return err
+		}
+		old = countedFacts{Arrived: arrived}
 	}
-	k, ok, err := tx.pending(ev.DecisionID)
-	if err != nil || !ok {
-		return err
+	now := newCounted(old.merge(ev), old.Arrived)
+	if counted {
+		if now.same(old) {
+			return nil
+		}
+		b.cell(k).addFacts(old, -1, b.a.names)
 	}
-	b.cell(k).addLesson(ev.Category, 1, b.a.names)
-	if err := tx.putLesson(ev.DecisionID, k, ev.Category); err != nil {
-		return err
-	}
-	return tx.deletePending(ev.DecisionID)
+	b.cell(k).addFacts(now, 1, b.a.names)
+	return tx.putFacts(ev.DecisionID, k, now)
 }
 
 // workItem names what a decision was about: the gate, the epic and the

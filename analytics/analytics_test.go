@@ -64,11 +64,11 @@ func (l *lessons) set(id, cat string) {
 	l.m[id] = cat
 }
 
-func (l *lessons) lookup(_ context.Context, id string) (string, bool, error) {
+func (l *lessons) lookup(_ context.Context, id string) (Facts, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.m[id]
-	return c, ok, nil
+	return Facts{Category: c}, ok, nil
 }
 
 var (
@@ -132,7 +132,7 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) open(t *testing.T) {
 	t.Helper()
-	agg, err := Open(h.feed, h.path, Options{Lessons: h.lessons.lookup, BatchSize: 4, NoSync: true,
+	agg, err := Open(h.feed, h.path, Options{Evaluations: h.lessons.lookup, BatchSize: 4, NoSync: true,
 		Now: func() time.Time { return day2 }})
 	if err != nil {
 		t.Fatal(err)

@@ -86,10 +86,26 @@ func (f genFeed) Since(seq uint64, limit int) ([]feedbackstore.Record, error) {
 func (f genFeed) LastSeq() (uint64, error) { return f.total, nil }
 func (f genFeed) Changed() <-chan struct{} { return make(chan struct{}) }
 
-// benchLesson classifies every negative decision, as the evaluator would
-// have before the aggregate reached it.
-func benchLesson(_ context.Context, id string) (string, bool, error) {
-	return benchCats[len(id)%len(benchCats)], true, nil
+// benchLesson evaluates every negative decision, as the evaluator would
+// have before the aggregate reached it: a lesson category and the
+// rubric's four attributes, and one in five unclear, clarified within
+// hours or left for human review.
+func benchLesson(_ context.Context, id string) (Facts, bool, error) {
+	var seq uint64
+	if _, err := fmt.Sscanf(id, "d%d", &seq); err != nil {
+		return Facts{}, false, err
+	}
+	f := Facts{Category: benchCats[len(id)%len(benchCats)], Rubric: []Attribute{
+		{Name: "what_was_wrong", Met: seq%5 != 0}, {Name: "where", Met: seq%3 != 0},
+		{Name: "why", Met: seq%2 == 0}, {Name: "desired_behaviour", Met: seq%7 != 0},
+	}}
+	switch seq % 10 {
+	case 0:
+		f.Review, f.ResolvedAt = Resolved, genFeed{}.record(seq).Timestamp.Add(time.Duration(seq%7200)*time.Second)
+	case 5:
+		f.Review = NeedsHumanReview
+	}
+	return f, true, nil
 }
 
 var (
@@ -112,7 +128,7 @@ func loadedBench(b *testing.B) *Aggregate {
 			return
 		}
 		benchAgg, benchErr = Open(genFeed{total: uint64(n)}, filepath.Join(benchDir, "analytics.db"),
-			Options{Lessons: benchLesson, NoSync: true})
+			Options{Evaluations: benchLesson, NoSync: true})
 		if benchErr != nil {
 			return
 		}
@@ -173,6 +189,9 @@ func BenchmarkGetAnalytics(b *testing.B) {
 				if q.Agents == nil && rep.Totals.Decisions != int64(benchDecisions) {
 					b.Fatalf("counted %d decisions, want %d", rep.Totals.Decisions, benchDecisions)
 				}
+				if q.Agents == nil && (rep.Totals.Unclear == 0 || len(rep.Totals.RubricFill) != 4) {
+					b.Fatalf("unclear feedback not counted: %d unclear, %d fill rates", rep.Totals.Unclear, len(rep.Totals.RubricFill))
+				}
 			}
 			slices.Sort(lat)
 			p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / 1e6 }
@@ -187,7 +206,7 @@ func BenchmarkGetAnalytics(b *testing.B) {
 // an aggregate that already holds the 1M.
 func BenchmarkStep(b *testing.B) {
 	dir := b.TempDir()
-	agg, err := Open(genFeed{total: 1 << 40}, filepath.Join(dir, "analytics.db"), Options{Lessons: benchLesson})
+	agg, err := Open(genFeed{total: 1 << 40}, filepath.Join(dir, "analytics.db"), Options{Evaluations: benchLesson})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,9 +228,9 @@ func BenchmarkStep(b *testing.B) {
 // on. Compare with ingest+classify's cost per decision (README).
 func BenchmarkStepLive(b *testing.B) {
 	dir := b.TempDir()
-	miss := func(context.Context, string) (string, bool, error) { return "", false, nil }
+	miss := func(context.Context, string) (Facts, bool, error) { return Facts{}, false, nil }
 	feed := genFeed{total: 1 << 40, live: true}
-	agg, err := Open(feed, filepath.Join(dir, "analytics.db"), Options{Lessons: miss, BatchSize: 500})
+	agg, err := Open(feed, filepath.Join(dir, "analytics.db"), Options{Evaluations: miss, BatchSize: 500})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -227,7 +246,8 @@ func BenchmarkStepLive(b *testing.B) {
 		var evs []Evaluated
 		for s := pos + 1; s <= agg.Position(); s++ {
 			if r := feed.record(s); r.Decision.Decision.Negative() {
-				evs = append(evs, Evaluated{DecisionID: r.DecisionID, Category: benchCats[s%uint64(len(benchCats))]})
+				f, _, _ := benchLesson(context.Background(), r.DecisionID)
+				evs = append(evs, Evaluated{DecisionID: r.DecisionID, Category: f.Category, Rubric: f.Rubric, Review: f.Review, ResolvedAt: f.ResolvedAt})
 			}
 		}
 		agg.Evaluated(evs)

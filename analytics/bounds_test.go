@@ -71,7 +71,7 @@ func TestAReclassificationBeforeAStopIsKept(t *testing.T) {
 	h := loaded(t)
 	h.agg.Close()
 	// Steps an hour apart: only the last step at the stop can apply it.
-	agg, err := Open(h.feed, h.path, Options{Lessons: h.lessons.lookup, BatchSize: 4, NoSync: true, StepInterval: time.Hour, PollInterval: time.Hour,
+	agg, err := Open(h.feed, h.path, Options{Evaluations: h.lessons.lookup, BatchSize: 4, NoSync: true, StepInterval: time.Hour, PollInterval: time.Hour,
 		Now: func() time.Time { return day2 }})
 	if err != nil {
 		t.Fatal(err)

@@ -104,6 +104,20 @@ type Cell struct {
 	ErrorCats    Labels
 	Lessons      Labels
 	Quality      []Score
+	// Unclear counts the decisions the evaluator found unclear, and of
+	// them UnclearResolved those a clarification resolved and
+	// UnclearNeedsReview those left for human review; Promotions holds
+	// the resolved ones' times from arrival to resolution (unclear.go).
+	Unclear            int64
+	UnclearResolved    int64
+	UnclearNeedsReview int64
+	Promotions         Histogram
+	// Scored counts the evaluations that applied the clarity rubric;
+	// RubricSeen counts each attribute they scored, RubricMet each they
+	// found.
+	Scored     int64
+	RubricSeen Labels
+	RubricMet  Labels
 }
 
 func (c *Cell) clone() *Cell {
@@ -113,6 +127,9 @@ func (c *Cell) clone() *Cell {
 	n.ErrorCats = slices.Clone(c.ErrorCats)
 	n.Lessons = slices.Clone(c.Lessons)
 	n.Quality = slices.Clone(c.Quality)
+	n.Promotions = slices.Clone(c.Promotions)
+	n.RubricSeen = slices.Clone(c.RubricSeen)
+	n.RubricMet = slices.Clone(c.RubricMet)
 	return &n
 }
 
@@ -200,11 +217,19 @@ func (c *Cell) addCell(o *Cell, sign int64) {
 	for _, q := range o.Quality {
 		c.addScore(q.ID, Sum{N: sign * q.N, Total: sign * q.Total})
 	}
-}
-
-// addLesson moves the count of a lesson category by n (1 or -1).
-func (c *Cell) addLesson(category string, n int64, in *interner) {
-	c.Lessons = c.Lessons.add(in.id(category), n)
+	c.Unclear += sign * o.Unclear
+	c.UnclearResolved += sign * o.UnclearResolved
+	c.UnclearNeedsReview += sign * o.UnclearNeedsReview
+	c.Scored += sign * o.Scored
+	for _, b := range o.Promotions {
+		c.Promotions = c.Promotions.add(int(b.B), sign*b.N)
+	}
+	for _, l := range o.RubricSeen {
+		c.RubricSeen = c.RubricSeen.add(l.ID, sign*l.N)
+	}
+	for _, l := range o.RubricMet {
+		c.RubricMet = c.RubricMet.add(l.ID, sign*l.N)
+	}
 }
 
 // editPercent is the decision's character edit distance: the one the
@@ -297,6 +322,7 @@ type acc struct {
 	qual []Sum
 	// qualIDs lists the ids of qual in use.
 	qualIDs []uint32
+	unclear unclearAcc
 }
 
 // dist is a distribution by interned id and the ids in use.
@@ -321,7 +347,7 @@ func (d *dist) reset() {
 
 func newAcc(names int) *acc {
 	return &acc{tags: dist{n: make([]int64, names)}, errs: dist{n: make([]int64, names)}, less: dist{n: make([]int64, names)},
-		qual: make([]Sum, names)}
+		qual: make([]Sum, names), unclear: unclearAcc{seen: dist{n: make([]int64, names)}, met: dist{n: make([]int64, names)}}}
 }
 
 func (a *acc) reset() {
@@ -335,6 +361,7 @@ func (a *acc) reset() {
 		a.qual[id] = Sum{}
 	}
 	a.qualIDs = a.qualIDs[:0]
+	a.unclear.reset()
 }
 
 // counts adds the counts and sums of c, not its distributions.
@@ -348,6 +375,10 @@ func (a *acc) counts(c *Cell) {
 	a.c.EditPercent.Total += c.EditPercent.Total
 	a.c.LinesChanged.N += c.LinesChanged.N
 	a.c.LinesChanged.Total += c.LinesChanged.Total
+	a.c.Unclear += c.Unclear
+	a.c.UnclearResolved += c.UnclearResolved
+	a.c.UnclearNeedsReview += c.UnclearNeedsReview
+	a.c.Scored += c.Scored
 }
 
 func (a *acc) addScore(id uint32, s Sum) {
@@ -376,6 +407,7 @@ func (a *acc) merge(c *Cell) {
 	for _, q := range c.Quality {
 		a.addScore(q.ID, q.Sum)
 	}
+	a.unclear.merge(c)
 }
 
 // mergeAcc adds another accumulator (a bucket into its series' totals).
@@ -394,6 +426,7 @@ func (a *acc) mergeAcc(b *acc) {
 	for _, id := range b.qualIDs {
 		a.addScore(id, b.qual[id])
 	}
+	a.unclear.mergeAcc(&b.unclear)
 }
 
 // Count is how often a label was seen.
@@ -437,13 +470,33 @@ type Figures struct {
 	ErrorCategories  []Count
 	LessonCategories []Count
 	QualityScores    []Mean
+	// Unclear decisions are those the evaluator found unclear (AMBIGUOUS):
+	// UnclearResolved a clarification resolved, UnclearNeedsReview were
+	// left for human review, UnclearOpen are still being clarified.
+	// ResolutionRate is resolved / (resolved + needs review), 0 when
+	// neither (docs/analytics.md, "Unclear feedback").
+	Unclear            int64
+	UnclearResolved    int64
+	UnclearNeedsReview int64
+	UnclearOpen        int64
+	ResolutionRate     float64
+	// Promotions resolved decisions took PromotionP50Seconds (median)
+	// and PromotionP90Seconds from arrival to the resolving reply.
+	Promotions          int64
+	PromotionP50Seconds float64
+	PromotionP90Seconds float64
+	// RubricEvaluations applied the clarity rubric; RubricFill is, per
+	// attribute, how many of them found it, by name.
+	RubricEvaluations int64
+	RubricFill        []Fill
 }
 
-func (a *acc) figures(names []string) Figures { return a.figuresIn(nil, names, true) }
+func (a *acc) figures(names []string) Figures { return a.figuresIn(nil, nil, names, true) }
 
-// figuresIn is figures with its lists cut from slab; without lists the
-// distributions (tags, categories, quality scores) are left out.
-func (a *acc) figuresIn(slab *[]Count, names []string, lists bool) Figures {
+// figuresIn is figures with its lists cut from slab and fills; without
+// lists the distributions (tags, categories, quality scores, rubric fill
+// rates) are left out.
+func (a *acc) figuresIn(slab *[]Count, fills *[]Fill, names []string, lists bool) Figures {
 	c := a.c
 	f := Figures{
 		Decisions: c.decisions(), Approved: c.Approved, Rejected: c.Rejected, ApprovedWithChanges: c.ApprovedWithChanges,
@@ -463,8 +516,8 @@ func (a *acc) figuresIn(slab *[]Count, names []string, lists bool) Figures {
 		f.LinesChangedMean = float64(c.LinesChanged.Total) / float64(c.LinesChanged.N)
 	}
 	f.ReviewDurations = a.dur.count(a.hi)
-	f.ReviewP50Seconds = a.dur.quantile(0.5, f.ReviewDurations)
-	f.ReviewP90Seconds = a.dur.quantile(0.9, f.ReviewDurations)
+	f.ReviewP50Seconds, f.ReviewP90Seconds = a.dur.medianAndP90(f.ReviewDurations, a.hi)
+	a.unclear.figures(&f, &c, names, lists, fills)
 	if !lists {
 		return f
 	}

@@ -47,7 +47,8 @@ func (in *interner) id(name string) uint32 {
 }
 
 // The file stores a cell as uvarints: the nine counts and sums, the
-// histogram's bins, then each distribution and the scores by name
+// histogram's bins, then each distribution and the scores by name, then
+// the unclear-feedback figures (appendUnclear)
 // (docs/analytics.md, "State"). Compact and cheap to write: a step writes
 // every cell it touched.
 func encodeCell(c *Cell, names []string) []byte {
@@ -74,7 +75,7 @@ func encodeCell(c *Cell, names []string) []byte {
 		b = binary.AppendUvarint(b, uint64(q.N))
 		b = binary.AppendUvarint(b, uint64(q.Total))
 	}
-	return b
+	return appendUnclear(b, c, names)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -151,8 +152,51 @@ func decodeCell(b []byte, in *interner) (*Cell, error) {
 		name := d.string()
 		c.addScore(in.id(name), Sum{N: d.int(), Total: d.int()})
 	}
+	readUnclear(d, c, in)
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%w: %d bytes after the cell", errCorrupt, len(d.b))
 	}
 	return c, d.err
+}
+
+// appendUnclear writes the unclear-feedback figures: the four counts, the
+// promotion histogram's bins, then the rubric attributes seen and met by
+// name.
+func appendUnclear(b []byte, c *Cell, names []string) []byte {
+	for _, v := range []int64{c.Unclear, c.UnclearResolved, c.UnclearNeedsReview, c.Scored} {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	b = binary.AppendUvarint(b, uint64(len(c.Promotions)))
+	for _, bin := range c.Promotions {
+		b = binary.AppendUvarint(b, uint64(bin.B))
+		b = binary.AppendUvarint(b, uint64(bin.N))
+	}
+	for _, ls := range []Labels{c.RubricSeen, c.RubricMet} {
+		b = binary.AppendUvarint(b, uint64(len(ls)))
+		for _, l := range ls {
+			b = appendString(b, names[l.ID])
+			b = binary.AppendUvarint(b, uint64(l.N))
+		}
+	}
+	return b
+}
+
+func readUnclear(d *decoder, c *Cell, in *interner) {
+	for _, p := range []*int64{&c.Unclear, &c.UnclearResolved, &c.UnclearNeedsReview, &c.Scored} {
+		*p = d.int()
+	}
+	for range d.count() {
+		bin := d.uint()
+		if bin >= numBins {
+			d.err = fmt.Errorf("%w: bin %d", errCorrupt, bin)
+			return
+		}
+		c.Promotions = c.Promotions.add(int(bin), d.int())
+	}
+	for _, ls := range []*Labels{&c.RubricSeen, &c.RubricMet} {
+		for range d.count() {
+			name := d.string()
+			*ls = ls.add(in.id(name), d.int())
+		}
+	}
 }

@@ -36,7 +36,18 @@ func durationBin(seconds int64) int {
 }
 
 // binValue is what a bin reports, in seconds.
-func binValue(b int) float64 {
+func binValue(b int) float64 { return binValues[b] }
+
+// binValues holds what each bin reports, computed once: every percentile
+// of every bucket of a query reads one.
+var binValues = func() (v [numBins]float64) {
+	for b := range v {
+		v[b] = computeBinValue(b)
+	}
+	return v
+}()
+
+func computeBinValue(b int) float64 {
 	if b == 0 {
 		return 0
 	}
@@ -93,20 +104,29 @@ func (d *dense) count(hi int) int64 {
 	return n
 }
 
-// quantile returns the nearest-rank q-quantile (0 < q ≤ 1) of n counted
-// durations, in seconds.
-func (d *dense) quantile(q float64, n int64) float64 {
+// medianAndP90 returns the nearest-rank median and 90th percentile of
+// the n durations counted below bin hi, in one pass: a query asks for
+// both in each of its buckets.
+func (d *dense) medianAndP90(n int64, hi int) (p50, p90 float64) {
 	if n == 0 {
-		return 0
+		return 0, 0
 	}
-	rank := int64(math.Ceil(q * float64(n)))
-	rank = max(rank, 1)
+	r50 := max(int64(math.Ceil(0.5*float64(n))), 1)
+	r90 := max(int64(math.Ceil(0.9*float64(n))), 1)
 	var seen int64
-	for b, c := range d {
+	found50 := false
+	for b, c := range d[:hi] {
 		seen += c
-		if seen >= rank {
-			return binValue(b)
+		if !found50 && seen >= r50 {
+			p50, found50 = binValue(b), true
+		}
+		if seen >= r90 {
+			return p50, binValue(b)
 		}
 	}
-	return binValue(numBins - 1)
+	top := binValue(numBins - 1)
+	if !found50 {
+		p50 = top
+	}
+	return p50, top
 }

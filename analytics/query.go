@@ -151,6 +151,7 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 	}
 	groups := map[string]*group{}
 	var slab []Count
+	var fills []Fill
 
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -184,7 +185,7 @@ func (a *Aggregate) Query(q Query) (Report, error) {
 			}
 		}
 		for _, g := range groups {
-			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(end), Figures: g.bucket.figuresIn(&slab, names, !q.TotalsOnlyLists)})
+			g.buckets = append(g.buckets, Bucket{Start: dayStart(start), End: dayStart(end), Figures: g.bucket.figuresIn(&slab, &fills, names, !q.TotalsOnlyLists)})
 			g.total.mergeAcc(g.bucket)
 			g.bucket.reset()
 		}

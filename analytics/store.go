@@ -19,21 +19,22 @@ var (
 	bCells = []byte("cells")
 	// bItems: work item → the seq of its first decision.
 	bItems = []byte("items")
-	// bLessons: decision id → its cell and the lesson category counted.
-	bLessons = []byte("lessons")
-	// bPending: decision id → its cell, for negative decisions counted
-	// before the evaluator gave them a lesson.
+	// bFacts: decision id → its cell, its arrival and the evaluator's
+	// facts counted (encodeFacts).
+	bFacts = []byte("facts")
+	// bPending: decision id → its arrival and cell, for negative
+	// decisions counted before the evaluator evaluated them.
 	bPending = []byte("pending")
 
 	keyVersion  = []byte("version")
 	keyPosition = []byte("position")
 
-	dataBuckets = [][]byte{bCells, bItems, bLessons, bPending}
+	dataBuckets = [][]byte{bCells, bItems, bFacts, bPending}
 )
 
 // storeVersion changes whenever the layout or what is counted changes;
 // a file of another version is rebuilt from the feed.
-const storeVersion = "2"
+const storeVersion = "3"
 
 type store struct {
 	db *bolt.DB
@@ -148,14 +149,14 @@ func (s *store) update(fn func(*storeTx) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return fn(&storeTx{
 			meta: tx.Bucket(bMeta), cells: tx.Bucket(bCells), items: tx.Bucket(bItems),
-			lessons: tx.Bucket(bLessons), waiting: tx.Bucket(bPending),
+			facts: tx.Bucket(bFacts), waiting: tx.Bucket(bPending),
 		})
 	})
 }
 
 // storeTx is one step's write transaction.
 type storeTx struct {
-	meta, cells, items, lessons, waiting *bolt.Bucket
+	meta, cells, items, facts, waiting *bolt.Bucket
 }
 
 // firstAttempt records a work item's first decision and reports whether
@@ -173,44 +174,38 @@ func (t *storeTx) putCell(k cellKey, c *Cell, names []string) error {
 
 func (t *storeTx) setPosition(pos uint64) error { return t.meta.Put(keyPosition, seqBytes(pos)) }
 
-// A lesson record is the cell key's length (2 bytes), the cell key and
-// the category.
-func (t *storeTx) putLesson(id string, k cellKey, category string) error {
-	kb := k.bytes()
-	v := make([]byte, 2, 2+len(kb)+len(category))
-	binary.BigEndian.PutUint16(v, uint16(len(kb)))
-	v = append(append(v, kb...), category...)
-	return t.lessons.Put([]byte(id), v)
+func (t *storeTx) putFacts(id string, k cellKey, f countedFacts) error {
+	return t.facts.Put([]byte(id), encodeFacts(k, f))
 }
 
-func (t *storeTx) lesson(id string) (cellKey, string, bool, error) {
-	v := t.lessons.Get([]byte(id))
+// counted returns the facts counted for a decision, ok false when none
+// were.
+func (t *storeTx) counted(id string) (cellKey, countedFacts, bool, error) {
+	v := t.facts.Get([]byte(id))
 	if v == nil {
-		return cellKey{}, "", false, nil
+		return cellKey{}, countedFacts{}, false, nil
 	}
-	if len(v) < 2 || int(binary.BigEndian.Uint16(v))+2 > len(v) {
-		return cellKey{}, "", false, fmt.Errorf("%w: lesson of %s", errCorrupt, id)
-	}
-	n := int(binary.BigEndian.Uint16(v))
-	k, err := parseCellKey(v[2 : 2+n])
+	k, f, err := decodeFacts(v)
 	if err != nil {
-		return cellKey{}, "", false, fmt.Errorf("%w: lesson of %s: %v", errCorrupt, id, err)
+		return cellKey{}, countedFacts{}, false, fmt.Errorf("facts of %s: %w", id, err)
 	}
-	return k, string(v[2+n:]), true, nil
+	return k, f, true, nil
 }
 
-func (t *storeTx) putPending(id string, k cellKey) error { return t.waiting.Put([]byte(id), k.bytes()) }
+func (t *storeTx) putPending(id string, k cellKey, arrived time.Time) error {
+	return t.waiting.Put([]byte(id), encodePending(k, arrived))
+}
 
-func (t *storeTx) pending(id string) (cellKey, bool, error) {
+func (t *storeTx) pending(id string) (cellKey, time.Time, bool, error) {
 	v := t.waiting.Get([]byte(id))
 	if v == nil {
-		return cellKey{}, false, nil
+		return cellKey{}, time.Time{}, false, nil
 	}
-	k, err := parseCellKey(v)
+	k, arrived, err := decodePending(v)
 	if err != nil {
-		return cellKey{}, false, fmt.Errorf("%w: pending %s: %v", errCorrupt, id, err)
+		return cellKey{}, time.Time{}, false, fmt.Errorf("pending %s: %w", id, err)
 	}
-	return k, true, nil
+	return k, arrived, true, nil
 }
 
 func (t *storeTx) deletePending(id string) error { return t.waiting.Delete([]byte(id)) }

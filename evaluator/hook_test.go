@@ -2,8 +2,10 @@ package evaluator
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestOnEvaluatedReportsEveryLessonAsStored: the hook sees each
@@ -69,5 +71,49 @@ func TestOnEvaluatedReportsEveryLessonAsStored(t *testing.T) {
 	defer mu.Unlock()
 	if seen["q1"] != "zorb-problem" {
 		t.Errorf("q1 after merging into zorb-problem: hook saw %q", seen["q1"])
+	}
+}
+
+// TestOnReviewedReportsEachStepOfAClarification: the hook sees an
+// ambiguous decision's needs-review record when it is created, when a
+// reply resolves it (with the reply's time) and when another is left for
+// human review, so a listener (analytics) ends with the state's records.
+func TestOnReviewedReportsEachStepOfAClarification(t *testing.T) {
+	var mu sync.Mutex
+	last := map[string]NeedsReview{}
+	statuses := map[string][]string{}
+	hook := func(rs []NeedsReview) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rs {
+			last[r.DecisionID] = r
+			if s := statuses[r.DecisionID]; len(s) == 0 || s[len(s)-1] != r.Status {
+				statuses[r.DecisionID] = append(s, r.Status)
+			}
+		}
+	}
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{BatchSize: 2, OnReviewed: hook})
+	at := time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)
+	feed.add(neg("v", "vic", "E3", "fix this"), neg("w", "wes", "E4", "wrong"))
+	feed.addConversation(Conversation{DecisionID: "v", Thread: "C1:1.0", Attempts: 1, AskedAt: at, Status: PendingClarification,
+		Replies: []ConversationReply{{Text: "The retry loop has no timeout and hangs forever; set a timeout on the HTTP client.", At: at.Add(90 * time.Minute)}}})
+	feed.addConversation(Conversation{DecisionID: "w", Thread: "C1:2.0", Attempts: 3, AskedAt: at, Status: NeedsHumanReview})
+	e.drain(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string][]string{"v": {PendingClarification, Resolved}, "w": {PendingClarification, NeedsHumanReview}}
+	if !reflect.DeepEqual(statuses, want) {
+		t.Errorf("the hook saw %v, want %v", statuses, want)
+	}
+	for _, id := range []string{"v", "w"} {
+		r, err := e.svc.Review(context.Background(), id)
+		if err != nil || !reflect.DeepEqual(last[id], r) {
+			t.Errorf("%s: the hook's last record %+v, the state holds %+v (%v)", id, last[id], r, err)
+		}
+	}
+	if got := last["v"].UpdatedAt; !got.Equal(at.Add(90 * time.Minute)) {
+		t.Errorf("v resolved at %s, want the reply's time", got)
 	}
 }

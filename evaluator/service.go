@@ -111,7 +111,13 @@ type Options struct {
 	// not block; analytics counts lesson categories from it
 	// (docs/analytics.md).
 	OnEvaluated func([]Evaluation)
-	Logger      *slog.Logger
+	// OnReviewed is called with the needs-review records each commit
+	// wrote, after it committed: an ambiguous decision's record when it
+	// is created, and each time its clarification moves on (a question,
+	// a reply, resolved, left for human review). Like OnEvaluated it must
+	// not block; analytics counts unclear feedback from it.
+	OnReviewed func([]NeedsReview)
+	Logger     *slog.Logger
 	// Metrics receives what the evaluator measures; default none.
 	Metrics Metrics
 	Now     func() time.Time
@@ -211,7 +217,7 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 	if err != nil {
 		return nil, err
 	}
-	st.evaluated = opts.OnEvaluated
+	st.evaluated, st.reviewed = opts.OnEvaluated, opts.OnReviewed
 	s := &Service{feed: feed, emb: emb, index: index, state: st, groups: newGroups(opts.Lessons.Classifier().Taxonomy()), opts: opts, m: opts.Metrics, log: opts.Logger}
 	s.reclusterer = &reclusterer{state: st, index: index, groups: s.groups, linkage: opts.LinkageThreshold,
 		thresholds: opts.Thresholds, now: opts.Now, log: opts.Logger}

@@ -49,8 +49,9 @@ type state struct {
 	db *bolt.DB
 	// open indexes the needs-review records not resolved.
 	open openReviews
-	// evaluated is Options.OnEvaluated.
+	// evaluated is Options.OnEvaluated, reviewed Options.OnReviewed.
 	evaluated func([]Evaluation)
+	reviewed  func([]NeedsReview)
 }
 
 func openState(path string) (*state, error) {
@@ -182,7 +183,8 @@ type commit struct {
 }
 
 // apply writes a commit in one transaction, then hands the evaluations
-// it recorded to the OnEvaluated hook.
+// and needs-review records it recorded to the OnEvaluated and OnReviewed
+// hooks.
 func (s *state) apply(c commit) error {
 	if err := s.write(c); err != nil {
 		return err
@@ -190,6 +192,9 @@ func (s *state) apply(c commit) error {
 	s.open.written(c.reviews)
 	if s.evaluated != nil && len(c.evaluations) > 0 {
 		s.evaluated(c.evaluations)
+	}
+	if s.reviewed != nil && len(c.reviews) > 0 {
+		s.reviewed(c.reviews)
 	}
 	return nil
 }

@@ -32,11 +32,13 @@ func statsCmd(c *cli) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show decisions, first-pass acceptance, edit distance, review times and error categories per day",
+		Short: "Show decisions, first-pass acceptance, edit distance, review times, error categories and unclear feedback per day",
 		Long: `stats shows what the decisions at the HITL gates add up to over a range:
 verdicts, first-pass acceptance (the first decision on a gate/epic/task
 APPROVED), edit distance, lines changed, review-duration p50/p90, quality
-scores and error categories, with one bar of first-pass acceptance per day,
+scores, error categories and what became of unclear feedback (resolved
+by clarification before needs-review, time to promotion, rubric fill
+rates), with one bar of first-pass acceptance per day,
 week or month. --from and --to take dates (UTC, both included) or RFC 3339
 times (to excluded); the default is the last 30 days.`,
 		Args: exactArgs(0, "stats takes no arguments; filter with --agent and --gate"),
@@ -147,7 +149,42 @@ func printFigures(w io.Writer, f *preceptv1.AnalyticsFigures) {
 		"tags", labels(f.GetTags()),
 		"error categories", labels(f.GetErrorCategories()),
 		"lessons", labels(f.GetLessonCategories()),
+		"unclear feedback", unclear(f.GetUnclear()),
+		"resolved before review", resolution(f.GetUnclear()),
+		"time to promotion", meanOf(f.GetUnclear().GetPromotions(), fmt.Sprintf("p50 %s, p90 %s",
+			seconds(f.GetUnclear().GetPromotionP50Seconds()), seconds(f.GetUnclear().GetPromotionP90Seconds())), "promoted decisions"),
+		"rubric fill", fills(f.GetRubricFill(), f.GetRubricEvaluations()),
 	)
+}
+
+// unclear shows what became of the unclear decisions.
+func unclear(u *preceptv1.UnclearFeedback) string {
+	if u.GetUnclear() == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d: %d resolved by clarification, %d needs review, %d still open", u.GetUnclear(), u.GetResolved(), u.GetNeedsReview(), u.GetOpen())
+}
+
+// resolution shows the share of unclear feedback resolved before it
+// reached needs-review (docs/analytics.md, "Unclear feedback").
+func resolution(u *preceptv1.UnclearFeedback) string {
+	ended := u.GetResolved() + u.GetNeedsReview()
+	if ended == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%% (%d of %d resolved or left for review)", 100*u.GetResolutionRate(), u.GetResolved(), ended)
+}
+
+// fills shows how often each rubric attribute was met.
+func fills(fs []*preceptv1.RubricFill, evaluations int64) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", clip(f.GetAttribute(), 40), 100*f.GetRate()))
+	}
+	return fmt.Sprintf("%s (over %d evaluations)", strings.Join(parts, ", "), evaluations)
 }
 
 func rate(n, of int64) string {

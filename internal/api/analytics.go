@@ -117,6 +117,15 @@ func figuresToProto(f analytics.Figures) *preceptv1.AnalyticsFigures {
 	for _, q := range f.QualityScores {
 		p.QualityScores = append(p.QualityScores, &preceptv1.QualityScoreMean{Name: q.Name, Count: q.Count, Mean: q.Mean})
 	}
+	p.Unclear = &preceptv1.UnclearFeedback{
+		Unclear: f.Unclear, Resolved: f.UnclearResolved, NeedsReview: f.UnclearNeedsReview, Open: f.UnclearOpen,
+		ResolutionRate: f.ResolutionRate, Promotions: f.Promotions,
+		PromotionP50Seconds: f.PromotionP50Seconds, PromotionP90Seconds: f.PromotionP90Seconds,
+	}
+	p.RubricEvaluations = f.RubricEvaluations
+	for _, r := range f.RubricFill {
+		p.RubricFill = append(p.RubricFill, &preceptv1.RubricFill{Attribute: r.Name, Evaluations: r.Evaluations, Met: r.Met, Rate: r.Rate})
+	}
 	return p
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/analytics"
@@ -25,13 +26,13 @@ func (a *App) openAnalytics(nodeDir string) error {
 	if err != nil {
 		return err
 	}
-	var lessons analytics.LessonLookup
+	var lookup analytics.Lookup
 	if a.Config.Evaluator.Enabled {
-		lessons = a.lessonOf
+		lookup = a.factsOf
 	}
 	a.Analytics, err = analytics.Open(a.Feedback, filepath.Join(nodeDir, "analytics.db"), analytics.Options{
 		BatchSize: cfg.BatchSize, StepInterval: cfg.StepInterval, MaxRangeDays: cfg.MaxRangeDays, MaxSeries: cfg.MaxSeries,
-		Lessons: lessons, Metrics: measured, Logger: a.Log.With("component", "analytics"),
+		Evaluations: lookup, Metrics: measured, Logger: a.Log.With("component", "analytics"),
 	})
 	if err != nil {
 		return err
@@ -40,21 +41,59 @@ func (a *App) openAnalytics(nodeDir string) error {
 	return nil
 }
 
-// lessonOf is the lesson category the evaluator gave a decision.
-func (a *App) lessonOf(ctx context.Context, id string) (string, bool, error) {
+// factsOf is what the evaluator recorded about a decision that
+// analytics counts: its evaluation's lesson category and rubric, and
+// where its clarification stands when it was unclear.
+func (a *App) factsOf(ctx context.Context, id string) (analytics.Facts, bool, error) {
 	ev, _, err := a.Evaluator.Evaluation(ctx, id)
 	if errors.Is(err, precept.ErrNotFound) {
-		return "", false, nil
+		return analytics.Facts{}, false, nil
 	}
-	if err != nil || ev.Lesson == nil || ev.Lesson.Category == "" {
-		return "", false, err
+	if err != nil {
+		return analytics.Facts{}, false, err
 	}
-	return ev.Lesson.Category, true, nil
+	f := analytics.Facts{Rubric: rubricOf(ev)}
+	if ev.Lesson != nil {
+		f.Category = ev.Lesson.Category
+	}
+	r, err := a.Evaluator.Review(ctx, id)
+	switch {
+	case err == nil:
+		f.Review, f.ResolvedAt = reviewOf(r)
+	case !errors.Is(err, precept.ErrNotFound):
+		return analytics.Facts{}, false, err
+	}
+	return f, true, nil
 }
 
-// evaluated hands the lesson categories the evaluator just recorded to
-// analytics (evaluator.Options.OnEvaluated), and records their spans
-// when tracing is on.
+// rubricOf is the clarity rubric as an evaluation applied it, nil when
+// it applied none.
+func rubricOf(ev evaluator.Evaluation) []analytics.Attribute {
+	if ev.Rubric == nil {
+		return nil
+	}
+	out := make([]analytics.Attribute, 0, len(ev.Rubric.Attributes))
+	for _, at := range ev.Rubric.Attributes {
+		out = append(out, analytics.Attribute{Name: at.Name, Met: at.Present})
+	}
+	return out
+}
+
+// reviewOf is where a needs-review record's clarification stands, and
+// when the reply that resolved it was recorded.
+func reviewOf(r evaluator.NeedsReview) (analytics.Review, time.Time) {
+	switch r.Status {
+	case evaluator.Resolved:
+		return analytics.Resolved, r.UpdatedAt
+	case evaluator.NeedsHumanReview:
+		return analytics.NeedsHumanReview, time.Time{}
+	}
+	return analytics.Clarifying, time.Time{}
+}
+
+// evaluated hands what the evaluator just recorded — lesson categories
+// and rubrics — to analytics (evaluator.Options.OnEvaluated), and
+// records their spans when tracing is on.
 func (a *App) evaluated(evs []evaluator.Evaluation) {
 	if a.spans != nil {
 		a.spans.evaluated(evs)
@@ -64,9 +103,28 @@ func (a *App) evaluated(evs []evaluator.Evaluation) {
 	}
 	out := make([]analytics.Evaluated, 0, len(evs))
 	for _, ev := range evs {
-		if ev.Lesson != nil && ev.Lesson.Category != "" {
-			out = append(out, analytics.Evaluated{DecisionID: ev.DecisionID, Category: ev.Lesson.Category})
+		e := analytics.Evaluated{DecisionID: ev.DecisionID, Rubric: rubricOf(ev)}
+		if ev.Lesson != nil {
+			e.Category = ev.Lesson.Category
 		}
+		if e.Category != "" || e.Rubric != nil {
+			out = append(out, e)
+		}
+	}
+	a.Analytics.Evaluated(out)
+}
+
+// reviewed hands analytics where the clarification of unclear decisions
+// stands (evaluator.Options.OnReviewed).
+func (a *App) reviewed(rs []evaluator.NeedsReview) {
+	if a.Analytics == nil {
+		return
+	}
+	out := make([]analytics.Evaluated, 0, len(rs))
+	for _, r := range rs {
+		e := analytics.Evaluated{DecisionID: r.DecisionID}
+		e.Review, e.ResolvedAt = reviewOf(r)
+		out = append(out, e)
 	}
 	a.Analytics.Evaluated(out)
 }

@@ -112,6 +112,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		EdgeCases:           edgeCaseDocs{write: a.Feedback.WriteEdgeCases},
 		OnChange:            a.evaluatorChanged,
 		OnEvaluated:         a.evaluated,
+		OnReviewed:          a.reviewed,
 		Logger:              a.Log.With("component", "evaluator"),
 		Metrics:             measured,
 	})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image/png"
 	"io"
 	"net/http"
@@ -23,6 +24,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/clarification"
+	"github.com/precept-dev/precept/feedbackstore"
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 )
@@ -352,4 +355,79 @@ func TestAnalyticsEscapesHostileFilterValues(t *testing.T) {
 	mustContain(t, body, `value="&#34;&gt;&lt;script&gt;x&lt;/script&gt;&amp;&#39;"`,
 		// The export links carry it URL-encoded.
 		"gate=%22%3E%3Cscript%3Ex%3C%2Fscript%3E%26%27")
+}
+
+// TestAnalyticsPageShowsWhatBecameOfUnclearFeedback: two unclear
+// rejections on a day of their own, one clarified an hour and a half
+// after it arrived, the other left for needs-review. The page shows the
+// counts, the resolution rate, the time to promotion and a fill-rate row
+// per rubric attribute, each as GetAnalytics gives it.
+func TestAnalyticsPageShowsWhatBecameOfUnclearFeedback(t *testing.T) {
+	s := startServer(t, tokensYAML)
+	s.xaddJSON(t,
+		event("uf-1", "reviewer_comment", "hmm no", "timestamp", "2026-11-22T09:00:00Z", "task_id", "T1"),
+		event("uf-2", "reviewer_comment", "nope", "timestamp", "2026-11-22T10:00:00Z", "task_id", "T2"),
+	)
+	ctx := context.Background()
+	clar := clarification.New(s.app.Feedback, s.app.Evaluator, clarification.Options{}, nil)
+	eventually(t, "both decisions to wait for clarification", 30*time.Second, func() bool {
+		p, err := clar.Pending(ctx)
+		return err == nil && len(p) == 2
+	})
+	arrived, err := s.app.Feedback.Get(ctx, "uf-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"uf-1", "uf-2"} {
+		if _, err := clar.Asked(ctx, id, fmt.Sprintf("C1:%d.1", i), feedbackstore.Question{Attempt: 1, Kind: clarification.KindFirst}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, _, _, err := clar.Reply(ctx, "uf-1", feedbackstore.Reply{TS: "9.1", User: "U1",
+		Text: "The handler in server.go drops the error; return it wrapped because callers cannot tell failure from success.",
+		At:   arrived.ReceivedAt.Add(90 * time.Minute)})
+	if err != nil || next.Action != clarification.Thank {
+		t.Fatalf("the answer to uf-1: %v, %v", next.Action, err)
+	}
+	if err := clar.Resolve(ctx, "uf-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clar.Leave(ctx, "uf-2"); err != nil {
+		t.Fatal(err)
+	}
+	req := &preceptv1.GetAnalyticsRequest{
+		From: timestamppb.New(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)),
+		To:   timestamppb.New(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)),
+	}
+	var totals *preceptv1.AnalyticsFigures
+	eventually(t, "analytics to count the clarifications", 30*time.Second, func() bool {
+		resp, err := s.analyticsClient().GetAnalytics(ctx, connect.NewRequest(req))
+		if err != nil {
+			return false
+		}
+		totals = resp.Msg.GetTotals()
+		return totals.GetUnclear().GetResolved() == 1 && totals.GetUnclear().GetNeedsReview() == 1
+	})
+	v := s.signIn(t, ritaToken)
+	status, body := v.get("/ui/analytics?from=2026-11-22&to=2026-11-22")
+	if status != http.StatusOK {
+		t.Fatalf("analytics page: %d\n%s", status, body)
+	}
+	mustContain(t, body,
+		`<h2 id="unclear-h">Unclear feedback</h2>`,
+		"2: 1 resolved by clarification, 1 left for needs-review, 0 still open",
+		"50.0% (resolved: 1, left for needs-review: 1; the target is 70%)",
+		// One promotion: its bin's value, within 4.4% of 90 minutes.
+		"(promoted decisions: 1)",
+		fmt.Sprintf("over %d evaluations</caption>", totals.GetRubricEvaluations()),
+	)
+	if p50 := totals.GetUnclear().GetPromotionP50Seconds(); p50 < 0.956*5400 || p50 > 1.044*5400 {
+		t.Errorf("time to promotion %.0fs, want 5400s within 4.4%%", p50)
+	}
+	if len(totals.GetRubricFill()) == 0 {
+		t.Fatal("GetAnalytics reports no rubric fill rates")
+	}
+	for _, f := range totals.GetRubricFill() {
+		mustContain(t, body, fmt.Sprintf(`<tr><th scope="row">%s</th><td>%d of %d</td><td>%.1f%%</td></tr>`, f.GetAttribute(), f.GetMet(), f.GetEvaluations(), 100*f.GetRate()))
+	}
 }

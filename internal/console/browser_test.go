@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/lib/testenv"
@@ -147,6 +148,33 @@ func TestConsoleInARealBrowser(t *testing.T) {
 			}
 			guest.viewport(t, width)
 			guest.checkSignInPage(t, dir, width)
+		}
+	})
+	t.Run("analytics shows the rubric fill rates GetAnalytics reports, on a phone", func(t *testing.T) {
+		rita.viewport(t, 390)
+		defer rita.viewport(t, 1280)
+		if status := rita.open(t, "/ui/analytics?from=2026-11-01&to=2026-11-30&by=week"); status != http.StatusOK {
+			t.Fatalf("analytics page answers %d", status)
+		}
+		resp, err := s.analyticsClient().GetAnalytics(context.Background(), connect.NewRequest(&preceptv1.GetAnalyticsRequest{
+			From: timestamppb.New(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)), To: timestamppb.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)),
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, f := range resp.Msg.GetTotals().GetRubricFill() {
+			want = append(want, fmt.Sprintf("%s|%d of %d|%.1f%%", f.GetAttribute(), f.GetMet(), f.GetEvaluations(), 100*f.GetRate()))
+		}
+		got := eval[[]string](t, rita, `[...document.querySelectorAll('#rubric-fill tbody tr')].map(r => [...r.cells].map(c => c.innerText.trim()).join('|'))`)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("the fill-rate table reads %q, GetAnalytics reports %q", got, want)
+		}
+		if h := eval[string](t, rita, `document.querySelector('#unclear-h').innerText`); h != "Unclear feedback" {
+			t.Errorf("the unclear-feedback heading reads %q", h)
+		}
+		if sw, iw := eval[int](t, rita, "document.documentElement.scrollWidth"), eval[int](t, rita, "window.innerWidth"); sw > iw+1 {
+			t.Errorf("analytics with the fill rates scrolls sideways at 390 px: %d px wide; widest: %s", sw, eval[string](t, rita, widestJS))
 		}
 	})
 	t.Logf("browser test took %s", time.Since(began).Round(time.Millisecond))

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"path"
@@ -285,6 +286,9 @@ var funcs = template.FuncMap{
 	"join":      strings.Join,
 	"hasPrefix": strings.HasPrefix,
 	"add":       func(a, b int) int { return a + b },
+	// seconds shows a duration given in seconds, rounded to the second
+	// ("1h0m0s", "42s").
+	"seconds": func(s float64) string { return (time.Duration(math.Round(s)) * time.Second).String() },
 }
 
 // asTime accepts a time.Time or a protobuf timestamp (nil is zero).

@@ -385,8 +385,15 @@ type AnalyticsFigures struct {
 	ErrorCategories  []*LabelCount       `protobuf:"bytes,17,rep,name=error_categories,json=errorCategories,proto3" json:"error_categories,omitempty"`
 	LessonCategories []*LabelCount       `protobuf:"bytes,18,rep,name=lesson_categories,json=lessonCategories,proto3" json:"lesson_categories,omitempty"`
 	QualityScores    []*QualityScoreMean `protobuf:"bytes,19,rep,name=quality_scores,json=qualityScores,proto3" json:"quality_scores,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What became of the feedback the evaluator found unclear.
+	Unclear *UnclearFeedback `protobuf:"bytes,20,opt,name=unclear,proto3" json:"unclear,omitempty"`
+	// Evaluations of these decisions that applied the clarity rubric, and
+	// per rubric attribute how often it was met, by name (a distribution:
+	// left out of buckets with totals_only_lists).
+	RubricEvaluations int64         `protobuf:"varint,21,opt,name=rubric_evaluations,json=rubricEvaluations,proto3" json:"rubric_evaluations,omitempty"`
+	RubricFill        []*RubricFill `protobuf:"bytes,22,rep,name=rubric_fill,json=rubricFill,proto3" json:"rubric_fill,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AnalyticsFigures) Reset() {
@@ -552,6 +559,208 @@ func (x *AnalyticsFigures) GetQualityScores() []*QualityScoreMean {
 	return nil
 }
 
+func (x *AnalyticsFigures) GetUnclear() *UnclearFeedback {
+	if x != nil {
+		return x.Unclear
+	}
+	return nil
+}
+
+func (x *AnalyticsFigures) GetRubricEvaluations() int64 {
+	if x != nil {
+		return x.RubricEvaluations
+	}
+	return 0
+}
+
+func (x *AnalyticsFigures) GetRubricFill() []*RubricFill {
+	if x != nil {
+		return x.RubricFill
+	}
+	return nil
+}
+
+// UnclearFeedback counts the decisions the evaluator found unclear
+// (AMBIGUOUS) and what their clarification came to (docs/analytics.md,
+// "Unclear feedback").
+type UnclearFeedback struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unclear decisions: resolved by a clarification (the decision was
+	// evaluated again and promoted), left for human review (needs-review),
+	// and still being clarified. unclear = resolved + needs_review + open.
+	Unclear     int64 `protobuf:"varint,1,opt,name=unclear,proto3" json:"unclear,omitempty"`
+	Resolved    int64 `protobuf:"varint,2,opt,name=resolved,proto3" json:"resolved,omitempty"`
+	NeedsReview int64 `protobuf:"varint,3,opt,name=needs_review,json=needsReview,proto3" json:"needs_review,omitempty"`
+	Open        int64 `protobuf:"varint,4,opt,name=open,proto3" json:"open,omitempty"`
+	// resolved / (resolved + needs_review): the share resolved before it
+	// reached needs-review; 0 when neither.
+	ResolutionRate float64 `protobuf:"fixed64,5,opt,name=resolution_rate,json=resolutionRate,proto3" json:"resolution_rate,omitempty"`
+	// Resolved decisions, and the median and 90th percentile of the time
+	// from arrival to the reply that resolved them (within 4.4%).
+	Promotions          int64   `protobuf:"varint,6,opt,name=promotions,proto3" json:"promotions,omitempty"`
+	PromotionP50Seconds float64 `protobuf:"fixed64,7,opt,name=promotion_p50_seconds,json=promotionP50Seconds,proto3" json:"promotion_p50_seconds,omitempty"`
+	PromotionP90Seconds float64 `protobuf:"fixed64,8,opt,name=promotion_p90_seconds,json=promotionP90Seconds,proto3" json:"promotion_p90_seconds,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *UnclearFeedback) Reset() {
+	*x = UnclearFeedback{}
+	mi := &file_precept_v1_analytics_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnclearFeedback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnclearFeedback) ProtoMessage() {}
+
+func (x *UnclearFeedback) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_analytics_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnclearFeedback.ProtoReflect.Descriptor instead.
+func (*UnclearFeedback) Descriptor() ([]byte, []int) {
+	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UnclearFeedback) GetUnclear() int64 {
+	if x != nil {
+		return x.Unclear
+	}
+	return 0
+}
+
+func (x *UnclearFeedback) GetResolved() int64 {
+	if x != nil {
+		return x.Resolved
+	}
+	return 0
+}
+
+func (x *UnclearFeedback) GetNeedsReview() int64 {
+	if x != nil {
+		return x.NeedsReview
+	}
+	return 0
+}
+
+func (x *UnclearFeedback) GetOpen() int64 {
+	if x != nil {
+		return x.Open
+	}
+	return 0
+}
+
+func (x *UnclearFeedback) GetResolutionRate() float64 {
+	if x != nil {
+		return x.ResolutionRate
+	}
+	return 0
+}
+
+func (x *UnclearFeedback) GetPromotions() int64 {
+	if x != nil {
+		return x.Promotions
+	}
+	return 0
+}
+
+func (x *UnclearFeedback) GetPromotionP50Seconds() float64 {
+	if x != nil {
+		return x.PromotionP50Seconds
+	}
+	return 0
+}
+
+func (x *UnclearFeedback) GetPromotionP90Seconds() float64 {
+	if x != nil {
+		return x.PromotionP90Seconds
+	}
+	return 0
+}
+
+// RubricFill is how often one clarity-rubric attribute was met.
+type RubricFill struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Attribute string                 `protobuf:"bytes,1,opt,name=attribute,proto3" json:"attribute,omitempty"`
+	// Evaluations that scored the attribute, those that found it, and
+	// their ratio.
+	Evaluations   int64   `protobuf:"varint,2,opt,name=evaluations,proto3" json:"evaluations,omitempty"`
+	Met           int64   `protobuf:"varint,3,opt,name=met,proto3" json:"met,omitempty"`
+	Rate          float64 `protobuf:"fixed64,4,opt,name=rate,proto3" json:"rate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RubricFill) Reset() {
+	*x = RubricFill{}
+	mi := &file_precept_v1_analytics_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RubricFill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RubricFill) ProtoMessage() {}
+
+func (x *RubricFill) ProtoReflect() protoreflect.Message {
+	mi := &file_precept_v1_analytics_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RubricFill.ProtoReflect.Descriptor instead.
+func (*RubricFill) Descriptor() ([]byte, []int) {
+	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RubricFill) GetAttribute() string {
+	if x != nil {
+		return x.Attribute
+	}
+	return ""
+}
+
+func (x *RubricFill) GetEvaluations() int64 {
+	if x != nil {
+		return x.Evaluations
+	}
+	return 0
+}
+
+func (x *RubricFill) GetMet() int64 {
+	if x != nil {
+		return x.Met
+	}
+	return 0
+}
+
+func (x *RubricFill) GetRate() float64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
 // AnalyticsBucket is one period's figures.
 type AnalyticsBucket struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -564,7 +773,7 @@ type AnalyticsBucket struct {
 
 func (x *AnalyticsBucket) Reset() {
 	*x = AnalyticsBucket{}
-	mi := &file_precept_v1_analytics_proto_msgTypes[4]
+	mi := &file_precept_v1_analytics_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +785,7 @@ func (x *AnalyticsBucket) String() string {
 func (*AnalyticsBucket) ProtoMessage() {}
 
 func (x *AnalyticsBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_analytics_proto_msgTypes[4]
+	mi := &file_precept_v1_analytics_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +798,7 @@ func (x *AnalyticsBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnalyticsBucket.ProtoReflect.Descriptor instead.
 func (*AnalyticsBucket) Descriptor() ([]byte, []int) {
-	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{4}
+	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AnalyticsBucket) GetStart() *timestamppb.Timestamp {
@@ -627,7 +836,7 @@ type AnalyticsSeries struct {
 
 func (x *AnalyticsSeries) Reset() {
 	*x = AnalyticsSeries{}
-	mi := &file_precept_v1_analytics_proto_msgTypes[5]
+	mi := &file_precept_v1_analytics_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +848,7 @@ func (x *AnalyticsSeries) String() string {
 func (*AnalyticsSeries) ProtoMessage() {}
 
 func (x *AnalyticsSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_analytics_proto_msgTypes[5]
+	mi := &file_precept_v1_analytics_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +861,7 @@ func (x *AnalyticsSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnalyticsSeries.ProtoReflect.Descriptor instead.
 func (*AnalyticsSeries) Descriptor() ([]byte, []int) {
-	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{5}
+	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AnalyticsSeries) GetAgent() string {
@@ -702,7 +911,7 @@ type GetAnalyticsResponse struct {
 
 func (x *GetAnalyticsResponse) Reset() {
 	*x = GetAnalyticsResponse{}
-	mi := &file_precept_v1_analytics_proto_msgTypes[6]
+	mi := &file_precept_v1_analytics_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +923,7 @@ func (x *GetAnalyticsResponse) String() string {
 func (*GetAnalyticsResponse) ProtoMessage() {}
 
 func (x *GetAnalyticsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_precept_v1_analytics_proto_msgTypes[6]
+	mi := &file_precept_v1_analytics_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +936,7 @@ func (x *GetAnalyticsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAnalyticsResponse.ProtoReflect.Descriptor instead.
 func (*GetAnalyticsResponse) Descriptor() ([]byte, []int) {
-	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{6}
+	return file_precept_v1_analytics_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetAnalyticsResponse) GetFrom() *timestamppb.Timestamp {
@@ -802,7 +1011,7 @@ const file_precept_v1_analytics_proto_rawDesc = "" +
 	"\x10QualityScoreMean\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\x12\x12\n" +
-	"\x04mean\x18\x03 \x01(\x01R\x04mean\"\xb4\a\n" +
+	"\x04mean\x18\x03 \x01(\x01R\x04mean\"\xd3\b\n" +
 	"\x10AnalyticsFigures\x12\x1c\n" +
 	"\tdecisions\x18\x01 \x01(\x03R\tdecisions\x12\x1a\n" +
 	"\bapproved\x18\x02 \x01(\x03R\bapproved\x12\x1a\n" +
@@ -823,7 +1032,28 @@ const file_precept_v1_analytics_proto_rawDesc = "" +
 	"\x04tags\x18\x10 \x03(\v2\x16.precept.v1.LabelCountR\x04tags\x12A\n" +
 	"\x10error_categories\x18\x11 \x03(\v2\x16.precept.v1.LabelCountR\x0ferrorCategories\x12C\n" +
 	"\x11lesson_categories\x18\x12 \x03(\v2\x16.precept.v1.LabelCountR\x10lessonCategories\x12C\n" +
-	"\x0equality_scores\x18\x13 \x03(\v2\x1c.precept.v1.QualityScoreMeanR\rqualityScores\"\xa9\x01\n" +
+	"\x0equality_scores\x18\x13 \x03(\v2\x1c.precept.v1.QualityScoreMeanR\rqualityScores\x125\n" +
+	"\aunclear\x18\x14 \x01(\v2\x1b.precept.v1.UnclearFeedbackR\aunclear\x12-\n" +
+	"\x12rubric_evaluations\x18\x15 \x01(\x03R\x11rubricEvaluations\x127\n" +
+	"\vrubric_fill\x18\x16 \x03(\v2\x16.precept.v1.RubricFillR\n" +
+	"rubricFill\"\xaf\x02\n" +
+	"\x0fUnclearFeedback\x12\x18\n" +
+	"\aunclear\x18\x01 \x01(\x03R\aunclear\x12\x1a\n" +
+	"\bresolved\x18\x02 \x01(\x03R\bresolved\x12!\n" +
+	"\fneeds_review\x18\x03 \x01(\x03R\vneedsReview\x12\x12\n" +
+	"\x04open\x18\x04 \x01(\x03R\x04open\x12'\n" +
+	"\x0fresolution_rate\x18\x05 \x01(\x01R\x0eresolutionRate\x12\x1e\n" +
+	"\n" +
+	"promotions\x18\x06 \x01(\x03R\n" +
+	"promotions\x122\n" +
+	"\x15promotion_p50_seconds\x18\a \x01(\x01R\x13promotionP50Seconds\x122\n" +
+	"\x15promotion_p90_seconds\x18\b \x01(\x01R\x13promotionP90Seconds\"r\n" +
+	"\n" +
+	"RubricFill\x12\x1c\n" +
+	"\tattribute\x18\x01 \x01(\tR\tattribute\x12 \n" +
+	"\vevaluations\x18\x02 \x01(\x03R\vevaluations\x12\x10\n" +
+	"\x03met\x18\x03 \x01(\x03R\x03met\x12\x12\n" +
+	"\x04rate\x18\x04 \x01(\x01R\x04rate\"\xa9\x01\n" +
 	"\x0fAnalyticsBucket\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x126\n" +
@@ -869,7 +1099,7 @@ func file_precept_v1_analytics_proto_rawDescGZIP() []byte {
 }
 
 var file_precept_v1_analytics_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_precept_v1_analytics_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_precept_v1_analytics_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_precept_v1_analytics_proto_goTypes = []any{
 	(AnalyticsGranularity)(0),     // 0: precept.v1.AnalyticsGranularity
 	(AnalyticsSplit)(0),           // 1: precept.v1.AnalyticsSplit
@@ -877,37 +1107,41 @@ var file_precept_v1_analytics_proto_goTypes = []any{
 	(*LabelCount)(nil),            // 3: precept.v1.LabelCount
 	(*QualityScoreMean)(nil),      // 4: precept.v1.QualityScoreMean
 	(*AnalyticsFigures)(nil),      // 5: precept.v1.AnalyticsFigures
-	(*AnalyticsBucket)(nil),       // 6: precept.v1.AnalyticsBucket
-	(*AnalyticsSeries)(nil),       // 7: precept.v1.AnalyticsSeries
-	(*GetAnalyticsResponse)(nil),  // 8: precept.v1.GetAnalyticsResponse
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*UnclearFeedback)(nil),       // 6: precept.v1.UnclearFeedback
+	(*RubricFill)(nil),            // 7: precept.v1.RubricFill
+	(*AnalyticsBucket)(nil),       // 8: precept.v1.AnalyticsBucket
+	(*AnalyticsSeries)(nil),       // 9: precept.v1.AnalyticsSeries
+	(*GetAnalyticsResponse)(nil),  // 10: precept.v1.GetAnalyticsResponse
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_precept_v1_analytics_proto_depIdxs = []int32{
-	9,  // 0: precept.v1.GetAnalyticsRequest.from:type_name -> google.protobuf.Timestamp
-	9,  // 1: precept.v1.GetAnalyticsRequest.to:type_name -> google.protobuf.Timestamp
+	11, // 0: precept.v1.GetAnalyticsRequest.from:type_name -> google.protobuf.Timestamp
+	11, // 1: precept.v1.GetAnalyticsRequest.to:type_name -> google.protobuf.Timestamp
 	0,  // 2: precept.v1.GetAnalyticsRequest.granularity:type_name -> precept.v1.AnalyticsGranularity
 	1,  // 3: precept.v1.GetAnalyticsRequest.split:type_name -> precept.v1.AnalyticsSplit
 	3,  // 4: precept.v1.AnalyticsFigures.tags:type_name -> precept.v1.LabelCount
 	3,  // 5: precept.v1.AnalyticsFigures.error_categories:type_name -> precept.v1.LabelCount
 	3,  // 6: precept.v1.AnalyticsFigures.lesson_categories:type_name -> precept.v1.LabelCount
 	4,  // 7: precept.v1.AnalyticsFigures.quality_scores:type_name -> precept.v1.QualityScoreMean
-	9,  // 8: precept.v1.AnalyticsBucket.start:type_name -> google.protobuf.Timestamp
-	9,  // 9: precept.v1.AnalyticsBucket.end:type_name -> google.protobuf.Timestamp
-	5,  // 10: precept.v1.AnalyticsBucket.figures:type_name -> precept.v1.AnalyticsFigures
-	6,  // 11: precept.v1.AnalyticsSeries.buckets:type_name -> precept.v1.AnalyticsBucket
-	5,  // 12: precept.v1.AnalyticsSeries.totals:type_name -> precept.v1.AnalyticsFigures
-	9,  // 13: precept.v1.GetAnalyticsResponse.from:type_name -> google.protobuf.Timestamp
-	9,  // 14: precept.v1.GetAnalyticsResponse.to:type_name -> google.protobuf.Timestamp
-	0,  // 15: precept.v1.GetAnalyticsResponse.granularity:type_name -> precept.v1.AnalyticsGranularity
-	7,  // 16: precept.v1.GetAnalyticsResponse.series:type_name -> precept.v1.AnalyticsSeries
-	5,  // 17: precept.v1.GetAnalyticsResponse.totals:type_name -> precept.v1.AnalyticsFigures
-	2,  // 18: precept.v1.AnalyticsService.GetAnalytics:input_type -> precept.v1.GetAnalyticsRequest
-	8,  // 19: precept.v1.AnalyticsService.GetAnalytics:output_type -> precept.v1.GetAnalyticsResponse
-	19, // [19:20] is the sub-list for method output_type
-	18, // [18:19] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	6,  // 8: precept.v1.AnalyticsFigures.unclear:type_name -> precept.v1.UnclearFeedback
+	7,  // 9: precept.v1.AnalyticsFigures.rubric_fill:type_name -> precept.v1.RubricFill
+	11, // 10: precept.v1.AnalyticsBucket.start:type_name -> google.protobuf.Timestamp
+	11, // 11: precept.v1.AnalyticsBucket.end:type_name -> google.protobuf.Timestamp
+	5,  // 12: precept.v1.AnalyticsBucket.figures:type_name -> precept.v1.AnalyticsFigures
+	8,  // 13: precept.v1.AnalyticsSeries.buckets:type_name -> precept.v1.AnalyticsBucket
+	5,  // 14: precept.v1.AnalyticsSeries.totals:type_name -> precept.v1.AnalyticsFigures
+	11, // 15: precept.v1.GetAnalyticsResponse.from:type_name -> google.protobuf.Timestamp
+	11, // 16: precept.v1.GetAnalyticsResponse.to:type_name -> google.protobuf.Timestamp
+	0,  // 17: precept.v1.GetAnalyticsResponse.granularity:type_name -> precept.v1.AnalyticsGranularity
+	9,  // 18: precept.v1.GetAnalyticsResponse.series:type_name -> precept.v1.AnalyticsSeries
+	5,  // 19: precept.v1.GetAnalyticsResponse.totals:type_name -> precept.v1.AnalyticsFigures
+	2,  // 20: precept.v1.AnalyticsService.GetAnalytics:input_type -> precept.v1.GetAnalyticsRequest
+	10, // 21: precept.v1.AnalyticsService.GetAnalytics:output_type -> precept.v1.GetAnalyticsResponse
+	21, // [21:22] is the sub-list for method output_type
+	20, // [20:21] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_precept_v1_analytics_proto_init() }
@@ -921,7 +1155,7 @@ func file_precept_v1_analytics_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_precept_v1_analytics_proto_rawDesc), len(file_precept_v1_analytics_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

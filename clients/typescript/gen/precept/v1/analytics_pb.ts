@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file precept/v1/analytics.proto.
  */
 export const file_precept_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("ChpwcmVjZXB0L3YxL2FuYWx5dGljcy5wcm90bxIKcHJlY2VwdC52MSKXAgoTR2V0QW5hbHl0aWNzUmVxdWVzdBIOCgZhZ2VudHMYASADKAkSDQoFZ2F0ZXMYAiADKAkSKAoEZnJvbRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKC2dyYW51bGFyaXR5GAUgASgOMiAucHJlY2VwdC52MS5BbmFseXRpY3NHcmFudWxhcml0eRIpCgVzcGxpdBgGIAEoDjIaLnByZWNlcHQudjEuQW5hbHl0aWNzU3BsaXQSGQoRdG90YWxzX29ubHlfbGlzdHMYByABKAgSEgoKdG9wX3NlcmllcxgIIAEoBSIpCgpMYWJlbENvdW50EgwKBG5hbWUYASABKAkSDQoFY291bnQYAiABKAMiPQoQUXVhbGl0eVNjb3JlTWVhbhIMCgRuYW1lGAEgASgJEg0KBWNvdW50GAIgASgDEgwKBG1lYW4YAyABKAEi7wQKEEFuYWx5dGljc0ZpZ3VyZXMSEQoJZGVjaXNpb25zGAEgASgDEhAKCGFwcHJvdmVkGAIgASgDEhAKCHJlamVjdGVkGAMgASgDEh0KFWFwcHJvdmVkX3dpdGhfY2hhbmdlcxgEIAEoAxIWCg5maXJzdF9hdHRlbXB0cxgFIAEoAxIbChNmaXJzdF9wYXNzX2FjY2VwdGVkGAYgASgDEh0KFWZpcnN0X3Bhc3NfYWNjZXB0YW5jZRgHIAEoARIbChNlZGl0X2Rpc3RhbmNlX2NvdW50GAggASgDEiIKGmVkaXRfZGlzdGFuY2VfbWVhbl9wZXJjZW50GAkgASgBEhgKEGNvcnJlY3Rpb25fZGlmZnMYCiABKAMSFQoNbGluZXNfY2hhbmdlZBgLIAEoAxIaChJsaW5lc19jaGFuZ2VkX21lYW4YDCABKAESGAoQcmV2aWV3X2R1cmF0aW9ucxgNIAEoAxIjChtyZXZpZXdfZHVyYXRpb25fcDUwX3NlY29uZHMYDiABKAESIwobcmV2aWV3X2R1cmF0aW9uX3A5MF9zZWNvbmRzGA8gASgBEiQKBHRhZ3MYECADKAsyFi5wcmVjZXB0LnYxLkxhYmVsQ291bnQSMAoQZXJyb3JfY2F0ZWdvcmllcxgRIAMoCzIWLnByZWNlcHQudjEuTGFiZWxDb3VudBIxChFsZXNzb25fY2F0ZWdvcmllcxgSIAMoCzIWLnByZWNlcHQudjEuTGFiZWxDb3VudBI0Cg5xdWFsaXR5X3Njb3JlcxgTIAMoCzIcLnByZWNlcHQudjEuUXVhbGl0eVNjb3JlTWVhbiKUAQoPQW5hbHl0aWNzQnVja2V0EikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KB2ZpZ3VyZXMYAyABKAsyHC5wcmVjZXB0LnYxLkFuYWx5dGljc0ZpZ3VyZXMiigEKD0FuYWx5dGljc1NlcmllcxINCgVhZ2VudBgBIAEoCRIMCgRnYXRlGAIgASgJEiwKB2J1Y2tldHMYAyADKAsyGy5wcmVjZXB0LnYxLkFuYWx5dGljc0J1Y2tldBIsCgZ0b3RhbHMYBCABKAsyHC5wcmVjZXB0LnYxLkFuYWx5dGljc0ZpZ3VyZXMiogIKFEdldEFuYWx5dGljc1Jlc3BvbnNlEigKBGZyb20YASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1CgtncmFudWxhcml0eRgDIAEoDjIgLnByZWNlcHQudjEuQW5hbHl0aWNzR3JhbnVsYXJpdHkSKwoGc2VyaWVzGAQgAygLMhsucHJlY2VwdC52MS5BbmFseXRpY3NTZXJpZXMSLAoGdG90YWxzGAUgASgLMhwucHJlY2VwdC52MS5BbmFseXRpY3NGaWd1cmVzEhAKCHBvc2l0aW9uGAYgASgEEhQKDHNlcmllc190b3RhbBgHIAEoBSqdAQoUQW5hbHl0aWNzR3JhbnVsYXJpdHkSJQohQU5BTFlUSUNTX0dSQU5VTEFSSVRZX1VOU1BFQ0lGSUVEEAASHQoZQU5BTFlUSUNTX0dSQU5VTEFSSVRZX0RBWRABEh4KGkFOQUxZVElDU19HUkFOVUxBUklUWV9XRUVLEAISHwobQU5BTFlUSUNTX0dSQU5VTEFSSVRZX01PTlRIEAMqZgoOQW5hbHl0aWNzU3BsaXQSHwobQU5BTFlUSUNTX1NQTElUX1VOU1BFQ0lGSUVEEAASGQoVQU5BTFlUSUNTX1NQTElUX0FHRU5UEAESGAoUQU5BTFlUSUNTX1NQTElUX0dBVEUQAjJqChBBbmFseXRpY3NTZXJ2aWNlElYKDEdldEFuYWx5dGljcxIfLnByZWNlcHQudjEuR2V0QW5hbHl0aWNzUmVxdWVzdBogLnByZWNlcHQudjEuR2V0QW5hbHl0aWNzUmVzcG9uc2UiA5ACAUKiAQoOY29tLnByZWNlcHQudjFCDkFuYWx5dGljc1Byb3RvUAFaN2dpdGh1Yi5jb20vcHJlY2VwdC1kZXYvcHJlY2VwdC9nZW4vcHJlY2VwdC92MTtwcmVjZXB0djGiAgNQWFiqAgpQcmVjZXB0LlYxygIKUHJlY2VwdFxWMeICFlByZWNlcHRcVjFcR1BCTWV0YWRhdGHqAgtQcmVjZXB0OjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChpwcmVjZXB0L3YxL2FuYWx5dGljcy5wcm90bxIKcHJlY2VwdC52MSKXAgoTR2V0QW5hbHl0aWNzUmVxdWVzdBIOCgZhZ2VudHMYASADKAkSDQoFZ2F0ZXMYAiADKAkSKAoEZnJvbRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKC2dyYW51bGFyaXR5GAUgASgOMiAucHJlY2VwdC52MS5BbmFseXRpY3NHcmFudWxhcml0eRIpCgVzcGxpdBgGIAEoDjIaLnByZWNlcHQudjEuQW5hbHl0aWNzU3BsaXQSGQoRdG90YWxzX29ubHlfbGlzdHMYByABKAgSEgoKdG9wX3NlcmllcxgIIAEoBSIpCgpMYWJlbENvdW50EgwKBG5hbWUYASABKAkSDQoFY291bnQYAiABKAMiPQoQUXVhbGl0eVNjb3JlTWVhbhIMCgRuYW1lGAEgASgJEg0KBWNvdW50GAIgASgDEgwKBG1lYW4YAyABKAEi5gUKEEFuYWx5dGljc0ZpZ3VyZXMSEQoJZGVjaXNpb25zGAEgASgDEhAKCGFwcHJvdmVkGAIgASgDEhAKCHJlamVjdGVkGAMgASgDEh0KFWFwcHJvdmVkX3dpdGhfY2hhbmdlcxgEIAEoAxIWCg5maXJzdF9hdHRlbXB0cxgFIAEoAxIbChNmaXJzdF9wYXNzX2FjY2VwdGVkGAYgASgDEh0KFWZpcnN0X3Bhc3NfYWNjZXB0YW5jZRgHIAEoARIbChNlZGl0X2Rpc3RhbmNlX2NvdW50GAggASgDEiIKGmVkaXRfZGlzdGFuY2VfbWVhbl9wZXJjZW50GAkgASgBEhgKEGNvcnJlY3Rpb25fZGlmZnMYCiABKAMSFQoNbGluZXNfY2hhbmdlZBgLIAEoAxIaChJsaW5lc19jaGFuZ2VkX21lYW4YDCABKAESGAoQcmV2aWV3X2R1cmF0aW9ucxgNIAEoAxIjChtyZXZpZXdfZHVyYXRpb25fcDUwX3NlY29uZHMYDiABKAESIwobcmV2aWV3X2R1cmF0aW9uX3A5MF9zZWNvbmRzGA8gASgBEiQKBHRhZ3MYECADKAsyFi5wcmVjZXB0LnYxLkxhYmVsQ291bnQSMAoQZXJyb3JfY2F0ZWdvcmllcxgRIAMoCzIWLnByZWNlcHQudjEuTGFiZWxDb3VudBIxChFsZXNzb25fY2F0ZWdvcmllcxgSIAMoCzIWLnByZWNlcHQudjEuTGFiZWxDb3VudBI0Cg5xdWFsaXR5X3Njb3JlcxgTIAMoCzIcLnByZWNlcHQudjEuUXVhbGl0eVNjb3JlTWVhbhIsCgd1bmNsZWFyGBQgASgLMhsucHJlY2VwdC52MS5VbmNsZWFyRmVlZGJhY2sSGgoScnVicmljX2V2YWx1YXRpb25zGBUgASgDEisKC3J1YnJpY19maWxsGBYgAygLMhYucHJlY2VwdC52MS5SdWJyaWNGaWxsIsMBCg9VbmNsZWFyRmVlZGJhY2sSDwoHdW5jbGVhchgBIAEoAxIQCghyZXNvbHZlZBgCIAEoAxIUCgxuZWVkc19yZXZpZXcYAyABKAMSDAoEb3BlbhgEIAEoAxIXCg9yZXNvbHV0aW9uX3JhdGUYBSABKAESEgoKcHJvbW90aW9ucxgGIAEoAxIdChVwcm9tb3Rpb25fcDUwX3NlY29uZHMYByABKAESHQoVcHJvbW90aW9uX3A5MF9zZWNvbmRzGAggASgBIk8KClJ1YnJpY0ZpbGwSEQoJYXR0cmlidXRlGAEgASgJEhMKC2V2YWx1YXRpb25zGAIgASgDEgsKA21ldBgDIAEoAxIMCgRyYXRlGAQgASgBIpQBCg9BbmFseXRpY3NCdWNrZXQSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoHZmlndXJlcxgDIAEoCzIcLnByZWNlcHQudjEuQW5hbHl0aWNzRmlndXJlcyKKAQoPQW5hbHl0aWNzU2VyaWVzEg0KBWFnZW50GAEgASgJEgwKBGdhdGUYAiABKAkSLAoHYnVja2V0cxgDIAMoCzIbLnByZWNlcHQudjEuQW5hbHl0aWNzQnVja2V0EiwKBnRvdGFscxgEIAEoCzIcLnByZWNlcHQudjEuQW5hbHl0aWNzRmlndXJlcyKiAgoUR2V0QW5hbHl0aWNzUmVzcG9uc2USKAoEZnJvbRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKC2dyYW51bGFyaXR5GAMgASgOMiAucHJlY2VwdC52MS5BbmFseXRpY3NHcmFudWxhcml0eRIrCgZzZXJpZXMYBCADKAsyGy5wcmVjZXB0LnYxLkFuYWx5dGljc1NlcmllcxIsCgZ0b3RhbHMYBSABKAsyHC5wcmVjZXB0LnYxLkFuYWx5dGljc0ZpZ3VyZXMSEAoIcG9zaXRpb24YBiABKAQSFAoMc2VyaWVzX3RvdGFsGAcgASgFKp0BChRBbmFseXRpY3NHcmFudWxhcml0eRIlCiFBTkFMWVRJQ1NfR1JBTlVMQVJJVFlfVU5TUEVDSUZJRUQQABIdChlBTkFMWVRJQ1NfR1JBTlVMQVJJVFlfREFZEAESHgoaQU5BTFlUSUNTX0dSQU5VTEFSSVRZX1dFRUsQAhIfChtBTkFMWVRJQ1NfR1JBTlVMQVJJVFlfTU9OVEgQAypmCg5BbmFseXRpY3NTcGxpdBIfChtBTkFMWVRJQ1NfU1BMSVRfVU5TUEVDSUZJRUQQABIZChVBTkFMWVRJQ1NfU1BMSVRfQUdFTlQQARIYChRBTkFMWVRJQ1NfU1BMSVRfR0FURRACMmoKEEFuYWx5dGljc1NlcnZpY2USVgoMR2V0QW5hbHl0aWNzEh8ucHJlY2VwdC52MS5HZXRBbmFseXRpY3NSZXF1ZXN0GiAucHJlY2VwdC52MS5HZXRBbmFseXRpY3NSZXNwb25zZSIDkAIBQqIBCg5jb20ucHJlY2VwdC52MUIOQW5hbHl0aWNzUHJvdG9QAVo3Z2l0aHViLmNvbS9wcmVjZXB0LWRldi9wcmVjZXB0L2dlbi9wcmVjZXB0L3YxO3ByZWNlcHR2MaICA1BYWKoCClByZWNlcHQuVjHKAgpQcmVjZXB0XFYx4gIWUHJlY2VwdFxWMVxHUEJNZXRhZGF0YeoCC1ByZWNlcHQ6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message precept.v1.GetAnalyticsRequest
@@ -249,6 +249,27 @@ export type AnalyticsFigures = Message<"precept.v1.AnalyticsFigures"> & {
    * @generated from field: repeated precept.v1.QualityScoreMean quality_scores = 19;
    */
   qualityScores: QualityScoreMean[];
+
+  /**
+   * What became of the feedback the evaluator found unclear.
+   *
+   * @generated from field: precept.v1.UnclearFeedback unclear = 20;
+   */
+  unclear?: UnclearFeedback | undefined;
+
+  /**
+   * Evaluations of these decisions that applied the clarity rubric, and
+   * per rubric attribute how often it was met, by name (a distribution:
+   * left out of buckets with totals_only_lists).
+   *
+   * @generated from field: int64 rubric_evaluations = 21;
+   */
+  rubricEvaluations: bigint;
+
+  /**
+   * @generated from field: repeated precept.v1.RubricFill rubric_fill = 22;
+   */
+  rubricFill: RubricFill[];
 };
 
 /**
@@ -257,6 +278,109 @@ export type AnalyticsFigures = Message<"precept.v1.AnalyticsFigures"> & {
  */
 export const AnalyticsFiguresSchema: GenMessage<AnalyticsFigures> = /*@__PURE__*/
   messageDesc(file_precept_v1_analytics, 3);
+
+/**
+ * UnclearFeedback counts the decisions the evaluator found unclear
+ * (AMBIGUOUS) and what their clarification came to (docs/analytics.md,
+ * "Unclear feedback").
+ *
+ * @generated from message precept.v1.UnclearFeedback
+ */
+export type UnclearFeedback = Message<"precept.v1.UnclearFeedback"> & {
+  /**
+   * Unclear decisions: resolved by a clarification (the decision was
+   * evaluated again and promoted), left for human review (needs-review),
+   * and still being clarified. unclear = resolved + needs_review + open.
+   *
+   * @generated from field: int64 unclear = 1;
+   */
+  unclear: bigint;
+
+  /**
+   * @generated from field: int64 resolved = 2;
+   */
+  resolved: bigint;
+
+  /**
+   * @generated from field: int64 needs_review = 3;
+   */
+  needsReview: bigint;
+
+  /**
+   * @generated from field: int64 open = 4;
+   */
+  open: bigint;
+
+  /**
+   * resolved / (resolved + needs_review): the share resolved before it
+   * reached needs-review; 0 when neither.
+   *
+   * @generated from field: double resolution_rate = 5;
+   */
+  resolutionRate: number;
+
+  /**
+   * Resolved decisions, and the median and 90th percentile of the time
+   * from arrival to the reply that resolved them (within 4.4%).
+   *
+   * @generated from field: int64 promotions = 6;
+   */
+  promotions: bigint;
+
+  /**
+   * @generated from field: double promotion_p50_seconds = 7;
+   */
+  promotionP50Seconds: number;
+
+  /**
+   * @generated from field: double promotion_p90_seconds = 8;
+   */
+  promotionP90Seconds: number;
+};
+
+/**
+ * Describes the message precept.v1.UnclearFeedback.
+ * Use `create(UnclearFeedbackSchema)` to create a new message.
+ */
+export const UnclearFeedbackSchema: GenMessage<UnclearFeedback> = /*@__PURE__*/
+  messageDesc(file_precept_v1_analytics, 4);
+
+/**
+ * RubricFill is how often one clarity-rubric attribute was met.
+ *
+ * @generated from message precept.v1.RubricFill
+ */
+export type RubricFill = Message<"precept.v1.RubricFill"> & {
+  /**
+   * @generated from field: string attribute = 1;
+   */
+  attribute: string;
+
+  /**
+   * Evaluations that scored the attribute, those that found it, and
+   * their ratio.
+   *
+   * @generated from field: int64 evaluations = 2;
+   */
+  evaluations: bigint;
+
+  /**
+   * @generated from field: int64 met = 3;
+   */
+  met: bigint;
+
+  /**
+   * @generated from field: double rate = 4;
+   */
+  rate: number;
+};
+
+/**
+ * Describes the message precept.v1.RubricFill.
+ * Use `create(RubricFillSchema)` to create a new message.
+ */
+export const RubricFillSchema: GenMessage<RubricFill> = /*@__PURE__*/
+  messageDesc(file_precept_v1_analytics, 5);
 
 /**
  * AnalyticsBucket is one period's figures.
@@ -285,7 +409,7 @@ export type AnalyticsBucket = Message<"precept.v1.AnalyticsBucket"> & {
  * Use `create(AnalyticsBucketSchema)` to create a new message.
  */
 export const AnalyticsBucketSchema: GenMessage<AnalyticsBucket> = /*@__PURE__*/
-  messageDesc(file_precept_v1_analytics, 4);
+  messageDesc(file_precept_v1_analytics, 6);
 
 /**
  * AnalyticsSeries is the buckets of one agent or gate (with a split), or
@@ -320,7 +444,7 @@ export type AnalyticsSeries = Message<"precept.v1.AnalyticsSeries"> & {
  * Use `create(AnalyticsSeriesSchema)` to create a new message.
  */
 export const AnalyticsSeriesSchema: GenMessage<AnalyticsSeries> = /*@__PURE__*/
-  messageDesc(file_precept_v1_analytics, 5);
+  messageDesc(file_precept_v1_analytics, 7);
 
 /**
  * @generated from message precept.v1.GetAnalyticsResponse
@@ -374,7 +498,7 @@ export type GetAnalyticsResponse = Message<"precept.v1.GetAnalyticsResponse"> & 
  * Use `create(GetAnalyticsResponseSchema)` to create a new message.
  */
 export const GetAnalyticsResponseSchema: GenMessage<GetAnalyticsResponse> = /*@__PURE__*/
-  messageDesc(file_precept_v1_analytics, 6);
+  messageDesc(file_precept_v1_analytics, 8);
 
 /**
  * AnalyticsGranularity is the length of a bucket. Days are UTC days, weeks
