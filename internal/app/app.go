@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -45,6 +44,7 @@ import (
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/memlimit"
 	"github.com/precept-dev/precept/lib/vectorindex"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
@@ -83,6 +83,8 @@ type App struct {
 	LLM *llm.Model
 	// Lessons is the lesson taxonomy the evaluator classifies with.
 	Lessons *lesson.Source
+	// memory keeps the Go runtime's soft limit (memory.go).
+	memory *memlimit.Watchdog
 	// reloads watches the edited files (rubric, taxonomy); nil when the
 	// evaluator does not run here.
 	reloads *reloadWatch
@@ -147,10 +149,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		}
 	}()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// A soft limit keeps the heap near what is live instead of twice it;
-	// GOMEMLIMIT, when the operator sets it, wins.
-	if mib := cfg.Server.MemoryLimitMiB; mib > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(mib) << 20)
+	if err := a.openMemoryLimit(); err != nil {
+		return nil, err
 	}
 
 	dataDir, err := filepath.Abs(cfg.DataDir)
@@ -445,6 +445,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.runSlack(gctx) })
 	g.Go(func() error { return a.maintainRepos(gctx) })
+	g.Go(func() error { return a.memory.Run(gctx) })
 	if a.reloads != nil {
 		g.Go(func() error { return a.reloads.run(gctx) })
 	}
