@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,36 @@ func TestTheRuntimeIsReadable(t *testing.T) {
 	s := ReadRuntime()
 	if s.Goal == 0 {
 		t.Fatalf("ReadRuntime = %+v: no heap goal", s)
+	}
+}
+
+func TestARealHeapNearItsLimitIsSeen(t *testing.T) {
+	// 32 MiB kept live, and a limit the runtime is told nothing about
+	// (setLimit is never called for a configured limit): the watchdog
+	// reads the live heap from runtime/metrics after real collections.
+	keep := make([][]byte, 32)
+	for i := range keep {
+		keep[i] = make([]byte, 1<<20)
+		keep[i][0] = 1
+	}
+	runtime.GC()
+	live := ReadRuntime().Live
+	if live < 32<<20 {
+		t.Fatalf("live heap %d bytes with 32 MiB kept", live)
+	}
+	var logs bytes.Buffer
+	w := NewWatchdog(Choice{Limit: int64(live) * 105 / 100, Source: Configured}, slog.New(slog.NewTextHandler(&logs, nil)), nil, func(int64) int64 {
+		t.Fatal("a configured limit was raised")
+		return 0
+	})
+	at := time.Now()
+	for range Sustain {
+		runtime.GC()
+		at = at.Add(Interval)
+		w.Check(at)
+	}
+	runtime.KeepAlive(keep)
+	if !w.Status().NearLimit || !strings.Contains(logs.String(), "stays near the soft limit") {
+		t.Fatalf("a live heap at 95%% of the limit is not seen as near it: %+v\n%s", w.Status(), logs.String())
 	}
 }
