@@ -28,14 +28,21 @@ var _ Feed = (*feedbackstore.Store)(nil)
 // (*evaluator.Service).Evaluation and Review.
 type Lookup func(ctx context.Context, decisionID string) (facts Facts, ok bool, err error)
 
-// Evaluated is what the evaluator just recorded about a decision: an
-// evaluation (its lesson category and rubric) at first or when a curator
-// or a clarification reclassified it, or where the decision's
-// clarification stands. What it leaves empty stays as counted.
+// Evaluated is what the evaluator just recorded about a decision, as
+// its whole current state: it replaces what was counted, so a decision
+// can also move back (no longer unclear, no category, no rubric) and the
+// figures stay what a rebuild would count (docs/analytics.md, "Unclear
+// feedback").
 type Evaluated struct {
 	DecisionID string
+	// Evaluation says the report carries the decision's evaluation:
+	// Category and Rubric replace the counted ones (empty and nil: none).
+	// A report without it (a needs-review record moved on) leaves them.
+	Evaluation bool
 	Category   string
 	Rubric     []Attribute
+	// Review and ResolvedAt always replace the counted ones: NotUnclear
+	// when the decision has no needs-review record.
 	Review     Review
 	ResolvedAt time.Time
 }
@@ -318,7 +325,7 @@ func (a *Aggregate) resolvePending(ctx context.Context) error {
 			return err
 		}
 		if ok {
-			found = append(found, Evaluated{DecisionID: id, Category: f.Category, Rubric: f.Rubric, Review: f.Review, ResolvedAt: f.ResolvedAt})
+			found = append(found, Evaluated{DecisionID: id, Evaluation: true, Category: f.Category, Rubric: f.Rubric, Review: f.Review, ResolvedAt: f.ResolvedAt})
 		}
 	}
 	a.Evaluated(found)

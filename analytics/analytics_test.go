@@ -178,7 +178,7 @@ func loaded(t *testing.T) *harness {
 	h.lessons.set("a6", "scope")
 	h.drain(t)
 	h.lessons.set("a3", "tests")
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a3", Category: "tests"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a3", Evaluation: true, Category: "tests"}})
 	h.drain(t)
 	return h
 }
@@ -275,13 +275,13 @@ func TestLessonCountedOnceAndMovedOnReclassification(t *testing.T) {
 	h := loaded(t)
 	// The evaluator reports a2 again with the same category (a
 	// re-evaluation after its cluster grew): counted once.
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a2", Category: "naming"}, {DecisionID: "a2", Category: "naming"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a2", Evaluation: true, Category: "naming"}, {DecisionID: "a2", Evaluation: true, Category: "naming"}})
 	// A curator moves a6 from scope to requirements.
 	h.lessons.set("a6", "requirements")
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Category: "requirements"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Evaluation: true, Category: "requirements"}})
 	// An evaluation of a decision the aggregate has not reached yet is
 	// left for its lookup then.
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a7", Category: "naming"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a7", Evaluation: true, Category: "naming"}})
 	h.drain(t)
 	a7 := fixture()[1]
 	a7.DecisionID, a7.TaskID = "a7", "T7"
@@ -295,7 +295,7 @@ func TestLessonCountedOnceAndMovedOnReclassification(t *testing.T) {
 func TestRebuildAfterLosingTheFileGivesTheSameFigures(t *testing.T) {
 	h := loaded(t)
 	h.lessons.set("a6", "requirements")
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Category: "requirements"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Evaluation: true, Category: "requirements"}})
 	h.drain(t)
 	queries := []Query{{}, {Split: SplitAgent}, {Split: SplitGate, Granularity: Month}}
 	var before []Report
@@ -326,7 +326,7 @@ func TestRebuildAfterLosingTheFileGivesTheSameFigures(t *testing.T) {
 func TestRolledUpCellsAnswerAsTheCellsDo(t *testing.T) {
 	h := loaded(t)
 	h.lessons.set("a6", "requirements")
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Category: "requirements"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Evaluation: true, Category: "requirements"}})
 	h.drain(t)
 	check := func(when string) {
 		t.Helper()
@@ -453,7 +453,7 @@ func TestQueriesRunWhileStepsCommit(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 300 {
-			h.agg.Evaluated([]Evaluated{{DecisionID: fmt.Sprintf("a2-%d", i), Category: "naming"}})
+			h.agg.Evaluated([]Evaluated{{DecisionID: fmt.Sprintf("a2-%d", i), Evaluation: true, Category: "naming"}})
 			if _, err := h.agg.Step(context.Background()); err != nil {
 				t.Error(err)
 				return
@@ -507,7 +507,7 @@ func TestDistributionsListMostFrequentFirstThenByName(t *testing.T) {
 func TestTotalsOnlyListsLeavesOnlyTheBucketDistributionsOut(t *testing.T) {
 	h := loaded(t)
 	h.lessons.set("a6", "requirements")
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Category: "requirements"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Evaluation: true, Category: "requirements"}})
 	h.drain(t)
 	lists := 0
 	for _, q := range []Query{{}, {Split: SplitAgent}, {Granularity: Week, Split: SplitGate}} {

@@ -247,7 +247,7 @@ func BenchmarkStepLive(b *testing.B) {
 		for s := pos + 1; s <= agg.Position(); s++ {
 			if r := feed.record(s); r.Decision.Decision.Negative() {
 				f, _, _ := benchLesson(context.Background(), r.DecisionID)
-				evs = append(evs, Evaluated{DecisionID: r.DecisionID, Category: f.Category, Rubric: f.Rubric, Review: f.Review, ResolvedAt: f.ResolvedAt})
+				evs = append(evs, Evaluated{DecisionID: r.DecisionID, Evaluation: true, Category: f.Category, Rubric: f.Rubric, Review: f.Review, ResolvedAt: f.ResolvedAt})
 			}
 		}
 		agg.Evaluated(evs)

@@ -48,7 +48,7 @@ func TestARenumberedStoreIsCountedAgainWhateverIsQueued(t *testing.T) {
 	h.feed.mu.Lock()
 	h.feed.recs = h.feed.recs[:3]
 	h.feed.mu.Unlock()
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a2", Category: "naming"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a2", Evaluation: true, Category: "naming"}})
 	if _, err := h.agg.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestAReclassificationBeforeAStopIsKept(t *testing.T) {
 	go func() { done <- h.agg.Run(ctx) }()
 	time.Sleep(50 * time.Millisecond)
 	h.lessons.set("a6", "requirements")
-	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Category: "requirements"}})
+	h.agg.Evaluated([]Evaluated{{DecisionID: "a6", Evaluation: true, Category: "requirements"}})
 	time.Sleep(50 * time.Millisecond)
 	cancel()
 	if err := <-done; err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -30,11 +31,17 @@ var (
 	keyPosition = []byte("position")
 
 	dataBuckets = [][]byte{bCells, bItems, bFacts, bPending}
+	// retiredBuckets are the data buckets of earlier layouts, dropped
+	// with the rest when a file of another version is rebuilt: "lessons"
+	// (version 2) kept one record per negative decision.
+	retiredBuckets = [][]byte{[]byte("lessons")}
 )
 
 // storeVersion changes whenever the layout or what is counted changes;
 // a file of another version is rebuilt from the feed.
-const storeVersion = "3"
+// Version 4: the evaluator's reports replace a decision's facts, so a
+// file of version 3 may still count decisions found clear again.
+const storeVersion = "4"
 
 type store struct {
 	db *bolt.DB
@@ -81,10 +88,10 @@ func openStore(path string, noSync, lessons bool) (*store, error) {
 	return s, nil
 }
 
-// clearAll drops every figure and the position, so the feed is followed
-// again from its start.
+// clearAll drops every figure, the buckets of earlier layouts and the
+// position, so the feed is followed again from its start.
 func clearAll(tx *bolt.Tx) error {
-	for _, b := range dataBuckets {
+	for _, b := range slices.Concat(dataBuckets, retiredBuckets) {
 		if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}

@@ -49,19 +49,15 @@ type Facts struct {
 	ResolvedAt time.Time
 }
 
-// merge returns f updated with what an evaluator report carries: its
-// category and rubric when it reports an evaluation, its review when it
-// reports one.
+// merge returns f updated with an evaluator report, which carries the
+// decision's whole current state: its review always, its category and
+// rubric when it reports an evaluation. Replacing rather than adding is
+// what lets a decision move back to not unclear.
 func (f Facts) merge(ev Evaluated) Facts {
-	if ev.Category != "" {
-		f.Category = ev.Category
+	if ev.Evaluation {
+		f.Category, f.Rubric = ev.Category, ev.Rubric
 	}
-	if ev.Rubric != nil {
-		f.Rubric = ev.Rubric
-	}
-	if ev.Review != NotUnclear {
-		f.Review, f.ResolvedAt = ev.Review, ev.ResolvedAt
-	}
+	f.Review, f.ResolvedAt = ev.Review, ev.ResolvedAt
 	return f
 }
 

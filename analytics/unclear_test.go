@@ -83,7 +83,7 @@ func TestUnclearFeedbackFiguresFollowTheClarificationsAndSurviveARebuild(t *test
 	drain(agg)
 
 	x1 := Evaluated{DecisionID: "x1", Review: Resolved, ResolvedAt: arrived(0).Add(30 * time.Minute)}
-	x2eval := Evaluated{DecisionID: "x2", Category: "tests", Rubric: rubric(true, true)}
+	x2eval := Evaluated{DecisionID: "x2", Evaluation: true, Category: "tests", Rubric: rubric(true, true)}
 	x2open := Evaluated{DecisionID: "x2", Review: Clarifying}
 	x2done := Evaluated{DecisionID: "x2", Review: Resolved, ResolvedAt: arrived(1).Add(2 * time.Hour)}
 	// The same report twice counts once.

@@ -93,7 +93,10 @@ func reviewOf(r evaluator.NeedsReview) (analytics.Review, time.Time) {
 
 // evaluated hands what the evaluator just recorded — lesson categories
 // and rubrics — to analytics (evaluator.Options.OnEvaluated), and
-// records their spans when tracing is on.
+// records their spans when tracing is on. Each report carries the
+// decision's whole state, its needs-review record included (read back:
+// the commit wrote it before the hook), so analytics replaces what it
+// counted: a decision found clear again stops counting as unclear.
 func (a *App) evaluated(evs []evaluator.Evaluation) {
 	if a.spans != nil {
 		a.spans.evaluated(evs)
@@ -103,13 +106,26 @@ func (a *App) evaluated(evs []evaluator.Evaluation) {
 	}
 	out := make([]analytics.Evaluated, 0, len(evs))
 	for _, ev := range evs {
-		e := analytics.Evaluated{DecisionID: ev.DecisionID, Rubric: rubricOf(ev)}
+		e := analytics.Evaluated{DecisionID: ev.DecisionID, Evaluation: true, Rubric: rubricOf(ev)}
 		if ev.Lesson != nil {
 			e.Category = ev.Lesson.Category
 		}
-		if e.Category != "" || e.Rubric != nil {
-			out = append(out, e)
+		if a.Evaluator == nil || ev.Class == evaluator.Positive && e.Category == "" && e.Rubric == nil {
+			// An approval never has facts to count or to take back (and
+			// no report comes before the evaluator is open).
+			continue
 		}
+		r, err := a.Evaluator.Review(context.Background(), ev.DecisionID)
+		switch {
+		case err == nil:
+			e.Review, e.ResolvedAt = reviewOf(r)
+		case !errors.Is(err, precept.ErrNotFound):
+			// Leave the decision to its next report or a rebuild rather
+			// than count it as never unclear.
+			a.Log.Warn("analytics: read the needs-review record", "decision_id", ev.DecisionID, "err", err)
+			continue
+		}
+		out = append(out, e)
 	}
 	a.Analytics.Evaluated(out)
 }
