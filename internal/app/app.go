@@ -417,6 +417,7 @@ func (a *App) Ready(ctx context.Context) error {
 // then shuts down gracefully: RPCs and batches in flight finish.
 func (a *App) Run(ctx context.Context) error {
 	a.Log.Info("preceptd listening", "addr", a.Addr(), "node", a.Config.NodeName(), "data_dir", a.Config.DataDir)
+	stopAnalytics := a.runAnalytics(ctx)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := a.server.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -435,9 +436,6 @@ func (a *App) Run(ctx context.Context) error {
 	if a.Config.Evaluator.Enabled {
 		g.Go(func() error { return a.Evaluator.Run(gctx) })
 	}
-	if a.Analytics != nil {
-		g.Go(func() error { return a.Analytics.Run(gctx) })
-	}
 	g.Go(func() error { return a.Prompts.Run(gctx) })
 	g.Go(func() error { return a.Rules.Run(gctx) })
 	if a.Impact != nil {
@@ -451,9 +449,27 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.runEffects(gctx) })
 	g.Go(func() error { return a.runInstructions(gctx) })
-	err := g.Wait()
+	err := errors.Join(g.Wait(), stopAnalytics())
 	a.Log.Info("preceptd stopped")
 	return err
+}
+
+// runAnalytics follows the feed for analytics until the returned stop is
+// called: after everything else stopped, so its last step takes what the
+// evaluator reported up to its own last commit (a batch, a reply, an RPC
+// in flight), which is reported once only (docs/analytics.md, "Unclear
+// feedback").
+func (a *App) runAnalytics(ctx context.Context) (stop func() error) {
+	if a.Analytics == nil {
+		return func() error { return nil }
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- a.Analytics.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
 }
 
 // llmProvider is the model a provider setting names, for internal/llm.
