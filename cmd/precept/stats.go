@@ -36,9 +36,8 @@ func statsCmd(c *cli) *cobra.Command {
 		Long: `stats shows what the decisions at the HITL gates add up to over a range:
 verdicts, first-pass acceptance (the first decision on a gate/epic/task
 APPROVED), edit distance, lines changed, review-duration p50/p90, quality
-scores, error categories and what became of unclear feedback (resolved
-by clarification before needs-review, time to promotion, rubric fill
-rates), with one bar of first-pass acceptance per day,
+scores, error categories and what became of unclear feedback (the
+resolution rate, time to promotion, rubric fill rates), with one bar of first-pass acceptance per day,
 week or month. --from and --to take dates (UTC, both included) or RFC 3339
 times (to excluded); the default is the last 30 days.`,
 		Args: exactArgs(0, "stats takes no arguments; filter with --agent and --gate"),
@@ -150,7 +149,7 @@ func printFigures(w io.Writer, f *preceptv1.AnalyticsFigures) {
 		"error categories", labels(f.GetErrorCategories()),
 		"lessons", labels(f.GetLessonCategories()),
 		"unclear feedback", unclear(f.GetUnclear()),
-		"resolved before review", resolution(f.GetUnclear()),
+		"resolution rate", resolution(f.GetUnclear()),
 		"time to promotion", meanOf(f.GetUnclear().GetPromotions(), fmt.Sprintf("p50 %s, p90 %s",
 			seconds(f.GetUnclear().GetPromotionP50Seconds()), seconds(f.GetUnclear().GetPromotionP90Seconds())), "promoted decisions"),
 		"rubric fill", fills(f.GetRubricFill(), f.GetRubricEvaluations()),
@@ -165,8 +164,10 @@ func unclear(u *preceptv1.UnclearFeedback) string {
 	return fmt.Sprintf("%d: %d resolved by clarification, %d needs review, %d still open", u.GetUnclear(), u.GetResolved(), u.GetNeedsReview(), u.GetOpen())
 }
 
-// resolution shows the share of unclear feedback resolved before it
-// reached needs-review (docs/analytics.md, "Unclear feedback").
+// resolution shows the resolution rate: of the unclear decisions whose
+// clarification ended, the share that ended resolved, whether or not
+// they were left for needs-review first (docs/analytics.md, "Unclear
+// feedback").
 func resolution(u *preceptv1.UnclearFeedback) string {
 	ended := u.GetResolved() + u.GetNeedsReview()
 	if ended == 0 {

@@ -209,6 +209,7 @@ func TestStatsReportWhatBecameOfUnclearFeedback(t *testing.T) {
 	text := run("", append(append(auth, "stats"), rng...)...)
 	for _, want := range []string{
 		"5: 3 resolved by clarification, 1 needs review, 1 still open",
+		"resolution rate",
 		"75% (3 of 4 resolved or left for review)",
 		"over 3 promoted decisions",
 		"(over 6 evaluations)",

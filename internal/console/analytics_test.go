@@ -416,6 +416,7 @@ func TestAnalyticsPageShowsWhatBecameOfUnclearFeedback(t *testing.T) {
 	mustContain(t, body,
 		`<h2 id="unclear-h">Unclear feedback</h2>`,
 		"2: 1 resolved by clarification, 1 left for needs-review, 0 still open",
+		"<dt>Resolution rate</dt>",
 		"50.0% (resolved: 1, left for needs-review: 1; the target is 70%)",
 		// One promotion: its bin's value, within 4.4% of 90 minutes.
 		"(promoted decisions: 1)",

@@ -592,8 +592,9 @@ type UnclearFeedback struct {
 	Resolved    int64 `protobuf:"varint,2,opt,name=resolved,proto3" json:"resolved,omitempty"`
 	NeedsReview int64 `protobuf:"varint,3,opt,name=needs_review,json=needsReview,proto3" json:"needs_review,omitempty"`
 	Open        int64 `protobuf:"varint,4,opt,name=open,proto3" json:"open,omitempty"`
-	// resolved / (resolved + needs_review): the share resolved before it
-	// reached needs-review; 0 when neither.
+	// resolved / (resolved + needs_review): the resolution rate, the share
+	// of ended clarifications that ended resolved (also after reaching
+	// needs-review); 0 when neither.
 	ResolutionRate float64 `protobuf:"fixed64,5,opt,name=resolution_rate,json=resolutionRate,proto3" json:"resolution_rate,omitempty"`
 	// Resolved decisions, and the median and 90th percentile of the time
 	// from arrival to the reply that resolved them (within 4.4%).
