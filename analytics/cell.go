@@ -347,7 +347,7 @@ func (d *dist) reset() {
 
 func newAcc(names int) *acc {
 	return &acc{tags: dist{n: make([]int64, names)}, errs: dist{n: make([]int64, names)}, less: dist{n: make([]int64, names)},
-		qual: make([]Sum, names), unclear: unclearAcc{seen: dist{n: make([]int64, names)}, met: dist{n: make([]int64, names)}}}
+		qual: make([]Sum, names)}
 }
 
 func (a *acc) reset() {

@@ -230,8 +230,28 @@ type Fill struct {
 type unclearAcc struct {
 	promo dense
 	hi    int
-	seen  dist
-	met   dist
+	// attrs counts the rubric's attributes by interned id: a rubric has
+	// a handful, so a short list searched in turn costs less than arrays
+	// sized to every name there is in each accumulator.
+	attrs []attrCount
+}
+
+// attrCount is how many evaluations scored one rubric attribute and how
+// many of them found it.
+type attrCount struct {
+	id        uint32
+	seen, met int64
+}
+
+func (u *unclearAcc) addAttr(id uint32, seen, met int64) {
+	for i := range u.attrs {
+		if u.attrs[i].id == id {
+			u.attrs[i].seen += seen
+			u.attrs[i].met += met
+			return
+		}
+	}
+	u.attrs = append(u.attrs, attrCount{id: id, seen: seen, met: met})
 }
 
 func (u *unclearAcc) merge(c *Cell) {
@@ -240,10 +260,10 @@ func (u *unclearAcc) merge(c *Cell) {
 		u.hi = max(u.hi, int(c.Promotions[n-1].B)+1)
 	}
 	for _, l := range c.RubricSeen {
-		u.seen.add(l.ID, l.N)
+		u.addAttr(l.ID, l.N, 0)
 	}
 	for _, l := range c.RubricMet {
-		u.met.add(l.ID, l.N)
+		u.addAttr(l.ID, 0, l.N)
 	}
 }
 
@@ -252,19 +272,15 @@ func (u *unclearAcc) mergeAcc(o *unclearAcc) {
 		u.promo[i] += n
 	}
 	u.hi = max(u.hi, o.hi)
-	for _, id := range o.seen.ids {
-		u.seen.add(id, o.seen.n[id])
-	}
-	for _, id := range o.met.ids {
-		u.met.add(id, o.met.n[id])
+	for _, at := range o.attrs {
+		u.addAttr(at.id, at.seen, at.met)
 	}
 }
 
 func (u *unclearAcc) reset() {
 	clear(u.promo[:u.hi])
 	u.hi = 0
-	u.seen.reset()
-	u.met.reset()
+	u.attrs = u.attrs[:0]
 }
 
 // figures fills in f's unclear-feedback figures from the cell sums c and
@@ -279,7 +295,7 @@ func (u *unclearAcc) figures(f *Figures, c *Cell, names []string, lists bool, sl
 	f.Promotions = u.promo.count(u.hi)
 	f.PromotionP50Seconds, f.PromotionP90Seconds = u.promo.medianAndP90(f.Promotions, u.hi)
 	f.RubricEvaluations = c.Scored
-	n := len(u.seen.ids)
+	n := len(u.attrs)
 	if !lists || n == 0 {
 		return
 	}
@@ -294,8 +310,8 @@ func (u *unclearAcc) figures(f *Figures, c *Cell, names []string, lists bool, sl
 		*slab = (*slab)[:k+n]
 		out = (*slab)[k : k : k+n]
 	}
-	for _, id := range u.seen.ids {
-		fl := Fill{Name: names[id], Evaluations: u.seen.n[id], Met: u.met.n[id]}
+	for _, at := range u.attrs {
+		fl := Fill{Name: names[at.id], Evaluations: at.seen, Met: at.met}
 		if fl.Evaluations > 0 {
 			fl.Rate = float64(fl.Met) / float64(fl.Evaluations)
 		}
