@@ -312,8 +312,9 @@ export type UnclearFeedback = Message<"precept.v1.UnclearFeedback"> & {
   open: bigint;
 
   /**
-   * resolved / (resolved + needs_review): the share resolved before it
-   * reached needs-review; 0 when neither.
+   * resolved / (resolved + needs_review): the resolution rate, the share
+   * of ended clarifications that ended resolved (also after reaching
+   * needs-review); 0 when neither.
    *
    * @generated from field: double resolution_rate = 5;
    */
