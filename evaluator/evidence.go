@@ -29,20 +29,43 @@ func (s *Service) Evidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
-	taxonomy := s.opts.Lessons.Classifier().Taxonomy()
 	out := make([]rulefmt.Evidence, 0, len(read))
 	for _, r := range read {
-		var sample []Member
-		if r.sample < len(r.members) {
-			sample = r.members[r.sample:]
-		}
-		v, err := s.view(ctx, viewOf(r.cluster), evidenceComments, sample)
+		ev, err := s.evidenceFrom(ctx, r)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, evidenceOf(v, r.members, taxonomy))
+		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// ClusterEvidence is one generalizable cluster as Evidence says it;
+// false when there is no such cluster or it is not generalizable.
+func (s *Service) ClusterEvidence(ctx context.Context, id string) (rulefmt.Evidence, bool, error) {
+	r, ok, err := s.state.generalizableCluster(id, centralitySample)
+	if err != nil {
+		return rulefmt.Evidence{}, false, fmt.Errorf("read cluster %s: %w", id, err)
+	}
+	if !ok {
+		return rulefmt.Evidence{}, false, nil
+	}
+	ev, err := s.evidenceFrom(ctx, r)
+	return ev, err == nil, err
+}
+
+// evidenceFrom ranks a cluster's comments, reading the vectors of the
+// members already read, and makes its evidence.
+func (s *Service) evidenceFrom(ctx context.Context, r clusterMembers) (rulefmt.Evidence, error) {
+	var sample []Member
+	if r.sample < len(r.members) {
+		sample = r.members[r.sample:]
+	}
+	v, err := s.view(ctx, viewOf(r.cluster), evidenceComments, sample)
+	if err != nil {
+		return rulefmt.Evidence{}, err
+	}
+	return evidenceOf(v, r.members, s.opts.Lessons.Classifier().Taxonomy()), nil
 }
 
 // evidenceOf is a cluster's view and members as rule evidence
@@ -119,25 +142,59 @@ func (s *state) generalizableWithMembers(sampleSize int) ([]clusterMembers, erro
 			if !c.Class.Generalizable() {
 				return nil
 			}
-			r := clusterMembers{cluster: c, sample: -1}
-			from := uint64(max(c.Size-sampleSize+1, 1))
-			prefix := append([]byte(c.ID), 0)
-			for k, mv := mc.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, mv = mc.Next() {
-				var m Member
-				if err := json.Unmarshal(mv, &m); err != nil {
-					return err
-				}
-				if r.sample < 0 && binary.BigEndian.Uint64(k[len(prefix):]) >= from {
-					r.sample = len(r.members)
-				}
-				r.members = append(r.members, m)
-			}
-			if r.sample < 0 {
-				r.sample = len(r.members)
+			r, err := withMembers(mc, c, sampleSize)
+			if err != nil {
+				return err
 			}
 			out = append(out, r)
 			return nil
 		})
 	})
 	return out, err
+}
+
+// generalizableCluster reads one cluster with all its members, as
+// generalizableWithMembers does; false when there is no such cluster or
+// it is not generalizable.
+func (s *state) generalizableCluster(id string, sampleSize int) (clusterMembers, bool, error) {
+	var out clusterMembers
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bClusters).Get([]byte(id))
+		if v == nil {
+			return nil
+		}
+		var c Cluster
+		if err := json.Unmarshal(v, &c); err != nil {
+			return err
+		}
+		if !c.Class.Generalizable() {
+			return nil
+		}
+		r, err := withMembers(tx.Bucket(bMembers).Cursor(), c, sampleSize)
+		out, found = r, err == nil
+		return err
+	})
+	return out, found, err
+}
+
+// withMembers reads the members of c with the members cursor mc.
+func withMembers(mc *bolt.Cursor, c Cluster, sampleSize int) (clusterMembers, error) {
+	r := clusterMembers{cluster: c, sample: -1}
+	from := uint64(max(c.Size-sampleSize+1, 1))
+	prefix := append([]byte(c.ID), 0)
+	for k, mv := mc.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, mv = mc.Next() {
+		var m Member
+		if err := json.Unmarshal(mv, &m); err != nil {
+			return clusterMembers{}, err
+		}
+		if r.sample < 0 && binary.BigEndian.Uint64(k[len(prefix):]) >= from {
+			r.sample = len(r.members)
+		}
+		r.members = append(r.members, m)
+	}
+	if r.sample < 0 {
+		r.sample = len(r.members)
+	}
+	return r, nil
 }

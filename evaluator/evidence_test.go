@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/precept-dev/precept/rules/rulefmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -89,5 +90,15 @@ func TestEvidenceReadsEveryGeneralizableClusterInOnePass(t *testing.T) {
 	}
 	if reads := e.svc.state.db.Stats().TxN - before.TxN; reads != 1 {
 		t.Fatalf("Evidence of %d clusters took %d read transactions, want 1", len(evs), reads)
+	}
+	// One cluster's evidence, read alone, is what Evidence says of it.
+	for _, ev := range evs {
+		one, ok, err := e.svc.ClusterEvidence(ctx, ev.ClusterID)
+		if err != nil || !ok || !reflect.DeepEqual(one, ev) {
+			t.Fatalf("ClusterEvidence(%s) = %+v, %v, %v; want %+v", ev.ClusterID, one, ok, err, ev)
+		}
+	}
+	if _, ok, err := e.svc.ClusterEvidence(ctx, "no-such-cluster"); ok || err != nil {
+		t.Fatalf("ClusterEvidence of an unknown cluster = %v, %v; want false, nil", ok, err)
 	}
 }

@@ -194,9 +194,13 @@ func readEvidence(ctx context.Context, fb Feedback, ids []string) ([]precept.Dec
 const maxAddedRunes = 200
 
 // added are the clauses of a rule text no evidence decision's comment
-// asks for (lesson.Supports); none when there is no evidence to compare
-// with.
-func added(content string, evidence []precept.Decision) []string {
+// asks for (lesson.SupportsFirmly, as the evidence guard judges them);
+// none when there is no evidence to compare with. known are the clauses
+// the proposal records: one from an edit or a model needs firm support
+// (rulefmt.FirmSource), and so does one the proposal does not record
+// when it records any or its text was edited (edited), as only an edit
+// adds such a clause.
+func added(content string, evidence []precept.Decision, known []rulefmt.Clause, edited bool) []string {
 	var said []string
 	for _, d := range evidence {
 		if c := strings.TrimSpace(d.ReviewerComment); c != "" {
@@ -207,8 +211,14 @@ func added(content string, evidence []precept.Decision) []string {
 	if len(said) == 0 || advice == "" {
 		return nil
 	}
+	firm := func(clause string) bool {
+		if k, ok := rulefmt.KnownClause(known, strings.TrimRight(clause, ". ")); ok {
+			return rulefmt.FirmSource(k.Source)
+		}
+		return len(known) > 0 || edited
+	}
 	var out []string
-	for _, s := range lesson.Supports(advice, said) {
+	for _, s := range lesson.SupportsFirmly(advice, said, firm) {
 		if !s.Supported() {
 			out = append(out, text.ClipWords(strings.TrimRight(s.Clause, ". "), maxAddedRunes))
 		}

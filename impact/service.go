@@ -424,7 +424,7 @@ func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Pr
 	if p.Kind == rulefmt.KindNewRule || p.Kind == "" {
 		// A consolidation carries approved rules' text besides the new
 		// guidance: that text was approved on its own evidence.
-		pv.Added = added(p.Content, evidence)
+		pv.Added = added(p.Content, evidence, p.Clauses, p.ContentRevision > 1)
 	}
 	pv.FeedbackSeq, pv.ComputedAt = seq, s.opts.Now().UTC()
 	return pv, tl, nil

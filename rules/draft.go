@@ -258,13 +258,20 @@ var draftWords = english.Options{Keep: "'-"}
 // more than the rule, with the support behind it ("… — flagged 7 times
 // by 5 reviewers in 4 epics"). When the evidence supports no clause of
 // the canonical rule, the reviewers' own prescription is the rule, or
-// else the extractive draft of their comments; only when their words
+// else the extractive draft of their comments — so too when the kept
+// clauses alone do not pass the quality gate; only when their words
 // give no rule is the canonical rule kept whole, and the evidence guard
 // then shows it goes beyond them.
 func lessonDraft(ev rulefmt.Evidence) draft {
 	narrowed := narrowRule(ev)
 	clauses := guidanceClauses(ev, narrowed)
 	rule := narrowed.Text
+	if rule != "" && len(narrowed.Left) > 0 && DefaultQuality().Check(strings.TrimRight(rule, ". ")+supportText(ev)) != "" {
+		// The kept clauses alone do not read as a rule ("Fix misspelled
+		// identifiers …" reads as a statement to the gate): the
+		// reviewers' words are the rule, or else the guidance whole.
+		narrowed.Text, clauses, rule = "", nil, ""
+	}
 	if rule == "" {
 		if d, ok := reviewersDraft(ev); ok {
 			d.Left = narrowed.Left

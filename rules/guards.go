@@ -434,7 +434,11 @@ func (pol policy) planDraft(st *gitstore.State, retired []gitstore.RetiredRule, 
 		case held.Status == rulefmt.Deferred && !pol.rateCapAllows(st, held.Agents, now):
 			return draftPlan{}, false
 		case held.Status == rulefmt.Deferred:
-			plan.reuse = draft{Type: held.Type, Content: held.Content, By: held.DraftedBy, Clauses: held.Clauses}
+			// The clauses are recomputed from the evidence: the file on
+			// main says only where each came from, never which decisions
+			// ask for it.
+			plan.reuse = draft{Type: held.Type, Content: held.Content, By: held.DraftedBy,
+				Clauses: attribute(held.Content, ev, held.Clauses, sourceFor(held.DraftedBy))}
 		case ev.Support() <= held.Support:
 			return draftPlan{}, false
 		}
@@ -452,7 +456,7 @@ func (pol policy) drafted(ev rulefmt.Evidence, plan draftPlan, d draft, now time
 	}
 	clauses := d.Clauses
 	if clauses == nil {
-		clauses = attribute(d.Content, ev, nil, rulefmt.SourceReviewers)
+		clauses = attribute(d.Content, ev, nil, sourceFor(d.By))
 	}
 	return rulefmt.Proposal{
 		ID: plan.id, Kind: rulefmt.KindNewRule, Status: rulefmt.Pending, Revision: 1, ContentRevision: 1,

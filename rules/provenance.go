@@ -54,29 +54,44 @@ func decisionsOf(idx []int, by []string, clusterID string) []string {
 }
 
 // attribute cuts a rule text into clauses and says, for each, which
-// decisions of the evidence ask for it (lesson.Supports). known are the
-// clauses whose source the drafter knows; any other clause is given
-// source.
+// decisions of the evidence ask for it (lesson.SupportsFirmly). known
+// are the clauses whose source the drafter knows; any other clause is
+// given source. Only the source and category of a known clause are
+// taken: its decisions and words are always recomputed. A clause from an
+// edit or a model needs firm support (rulefmt.FirmSource).
 func attribute(content string, ev rulefmt.Evidence, known []rulefmt.Clause, source string) []rulefmt.Clause {
 	body := rulefmt.Advice(safetext.Redact(content))
 	if body == "" {
 		return nil
 	}
+	sourceOf := func(clause string) (string, string) {
+		if k, ok := rulefmt.KnownClause(known, strings.TrimRight(clause, ". ")); ok {
+			return k.Source, k.Category
+		}
+		return source, ""
+	}
+	firm := func(clause string) bool {
+		s, _ := sourceOf(clause)
+		return rulefmt.FirmSource(s)
+	}
 	said, by := saidTexts(ev)
 	var out []rulefmt.Clause
-	for _, s := range lesson.Supports(body, said) {
-		c := rulefmt.Clause{Text: strings.TrimRight(s.Clause, ". "), Source: source, Decisions: decisionsOf(s.Evidence, by, ev.ClusterID), Words: s.Words}
-		if i := slices.IndexFunc(known, func(k rulefmt.Clause) bool { return sameClause(k.Text, c.Text) }); i >= 0 {
-			c.Source, c.Category = known[i].Source, known[i].Category
-		}
-		out = append(out, c)
+	for _, s := range lesson.SupportsFirmly(body, said, firm) {
+		src, category := sourceOf(s.Clause)
+		out = append(out, rulefmt.Clause{Text: strings.TrimRight(s.Clause, ". "), Source: src, Category: category,
+			Decisions: decisionsOf(s.Evidence, by, ev.ClusterID), Words: s.Words})
 	}
 	return out
 }
 
-func sameClause(a, b string) bool {
-	norm := func(s string) string { return strings.ToLower(strings.TrimRight(strings.TrimSpace(s), ". ")) }
-	return norm(a) == norm(b)
+// sourceFor is the source of the clauses of a text drafted by drafter
+// (Proposal.DraftedBy) that the draft does not name: the model's for an
+// LLM draft, else the reviewers'.
+func sourceFor(drafter string) string {
+	if strings.HasPrefix(drafter, "llm:") {
+		return rulefmt.SourceModel
+	}
+	return rulefmt.SourceReviewers
 }
 
 // evidenceGuard says whether every clause is asked for by the evidence,
@@ -118,8 +133,9 @@ var sourceWords = map[string]string{
 // checkEdit runs the evidence guard on a proposal's text as edited on a
 // remote: against its cluster's evidence when the evidence source still
 // has it, the clauses the draft recorded keeping their source.
-// Otherwise the guard says it could not check, and the impact preview,
-// which reads the evidence decisions themselves, is the check.
+// Otherwise the guard is not passed and says it could not check: the
+// impact preview, which reads the evidence decisions themselves, is the
+// check (docs/lessons.md, "Rules no wider than the evidence").
 func (m *Manager) checkEdit(ctx context.Context, p rulefmt.Proposal, content, remote string) ([]rulefmt.Clause, []rulefmt.GuardResult) {
 	if p.Kind == rulefmt.KindConsolidation {
 		return nil, []rulefmt.GuardResult{{Guard: rulefmt.GuardEvidence, Passed: true,
@@ -129,15 +145,27 @@ func (m *Manager) checkEdit(ctx context.Context, p rulefmt.Proposal, content, re
 		clauses := attribute(content, ev, p.Clauses, rulefmt.SourceEdit)
 		return clauses, []rulefmt.GuardResult{evidenceGuard(clauses)}
 	}
-	return nil, []rulefmt.GuardResult{{Guard: rulefmt.GuardEvidence, Passed: true,
-		Reason: "not checked on the text edited on " + remote + ": its cluster's evidence is not at hand; the impact preview checks the text against its decisions"}}
+	return nil, []rulefmt.GuardResult{{Guard: rulefmt.GuardEvidence, Passed: false,
+		Reason: "could not be checked on the text edited on " + remote + ": its cluster's evidence is not at hand; the impact preview checks the text against its decisions"}}
 }
 
 // clusterEvidence is a cluster's evidence from the evidence source, if
-// the cluster is still generalizable.
+// the cluster is still generalizable: read alone when the source can
+// (rulefmt.ClusterEvidenceSource), else found among every cluster.
 func (m *Manager) clusterEvidence(ctx context.Context, clusterID string) (rulefmt.Evidence, bool) {
 	if clusterID == "" || m.opts.Evidence == nil {
 		return rulefmt.Evidence{}, false
+	}
+	if one, ok := m.opts.Evidence.(rulefmt.ClusterEvidenceSource); ok {
+		ev, found, err := one.ClusterEvidence(ctx, clusterID)
+		if err != nil {
+			m.log.Warn("read the evidence to check an edited rule text", "cluster_id", clusterID, "err", err)
+			return rulefmt.Evidence{}, false
+		}
+		if !found {
+			return rulefmt.Evidence{}, false
+		}
+		return m.policy.normalizeEvidence(ev)
 	}
 	evs, err := m.opts.Evidence.Generalizable(ctx)
 	if err != nil {
@@ -146,8 +174,7 @@ func (m *Manager) clusterEvidence(ctx context.Context, clusterID string) (rulefm
 	}
 	for _, ev := range evs {
 		if ev.ClusterID == clusterID {
-			ev, ok := m.policy.normalizeEvidence(ev)
-			return ev, ok
+			return m.policy.normalizeEvidence(ev)
 		}
 	}
 	return rulefmt.Evidence{}, false

@@ -98,13 +98,21 @@ func (c *cli) proposalsListCmd() *cobra.Command {
 	return cmd
 }
 
-// proposalNote is the list's last column: why a held draft was held,
+// evidenceGuard is the guard that shows what goes beyond the evidence
+// and never holds a proposal (docs/lessons.md, "Rules no wider than the
+// evidence").
+const evidenceGuard = "evidence"
+
+// proposalNote is the list's last column: why a held draft was held
+// (the first failed guard but the evidence guard, which only informs),
 // else the rule text.
 func proposalNote(p *preceptv1.Proposal) string {
 	switch p.GetStatus() {
 	case preceptv1.ProposalStatus_PROPOSAL_STATUS_BLOCKED, preceptv1.ProposalStatus_PROPOSAL_STATUS_DEFERRED:
 		for _, g := range p.GetGuards() {
-			if !g.GetPassed() {
+			// The evidence guard never holds a draft (FailedGuard
+			// skips it too): the note names the guard that did.
+			if !g.GetPassed() && g.GetGuard() != evidenceGuard {
 				return clip(g.GetGuard()+": "+g.GetReason(), 80)
 			}
 		}
@@ -202,7 +210,7 @@ func printProposal(w io.Writer, p *preceptv1.Proposal) {
 		for _, g := range p.GetGuards() {
 			mark := "pass"
 			switch {
-			case !g.GetPassed() && g.GetGuard() == "evidence":
+			case !g.GetPassed() && g.GetGuard() == evidenceGuard:
 				// It never holds a proposal: it shows what goes beyond
 				// the evidence.
 				mark = "WARN"

@@ -42,7 +42,7 @@ func (a *App) openRules() error {
 		Logger:          a.Log.With("component", "rules"),
 	}
 	if a.Evaluator != nil {
-		opts.Evidence = rulefmt.EvidenceFunc(a.Evaluator.Evidence)
+		opts.Evidence = rulefmt.EvidenceFuncs{All: a.Evaluator.Evidence, One: a.Evaluator.ClusterEvidence}
 	}
 	if a.LLM != nil {
 		opts.LLM = a.LLM

@@ -67,6 +67,29 @@ type EvidenceFunc func(ctx context.Context) ([]Evidence, error)
 // Generalizable implements EvidenceSource.
 func (f EvidenceFunc) Generalizable(ctx context.Context) ([]Evidence, error) { return f(ctx) }
 
+// ClusterEvidenceSource is an EvidenceSource that also reads one
+// cluster's evidence by id, without reading every cluster.
+type ClusterEvidenceSource interface {
+	EvidenceSource
+	// ClusterEvidence is the evidence of the generalizable cluster id;
+	// false when there is no such cluster or it is not generalizable.
+	ClusterEvidence(ctx context.Context, id string) (Evidence, bool, error)
+}
+
+// EvidenceFuncs are functions as a ClusterEvidenceSource.
+type EvidenceFuncs struct {
+	All func(ctx context.Context) ([]Evidence, error)
+	One func(ctx context.Context, id string) (Evidence, bool, error)
+}
+
+// Generalizable implements EvidenceSource.
+func (f EvidenceFuncs) Generalizable(ctx context.Context) ([]Evidence, error) { return f.All(ctx) }
+
+// ClusterEvidence implements ClusterEvidenceSource.
+func (f EvidenceFuncs) ClusterEvidence(ctx context.Context, id string) (Evidence, bool, error) {
+	return f.One(ctx, id)
+}
+
 // Support is how many distinct decisions back the evidence.
 func (e Evidence) Support() int {
 	if n := len(Distinct(e.FeedbackIDs)); n > 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -144,6 +145,25 @@ type Clause struct {
 // Beyond reports whether no decision of the evidence asks for the
 // clause.
 func (c Clause) Beyond() bool { return len(c.Decisions) == 0 }
+
+// FirmSource reports whether a clause from source needs firm support:
+// two distinctive terms shared with one comment of the evidence, not one
+// rare term (docs/lessons.md, "Rules no wider than the evidence"). An
+// edit or a model can keep one of the reviewers' words while asking for
+// something else.
+func FirmSource(source string) bool { return source == SourceEdit || source == SourceModel }
+
+// KnownClause is the clause of known whose text is text, ignoring case,
+// surrounding space and a final full stop.
+func KnownClause(known []Clause, text string) (Clause, bool) {
+	norm := func(s string) string { return strings.ToLower(strings.TrimRight(strings.TrimSpace(s), ". ")) }
+	for _, k := range known {
+		if norm(k.Text) == norm(text) {
+			return k, true
+		}
+	}
+	return Clause{}, false
+}
 
 // GuardResult is the outcome of one guard applied to a proposal.
 type GuardResult struct {
