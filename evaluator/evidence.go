@@ -20,14 +20,30 @@ import (
 const evidenceComments = 5
 
 // Evidence returns every generalizable cluster, by id, as evidence for a
-// rule. The clusters and all their members are read in one read
-// transaction; ranking their comments reads the vectors of the members
+// rule, or with ids those of them that are generalizable. The clusters
+// and all their members are read in one read transaction (one per named
+// cluster); ranking their comments reads the vectors of the members
 // already read (and, for a cluster changed since it was last ranked, its
 // central evaluation).
-func (s *Service) Evidence(ctx context.Context) ([]rulefmt.Evidence, error) {
-	read, err := s.state.generalizableWithMembers(centralitySample)
-	if err != nil {
-		return nil, fmt.Errorf("read generalizable clusters: %w", err)
+func (s *Service) Evidence(ctx context.Context, ids ...string) ([]rulefmt.Evidence, error) {
+	var read []clusterMembers
+	if len(ids) == 0 {
+		var err error
+		if read, err = s.state.generalizableWithMembers(centralitySample); err != nil {
+			return nil, fmt.Errorf("read generalizable clusters: %w", err)
+		}
+	}
+	// Named clusters are read one by one: a guard checking one edit
+	// does not read every cluster. One that is not generalizable is left
+	// out.
+	for _, id := range ids {
+		r, ok, err := s.state.generalizableCluster(id, centralitySample)
+		if err != nil {
+			return nil, fmt.Errorf("read cluster %s: %w", id, err)
+		}
+		if ok {
+			read = append(read, r)
+		}
 	}
 	out := make([]rulefmt.Evidence, 0, len(read))
 	for _, r := range read {
@@ -38,20 +54,6 @@ func (s *Service) Evidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 		out = append(out, ev)
 	}
 	return out, nil
-}
-
-// ClusterEvidence is one generalizable cluster as Evidence says it;
-// false when there is no such cluster or it is not generalizable.
-func (s *Service) ClusterEvidence(ctx context.Context, id string) (rulefmt.Evidence, bool, error) {
-	r, ok, err := s.state.generalizableCluster(id, centralitySample)
-	if err != nil {
-		return rulefmt.Evidence{}, false, fmt.Errorf("read cluster %s: %w", id, err)
-	}
-	if !ok {
-		return rulefmt.Evidence{}, false, nil
-	}
-	ev, err := s.evidenceFrom(ctx, r)
-	return ev, err == nil, err
 }
 
 // evidenceFrom ranks a cluster's comments, reading the vectors of the

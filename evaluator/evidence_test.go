@@ -93,12 +93,17 @@ func TestEvidenceReadsEveryGeneralizableClusterInOnePass(t *testing.T) {
 	}
 	// One cluster's evidence, read alone, is what Evidence says of it.
 	for _, ev := range evs {
-		one, ok, err := e.svc.ClusterEvidence(ctx, ev.ClusterID)
+		got, err := e.svc.Evidence(ctx, ev.ClusterID)
+		ok := len(got) == 1
+		var one rulefmt.Evidence
+		if ok {
+			one = got[0]
+		}
 		if err != nil || !ok || !reflect.DeepEqual(one, ev) {
-			t.Fatalf("ClusterEvidence(%s) = %+v, %v, %v; want %+v", ev.ClusterID, one, ok, err, ev)
+			t.Fatalf("Evidence(%s) = %+v, %v, %v; want %+v", ev.ClusterID, one, ok, err, ev)
 		}
 	}
-	if _, ok, err := e.svc.ClusterEvidence(ctx, "no-such-cluster"); ok || err != nil {
-		t.Fatalf("ClusterEvidence of an unknown cluster = %v, %v; want false, nil", ok, err)
+	if got, err := e.svc.Evidence(ctx, "no-such-cluster"); len(got) != 0 || err != nil {
+		t.Fatalf("Evidence of an unknown cluster = %v, %v; want none, nil", got, err)
 	}
 }

@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		}
 	}()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := a.openMemoryLimit(); err != nil {
+	if a.memory, err = openMemoryLimit(cfg.Server.MemoryLimitMiB, a.Log, a.Registry); err != nil {
 		return nil, err
 	}
 

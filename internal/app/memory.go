@@ -1,9 +1,13 @@
 package app
 
 import (
+	"log/slog"
 	"os"
 	"runtime/debug"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/lib/memlimit"
 )
@@ -17,22 +21,22 @@ const fallbackMemoryLimitMiB = 512
 // what it chose and from where, and builds the watchdog Run starts
 // (docs/operations.md, "Memory"). A soft limit keeps the heap near what
 // is live instead of twice it.
-func (a *App) openMemoryLimit() error {
+func openMemoryLimit(limit config.MemoryLimit, log *slog.Logger, reg prometheus.Registerer) (*memlimit.Watchdog, error) {
 	var env int64
 	if os.Getenv("GOMEMLIMIT") != "" {
 		// The runtime read it at start; -1 reads without changing it.
 		env = debug.SetMemoryLimit(-1)
 	}
-	setting := a.Config.Server.MemoryLimitMiB.Setting()
+	setting := limit.Setting()
 	choice, err := memlimit.Choose(setting, env, func() (memlimit.Memory, error) { return memlimit.Detect(memlimit.SystemPaths) }, fallbackMemoryLimitMiB)
 	if err != nil {
-		a.Log.Warn("memory: cannot read the container's or machine's memory; using a fixed soft limit", "limit_mib", choice.Limit>>20, "err", err)
+		log.Warn("memory: cannot read the container's or machine's memory; using a fixed soft limit", "limit_mib", choice.Limit>>20, "err", err)
 	}
 	if choice.Source != memlimit.Env && choice.Limit > 0 {
 		debug.SetMemoryLimit(choice.Limit)
 	}
-	a.Log.Info("memory: soft limit chosen", "setting", a.Config.Server.MemoryLimitMiB.String(), "source", string(choice.Source),
+	log.Info("memory: soft limit chosen", "setting", limit.String(), "source", string(choice.Source),
 		"limit_mib", choice.Limit>>20, "ceiling_mib", choice.Ceiling>>20)
-	a.memory = memlimit.NewWatchdog(choice, a.Log, nil, nil)
-	return metrics.NewMemory(a.Registry, a.memory.Status)
+	w := memlimit.NewWatchdog(choice, log, nil, nil)
+	return w, metrics.NewMemory(reg, w.Status)
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/precept-dev/precept/evaluator"
@@ -42,7 +43,17 @@ func (a *App) openRules() error {
 		Logger:          a.Log.With("component", "rules"),
 	}
 	if a.Evaluator != nil {
-		opts.Evidence = rulefmt.EvidenceFuncs{All: a.Evaluator.Evidence, One: a.Evaluator.ClusterEvidence}
+		ev := a.Evaluator
+		opts.Evidence = rulefmt.EvidenceFuncs{
+			All: func(ctx context.Context) ([]rulefmt.Evidence, error) { return ev.Evidence(ctx) },
+			One: func(ctx context.Context, id string) (rulefmt.Evidence, bool, error) {
+				evs, err := ev.Evidence(ctx, id)
+				if err != nil || len(evs) == 0 {
+					return rulefmt.Evidence{}, false, err
+				}
+				return evs[0], true, nil
+			},
+		}
 	}
 	if a.LLM != nil {
 		opts.LLM = a.LLM
