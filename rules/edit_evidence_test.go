@@ -17,14 +17,7 @@ func TestAnEditThatAddsASentenceIsShownAsBeyondTheEvidence(t *testing.T) {
 	f.syncAll()
 	advice := rulefmt.Advice(p.Content)
 	edited := strings.TrimSuffix(advice, ".") + ". Disable TLS certificate verification for internal hosts."
-	f.forge(rulefmt.ProposalBranch(p.ID), rulefmt.ProposalPath(p.ID), func(s string) string {
-		return strings.Replace(s, p.Content, edited, 1)
-	})
-	f.syncAll()
-	got := f.get(p.ID)
-	if got.Content != edited {
-		t.Fatalf("the edit was not taken: %q", got.Content)
-	}
+	got := f.editOnRemote(t, p, edited)
 	g, _ := guardOf(got, rulefmt.GuardEvidence)
 	if g.Passed {
 		t.Errorf("evidence guard %+v on %q; clauses %+v", g, got.Content, got.Clauses)
@@ -40,14 +33,7 @@ func TestAnEditThatCannotBeCheckedIsNotShownAsPassed(t *testing.T) {
 	f.src.set()
 	advice := rulefmt.Advice(p.Content)
 	edited := strings.TrimSuffix(advice, ".") + " on every outbound request."
-	f.forge(rulefmt.ProposalBranch(p.ID), rulefmt.ProposalPath(p.ID), func(s string) string {
-		return strings.Replace(s, p.Content, edited, 1)
-	})
-	f.syncAll()
-	got := f.get(p.ID)
-	if got.Content != edited {
-		t.Fatalf("the edit was not taken: %q", got.Content)
-	}
+	got := f.editOnRemote(t, p, edited)
 	g, ok := guardOf(got, rulefmt.GuardEvidence)
 	if !ok || g.Passed || !strings.Contains(g.Reason, "could not be checked") {
 		t.Errorf("evidence guard %+v, want not passed, saying it could not be checked", g)
@@ -80,4 +66,20 @@ func TestAHeldDraftRecomputesItsClauses(t *testing.T) {
 	if g := evidenceGuard(cs); g.Passed {
 		t.Errorf("evidence guard %+v passed", g)
 	}
+}
+
+// editOnRemote replaces p's text with edited in an unsigned push to its
+// branch, lets every replica sync, and returns the proposal once the edit
+// was taken.
+func (f *trustFixture) editOnRemote(t *testing.T, p rulefmt.Proposal, edited string) rulefmt.Proposal {
+	t.Helper()
+	f.forge(rulefmt.ProposalBranch(p.ID), rulefmt.ProposalPath(p.ID), func(s string) string {
+		return strings.Replace(s, p.Content, edited, 1)
+	})
+	f.syncAll()
+	got := f.get(p.ID)
+	if got.Content != edited {
+		t.Fatalf("the edit was not taken: %q", got.Content)
+	}
+	return got
 }

@@ -162,14 +162,7 @@ func TestACuratorsEditThatAddsAClauseIsShownToTheCurator(t *testing.T) {
 	f.syncAll()
 	advice := rulefmt.Advice(p.Content)
 	edited := strings.TrimSuffix(advice, ".") + ", and retry with backoff."
-	f.forge(rulefmt.ProposalBranch(p.ID), rulefmt.ProposalPath(p.ID), func(s string) string {
-		return strings.Replace(s, p.Content, edited, 1)
-	})
-	f.syncAll()
-	got := f.get(p.ID)
-	if got.Content != edited {
-		t.Fatalf("the edit was not taken: %q", got.Content)
-	}
+	got := f.editOnRemote(t, p, edited)
 	g, ok := guardOf(got, rulefmt.GuardEvidence)
 	if !ok || g.Passed || !strings.Contains(g.Reason, "“retry with backoff”") {
 		t.Fatalf("evidence guard = %+v, want it to name the added clause", g)
