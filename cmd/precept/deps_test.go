@@ -16,7 +16,7 @@ func TestTheCLILinksNoServerCode(t *testing.T) {
 	}
 	forbidden := []string{
 		"github.com/go-git/", "go.etcd.io/bbolt", "github.com/redis/", "github.com/prometheus/",
-		"github.com/slack-go/", "github.com/tmc/langchaingo", "github.com/philippgille/chromem-go",
+		"github.com/slack-go/", "github.com/tmc/langchaingo",
 		"github.com/precept-dev/precept/rules", "github.com/precept-dev/precept/evaluator",
 		"github.com/precept-dev/precept/feedbackstore", "github.com/precept-dev/precept/lib/gitrepo",
 		"github.com/precept-dev/precept/internal/api\n", "github.com/precept-dev/precept/internal/app",

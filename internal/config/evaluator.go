@@ -57,7 +57,7 @@ type Thresholds struct {
 
 // Index selects the vector index backend.
 type Index struct {
-	// Backend is embedded (chromem-go under the data dir) or chroma.
+	// Backend is embedded (lib/vectorindex/chromem under the data dir) or chroma.
 	Backend string `yaml:"backend"`
 	Chroma  Chroma `yaml:"chroma"`
 }

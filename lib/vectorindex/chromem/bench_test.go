@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -133,6 +134,30 @@ func BenchmarkReopen(b *testing.B) {
 		}
 		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/open")
 	})
+}
+
+// BenchmarkHeapPerVector measures what the index holds in memory for each
+// stored vector (ID, codes, scale, residual, metadata number, journal
+// location, map entry), at 100k vectors (scaled by testenv.BenchSize),
+// and reports it against one float32 copy of the vector, which the index
+// kept twice before it held codes.
+func BenchmarkHeapPerVector(b *testing.B) {
+	n := testenv.BenchSize(b, 100_000)
+	var perVector float64
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		idx := buildIndex(b, b.TempDir(), n)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perVector = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+		if err := idx.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(perVector, "heap-B/vector")
+	b.ReportMetric(perVector/float64(4*benchSpec.Dimension), "ratio-to-one-float32-copy")
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {

@@ -1,5 +1,6 @@
-// Package chromem is the embedded vectorindex.Index, precept's default: an
-// in-process chromem-go collection persisted under the data dir.
+// Package chromem is the embedded vectorindex.Index, precept's default:
+// an index in this process, persisted under the data dir. (It began as a
+// wrapper of chromem-go, whose name it keeps; it no longer uses it.)
 //
 // The directory holds spec.json (the Spec the vectors were made with),
 // journal (every upsert and delete, see journal.go) and LOCK. Opening a
@@ -7,9 +8,12 @@
 // empties it and reports a reset, so the caller re-indexes from the durable
 // feedback store instead of mixing embeddings.
 //
-// chromem-go searches exhaustively: a query costs one dot product per
-// stored vector, which is what bounds latency at large sizes (see the
-// package benchmarks).
+// In memory each vector is held once, as int8 codes (rows.go, quant.go);
+// the float32 vectors and the documents stay in the journal. A query
+// scans every code row, then re-scores exactly the rows the scan cannot
+// rule out, so its answer is the float32 answer. The scan is exhaustive:
+// its cost grows with the number of stored vectors (see the package
+// benchmarks and docs/decisions/0003-flat-mirror-avx2.md).
 package chromem
 
 import (
@@ -19,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/precept-dev/precept/lib/durable"
 	"io/fs"
 	"maps"
 	"os"
@@ -27,10 +30,8 @@ import (
 	"slices"
 	"sync"
 
-	chromemgo "github.com/philippgille/chromem-go"
-
+	"github.com/precept-dev/precept/lib/durable"
 	"github.com/precept-dev/precept/lib/vectorindex"
-	"github.com/precept-dev/precept/lib/vectorindex/internal/topk"
 )
 
 // ErrLocked reports an index directory another open Index holds.
@@ -42,8 +43,6 @@ const (
 	lockFile    = "LOCK"
 	// specFormat versions the directory layout; another value resets.
 	specFormat = 1
-	// collectionName is the single chromem-go collection an index uses.
-	collectionName = "feedback"
 	// compactMinDead is how many dead journal records must pile up before
 	// a rewrite is worth its I/O.
 	compactMinDead = 1024
@@ -51,37 +50,28 @@ const (
 
 var _ vectorindex.Index = (*Index)(nil)
 
-// errNoTextEmbedding is what chromem-go gets if it ever tries to embed
-// text itself; without it chromem-go would call OpenAI.
-var errNoTextEmbedding = errors.New("vectorindex/chromem: the index does not embed text")
-
-func refuseTextEmbedding(context.Context, string) ([]float32, error) {
-	return nil, errNoTextEmbedding
-}
-
-// Index is a vectorindex.Index backed by chromem-go. It is safe for
-// concurrent use; queries do not wait for journal I/O.
+// Index is the embedded vectorindex.Index. It is safe for concurrent use;
+// queries do not wait for journal appends.
 type Index struct {
 	spec vectorindex.Spec
 	dir  string
 
 	// writeMu serialises writers (Upsert, Delete, compaction, Close) and
-	// guards the files.
+	// guards size, records and writeErr.
 	writeMu  sync.Mutex
-	journal  *os.File
 	size     int64 // bytes of the journal known to be complete
 	records  int   // records in the journal
 	writeErr error // set when the journal may hold a partial append
 	lock     *os.File
 
-	// mu guards the in-memory state against writers; readers hold it
-	// shared for a whole query so the collection cannot change under them.
-	mu     sync.RWMutex
-	closed bool
-	col    *chromemgo.Collection
-	ids    map[string]struct{}
-	// flat mirrors the collection's vectors for fast unfiltered queries.
-	flat *flat
+	// mu guards the in-memory state and the journal handle against
+	// writers; readers hold it shared for a whole query. Appends write
+	// through the handle past every record a reader knows, without mu;
+	// compaction swaps the handle under mu.
+	mu      sync.RWMutex
+	closed  bool
+	journal *os.File
+	rows    *rows
 }
 
 // storedSpec is spec.json.
@@ -106,17 +96,12 @@ func Open(dir string, spec vectorindex.Spec) (idx *Index, reset bool, err error)
 	if err != nil {
 		return nil, false, fmt.Errorf("open vector index: %w", err)
 	}
-	x := &Index{spec: spec, dir: dir, lock: lock, ids: map[string]struct{}{}, flat: newFlat(spec.Dimension)}
+	x := &Index{spec: spec, dir: dir, lock: lock, rows: newRows(spec.Dimension)}
 	defer func() {
 		if err != nil {
 			x.release()
 		}
 	}()
-	db := chromemgo.NewDB()
-	if x.col, err = db.CreateCollection(collectionName, nil, refuseTextEmbedding); err != nil {
-		return nil, false, fmt.Errorf("open vector index: %w", err)
-	}
-
 	reset = !x.specMatches()
 	if !reset {
 		var loadErr error
@@ -125,11 +110,12 @@ func Open(dir string, spec vectorindex.Spec) (idx *Index, reset bool, err error)
 		}
 	}
 	if reset {
+		x.rows = newRows(spec.Dimension)
 		if err := x.resetFiles(); err != nil {
 			return nil, false, fmt.Errorf("reset vector index: %w", err)
 		}
 	}
-	if x.journal, err = os.OpenFile(filepath.Join(dir, journalFile), os.O_WRONLY, 0); err != nil {
+	if x.journal, err = os.OpenFile(filepath.Join(dir, journalFile), os.O_RDWR, 0); err != nil {
 		return nil, false, fmt.Errorf("open vector index: %w", err)
 	}
 	if err := x.journal.Truncate(x.size); err != nil {
@@ -156,17 +142,18 @@ func (x *Index) specMatches() bool {
 	return s == storedSpec{Format: specFormat, Embedder: x.spec.Embedder, Dimension: x.spec.Dimension}
 }
 
-// load replays the journal into the collection. A missing or corrupt
-// journal means reset, not an error: the vectors can be rebuilt.
+// load replays the journal into the rows, record by record, so that no
+// more than one record's vector is held in float32 at a time. A missing
+// or corrupt journal means reset, not an error: the vectors can be
+// rebuilt.
 func (x *Index) load() (reset bool, err error) {
-	latest := map[string]record{}
-	size, err := replay(filepath.Join(x.dir, journalFile), x.spec.Dimension, func(r record) {
+	size, err := replay(filepath.Join(x.dir, journalFile), x.spec.Dimension, func(r record, at int64, size uint32) {
 		x.records++
 		if r.op == opDelete {
-			delete(latest, r.id)
+			x.rows.delete(r.id)
 			return
 		}
-		latest[r.id] = r
+		x.rows.upsert(r.id, r.vector, r.metadata, at, size)
 	})
 	if errors.Is(err, errCorrupt) || errors.Is(err, fs.ErrNotExist) {
 		x.records = 0
@@ -176,14 +163,6 @@ func (x *Index) load() (reset bool, err error) {
 		return false, err
 	}
 	x.size = size
-	ctx := context.Background()
-	for _, r := range latest {
-		if err := x.col.AddDocument(ctx, document(r.id, r.vector, cloneMetadata(r.metadata), r.document)); err != nil {
-			return false, fmt.Errorf("load vector %q: %w", r.id, err)
-		}
-		x.ids[r.id] = struct{}{}
-		x.flat.upsert(r.id, r.vector)
-	}
 	return false, nil
 }
 
@@ -235,35 +214,30 @@ func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error 
 	if err := x.checkWritable(); err != nil {
 		return fmt.Errorf("upsert vectors: %w", err)
 	}
-	docs := make([]chromemgo.Document, len(vectors))
 	var buf bytes.Buffer
+	at := make([]int64, len(vectors))
 	for i, v := range vectors {
-		// The index keeps its own copies: callers may reuse their slices
-		// and maps, and chromem-go v0.7.0 stores the metadata map it is
-		// given.
-		docs[i] = document(v.ID, slices.Clone(v.Embedding), cloneMetadata(v.Metadata), v.Document)
+		at[i] = int64(buf.Len())
 		appendRecord(&buf, record{op: opUpsert, id: v.ID, document: v.Document, metadata: v.Metadata, vector: v.Embedding})
 	}
+	base := x.size
 	if err := x.appendJournal(buf.Bytes(), len(vectors)); err != nil {
 		return fmt.Errorf("upsert vectors: %w", err)
 	}
 	x.mu.Lock()
-	for _, d := range docs {
-		// AddDocument only fails on an empty ID or embedding, which
-		// PrepareUpsert has ruled out.
-		if err := x.col.AddDocument(context.Background(), d); err != nil {
-			x.mu.Unlock()
-			x.writeErr = fmt.Errorf("index diverged from its journal: %w", err)
-			return fmt.Errorf("upsert vectors: %w", err)
+	for i, v := range vectors {
+		end := int64(buf.Len())
+		if i+1 < len(at) {
+			end = at[i+1]
 		}
-		x.ids[d.ID] = struct{}{}
-		x.flat.upsert(d.ID, d.Embedding)
+		x.rows.upsert(v.ID, v.Embedding, v.Metadata, base+at[i], uint32(end-at[i]))
 	}
 	x.mu.Unlock()
 	return x.maybeCompact()
 }
 
-// Query returns the stored vectors most similar to q.Embedding.
+// Query returns the stored vectors most similar to q.Embedding: the rows
+// the int8 scan cannot rule out, re-scored exactly from the journal.
 func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.Hit, error) {
 	if err := vectorindex.PrepareQuery(ctx, x.spec, q); err != nil {
 		return nil, err
@@ -273,57 +247,80 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	if x.closed {
 		return nil, fmt.Errorf("query vectors: %w", vectorindex.ErrClosed)
 	}
-	where := q.Where
-	if len(where) == 0 {
-		return x.queryFlat(ctx, q)
+	var match []bool
+	if len(q.Where) > 0 {
+		match = x.rows.tuples.matching(q.Where)
 	}
-	search := func(ctx context.Context, n int) ([]vectorindex.Hit, error) {
-		res, err := x.col.QueryEmbedding(ctx, q.Embedding, n, where, nil)
-		if err != nil {
-			return nil, err
-		}
-		hits := make([]vectorindex.Hit, len(res))
-		for i, r := range res {
-			hits[i] = vectorindex.Hit{
-				ID:         r.ID,
-				Similarity: vectorindex.ClampSimilarity(float64(r.Similarity)),
-				Document:   r.Content,
-			}
-			// r.Metadata is the collection's own map.
-			hits[i].Metadata = cloneMetadata(r.Metadata)
-		}
-		return hits, nil
-	}
-	hits, err := topk.Select(ctx, q.Limit, x.col.Count(), q.MinSimilarity, search)
+	// float32 similarities are compared with the float64 threshold after
+	// conversion; keep rows a hair below it so rounding loses no hit.
+	minSim := float32(q.MinSimilarity) - 1e-6
+	qn := normalized(q.Embedding)
+	cands := x.rows.candidates(newProbe(qn), q.Limit, float64(minSim), match)
+	found, err := x.rescore(ctx, qn, cands)
 	if err != nil {
 		return nil, fmt.Errorf("query vectors: %w", err)
 	}
-	return hits, nil
-}
-
-// queryFlat answers an unfiltered query from the contiguous mirror and
-// takes metadata and documents from the collection; the caller holds mu.
-func (x *Index) queryFlat(ctx context.Context, q vectorindex.Query) ([]vectorindex.Hit, error) {
-	// float32 similarities are compared with the float64 threshold after
-	// conversion; scan a hair below it so rounding loses no hit.
-	found := x.flat.search(q.Embedding, q.Limit, float32(q.MinSimilarity)-1e-6)
 	var hits []vectorindex.Hit
-	for _, f := range found {
+	var buf []byte
+	for _, f := range best(found, q.Limit, minSim) {
 		sim := vectorindex.ClampSimilarity(float64(f.sim))
 		if sim < q.MinSimilarity {
 			continue
 		}
-		doc, err := x.col.GetByID(ctx, f.id)
-		if err != nil {
+		i := x.rows.pos[f.id]
+		var rec record
+		if rec, buf, err = x.readRow(i, buf); err != nil {
 			return nil, fmt.Errorf("query vectors: %w", err)
 		}
-		hits = append(hits, vectorindex.Hit{ID: f.id, Similarity: sim, Metadata: cloneMetadata(doc.Metadata), Document: doc.Content})
+		hits = append(hits, vectorindex.Hit{ID: f.id, Similarity: sim, Metadata: x.rows.tuples.metadata(x.rows.meta[i]), Document: rec.document})
 	}
 	return hits, nil
 }
 
-// Embeddings returns stored embeddings from the contiguous mirror, which
-// holds them normalised.
+// rescore computes the exact float32 similarity of q (unit length) with
+// each candidate row, reading their vectors from the journal. The caller
+// holds mu.
+func (x *Index) rescore(ctx context.Context, q []float32, cands []int32) ([]scored, error) {
+	dim := x.spec.Dimension
+	const block = 256
+	vecs := make([]float32, 0, min(len(cands), block)*dim)
+	sims := make([]float32, block)
+	out := make([]scored, 0, len(cands))
+	var buf []byte
+	for lo := 0; lo < len(cands); lo += block {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		part := cands[lo:min(lo+block, len(cands))]
+		vecs = vecs[:0]
+		for _, i := range part {
+			var rec record
+			var err error
+			if rec, buf, err = x.readRow(i, buf); err != nil {
+				return nil, err
+			}
+			vecs = append(vecs, normalized(rec.vector)...)
+		}
+		dotRows(q, vecs, len(part), sims[:len(part)])
+		for j, i := range part {
+			out = append(out, scored{id: x.rows.ids[i], sim: sims[j]})
+		}
+	}
+	return out, nil
+}
+
+// readRow reads row i's journal record back. A record that is not the
+// row's any more is corruption, reported, never served. The caller holds
+// mu.
+func (x *Index) readRow(i int32, buf []byte) (record, []byte, error) {
+	rec, buf, err := readRecord(x.journal, x.rows.at[i], x.rows.size[i], x.spec.Dimension, buf)
+	if err == nil && (rec.op != opUpsert || rec.id != x.rows.ids[i]) {
+		err = fmt.Errorf("%w: record at %d is not vector %q", errCorrupt, x.rows.at[i], x.rows.ids[i])
+	}
+	return rec, buf, err
+}
+
+// Embeddings returns stored embeddings, normalised, read from the journal.
 func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read embeddings: %w", err)
@@ -334,10 +331,18 @@ func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]floa
 		return nil, fmt.Errorf("read embeddings: %w", vectorindex.ErrClosed)
 	}
 	out := make(map[string][]float32, len(ids))
+	var buf []byte
 	for _, id := range ids {
-		if i, ok := x.flat.pos[id]; ok {
-			out[id] = slices.Clone(x.flat.vecs[i*x.flat.dim : (i+1)*x.flat.dim])
+		i, ok := x.rows.pos[id]
+		if !ok {
+			continue
 		}
+		var rec record
+		var err error
+		if rec, buf, err = x.readRow(i, buf); err != nil {
+			return nil, fmt.Errorf("read embeddings: %w", err)
+		}
+		out[id] = normalized(rec.vector)
 	}
 	return out, nil
 }
@@ -355,7 +360,7 @@ func (x *Index) Delete(ctx context.Context, ids []string) error {
 	}
 	x.mu.RLock()
 	present := slices.DeleteFunc(ids, func(id string) bool {
-		_, ok := x.ids[id]
+		_, ok := x.rows.pos[id]
 		return !ok
 	})
 	x.mu.RUnlock()
@@ -370,16 +375,10 @@ func (x *Index) Delete(ctx context.Context, ids []string) error {
 		return fmt.Errorf("delete vectors: %w", err)
 	}
 	x.mu.Lock()
-	err = x.col.Delete(context.Background(), nil, nil, present...)
 	for _, id := range present {
-		delete(x.ids, id)
-		x.flat.delete(id)
+		x.rows.delete(id)
 	}
 	x.mu.Unlock()
-	if err != nil {
-		x.writeErr = fmt.Errorf("index diverged from its journal: %w", err)
-		return fmt.Errorf("delete vectors: %w", err)
-	}
 	return x.maybeCompact()
 }
 
@@ -393,7 +392,7 @@ func (x *Index) Count(ctx context.Context) (int, error) {
 	if x.closed {
 		return 0, fmt.Errorf("count vectors: %w", vectorindex.ErrClosed)
 	}
-	return x.col.Count(), nil
+	return x.rows.len(), nil
 }
 
 // Close compacts the journal when it is mostly dead records, closes it and
@@ -412,13 +411,13 @@ func (x *Index) Close() error {
 	if x.writeErr == nil && x.shouldCompact() {
 		errs = append(errs, x.compact())
 	}
+	x.mu.Lock()
 	if x.journal != nil {
 		errs = append(errs, x.journal.Close())
 		x.journal = nil
 	}
 	x.release()
-	x.mu.Lock()
-	x.col, x.ids, x.flat = nil, nil, nil
+	x.rows = nil
 	x.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close vector index: %w", err)
@@ -478,8 +477,9 @@ func (x *Index) appendJournal(b []byte, records int) error {
 // enough to rewrite the journal. Called with writeMu held or before the
 // index is shared.
 func (x *Index) shouldCompact() bool {
-	dead := x.records - len(x.ids)
-	return dead >= compactMinDead && dead > len(x.ids)
+	live := x.rows.len()
+	dead := x.records - live
+	return dead >= compactMinDead && dead > live
 }
 
 func (x *Index) maybeCompact() error {
@@ -493,85 +493,84 @@ func (x *Index) maybeCompact() error {
 	return nil
 }
 
-// compact rewrites the journal with one record per live vector, next to
-// the old one, and renames it into place. Queries go on meanwhile. Called
-// with writeMu held.
+// compact rewrites the journal with the record of each live vector, in
+// ID order, next to the old one, and renames it into place. Queries go on
+// meanwhile, reading the old file until the rows are moved to the new one.
+// Called with writeMu held, so no row changes meanwhile.
 func (x *Index) compact() error {
 	x.mu.RLock()
-	ids := slices.Sorted(maps.Keys(x.ids))
+	ids := slices.Sorted(maps.Keys(x.rows.pos))
 	x.mu.RUnlock()
 	tmp := filepath.Join(x.dir, journalFile+".tmp")
-	size, err := x.writeSnapshot(tmp, ids)
+	at, size, err := x.writeSnapshot(tmp, ids)
 	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
 	path := filepath.Join(x.dir, journalFile)
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
 	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
 		return err
 	}
 	if err := durable.SyncDir(x.dir); err != nil {
-		return err
+		// The rename may not be durable, but the handle is the file now
+		// at path either way.
+		x.writeErr = fmt.Errorf("sync compacted journal's directory: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		// The new journal is in place but cannot be appended to.
-		x.writeErr = fmt.Errorf("reopen compacted journal: %w", err)
-		return x.writeErr
-	}
-	if x.journal != nil {
-		x.journal.Close()
-	}
+	x.mu.Lock()
+	old := x.journal
 	x.journal = f
+	for k, id := range ids {
+		x.rows.at[x.rows.pos[id]] = at[k]
+	}
+	x.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 	x.size = size
 	x.records = len(ids)
-	return nil
+	return x.writeErr
 }
 
-// writeSnapshot writes a journal holding one upsert per ID to path and
-// returns its size.
-func (x *Index) writeSnapshot(path string, ids []string) (int64, error) {
+// writeSnapshot copies the journal record of each of ids, checked, to a
+// new journal at path and returns where each landed and the file's size.
+func (x *Index) writeSnapshot(path string, ids []string) ([]int64, int64, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
-	size, _ := w.WriteString(journalMagic)
-	var buf bytes.Buffer
-	for _, id := range ids {
-		d, err := x.col.GetByID(context.Background(), id)
+	n, _ := w.WriteString(journalMagic)
+	size := int64(n)
+	at := make([]int64, len(ids))
+	var buf []byte
+	for k, id := range ids {
+		x.mu.RLock()
+		i := x.rows.pos[id]
+		_, buf, err = x.readRow(i, buf)
+		x.mu.RUnlock()
 		if err != nil {
-			return 0, fmt.Errorf("read vector %q: %w", id, err)
+			return nil, 0, fmt.Errorf("copy vector %q: %w", id, err)
 		}
-		buf.Reset()
-		appendRecord(&buf, record{op: opUpsert, id: d.ID, document: d.Content, metadata: d.Metadata, vector: d.Embedding})
-		n, err := w.Write(buf.Bytes())
-		if err != nil {
-			return 0, err
+		if _, err := w.Write(buf); err != nil {
+			return nil, 0, err
 		}
-		size += n
+		at[k] = size
+		size += int64(len(buf))
 	}
 	if err := w.Flush(); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	if err := f.Sync(); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	return int64(size), f.Close()
-}
-
-func document(id string, embedding []float32, metadata map[string]string, content string) chromemgo.Document {
-	return chromemgo.Document{ID: id, Embedding: embedding, Metadata: metadata, Content: content}
-}
-
-// cloneMetadata copies m, or returns nil when it is empty, so hits carry
-// nil metadata the way the Chroma backend's do.
-func cloneMetadata(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return maps.Clone(m)
+	return at, size, f.Close()
 }
 
 func writeFileSync(path string, b []byte) error {

@@ -14,14 +14,12 @@ import (
 )
 
 // The journal is the index's only durable state besides spec.json: an
-// append-only file of upsert and delete records, replayed into chromem-go's
-// in-memory collection on open and rewritten with only the live vectors
-// when it holds more dead records than live ones.
-//
-// chromem-go's own persistence is not used: v0.7.0 writes one gob file per
-// document named by 32 bits of its ID's SHA-256, so at 100k documents IDs
-// collide and documents silently vanish on reopen, and reading 100k files
-// back takes longer than precept's start-up budget.
+// append-only file of upsert and delete records, replayed into the
+// in-memory rows on open and rewritten with only the live vectors when it
+// holds more dead records than live ones. It is also where the float32
+// vectors and the documents live: a row in memory keeps the offset and
+// length of its record, and queries read records back (readRecord) for
+// the exact re-score, the hits' documents and Embeddings.
 //
 // Layout: journalMagic, then records of
 //
@@ -89,11 +87,11 @@ func appendString(p []byte, s string) []byte {
 	return append(p, s...)
 }
 
-// replay reads the journal at path and calls apply for each record. It
-// returns the offset after the last complete record: a torn final record,
+// replay reads the journal at path and calls apply for each record with
+// its offset and length, header included. It returns the offset after the last complete record: a torn final record,
 // left by a crash during an append that never returned, ends the replay
 // there. A damaged record before the end is errCorrupt.
-func replay(path string, dim int, apply func(record)) (validSize int64, err error) {
+func replay(path string, dim int, apply func(r record, at int64, size uint32)) (validSize int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("open journal: %w", err)
@@ -141,9 +139,27 @@ func replay(path string, dim int, apply func(record)) (validSize int64, err erro
 		if err != nil {
 			return 0, fmt.Errorf("%w: record at %d: %v", errCorrupt, off, err)
 		}
-		apply(rec)
+		apply(rec, off, uint32(8+n))
 		off = end
 	}
+}
+
+// readRecord reads back the record of size bytes at offset at, checking
+// its checksum: the file on disk is input like any other.
+func readRecord(f *os.File, at int64, size uint32, dim int, buf []byte) (record, []byte, error) {
+	buf = slices.Grow(buf[:0], int(size))[:size]
+	if _, err := f.ReadAt(buf, at); err != nil {
+		return record{}, buf, fmt.Errorf("read journal record at %d: %w", at, err)
+	}
+	n := binary.LittleEndian.Uint32(buf[0:4])
+	if size < 8 || n != size-8 || crc32.Checksum(buf[8:], crcTable) != binary.LittleEndian.Uint32(buf[4:8]) {
+		return record{}, buf, fmt.Errorf("%w: record at %d changed on disk", errCorrupt, at)
+	}
+	rec, err := decodeRecord(buf[8:], dim)
+	if err != nil {
+		return record{}, buf, fmt.Errorf("%w: record at %d: %v", errCorrupt, at, err)
+	}
+	return rec, buf, nil
 }
 
 func decodeRecord(p []byte, dim int) (record, error) {

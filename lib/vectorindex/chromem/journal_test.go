@@ -17,15 +17,25 @@ func TestJournalRecordsRoundTrip(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	buf.WriteString(journalMagic)
+	var at []int64
 	for _, r := range recs {
+		at = append(at, int64(buf.Len()))
 		appendRecord(&buf, r)
 	}
+	at = append(at, int64(buf.Len()))
 	path := filepath.Join(t.TempDir(), "j")
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var got []record
-	size, err := replay(path, 4, func(r record) { got = append(got, r) })
+	var gotAt []int64
+	size, err := replay(path, 4, func(r record, off int64, n uint32) {
+		got = append(got, r)
+		gotAt = append(gotAt, off)
+		if off+int64(n) > int64(buf.Len()) {
+			t.Errorf("record at %d claims %d bytes, past the end", off, n)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +45,19 @@ func TestJournalRecordsRoundTrip(t *testing.T) {
 	if len(got) != len(recs) {
 		t.Fatalf("replayed %d records, want %d", len(got), len(recs))
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	for i := range recs {
+		if gotAt[i] != at[i] {
+			t.Errorf("record %d replayed at %d, written at %d", i, gotAt[i], at[i])
+		}
+		again, _, err := readRecord(f, at[i], uint32(at[i+1]-at[i]), 4, nil)
+		if err != nil || again.id != recs[i].id || !slices.Equal(again.vector, recs[i].vector) {
+			t.Errorf("record %d read back as %+v, %v", i, again, err)
+		}
 		w, g := recs[i], got[i]
 		if g.op != w.op || g.id != w.id || g.document != w.document || !maps.Equal(g.metadata, w.metadata) || !slices.Equal(g.vector, w.vector) {
 			t.Errorf("record %d = %+v, want %+v", i, g, w)

@@ -1,0 +1,236 @@
+package chromem
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/precept-dev/precept/lib/vectorindex"
+)
+
+// shapes are the vector distributions the bounds must hold on: dense,
+// sparse, one large coordinate among small ones, and near-constant.
+var shapes = map[string]func(rng *rand.Rand, dim int) []float32{
+	"gaussian": func(rng *rand.Rand, dim int) []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	},
+	"sparse": func(rng *rand.Rand, dim int) []float32 {
+		v := make([]float32, dim)
+		for range 1 + dim/20 {
+			v[rng.Intn(dim)] = float32(rng.NormFloat64())
+		}
+		v[0] += 0.01
+		return v
+	},
+	"spike": func(rng *rand.Rand, dim int) []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * 0.01)
+		}
+		v[rng.Intn(dim)] = 5
+		return v
+	},
+	"flat": func(rng *rand.Rand, dim int) []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = 1 + float32(rng.Float64()*1e-3)
+		}
+		return v
+	},
+}
+
+func TestQuantizeBoundsItsResidual(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for name, shape := range shapes {
+		for _, dim := range []int{1, 3, 37, 384, 1024} {
+			for range 200 {
+				v := normalized(shape(rng, dim))
+				codes := make([]int8, dim)
+				scale, resid := quantize(v, codes)
+				var sq float64
+				for i, c := range codes {
+					if c < -maxCode || c > maxCode {
+						t.Fatalf("%s/%d: code %d out of range", name, dim, c)
+					}
+					d := float64(v[i]) - float64(scale)*float64(c)
+					sq += d * d
+				}
+				if math.Sqrt(sq) > float64(resid) {
+					t.Fatalf("%s/%d: residual %g exceeds its bound %g", name, dim, math.Sqrt(sq), resid)
+				}
+			}
+		}
+	}
+}
+
+// The bound must contain the float32 kernel's similarity for every pair,
+// including nearly parallel ones, where the kernel's own rounding counts.
+func TestTheScanBoundContainsTheExactSimilarity(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for name, shape := range shapes {
+		for _, dim := range []int{5, 64, 384, 1000} {
+			for range 100 {
+				q := normalized(shape(rng, dim))
+				v := shape(rng, dim)
+				if rng.Intn(2) == 0 {
+					v = make([]float32, dim) // nearly q itself
+					for i := range v {
+						v[i] = q[i] + float32(rng.NormFloat64()*1e-4)
+					}
+				}
+				v = normalized(v)
+				codes := make([]int8, dim)
+				scale, resid := quantize(v, codes)
+				p := newProbe(q)
+				var dot [1]int32
+				dot8Rows(p.codes, codes, dim, 1, dot[:])
+				approx, bound := p.bounds(scale, resid, dot[0])
+				var exact [1]float32
+				dotRows(q, v, 1, exact[:])
+				if d := math.Abs(float64(exact[0]) - approx); d > bound {
+					t.Fatalf("%s/%d: exact %.9f, approximate %.9f: off by %g, bound %g", name, dim, exact[0], approx, d, bound)
+				}
+			}
+		}
+	}
+}
+
+// expected is what an exhaustive float32 scan answers: the contract's
+// order, the kernel's similarities.
+func expected(vs map[string][]float32, q []float32, limit int, minSim float64, keep func(string) bool) []vectorindex.Hit {
+	qn := normalized(q)
+	var all []scored
+	floor := float32(minSim) - 1e-6
+	for id, v := range vs {
+		if keep != nil && !keep(id) {
+			continue
+		}
+		var s [1]float32
+		dotRows(qn, normalized(v), 1, s[:])
+		if s[0] >= floor {
+			all = append(all, scored{id, s[0]})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return worse(all[j], all[i]) })
+	var out []vectorindex.Hit
+	for _, s := range all[:min(limit, len(all))] {
+		if sim := vectorindex.ClampSimilarity(float64(s.sim)); sim >= minSim {
+			out = append(out, vectorindex.Hit{ID: s.id, Similarity: sim})
+		}
+	}
+	return out
+}
+
+// Every answer, filtered or not, must be the float32 answer exactly:
+// same hits, same order, bit-identical similarities. Tight groups of
+// near-duplicates and exact duplicates put many rows inside each other's
+// bounds, which is where a wrong bound or a lost candidate would show.
+func TestQueriesEqualAnExhaustiveFloat32Scan(t *testing.T) {
+	spec := vectorindex.Spec{Embedder: "test", Dimension: 96}
+	dir := t.TempDir()
+	idx, _, err := Open(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(7))
+	ctx := context.Background()
+	stored := map[string][]float32{}
+	group := map[string]string{}
+	var vs []vectorindex.Vector
+	add := func(id string, v []float32) {
+		g := fmt.Sprint(len(vs) % 3)
+		vs = append(vs, vectorindex.Vector{ID: id, Embedding: v, Metadata: map[string]string{"g": g}, Document: "doc " + id})
+		stored[id], group[id] = v, g
+	}
+	for i := range 6000 {
+		add(fmt.Sprintf("r%05d", i), shapes["gaussian"](rng, spec.Dimension))
+	}
+	centre := shapes["gaussian"](rng, spec.Dimension)
+	for i := range 300 {
+		v := make([]float32, spec.Dimension)
+		for j := range v {
+			v[j] = centre[j] + float32(rng.NormFloat64()*0.02)
+		}
+		add(fmt.Sprintf("near%03d", i), v)
+	}
+	for i := range 20 {
+		add(fmt.Sprintf("dup%02d", i), centre)
+	}
+	if err := idx.Upsert(ctx, vs); err != nil {
+		t.Fatal(err)
+	}
+	gone := []string{"r00010", "near007", "dup03"}
+	if err := idx.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range gone {
+		delete(stored, id)
+	}
+	check := func(idx *Index) {
+		t.Helper()
+		queries := [][]float32{centre, stored["near100"], stored["r00042"], shapes["gaussian"](rng, spec.Dimension)}
+		for qi, q := range queries {
+			for _, limit := range []int{1, 10, 25, 400} {
+				for _, minSim := range []float64{-1, 0, 0.5, 0.95} {
+					for _, g := range []string{"", "1"} {
+						query := vectorindex.Query{Embedding: q, Limit: limit, MinSimilarity: minSim}
+						var keep func(string) bool
+						if g != "" {
+							query.Where = map[string]string{"g": g}
+							keep = func(id string) bool { return group[id] == g }
+						}
+						got, err := idx.Query(ctx, query)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want := expected(stored, q, limit, minSim, keep)
+						if len(got) != len(want) {
+							t.Fatalf("query %d limit %d min %v filter %q: %d hits, want %d", qi, limit, minSim, g, len(got), len(want))
+						}
+						for i := range got {
+							if got[i].ID != want[i].ID || got[i].Similarity != want[i].Similarity || got[i].Document != "doc "+got[i].ID || got[i].Metadata["g"] != group[got[i].ID] {
+								t.Fatalf("query %d limit %d min %v filter %q hit %d: %s %.9f %q, want %s %.9f", qi, limit, minSim, g, i, got[i].ID, got[i].Similarity, got[i].Document, want[i].ID, want[i].Similarity)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	check(idx)
+	mustClose(t, idx)
+	idx, _ = openT(t, dir, spec)
+	defer mustClose(t, idx)
+	check(idx)
+}
+
+// The scan must rule out almost every row, or the exact re-score would
+// read the whole journal: at 20,000 vectors of 384 dimensions a query
+// for its 10 nearest re-scores a few dozen.
+func TestTheScanRescoresFewRows(t *testing.T) {
+	const n, dim = 20000, 384
+	r := newRows(dim)
+	rng := rand.New(rand.NewSource(3))
+	for i := range n {
+		r.upsert(fmt.Sprint(i), shapes["gaussian"](rng, dim), nil, 0, 0)
+	}
+	var total int
+	for range 20 {
+		c := r.candidates(newProbe(normalized(shapes["gaussian"](rng, dim))), 10, -1, nil)
+		if len(c) < 10 {
+			t.Fatalf("%d candidates for 10 hits", len(c))
+		}
+		total += len(c)
+	}
+	if mean := total / 20; mean > n/100 {
+		t.Errorf("a query re-scores %d of %d rows on average; want under 1%%", mean, n)
+	}
+	t.Logf("mean candidates per query: %d of %d", total/20, n)
+}

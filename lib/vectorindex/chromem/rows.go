@@ -1,0 +1,256 @@
+package chromem
+
+import (
+	"container/heap"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+)
+
+// rows is everything the index holds in memory, one entry per stored
+// vector, in parallel slices so that a scan reads contiguous memory: the
+// vector's int8 codes with their scale and residual (quant.go), the number
+// of its metadata tuple (meta.go) and where its record lies in the
+// journal. The float32 vector and the document are read back from the
+// journal when a query needs them. At 384 dimensions a row takes about
+// 490 bytes of heap, ID and map entry included, against 3,740 when
+// chromem-go's document and a float32 mirror each held the vector
+// (BenchmarkHeapPerVector).
+type rows struct {
+	dim int
+	ids []string
+	pos map[string]int32
+	// codes holds the rows' codes in chunks of chunkRows rows, so that
+	// growing by a row never copies, or holds twice, all the codes.
+	codes  [][]int8
+	scale  []float32
+	resid  []float32
+	meta   []uint32
+	at     []int64  // offset of the row's record in the journal
+	size   []uint32 // length of that record, header included
+	tuples *tuples
+}
+
+func newRows(dim int) *rows {
+	return &rows{dim: dim, pos: map[string]int32{}, tuples: newTuples()}
+}
+
+func (r *rows) len() int { return len(r.ids) }
+
+// chunkRows is how many rows' codes one chunk holds: a multiple of the
+// scan's block, 1.5 MiB at 384 dimensions.
+const chunkRows = 4096
+
+// code returns row i's codes.
+func (r *rows) code(i int) []int8 {
+	c, k := i/chunkRows, i%chunkRows
+	return r.codes[c][k*r.dim : (k+1)*r.dim]
+}
+
+// upsert stores v, normalised as the float32 kernel sees it, with its
+// metadata and the location of its journal record.
+func (r *rows) upsert(id string, v []float32, meta map[string]string, at int64, size uint32) {
+	tuple := r.tuples.acquire(meta)
+	i, ok := r.pos[id]
+	if ok {
+		r.tuples.release(r.meta[i])
+	} else {
+		i = int32(len(r.ids))
+		r.pos[id] = i
+		r.ids = append(r.ids, id)
+		if int(i)%chunkRows == 0 {
+			r.codes = append(r.codes, make([]int8, chunkRows*r.dim))
+		}
+		r.scale, r.resid = append(r.scale, 0), append(r.resid, 0)
+		r.meta, r.at, r.size = append(r.meta, 0), append(r.at, 0), append(r.size, 0)
+	}
+	r.scale[i], r.resid[i] = quantize(normalized(v), r.code(int(i)))
+	r.meta[i], r.at[i], r.size[i] = tuple, at, size
+}
+
+// delete removes id, moving the last row into its place.
+func (r *rows) delete(id string) {
+	i, ok := r.pos[id]
+	if !ok {
+		return
+	}
+	r.tuples.release(r.meta[i])
+	last := int32(len(r.ids) - 1)
+	if i != last {
+		r.ids[i] = r.ids[last]
+		r.pos[r.ids[i]] = i
+		copy(r.code(int(i)), r.code(int(last)))
+		r.scale[i], r.resid[i], r.meta[i] = r.scale[last], r.resid[last], r.meta[last]
+		r.at[i], r.size[i] = r.at[last], r.size[last]
+	}
+	r.ids[last] = ""
+	r.ids = r.ids[:last]
+	if int(last)%chunkRows == 0 {
+		r.codes[len(r.codes)-1] = nil
+		r.codes = r.codes[:len(r.codes)-1]
+	}
+	r.scale, r.resid, r.meta = r.scale[:last], r.resid[:last], r.meta[:last]
+	r.at, r.size = r.at[:last], r.size[:last]
+	delete(r.pos, id)
+}
+
+// minParallelRows is the size from which a scan is split across cores.
+const minParallelRows = 4096
+
+// scanBlock is how many rows the scan scores per kernel call; chunkRows is
+// a multiple of it.
+const scanBlock = 256
+
+// candidates returns, in no particular order, every row that may be among
+// the n most similar to the probe with a similarity of at least floor:
+// those whose upper bound reaches floor and reaches the n-th best lower
+// bound. A row left out has n others certainly more similar, or is
+// certainly below floor. match, when not nil, keeps only rows whose
+// metadata tuple it marks.
+func (r *rows) candidates(p probe, n int, floor float64, match []bool) []int32 {
+	total := len(r.ids)
+	if n <= 0 || total == 0 {
+		return nil
+	}
+	workers := 1
+	if total >= minParallelRows {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	lows := make([]lowHeap, workers)
+	found := make([][]bounded, workers)
+	var wg sync.WaitGroup
+	// Each worker scans whole blocks, which never straddle a chunk.
+	blocks := (total + scanBlock - 1) / scanBlock
+	per := (blocks + workers - 1) / workers
+	for w := range workers {
+		lo, hi := min(total, w*per*scanBlock), min(total, (w+1)*per*scanBlock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lows[w], found[w] = r.scan(p, n, floor, match, lo, hi)
+		}()
+	}
+	wg.Wait()
+	var best []float64
+	for _, h := range lows {
+		best = append(best, h...)
+	}
+	cut := math.Inf(-1)
+	if len(best) >= n {
+		sort.Sort(sort.Reverse(sort.Float64Slice(best)))
+		cut = best[n-1]
+	}
+	var out []int32
+	for _, f := range found {
+		for _, c := range f {
+			if c.up >= cut {
+				out = append(out, c.row)
+			}
+		}
+	}
+	return out
+}
+
+// bounded is a row that survived the scan with its upper bound.
+type bounded struct {
+	row int32
+	up  float64
+}
+
+// scan bounds rows lo..hi-1 and returns the n best lower bounds among
+// those that can reach floor, with the rows whose upper bound reached
+// both floor and the n-th best lower bound seen so far.
+func (r *rows) scan(p probe, n int, floor float64, match []bool, lo, hi int) (lowHeap, []bounded) {
+	h := make(lowHeap, 0, n+1)
+	var found []bounded
+	var dots [scanBlock]int32
+	for block := lo; block < hi; block += scanBlock {
+		k := min(scanBlock, hi-block)
+		c, first := block/chunkRows, block%chunkRows
+		dot8Rows(p.codes, r.codes[c][first*r.dim:(first+k)*r.dim], r.dim, k, dots[:k])
+		for j, dot := range dots[:k] {
+			row := block + j
+			if match != nil && !match[r.meta[row]] {
+				continue
+			}
+			approx, err := p.bounds(r.scale[row], r.resid[row], dot)
+			up, low := approx+err, approx-err
+			if up < floor {
+				continue
+			}
+			if len(h) < n {
+				heap.Push(&h, low)
+			} else if low > h[0] {
+				h[0] = low
+				heap.Fix(&h, 0)
+			}
+			if len(h) == n && up < h[0] {
+				continue
+			}
+			found = append(found, bounded{int32(row), up})
+		}
+	}
+	return h, found
+}
+
+// lowHeap is a min-heap of the best lower bounds so far; its root is the
+// n-th best.
+type lowHeap []float64
+
+func (h lowHeap) Len() int           { return len(h) }
+func (h lowHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h lowHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lowHeap) Push(x any)        { *h = append(*h, x.(float64)) }
+func (h *lowHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// scored is a hit with its exact float32 similarity.
+type scored struct {
+	id  string
+	sim float32
+}
+
+// worse orders hits: lower similarity is worse, and among equal
+// similarities the larger id (the contract orders ties by id ascending).
+func worse(a, b scored) bool {
+	if a.sim != b.sim {
+		return a.sim < b.sim
+	}
+	return a.id > b.id
+}
+
+// best returns the n best of hits with similarity ≥ minSim, best first,
+// ties by id ascending: exactly the contract's order.
+func best(hits []scored, n int, minSim float32) []scored {
+	kept := hits[:0:0]
+	for _, h := range hits {
+		if h.sim >= minSim {
+			kept = append(kept, h)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool { return worse(kept[j], kept[i]) })
+	return kept[:min(n, len(kept))]
+}
+
+// normalized returns v scaled to unit length (a copy when it has to
+// scale), as the float32 kernel compares vectors.
+func normalized(v []float32) []float32 {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	if math.Abs(sum-1) < 1e-6 || sum == 0 {
+		return v
+	}
+	n := float32(1 / math.Sqrt(sum))
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = x * n
+	}
+	return out
+}
