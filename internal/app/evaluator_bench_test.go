@@ -20,6 +20,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/lib/vectorindex/chromem"
 )
 
 // feedbackGen makes realistic decisions: comments from the labelled
@@ -222,6 +223,11 @@ func BenchmarkIngestClassify(b *testing.B) {
 					}
 					b.ReportMetric(round.Took.Seconds(), "round-s"+label)
 					b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB"+label)
+					if dir := os.Getenv("PRECEPT_BENCH_HEAPDIR"); dir != "" {
+						// What holds memory per stored decision:
+						// go tool pprof -sample_index=inuse_space.
+						writeHeapProfile(b, filepath.Join(dir, "heap-"+backend+label+".pprof"))
+					}
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)
 					b.Logf("%s, %d stored: re-clustering round over %d groups (%d clustered decisions) took %s, moved %d; process RSS %d MiB (anonymous %d MiB, file-backed %d MiB), Go heap in use %d MiB",
@@ -231,6 +237,10 @@ func BenchmarkIngestClassify(b *testing.B) {
 					b.ReportMetric(float64(p99.Microseconds())/1000, "classify-p99-ms"+label)
 					b.ReportMetric(rate, "ingest+classify/s"+label)
 					vectors, _ := a.Vectors.Count(context.Background())
+					if st, ok := a.Vectors.(interface{ Stats() chromem.Stats }); ok {
+						s := st.Stats()
+						b.Logf("%s, %d stored: %d queries re-scored %.1f rows each from the journal", backend, size, s.Queries, float64(s.Rescored)/float64(max(s.Queries, 1)))
+					}
 					b.Logf("%s, %d stored (%d clustered vectors): classify p50 %s p99 %s; ingest+classify %.0f decisions/s; prefill evaluated %.0f/s",
 						backend, size, vectors, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), rate, fillRate)
 				}

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/precept-dev/precept/lib/durable"
 	"github.com/precept-dev/precept/lib/vectorindex"
@@ -72,6 +73,21 @@ type Index struct {
 	closed  bool
 	journal *os.File
 	rows    *rows
+
+	// queries and rescored count queries and the rows they re-scored
+	// from the journal (Stats).
+	queries, rescored atomic.Int64
+}
+
+// Stats is what queries have cost so far: how many ran, and how many rows
+// the scan could not rule out and re-read from the journal.
+type Stats struct {
+	Queries, Rescored int64
+}
+
+// Stats returns the index's query counters.
+func (x *Index) Stats() Stats {
+	return Stats{Queries: x.queries.Load(), Rescored: x.rescored.Load()}
 }
 
 // storedSpec is spec.json.
@@ -219,6 +235,10 @@ func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error 
 	for i, v := range vectors {
 		at[i] = int64(buf.Len())
 		appendRecord(&buf, record{op: opUpsert, id: v.ID, document: v.Document, metadata: v.Metadata, vector: v.Embedding})
+		if n := int64(buf.Len()) - at[i] - 8; n > maxRecordSize {
+			// Replay would refuse it and reset the index.
+			return fmt.Errorf("upsert vectors: %w: vector %q takes %d bytes, more than %d", vectorindex.ErrInvalid, v.ID, n, maxRecordSize)
+		}
 	}
 	base := x.size
 	if err := x.appendJournal(buf.Bytes(), len(vectors)); err != nil {
@@ -256,6 +276,7 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	minSim := float32(q.MinSimilarity) - 1e-6
 	qn := normalized(q.Embedding)
 	cands := x.rows.candidates(newProbe(qn), q.Limit, float64(minSim), match)
+	x.queries.Add(1)
 	found, err := x.rescore(ctx, qn, cands)
 	if err != nil {
 		return nil, fmt.Errorf("query vectors: %w", err)
@@ -278,35 +299,61 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 }
 
 // rescore computes the exact float32 similarity of q (unit length) with
-// each candidate row, reading their vectors from the journal. The caller
-// holds mu.
+// each candidate row, reading their vectors from the journal; a vector
+// held by several candidates (same hash and head) is read and scored
+// once. The caller holds mu.
 func (x *Index) rescore(ctx context.Context, q []float32, cands []int32) ([]scored, error) {
 	dim := x.spec.Dimension
 	const block = 256
-	vecs := make([]float32, 0, min(len(cands), block)*dim)
-	sims := make([]float32, block)
-	out := make([]scored, 0, len(cands))
+	type key struct {
+		sum  uint64
+		head rowHead
+	}
+	seen := make(map[key]int, len(cands)) // -> index in distinct
+	var distinct []int32
+	same := make([]int, len(cands)) // candidate -> index in distinct
+	for k, i := range cands {
+		kk := key{x.rows.sum[i], x.rows.head[i]}
+		d, ok := seen[kk]
+		if !ok {
+			d = len(distinct)
+			seen[kk] = d
+			distinct = append(distinct, i)
+		}
+		same[k] = d
+	}
+	vecs := make([]float32, min(len(distinct), block)*dim)
+	sims := make([]float32, len(distinct))
 	var buf []byte
-	for lo := 0; lo < len(cands); lo += block {
+	for lo := 0; lo < len(distinct); lo += block {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		part := cands[lo:min(lo+block, len(cands))]
-		vecs = vecs[:0]
-		for _, i := range part {
-			var rec record
+		part := distinct[lo:min(lo+block, len(distinct))]
+		for j, i := range part {
+			v := vecs[j*dim : (j+1)*dim]
 			var err error
-			if rec, buf, err = x.readRow(i, buf); err != nil {
+			if buf, err = x.readVector(i, v, buf); err != nil {
 				return nil, err
 			}
-			vecs = append(vecs, normalized(rec.vector)...)
+			if n := normalized(v); &n[0] != &v[0] {
+				copy(v, n)
+			}
 		}
-		dotRows(q, vecs, len(part), sims[:len(part)])
-		for j, i := range part {
-			out = append(out, scored{id: x.rows.ids[i], sim: sims[j]})
-		}
+		dotRows(q, vecs[:len(part)*dim], len(part), sims[lo:lo+len(part)])
 	}
+	out := make([]scored, len(cands))
+	for k, i := range cands {
+		out[k] = scored{id: x.rows.ids[i], sim: sims[same[k]]}
+	}
+	x.rescored.Add(int64(len(distinct)))
 	return out, nil
+}
+
+// readVector reads row i's float32 vector from the journal into dst. The
+// caller holds mu.
+func (x *Index) readVector(i int32, dst []float32, buf []byte) ([]byte, error) {
+	return readVector(x.journal, x.rows.at[i], x.rows.size[i], x.rows.ids[i], dst, buf)
 }
 
 // readRow reads row i's journal record back. A record that is not the
@@ -332,17 +379,25 @@ func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]floa
 	}
 	out := make(map[string][]float32, len(ids))
 	var buf []byte
-	for _, id := range ids {
+	for k, id := range ids {
+		if k%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("read embeddings: %w", err)
+			}
+		}
 		i, ok := x.rows.pos[id]
 		if !ok {
 			continue
 		}
-		var rec record
+		v := make([]float32, x.spec.Dimension)
 		var err error
-		if rec, buf, err = x.readRow(i, buf); err != nil {
+		if buf, err = x.readVector(i, v, buf); err != nil {
 			return nil, fmt.Errorf("read embeddings: %w", err)
 		}
-		out[id] = normalized(rec.vector)
+		if n := normalized(v); &n[0] != &v[0] {
+			copy(v, n)
+		}
+		out[id] = v
 	}
 	return out, nil
 }

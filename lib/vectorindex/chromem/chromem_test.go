@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/precept-dev/precept/lib/vectorindex"
@@ -280,5 +282,123 @@ func flipByte(t *testing.T, path string, off int64) {
 	b[off] ^= 0xff
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The journal is read back while the index runs: a record that changed
+// on disk under it is reported by whatever reads it, never served.
+func TestARecordChangedOnDiskIsReportedNotServed(t *testing.T) {
+	dir := t.TempDir()
+	idx, _ := openT(t, dir, testSpec)
+	vs := vectors("v", 5)
+	mustUpsert(t, idx, vs)
+	ctx := context.Background()
+	if _, err := idx.Embeddings(ctx, []string{"v-3"}); err != nil {
+		t.Fatal(err)
+	}
+	idx.mu.RLock()
+	at, size := idx.rows.at[idx.rows.pos["v-3"]], idx.rows.size[idx.rows.pos["v-3"]]
+	idx.mu.RUnlock()
+	flipByte(t, filepath.Join(dir, journalFile), at+int64(size)-2) // inside the vector
+	if _, err := idx.Embeddings(ctx, []string{"v-3"}); !errors.Is(err, errCorrupt) {
+		t.Errorf("Embeddings of a changed record: %v, want errCorrupt", err)
+	}
+	if _, err := idx.Query(ctx, vectorindex.Query{Embedding: vs[3].Embedding, Limit: 1}); !errors.Is(err, errCorrupt) {
+		t.Errorf("Query re-scoring a changed record: %v, want errCorrupt", err)
+	}
+	// The others are still served.
+	got, err := idx.Query(ctx, vectorindex.Query{Embedding: vs[1].Embedding, Limit: 1})
+	if err != nil || len(got) != 1 || got[0].ID != "v-1" {
+		t.Errorf("query of an intact record: %v, %v", got, err)
+	}
+}
+
+// A vector the contract accepts but so short that its inverse length
+// overflows float32 must be compared like any other, and must not hide
+// the other rows.
+func TestAVeryShortVectorIsComparedNotPoisonous(t *testing.T) {
+	spec := vectorindex.Spec{Embedder: "test", Dimension: 4}
+	idx, _ := openT(t, t.TempDir(), spec)
+	tiny := []float32{1e-40, 0, 0, 0}
+	if err := (vectorindex.Vector{ID: "tiny", Embedding: tiny}).Validate(spec); err != nil {
+		t.Fatalf("the contract rejects it: %v", err)
+	}
+	stored := map[string][]float32{"tiny": tiny, "x": {1, 0, 0, 0}, "y": {0, 1, 0, 0}}
+	for id, v := range stored {
+		mustUpsert(t, idx, []vectorindex.Vector{{ID: id, Embedding: v}})
+	}
+	q := []float32{1, 0.1, 0, 0}
+	for _, limit := range []int{1, 2, 3} {
+		want := expected(stored, q, limit, -1, nil)
+		got, err := idx.Query(context.Background(), vectorindex.Query{Embedding: q, Limit: limit, MinSimilarity: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(got) != limit {
+			t.Fatalf("limit %d: %d hits, want %d", limit, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].ID != want[i].ID || got[i].Similarity != want[i].Similarity {
+				t.Errorf("limit %d hit %d: %s %v, want %s %v", limit, i, got[i].ID, got[i].Similarity, want[i].ID, want[i].Similarity)
+			}
+		}
+	}
+}
+
+// A journal record with a valid checksum but a NaN in its vector is
+// corruption: the index resets rather than serve it.
+func TestANonFiniteVectorInTheJournalResets(t *testing.T) {
+	dir := t.TempDir()
+	idx, _ := openT(t, dir, testSpec)
+	mustUpsert(t, idx, vectors("v", 5))
+	mustClose(t, idx)
+	bad := make([]float32, testSpec.Dimension)
+	bad[0] = float32(math.NaN())
+	var buf bytes.Buffer
+	appendRecord(&buf, record{op: opUpsert, id: "v-0", vector: bad})
+	appendRecord(&buf, record{op: opUpsert, id: "v-9", vector: unit(3)})
+	appendFile(t, filepath.Join(dir, journalFile), buf.Bytes())
+	idx, reset := openT(t, dir, testSpec)
+	if !reset || count(t, idx) != 0 {
+		t.Errorf("reset %v with %d vectors, want a reset to empty", reset, count(t, idx))
+	}
+}
+
+// A limit beyond any size must not allocate by it, filtered or not.
+func TestAHugeLimitIsCutToTheStoredCount(t *testing.T) {
+	idx, _ := openT(t, t.TempDir(), testSpec)
+	mustUpsert(t, idx, vectors("v", 3))
+	for _, limit := range []int{math.MaxInt, 1 << 40} {
+		for want, where := range map[int]map[string]string{3: nil, 1: {"i": "1"}} {
+			got, err := idx.Query(context.Background(), vectorindex.Query{Embedding: unit(1), Limit: limit, MinSimilarity: -1, Where: where})
+			if err != nil || len(got) != want {
+				t.Errorf("limit %d where %v: %d hits, %v; want %d", limit, where, len(got), err, want)
+			}
+		}
+	}
+}
+
+// Zeros past the last record, which a crash after the file grew can
+// leave, are a torn tail, not corruption: the records before them stay.
+func TestAZeroTailIsDroppedNotAReset(t *testing.T) {
+	dir := t.TempDir()
+	idx, _ := openT(t, dir, testSpec)
+	mustUpsert(t, idx, vectors("v", 5))
+	mustClose(t, idx)
+	appendFile(t, filepath.Join(dir, journalFile), make([]byte, 4096))
+	idx, reset := openT(t, dir, testSpec)
+	if reset || count(t, idx) != 5 {
+		t.Errorf("reset %v with %d vectors, want the 5 kept", reset, count(t, idx))
+	}
+}
+
+// A record replay would refuse is refused at upsert, before anything is
+// stored.
+func TestAnOversizedRecordIsRefusedAtUpsert(t *testing.T) {
+	idx, _ := openT(t, t.TempDir(), testSpec)
+	big := vectorindex.Vector{ID: "big", Embedding: unit(1), Document: strings.Repeat("x", maxRecordSize)}
+	err := idx.Upsert(context.Background(), []vectorindex.Vector{{ID: "ok", Embedding: unit(2)}, big})
+	if !errors.Is(err, vectorindex.ErrInvalid) || count(t, idx) != 0 {
+		t.Errorf("upsert of an oversized record: %v, %d stored", err, count(t, idx))
 	}
 }

@@ -122,6 +122,14 @@ func replay(path string, dim int, apply func(r record, at int64, size uint32)) (
 		if end > size {
 			return off, nil
 		}
+		if n == 0 {
+			// No record is empty: zeros, which a crash after the file
+			// grew but before its data reached the disk can leave.
+			if allZero(f, off, size) {
+				return off, nil
+			}
+			return 0, fmt.Errorf("%w: empty record at %d", errCorrupt, off)
+		}
 		if n > maxRecordSize {
 			return 0, fmt.Errorf("%w: record at %d claims %d bytes", errCorrupt, off, n)
 		}
@@ -144,6 +152,24 @@ func replay(path string, dim int, apply func(r record, at int64, size uint32)) (
 	}
 }
 
+// allZero reports whether the file holds only zero bytes from off to size.
+func allZero(f *os.File, off, size int64) bool {
+	buf := make([]byte, 64<<10)
+	for off < size {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false
+			}
+		}
+		if err != nil && n == 0 {
+			return false
+		}
+		off += int64(n)
+	}
+	return true
+}
+
 // readRecord reads back the record of size bytes at offset at, checking
 // its checksum: the file on disk is input like any other.
 func readRecord(f *os.File, at int64, size uint32, dim int, buf []byte) (record, []byte, error) {
@@ -160,6 +186,32 @@ func readRecord(f *os.File, at int64, size uint32, dim int, buf []byte) (record,
 		return record{}, buf, fmt.Errorf("%w: record at %d: %v", errCorrupt, at, err)
 	}
 	return rec, buf, nil
+}
+
+// readVector reads back only the vector of the upsert record of size
+// bytes at offset at into dst (dim floats), after checking the record's
+// checksum and that it is id's: re-scoring and Embeddings need neither
+// the document nor the metadata, and decoding them would allocate.
+func readVector(f *os.File, at int64, size uint32, id string, dst []float32, buf []byte) ([]byte, error) {
+	dim := len(dst)
+	buf = slices.Grow(buf[:0], int(size))[:size]
+	if _, err := f.ReadAt(buf, at); err != nil {
+		return buf, fmt.Errorf("read journal record at %d: %w", at, err)
+	}
+	bad := func(why string) error { return fmt.Errorf("%w: record at %d %s", errCorrupt, at, why) }
+	if size < 8 || binary.LittleEndian.Uint32(buf[0:4]) != size-8 || crc32.Checksum(buf[8:], crcTable) != binary.LittleEndian.Uint32(buf[4:8]) {
+		return buf, bad("changed on disk")
+	}
+	d := decoder{p: buf[8:]}
+	op, got := d.byte(), d.string()
+	if d.err != nil || op != opUpsert || got != id || len(d.p) < 4*dim {
+		return buf, bad(fmt.Sprintf("is not vector %q", id))
+	}
+	tail := d.p[len(d.p)-4*dim:]
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(tail[4*i:]))
+	}
+	return buf, nil
 }
 
 func decodeRecord(p []byte, dim int) (record, error) {
@@ -187,7 +239,11 @@ func decodeRecord(p []byte, dim int) (record, error) {
 		if d.err == nil {
 			rec.vector = make([]float32, dim)
 			for i := range rec.vector {
-				rec.vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.p[4*i:]))
+				x := math.Float32frombits(binary.LittleEndian.Uint32(d.p[4*i:]))
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					return record{}, fmt.Errorf("vector component %d is %v", i, x)
+				}
+				rec.vector[i] = x
 			}
 			d.p = nil
 		}

@@ -2,6 +2,8 @@ package chromem
 
 import (
 	"container/heap"
+	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"sort"
@@ -10,11 +12,12 @@ import (
 
 // rows is everything the index holds in memory, one entry per stored
 // vector, in parallel slices so that a scan reads contiguous memory: the
-// vector's int8 codes with their scale and residual (quant.go), the number
+// vector's int8 codes with their head (scale, residual and largest
+// component, quant.go), the number
 // of its metadata tuple (meta.go) and where its record lies in the
 // journal. The float32 vector and the document are read back from the
 // journal when a query needs them. At 384 dimensions a row takes about
-// 490 bytes of heap, ID and map entry included, against 3,740 when
+// 510 bytes of heap, ID and map entry included, against 3,740 when
 // chromem-go's document and a float32 mirror each held the vector
 // (BenchmarkHeapPerVector).
 type rows struct {
@@ -23,9 +26,12 @@ type rows struct {
 	pos map[string]int32
 	// codes holds the rows' codes in chunks of chunkRows rows, so that
 	// growing by a row never copies, or holds twice, all the codes.
-	codes  [][]int8
-	scale  []float32
-	resid  []float32
+	codes [][]int8
+	head  []rowHead
+	// sum is a hash of the row's float32 vector: rows with equal sums
+	// and heads hold the same vector, which the exact re-score then
+	// reads and scores once (identical comments embed identically).
+	sum    []uint64
 	meta   []uint32
 	at     []int64  // offset of the row's record in the journal
 	size   []uint32 // length of that record, header included
@@ -62,10 +68,11 @@ func (r *rows) upsert(id string, v []float32, meta map[string]string, at int64, 
 		if int(i)%chunkRows == 0 {
 			r.codes = append(r.codes, make([]int8, chunkRows*r.dim))
 		}
-		r.scale, r.resid = append(r.scale, 0), append(r.resid, 0)
+		r.head, r.sum = append(r.head, rowHead{}), append(r.sum, 0)
 		r.meta, r.at, r.size = append(r.meta, 0), append(r.at, 0), append(r.size, 0)
 	}
-	r.scale[i], r.resid[i] = quantize(normalized(v), r.code(int(i)))
+	n := normalized(v)
+	r.head[i], r.sum[i] = quantize(n, r.code(int(i))), vectorSum(n)
 	r.meta[i], r.at[i], r.size[i] = tuple, at, size
 }
 
@@ -81,7 +88,7 @@ func (r *rows) delete(id string) {
 		r.ids[i] = r.ids[last]
 		r.pos[r.ids[i]] = i
 		copy(r.code(int(i)), r.code(int(last)))
-		r.scale[i], r.resid[i], r.meta[i] = r.scale[last], r.resid[last], r.meta[last]
+		r.head[i], r.sum[i], r.meta[i] = r.head[last], r.sum[last], r.meta[last]
 		r.at[i], r.size[i] = r.at[last], r.size[last]
 	}
 	r.ids[last] = ""
@@ -90,9 +97,23 @@ func (r *rows) delete(id string) {
 		r.codes[len(r.codes)-1] = nil
 		r.codes = r.codes[:len(r.codes)-1]
 	}
-	r.scale, r.resid, r.meta = r.scale[:last], r.resid[:last], r.meta[:last]
+	r.head, r.sum, r.meta = r.head[:last], r.sum[:last], r.meta[:last]
 	r.at, r.size = r.at[:last], r.size[:last]
 	delete(r.pos, id)
+}
+
+// sumSeed keys vectorSum; sums live only in memory, so a seed per process
+// does.
+var sumSeed = maphash.MakeSeed()
+
+// vectorSum hashes v's float32 bits.
+func vectorSum(v []float32) uint64 {
+	var stack [4 * 512]byte
+	b := stack[:0]
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return maphash.Bytes(sumSeed, b)
 }
 
 // minParallelRows is the size from which a scan is split across cores.
@@ -113,6 +134,7 @@ func (r *rows) candidates(p probe, n int, floor float64, match []bool) []int32 {
 	if n <= 0 || total == 0 {
 		return nil
 	}
+	n = min(n, total)
 	workers := 1
 	if total >= minParallelRows {
 		workers = runtime.GOMAXPROCS(0)
@@ -174,9 +196,11 @@ func (r *rows) scan(p probe, n int, floor float64, match []bool, lo, hi int) (lo
 			if match != nil && !match[r.meta[row]] {
 				continue
 			}
-			approx, err := p.bounds(r.scale[row], r.resid[row], dot)
+			approx, err := p.bounds(r.head[row], dot)
 			up, low := approx+err, approx-err
-			if up < floor {
+			// Written so that a NaN, which no row should hold but a
+			// comparison must not let into the heap, is skipped.
+			if !(up >= floor) {
 				continue
 			}
 			if len(h) < n {
@@ -247,8 +271,15 @@ func normalized(v []float32) []float32 {
 	if math.Abs(sum-1) < 1e-6 || sum == 0 {
 		return v
 	}
-	n := float32(1 / math.Sqrt(sum))
 	out := make([]float32, len(v))
+	n := float32(1 / math.Sqrt(sum))
+	if math.IsInf(float64(n), 0) {
+		// A vector so short its inverse length overflows float32.
+		for i, x := range v {
+			out[i] = float32(float64(x) / math.Sqrt(sum))
+		}
+		return out
+	}
 	for i, x := range v {
 		out[i] = x * n
 	}
