@@ -33,7 +33,14 @@ func buildIndex(b *testing.B, dir string, n int) *Index {
 	for start := 0; start < n; start += 1000 {
 		vs := indextest.RandomVectors(rng, min(1000, n-start), benchSpec.Dimension, fmt.Sprint("b", start))
 		for i := range vs {
-			vs[i].Metadata = map[string]string{"agent": fmt.Sprint("agent-", (start+i)%benchAgents)}
+			// What the evaluator stores: few agents and categories,
+			// hundreds of reviewers, more epics and clusters; together
+			// nearly every row's metadata is its own.
+			vs[i].Metadata = map[string]string{
+				"agent": fmt.Sprint("agent-", (start+i)%benchAgents), "reviewer_id": fmt.Sprint("reviewer-", rng.IntN(400)),
+				"epic_id": fmt.Sprint("EPIC-", rng.IntN(2000)), "category": fmt.Sprint("category-", rng.IntN(60)),
+				"cluster_id": fmt.Sprint("c-", rng.IntN(5000)),
+			}
 			vs[i].Document = "a reviewer comment of typical length, about a hundred characters, saying what was wrong"
 		}
 		if err := idx.Upsert(context.Background(), vs); err != nil {

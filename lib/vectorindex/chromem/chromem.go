@@ -267,15 +267,18 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	if x.closed {
 		return nil, fmt.Errorf("query vectors: %w", vectorindex.ErrClosed)
 	}
-	var match []bool
+	var want []uint32
 	if len(q.Where) > 0 {
-		match = x.rows.tuples.matching(q.Where)
+		var ok bool
+		if want, ok = x.rows.pairs.filter(q.Where); !ok {
+			return nil, nil // a pair no row holds
+		}
 	}
 	// float32 similarities are compared with the float64 threshold after
 	// conversion; keep rows a hair below it so rounding loses no hit.
 	minSim := float32(q.MinSimilarity) - 1e-6
 	qn := normalized(q.Embedding)
-	cands := x.rows.candidates(newProbe(qn), q.Limit, float64(minSim), match)
+	cands := x.rows.candidates(newProbe(qn), q.Limit, float64(minSim), want)
 	x.queries.Add(1)
 	found, err := x.rescore(ctx, qn, cands)
 	if err != nil {
@@ -293,7 +296,7 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 		if rec, buf, err = x.readRow(i, buf); err != nil {
 			return nil, fmt.Errorf("query vectors: %w", err)
 		}
-		hits = append(hits, vectorindex.Hit{ID: f.id, Similarity: sim, Metadata: x.rows.tuples.metadata(x.rows.meta[i]), Document: rec.document})
+		hits = append(hits, vectorindex.Hit{ID: f.id, Similarity: sim, Metadata: x.rows.pairs.metadata(x.rows.meta[i]), Document: rec.document})
 	}
 	return hits, nil
 }

@@ -13,12 +13,11 @@ import (
 // rows is everything the index holds in memory, one entry per stored
 // vector, in parallel slices so that a scan reads contiguous memory: the
 // vector's int8 codes with their head (scale, residual and largest
-// component, quant.go), the number
-// of its metadata tuple (meta.go) and where its record lies in the
-// journal. The float32 vector and the document are read back from the
+// component, quant.go), the numbers of its metadata pairs (meta.go) and
+// where its record lies in the journal. The float32 vector and the document are read back from the
 // journal when a query needs them. At 384 dimensions a row takes about
-// 510 bytes of heap, ID and map entry included, against 3,740 when
-// chromem-go's document and a float32 mirror each held the vector
+// 570 bytes of heap, ID, metadata and map entry included, against 3,800
+// when chromem-go's document and a float32 mirror each held the vector
 // (BenchmarkHeapPerVector).
 type rows struct {
 	dim int
@@ -31,15 +30,15 @@ type rows struct {
 	// sum is a hash of the row's float32 vector: rows with equal sums
 	// and heads hold the same vector, which the exact re-score then
 	// reads and scores once (identical comments embed identically).
-	sum    []uint64
-	meta   []uint32
-	at     []int64  // offset of the row's record in the journal
-	size   []uint32 // length of that record, header included
-	tuples *tuples
+	sum   []uint64
+	meta  [][]uint32 // the numbers of the row's metadata pairs, sorted
+	at    []int64    // offset of the row's record in the journal
+	size  []uint32   // length of that record, header included
+	pairs *pairs
 }
 
 func newRows(dim int) *rows {
-	return &rows{dim: dim, pos: map[string]int32{}, tuples: newTuples()}
+	return &rows{dim: dim, pos: map[string]int32{}, pairs: newPairs()}
 }
 
 func (r *rows) len() int { return len(r.ids) }
@@ -57,10 +56,10 @@ func (r *rows) code(i int) []int8 {
 // upsert stores v, normalised as the float32 kernel sees it, with its
 // metadata and the location of its journal record.
 func (r *rows) upsert(id string, v []float32, meta map[string]string, at int64, size uint32) {
-	tuple := r.tuples.acquire(meta)
+	held := r.pairs.acquire(meta)
 	i, ok := r.pos[id]
 	if ok {
-		r.tuples.release(r.meta[i])
+		r.pairs.release(r.meta[i])
 	} else {
 		i = int32(len(r.ids))
 		r.pos[id] = i
@@ -69,11 +68,11 @@ func (r *rows) upsert(id string, v []float32, meta map[string]string, at int64, 
 			r.codes = append(r.codes, make([]int8, chunkRows*r.dim))
 		}
 		r.head, r.sum = append(r.head, rowHead{}), append(r.sum, 0)
-		r.meta, r.at, r.size = append(r.meta, 0), append(r.at, 0), append(r.size, 0)
+		r.meta, r.at, r.size = append(r.meta, nil), append(r.at, 0), append(r.size, 0)
 	}
 	n := normalized(v)
 	r.head[i], r.sum[i] = quantize(n, r.code(int(i))), vectorSum(n)
-	r.meta[i], r.at[i], r.size[i] = tuple, at, size
+	r.meta[i], r.at[i], r.size[i] = held, at, size
 }
 
 // delete removes id, moving the last row into its place.
@@ -82,7 +81,7 @@ func (r *rows) delete(id string) {
 	if !ok {
 		return
 	}
-	r.tuples.release(r.meta[i])
+	r.pairs.release(r.meta[i])
 	last := int32(len(r.ids) - 1)
 	if i != last {
 		r.ids[i] = r.ids[last]
@@ -91,7 +90,7 @@ func (r *rows) delete(id string) {
 		r.head[i], r.sum[i], r.meta[i] = r.head[last], r.sum[last], r.meta[last]
 		r.at[i], r.size[i] = r.at[last], r.size[last]
 	}
-	r.ids[last] = ""
+	r.ids[last], r.meta[last] = "", nil
 	r.ids = r.ids[:last]
 	if int(last)%chunkRows == 0 {
 		r.codes[len(r.codes)-1] = nil
@@ -127,9 +126,9 @@ const scanBlock = 256
 // the n most similar to the probe with a similarity of at least floor:
 // those whose upper bound reaches floor and reaches the n-th best lower
 // bound. A row left out has n others certainly more similar, or is
-// certainly below floor. match, when not nil, keeps only rows whose
-// metadata tuple it marks.
-func (r *rows) candidates(p probe, n int, floor float64, match []bool) []int32 {
+// certainly below floor. want, when not nil, keeps only rows that hold
+// all of its metadata pairs (pairs.filter).
+func (r *rows) candidates(p probe, n int, floor float64, want []uint32) []int32 {
 	total := len(r.ids)
 	if n <= 0 || total == 0 {
 		return nil
@@ -150,7 +149,7 @@ func (r *rows) candidates(p probe, n int, floor float64, match []bool) []int32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lows[w], found[w] = r.scan(p, n, floor, match, lo, hi)
+			lows[w], found[w] = r.scan(p, n, floor, want, lo, hi)
 		}()
 	}
 	wg.Wait()
@@ -183,7 +182,7 @@ type bounded struct {
 // scan bounds rows lo..hi-1 and returns the n best lower bounds among
 // those that can reach floor, with the rows whose upper bound reached
 // both floor and the n-th best lower bound seen so far.
-func (r *rows) scan(p probe, n int, floor float64, match []bool, lo, hi int) (lowHeap, []bounded) {
+func (r *rows) scan(p probe, n int, floor float64, want []uint32, lo, hi int) (lowHeap, []bounded) {
 	h := make(lowHeap, 0, n+1)
 	var found []bounded
 	var dots [scanBlock]int32
@@ -193,7 +192,7 @@ func (r *rows) scan(p probe, n int, floor float64, match []bool, lo, hi int) (lo
 		dot8Rows(p.codes, r.codes[c][first*r.dim:(first+k)*r.dim], r.dim, k, dots[:k])
 		for j, dot := range dots[:k] {
 			row := block + j
-			if match != nil && !match[r.meta[row]] {
+			if want != nil && !holds(r.meta[row], want) {
 				continue
 			}
 			approx, err := p.bounds(r.head[row], dot)
