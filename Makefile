@@ -18,7 +18,7 @@ CONFIG   ?=
 # (docs/console.md, "Tests in a real browser").
 SCREENSHOTS ?= $(abspath test-output/console)
 
-.PHONY: all run build test test-short deps fuzz bench bench-smoke bench-console eval eval-real generate checkgenerate lint tools clean
+.PHONY: all run build test test-short deps fuzz bench bench-smoke bench-scale bench-console eval eval-real generate checkgenerate lint tools clean
 
 all: lint test
 
@@ -99,6 +99,14 @@ bench-smoke:
 	if grep -E '^ *--- (SKIP|FAIL): Benchmark|^panic:|^FAIL' "$$log"; then exit 1; fi; \
 	test "$$(cat "$$rc")" = 0 || exit 1; \
 	test "$$ran" -eq "$$declared" || { echo "bench-smoke: $$((declared - ran)) benchmarks reported no result"; exit 1; }
+
+## bench-scale: BenchmarkScale, the store built to 1M decisions on the
+## embedded defaults, its curve printed at 100k, 250k, 500k and 1M
+## (README, "Benchmarks"); about an hour on 2 cores and 10 GB of disk.
+## BENCH_SCALE=100000,250000 measures part of the curve.
+BENCH_SCALE ?= 100000,250000,500000,1000000
+bench-scale:
+	PRECEPT_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -run '^$$' -bench 'BenchmarkScale$$' -benchtime 1x -timeout 4h -v ./internal/app
 
 ## bench-console: BenchmarkConsolePages alone (docs/console.md,
 ## "Performance"); PRECEPT_BENCH_SIZES=10000 for a quick run.

@@ -33,6 +33,9 @@ type feedbackGen struct {
 	// versions, when set, gives each agent's decisions a prompt_version
 	// (no random draws, so the decisions are otherwise the same).
 	versions map[string]string
+	// scale draws decisions from a team at scale instead
+	// (scaleDecision, BenchmarkScale).
+	scale bool
 }
 
 func newFeedbackGen(b testing.TB) *feedbackGen {
@@ -67,6 +70,9 @@ var (
 )
 
 func (g *feedbackGen) decision(id string, at time.Time) precept.Feedback {
+	if g.scale {
+		return g.scaleDecision(id, at)
+	}
 	r := g.rng
 	d := precept.Decision{
 		DecisionID: id, GateID: "HITL-2", EpicID: fmt.Sprintf("EPIC-%d", r.Intn(400)), Agent: genAgents[r.Intn(len(genAgents))],

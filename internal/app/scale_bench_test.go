@@ -1,0 +1,192 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/lib/testenv"
+)
+
+// scaleSizesEnv lists the stored-decision counts BenchmarkScale measures
+// at (make bench-scale); the default is the curve docs/thresholds.md and
+// the README report.
+const scaleSizesEnv = "PRECEPT_BENCH_SCALE"
+
+var scaleDefaultSizes = []int{100_000, 250_000, 500_000, 1_000_000}
+
+// scaleSizes are the sizes PRECEPT_BENCH_SCALE lists, else the default
+// curve, scaled down like every benchmark's under PRECEPT_BENCH_SIZES (so
+// make bench-smoke runs it to 10,000).
+func scaleSizes(b *testing.B) []int {
+	v := os.Getenv(scaleSizesEnv)
+	if v == "" {
+		var out []int
+		for _, n := range scaleDefaultSizes {
+			out = append(out, testenv.BenchSize(b, n))
+		}
+		return out
+	}
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || len(out) > 0 && n <= out[len(out)-1] {
+			b.Fatalf("%s=%q: want increasing positive counts", scaleSizesEnv, v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// Variety at scale: the numbers of agents, reviewers and epics a team with
+// a few busy pipelines has after months, and the shapes reviewers'
+// comments take.
+const (
+	scaleAgents    = 20
+	scaleReviewers = 400
+	scaleEpics     = 5000
+)
+
+var (
+	scalePolite = []string{"Thanks for putting this together. ", "Appreciate the quick turnaround, but ", "I think this is close. ", "Sorry to be picky here: "}
+	scaleCoda   = []string{" Happy to pair on it.", " Let me know if that makes sense.", " Otherwise this looks fine.", ""}
+)
+
+// scaleDecision is a decision from a team at scale: a quarter approvals
+// without a comment, a tenth approvals with praise or context, a tenth
+// terse or vague rejections, and the rest clear negatives as one comment
+// (with a prefix, a file or a ticket), a polite longer comment, or two
+// points in one comment.
+func (g *feedbackGen) scaleDecision(id string, at time.Time) precept.Feedback {
+	r := g.rng
+	d := precept.Decision{
+		DecisionID: id, GateID: fmt.Sprintf("HITL-%d", 1+r.Intn(4)), EpicID: fmt.Sprintf("EPIC-%d", r.Intn(scaleEpics)),
+		Agent: fmt.Sprintf("agent-%02d", r.Intn(scaleAgents)), ReviewerID: fmt.Sprintf("reviewer-%d", r.Intn(scaleReviewers)), Timestamp: at,
+	}
+	negative := func() string { return g.negatives[r.Intn(len(g.negatives))] }
+	switch p := r.Float64(); {
+	case p < 0.25:
+		d.Decision = precept.Approved
+	case p < 0.35:
+		d.Decision, d.ReviewerComment = precept.Approved, genPraise[1+r.Intn(len(genPraise)-1)]
+	case p < 0.45:
+		d.Decision, d.ReviewerComment = precept.Rejected, genTerse[1+r.Intn(len(genTerse)-1)]
+	case p < 0.65:
+		d.Decision = precept.Rejected
+		d.ReviewerComment = scalePolite[r.Intn(len(scalePolite))] + negative() + scaleCoda[r.Intn(len(scaleCoda))]
+	case p < 0.80:
+		d.Decision = precept.Rejected
+		d.ReviewerComment = negative() + " Also: " + negative()
+	default:
+		d.Decision = precept.Rejected
+		d.ReviewerComment = genPrefix[r.Intn(len(genPrefix))] + negative() + fmt.Sprintf(" (in %s, PLAT-%d)", genFiles[r.Intn(len(genFiles))], 1000+r.Intn(9000))
+	}
+	if err := d.Validate(precept.Limits{}, at); err != nil {
+		panic(err)
+	}
+	return precept.NewFeedback(d, "bench", at)
+}
+
+// BenchmarkScale builds the store to a million decisions on the embedded
+// defaults (make bench-scale; PRECEPT_BENCH_SCALE=100000,250000 for part
+// of the curve) and, at each size, prints the curve issue readers ask
+// for: ingest + classify through Redis over the last tenth of the
+// segment (at most 100,000 decisions), classification p50/p99, a full
+// re-clustering round, restart to ready, RSS (anonymous and total) and
+// disk per decision. It takes about an hour to 1M on 2 cores and needs
+// about 10 GB of disk.
+func BenchmarkScale(b *testing.B) {
+	sizes := scaleSizes(b)
+	redisAddr := testenv.Redis(b)
+	rdb := testenv.RedisClient(b, redisAddr)
+	dir := b.TempDir()
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n", dir, redisAddr), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := func(a *App) (stop func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			return func() { cancel(); <-done; a.Close() }
+		}
+		stop := run(a)
+		g := newFeedbackGen(b)
+		g.scale = true
+		stored := 0
+		for _, size := range sizes {
+			label := "@" + sizeLabel(size)
+			window := min(100_000, (size-stored)/10)
+			fillAndEvaluate(b, a, g, stored, size-window)
+			rate := ingestClassifyRate(b, a, rdb, g, fmt.Sprintf("scale%d", size), window)
+			stored = size
+			p50, p99 := classifyLatency(b, a, g, 300)
+			round, err := a.Evaluator.ReclusterAll(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			stop()
+			start := time.Now()
+			if a, err = New(b.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
+				b.Fatal(err)
+			}
+			if err := a.Ready(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			restart := time.Since(start)
+			stop = run(a)
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			disk := dirBytes(b, dir)
+			vectors, _ := a.Vectors.Count(context.Background())
+			b.ReportMetric(rate, "ingest+classify/s"+label)
+			b.ReportMetric(float64(p50.Microseconds())/1000, "classify-p50-ms"+label)
+			b.ReportMetric(float64(p99.Microseconds())/1000, "classify-p99-ms"+label)
+			b.ReportMetric(round.Took.Seconds(), "round-s"+label)
+			b.ReportMetric(restart.Seconds(), "restart-s"+label)
+			b.ReportMetric(float64(procStatus("RssAnon:"))/(1<<20), "rss-anon-MiB"+label)
+			b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB"+label)
+			b.ReportMetric(float64(disk)/float64(size), "disk-B/decision"+label)
+			line := fmt.Sprintf("%d stored (%d clustered vectors): ingest+classify %.0f/s over the last %d; classify p50 %s p99 %s; re-clustering round %s over %d groups; restart to ready %s; RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB; disk %.0f B/decision",
+				size, vectors, rate, window, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), round.Took.Round(time.Millisecond), round.Groups,
+				restart.Round(time.Millisecond), rssBytes()>>20, procStatus("RssAnon:")>>20, ms.HeapInuse>>20, float64(disk)/float64(size))
+			b.Log(line)
+		}
+		stop()
+	}
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
