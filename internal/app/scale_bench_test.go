@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,15 +124,16 @@ func BenchmarkScale(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- a.Run(ctx) }()
-			return func() { cancel(); <-done; a.Close() }
+			return sync.OnceFunc(func() { cancel(); <-done; a.Close() })
 		}
 		stop := run(a)
+		b.Cleanup(func() { stop() })
 		g := newFeedbackGen(b)
 		g.scale = true
 		stored := 0
 		for _, size := range sizes {
 			label := "@" + sizeLabel(size)
-			window := min(100_000, (size-stored)/10)
+			window := max(1, min(100_000, (size-stored)/10))
 			fillAndEvaluate(b, a, g, stored, size-window)
 			rate := ingestClassifyRate(b, a, rdb, g, fmt.Sprintf("scale%d", size), window)
 			stored = size
@@ -140,6 +142,12 @@ func BenchmarkScale(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// The footprint of the process that has been working, not
+			// of one just restarted.
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			rss, anon := rssBytes(), procStatus("RssAnon:")
 			stop()
 			start := time.Now()
 			if a, err = New(b.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
@@ -150,9 +158,6 @@ func BenchmarkScale(b *testing.B) {
 			}
 			restart := time.Since(start)
 			stop = run(a)
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
 			disk := dirBytes(b, dir)
 			vectors, _ := a.Vectors.Count(context.Background())
 			b.ReportMetric(rate, "ingest+classify/s"+label)
@@ -160,12 +165,12 @@ func BenchmarkScale(b *testing.B) {
 			b.ReportMetric(float64(p99.Microseconds())/1000, "classify-p99-ms"+label)
 			b.ReportMetric(round.Took.Seconds(), "round-s"+label)
 			b.ReportMetric(restart.Seconds(), "restart-s"+label)
-			b.ReportMetric(float64(procStatus("RssAnon:"))/(1<<20), "rss-anon-MiB"+label)
-			b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB"+label)
+			b.ReportMetric(float64(anon)/(1<<20), "rss-anon-MiB"+label)
+			b.ReportMetric(float64(rss)/(1<<20), "rss-MiB"+label)
 			b.ReportMetric(float64(disk)/float64(size), "disk-B/decision"+label)
 			line := fmt.Sprintf("%d stored (%d clustered vectors): ingest+classify %.0f/s over the last %d; classify p50 %s p99 %s; re-clustering round %s over %d groups; restart to ready %s; RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB; disk %.0f B/decision",
 				size, vectors, rate, window, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), round.Took.Round(time.Millisecond), round.Groups,
-				restart.Round(time.Millisecond), rssBytes()>>20, procStatus("RssAnon:")>>20, ms.HeapInuse>>20, float64(disk)/float64(size))
+				restart.Round(time.Millisecond), rss>>20, anon>>20, ms.HeapInuse>>20, float64(disk)/float64(size))
 			b.Log(line)
 		}
 		stop()

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/precept-dev/precept/lib/durable"
 	"github.com/precept-dev/precept/lib/vectorindex"
@@ -267,6 +268,7 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	if x.closed {
 		return nil, fmt.Errorf("query vectors: %w", vectorindex.ErrClosed)
 	}
+	x.queries.Add(1)
 	var want []uint32
 	if len(q.Where) > 0 {
 		var ok bool
@@ -279,7 +281,6 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 	minSim := float32(q.MinSimilarity) - 1e-6
 	qn := normalized(q.Embedding)
 	cands := x.rows.candidates(newProbe(qn), q.Limit, float64(minSim), want)
-	x.queries.Add(1)
 	found, err := x.rescore(ctx, qn, cands)
 	if err != nil {
 		return nil, fmt.Errorf("query vectors: %w", err)
@@ -303,8 +304,8 @@ func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.H
 
 // rescore computes the exact float32 similarity of q (unit length) with
 // each candidate row, reading their vectors from the journal; a vector
-// held by several candidates (same hash and head) is read and scored
-// once. The caller holds mu.
+// held by several candidates (same hash, head and codes) is read and
+// scored once. The caller holds mu.
 func (x *Index) rescore(ctx context.Context, q []float32, cands []int32) ([]scored, error) {
 	dim := x.spec.Dimension
 	const block = 256
@@ -318,6 +319,10 @@ func (x *Index) rescore(ctx context.Context, q []float32, cands []int32) ([]scor
 	for k, i := range cands {
 		kk := key{x.rows.sum[i], x.rows.head[i]}
 		d, ok := seen[kk]
+		if ok && !bytes.Equal(int8Bytes(x.rows.code(int(i))), int8Bytes(x.rows.code(int(distinct[d])))) {
+			// A hash collision between two vectors: both are read.
+			d, ok = len(distinct), false
+		}
 		if !ok {
 			d = len(distinct)
 			seen[kk] = d
@@ -351,6 +356,11 @@ func (x *Index) rescore(ctx context.Context, q []float32, cands []int32) ([]scor
 	}
 	x.rescored.Add(int64(len(distinct)))
 	return out, nil
+}
+
+// int8Bytes views codes as bytes.
+func int8Bytes(c []int8) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c))), len(c))
 }
 
 // readVector reads row i's float32 vector from the journal into dst. The

@@ -69,17 +69,18 @@ func quantizeTo[C int8 | int16](v []float32, top int32, skip int, codes []C) (sc
 	inv, s := float64(top)/maxAbs, float64(scale)
 	var sq float64
 	for i, x := range v {
+		if i == skip {
+			codes[i] = 0
+			continue
+		}
 		// Round half away from zero by truncating x·inv ± ½; the
 		// explicit conversions keep the compiler from fusing the
 		// multiply and add, so codes are the same on every machine.
 		y := float64(float64(x) * inv)
 		c := int32(y + math.Copysign(0.5, y))
 		c = max(-top, min(top, c))
-		d := float64(x) - float64(s*float64(c))
-		if i == skip {
-			c, d = 0, 0
-		}
 		codes[i] = C(c)
+		d := float64(x) - float64(s*float64(c))
 		sq += d * d
 	}
 	return scale, roundUp(math.Sqrt(sq))
