@@ -207,9 +207,7 @@ func BenchmarkIngestClassify(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- a.Run(ctx) }()
+				stop := runApp(a)
 				g := newFeedbackGen(b)
 				stored := 0
 				for _, size := range sizes {
@@ -250,9 +248,7 @@ func BenchmarkIngestClassify(b *testing.B) {
 					b.Logf("%s, %d stored (%d clustered vectors): classify p50 %s p99 %s; ingest+classify %.0f decisions/s; prefill evaluated %.0f/s",
 						backend, size, vectors, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), rate, fillRate)
 				}
-				cancel()
-				<-done
-				a.Close()
+				stop()
 			}
 		})
 	}

@@ -120,13 +120,7 @@ func BenchmarkScale(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		run := func(a *App) (stop func()) {
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Run(ctx) }()
-			return sync.OnceFunc(func() { cancel(); <-done; a.Close() })
-		}
-		stop := run(a)
+		stop := runApp(a)
 		b.Cleanup(func() { stop() })
 		g := newFeedbackGen(b)
 		g.scale = true
@@ -157,7 +151,7 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			restart := time.Since(start)
-			stop = run(a)
+			stop = runApp(a)
 			disk := dirBytes(b, dir)
 			vectors, _ := a.Vectors.Count(context.Background())
 			b.ReportMetric(rate, "ingest+classify/s"+label)
@@ -175,6 +169,15 @@ func BenchmarkScale(b *testing.B) {
 		}
 		stop()
 	}
+}
+
+// runApp runs a's loops until the returned stop, which also closes a;
+// calling stop again does nothing.
+func runApp(a *App) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	return sync.OnceFunc(func() { cancel(); <-done; a.Close() })
 }
 
 // dirBytes is the size of the files under dir.
