@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept"
-	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/lib/testenv"
 )
 
@@ -111,10 +110,7 @@ func BenchmarkScale(b *testing.B) {
 	redisAddr := testenv.Redis(b)
 	rdb := testenv.RedisClient(b, redisAddr)
 	dir := b.TempDir()
-	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: bench\nredis: {addr: %q}\n", dir, redisAddr), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := benchConfig(b, dir, redisAddr)
 	for range b.N {
 		a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
