@@ -342,9 +342,7 @@ func (x *Index) rescore(ctx context.Context, q []float32, cands []int32) ([]scor
 			if buf, err = x.readVector(i, v, buf); err != nil {
 				return nil, err
 			}
-			if n := normalized(v); &n[0] != &v[0] {
-				copy(v, n)
-			}
+			copy(v, normalized(v))
 		}
 		dotRows(q, vecs[:len(part)*dim], len(part), sims[lo:lo+len(part)])
 	}
@@ -405,9 +403,7 @@ func (x *Index) Embeddings(ctx context.Context, ids []string) (map[string][]floa
 		if buf, err = x.readVector(i, v, buf); err != nil {
 			return nil, fmt.Errorf("read embeddings: %w", err)
 		}
-		if n := normalized(v); &n[0] != &v[0] {
-			copy(v, n)
-		}
+		copy(v, normalized(v))
 		out[id] = v
 	}
 	return out, nil
