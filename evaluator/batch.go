@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/precept-dev/precept"
@@ -245,7 +243,7 @@ func (r *batchRun) collect(items []Item) {
 }
 
 // embedAndQuery embeds the candidates and queries the index for each,
-// concurrently: every query sees the index as it was before the batch.
+// in one batch: every query sees the index as it was before the batch.
 func (s *Service) embedAndQuery(ctx context.Context, cands []*candidate) error {
 	if len(cands) == 0 {
 		return nil
@@ -264,20 +262,17 @@ func (s *Service) embedAndQuery(ctx context.Context, cands []*candidate) error {
 	// No Count first: a limit above the stored count is allowed, and with
 	// a Chroma server every call is a round trip.
 	limit := s.opts.MaxSimilar + 1
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	errs := make([]error, len(cands))
-	var wg sync.WaitGroup
+	qs := make([]vectorindex.Query, len(cands))
 	for i, c := range cands {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c.hits, errs[i] = s.index.Query(ctx, vectorindex.Query{Embedding: c.vec, Limit: limit, MinSimilarity: s.opts.SimilarityThreshold})
-		}()
+		qs[i] = vectorindex.Query{Embedding: c.vec, Limit: limit, MinSimilarity: s.opts.SimilarityThreshold}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// One batch: the embedded index reads its rows once for all of them.
+	hits, err := vectorindex.QueryAll(ctx, s.index, qs, runtime.GOMAXPROCS(0))
+	if err != nil {
 		return fmt.Errorf("query similar feedback: %w", err)
+	}
+	for i, c := range cands {
+		c.hits = hits[i]
 	}
 	return nil
 }

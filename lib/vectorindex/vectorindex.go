@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -279,4 +280,38 @@ func Normalized(v []float32) []float32 {
 		out[i] = float32(float64(x) * inv)
 	}
 	return out
+}
+
+// BatchQuerier is an Index that answers several queries at once, each
+// answer the one Query gives. The embedded index reads its rows once per
+// batch instead of once per query.
+type BatchQuerier interface {
+	QueryBatch(ctx context.Context, qs []Query) ([][]Hit, error)
+}
+
+// QueryAll answers qs on idx, answer k for query k: in one batch when idx
+// is a BatchQuerier, else with up to parallel queries at a time (a Chroma
+// server answers each query in its own round trip). One failing query
+// fails the call.
+func QueryAll(ctx context.Context, idx Index, qs []Query, parallel int) ([][]Hit, error) {
+	if b, ok := idx.(BatchQuerier); ok {
+		return b.QueryBatch(ctx, qs)
+	}
+	out := make([][]Hit, len(qs))
+	errs := make([]error, len(qs))
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for k, q := range qs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[k], errs[k] = idx.Query(ctx, q)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -258,46 +258,69 @@ func (x *Index) Upsert(ctx context.Context, vectors []vectorindex.Vector) error 
 // Query returns the stored vectors most similar to q.Embedding: the rows
 // the int8 scan cannot rule out, re-scored exactly from the journal.
 func (x *Index) Query(ctx context.Context, q vectorindex.Query) ([]vectorindex.Hit, error) {
-	if err := vectorindex.PrepareQuery(ctx, x.spec, q); err != nil {
+	hits, err := x.QueryBatch(ctx, []vectorindex.Query{q})
+	if err != nil {
 		return nil, err
+	}
+	return hits[0], nil
+}
+
+// QueryBatch answers several queries in one pass over the rows: each
+// answer is the one Query gives, and a batch reads the codes from memory
+// once rather than once per query (docs/decisions/0003, "Batched
+// queries"). One invalid query rejects the batch.
+func (x *Index) QueryBatch(ctx context.Context, qs []vectorindex.Query) ([][]vectorindex.Hit, error) {
+	for _, q := range qs {
+		if err := vectorindex.PrepareQuery(ctx, x.spec, q); err != nil {
+			return nil, err
+		}
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
 		return nil, fmt.Errorf("query vectors: %w", vectorindex.ErrClosed)
 	}
-	x.queries.Add(1)
-	var want []uint32
-	if len(q.Where) > 0 {
-		var ok bool
-		if want, ok = x.rows.pairs.filter(q.Where); !ok {
-			return nil, nil // a pair no row holds
+	x.queries.Add(int64(len(qs)))
+	ss := make([]search, len(qs))
+	for k, q := range qs {
+		var want []uint32
+		if len(q.Where) > 0 {
+			var ok bool
+			if want, ok = x.rows.pairs.filter(q.Where); !ok {
+				continue // a pair no row holds: n stays 0, no hits
+			}
 		}
+		// float32 similarities are compared with the float64 threshold
+		// after conversion; keep rows a hair below it so rounding loses
+		// no hit.
+		ss[k] = search{p: newProbe(normalized(q.Embedding)), n: q.Limit, floor: float64(float32(q.MinSimilarity) - 1e-6), want: want}
 	}
-	// float32 similarities are compared with the float64 threshold after
-	// conversion; keep rows a hair below it so rounding loses no hit.
-	minSim := float32(q.MinSimilarity) - 1e-6
-	qn := normalized(q.Embedding)
-	cands := x.rows.candidates(newProbe(qn), q.Limit, float64(minSim), want)
-	found, err := x.rescore(ctx, qn, cands)
-	if err != nil {
-		return nil, fmt.Errorf("query vectors: %w", err)
-	}
-	var hits []vectorindex.Hit
+	cands := x.rows.candidates(ss)
+	out := make([][]vectorindex.Hit, len(qs))
 	var buf []byte
-	for _, f := range best(found, q.Limit, minSim) {
-		sim := vectorindex.ClampSimilarity(float64(f.sim))
-		if sim < q.MinSimilarity {
+	for k, q := range qs {
+		if ss[k].n <= 0 {
 			continue
 		}
-		i := x.rows.pos[f.id]
-		var rec record
-		if rec, buf, err = x.readRow(i, buf); err != nil {
+		found, err := x.rescore(ctx, ss[k].p.q, cands[k])
+		if err != nil {
 			return nil, fmt.Errorf("query vectors: %w", err)
 		}
-		hits = append(hits, vectorindex.Hit{ID: f.id, Similarity: sim, Metadata: x.rows.pairs.metadata(x.rows.meta[i]), Document: rec.document})
+		minSim := float32(ss[k].floor)
+		for _, f := range best(found, q.Limit, minSim) {
+			sim := vectorindex.ClampSimilarity(float64(f.sim))
+			if sim < q.MinSimilarity {
+				continue
+			}
+			i := x.rows.pos[f.id]
+			var rec record
+			if rec, buf, err = x.readRow(i, buf); err != nil {
+				return nil, fmt.Errorf("query vectors: %w", err)
+			}
+			out[k] = append(out[k], vectorindex.Hit{ID: f.id, Similarity: sim, Metadata: x.rows.pairs.metadata(x.rows.meta[i]), Document: rec.document})
+		}
 	}
-	return hits, nil
+	return out, nil
 }
 
 // rescore computes the exact float32 similarity of q (unit length) with

@@ -189,6 +189,12 @@ func queriesEqualAnExhaustiveScan(t *testing.T, dim int) {
 	}
 	check := func(idx *Index) {
 		t.Helper()
+		type asked struct {
+			q    vectorindex.Query
+			want []vectorindex.Hit
+			name string
+		}
+		var all []asked
 		queries := [][]float32{centre, stored["near100"], stored["r00042"], shapes["gaussian"](rng, spec.Dimension)}
 		for qi, q := range queries {
 			for _, limit := range []int{1, 10, 25, 400} {
@@ -200,22 +206,39 @@ func queriesEqualAnExhaustiveScan(t *testing.T, dim int) {
 							query.Where = map[string]string{"g": g}
 							keep = func(id string) bool { return group[id] == g }
 						}
-						got, err := idx.Query(ctx, query)
-						if err != nil {
-							t.Fatal(err)
-						}
-						want := expected(stored, q, limit, minSim, keep)
-						if len(got) != len(want) {
-							t.Fatalf("query %d limit %d min %v filter %q: %d hits, want %d", qi, limit, minSim, g, len(got), len(want))
-						}
-						for i := range got {
-							if got[i].ID != want[i].ID || got[i].Similarity != want[i].Similarity || got[i].Document != "doc "+got[i].ID || got[i].Metadata["g"] != group[got[i].ID] {
-								t.Fatalf("query %d limit %d min %v filter %q hit %d: %s %.9f %q, want %s %.9f", qi, limit, minSim, g, i, got[i].ID, got[i].Similarity, got[i].Document, want[i].ID, want[i].Similarity)
-							}
-						}
+						name := fmt.Sprintf("query %d limit %d min %v filter %q", qi, limit, minSim, g)
+						all = append(all, asked{query, expected(stored, q, limit, minSim, keep), name})
 					}
 				}
 			}
+		}
+		same := func(how string, a asked, got []vectorindex.Hit) {
+			t.Helper()
+			if len(got) != len(a.want) {
+				t.Fatalf("%s, %s: %d hits, want %d", how, a.name, len(got), len(a.want))
+			}
+			for i := range got {
+				if got[i].ID != a.want[i].ID || got[i].Similarity != a.want[i].Similarity || got[i].Document != "doc "+got[i].ID || got[i].Metadata["g"] != group[got[i].ID] {
+					t.Fatalf("%s, %s, hit %d: %s %.9f %q, want %s %.9f", how, a.name, i, got[i].ID, got[i].Similarity, got[i].Document, a.want[i].ID, a.want[i].Similarity)
+				}
+			}
+		}
+		batch := make([]vectorindex.Query, len(all))
+		for k, a := range all {
+			got, err := idx.Query(ctx, a.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same("alone", a, got)
+			batch[k] = a.q
+		}
+		// All of them in one batch, which reads each block of rows once.
+		got, err := idx.QueryBatch(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, a := range all {
+			same("in a batch", a, got[k])
 		}
 	}
 	check(idx)
@@ -237,7 +260,7 @@ func TestTheScanRescoresFewRows(t *testing.T) {
 	}
 	var total int
 	for range 20 {
-		c := r.candidates(newProbe(normalized(shapes["gaussian"](rng, dim))), 10, -1, nil)
+		c := r.candidates([]search{{p: newProbe(normalized(shapes["gaussian"](rng, dim))), n: 10, floor: -1}})[0]
 		if len(c) < 10 {
 			t.Fatalf("%d candidates for 10 hits", len(c))
 		}

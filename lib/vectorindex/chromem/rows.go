@@ -1,13 +1,10 @@
 package chromem
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"hash/maphash"
 	"math"
-	"runtime"
 	"sort"
-	"sync"
 )
 
 // rows is everything the index holds in memory, one entry per stored
@@ -113,123 +110,6 @@ func vectorSum(v []float32) uint64 {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 	}
 	return maphash.Bytes(sumSeed, b)
-}
-
-// minParallelRows is the size from which a scan is split across cores.
-const minParallelRows = 4096
-
-// scanBlock is how many rows the scan scores per kernel call; chunkRows is
-// a multiple of it.
-const scanBlock = 256
-
-// candidates returns, in no particular order, every row that may be among
-// the n most similar to the probe with a similarity of at least floor:
-// those whose upper bound reaches floor and reaches the n-th best lower
-// bound. A row left out has n others certainly more similar, or is
-// certainly below floor. want, when not nil, keeps only rows that hold
-// all of its metadata pairs (pairs.filter).
-func (r *rows) candidates(p probe, n int, floor float64, want []uint32) []int32 {
-	total := len(r.ids)
-	if n <= 0 || total == 0 {
-		return nil
-	}
-	n = min(n, total)
-	workers := 1
-	if total >= minParallelRows {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	lows := make([]lowHeap, workers)
-	found := make([][]bounded, workers)
-	var wg sync.WaitGroup
-	// Each worker scans whole blocks, which never straddle a chunk.
-	blocks := (total + scanBlock - 1) / scanBlock
-	per := (blocks + workers - 1) / workers
-	for w := range workers {
-		lo, hi := min(total, w*per*scanBlock), min(total, (w+1)*per*scanBlock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lows[w], found[w] = r.scan(p, n, floor, want, lo, hi)
-		}()
-	}
-	wg.Wait()
-	var best []float64
-	for _, h := range lows {
-		best = append(best, h...)
-	}
-	cut := math.Inf(-1)
-	if len(best) >= n {
-		sort.Sort(sort.Reverse(sort.Float64Slice(best)))
-		cut = best[n-1]
-	}
-	var out []int32
-	for _, f := range found {
-		for _, c := range f {
-			if c.up >= cut {
-				out = append(out, c.row)
-			}
-		}
-	}
-	return out
-}
-
-// bounded is a row that survived the scan with its upper bound.
-type bounded struct {
-	row int32
-	up  float64
-}
-
-// scan bounds rows lo..hi-1 and returns the n best lower bounds among
-// those that can reach floor, with the rows whose upper bound reached
-// both floor and the n-th best lower bound seen so far.
-func (r *rows) scan(p probe, n int, floor float64, want []uint32, lo, hi int) (lowHeap, []bounded) {
-	h := make(lowHeap, 0, n+1)
-	var found []bounded
-	var dots [scanBlock]int32
-	for block := lo; block < hi; block += scanBlock {
-		k := min(scanBlock, hi-block)
-		c, first := block/chunkRows, block%chunkRows
-		dot8Rows(p.codes, r.codes[c][first*r.dim:(first+k)*r.dim], r.dim, k, dots[:k])
-		for j, dot := range dots[:k] {
-			row := block + j
-			if want != nil && !holds(r.meta[row], want) {
-				continue
-			}
-			approx, err := p.bounds(r.head[row], dot)
-			up, low := approx+err, approx-err
-			// Written so that a NaN, which no row should hold but a
-			// comparison must not let into the heap, is skipped.
-			if !(up >= floor) {
-				continue
-			}
-			if len(h) < n {
-				heap.Push(&h, low)
-			} else if low > h[0] {
-				h[0] = low
-				heap.Fix(&h, 0)
-			}
-			if len(h) == n && up < h[0] {
-				continue
-			}
-			found = append(found, bounded{int32(row), up})
-		}
-	}
-	return h, found
-}
-
-// lowHeap is a min-heap of the best lower bounds so far; its root is the
-// n-th best.
-type lowHeap []float64
-
-func (h lowHeap) Len() int           { return len(h) }
-func (h lowHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h lowHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *lowHeap) Push(x any)        { *h = append(*h, x.(float64)) }
-func (h *lowHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // scored is a hit with its exact float32 similarity.

@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"CancelledContextIsAnError", testCancelled},
 		{"ConcurrentUpsertsAndQueries", testConcurrent},
 		{"EmbeddingsReturnsStoredVectorsNormalised", testEmbeddings},
+		{"QueryAllAnswersEachQueryAsQueryDoes", testQueryAll},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package indextest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -275,5 +276,60 @@ func testEmbeddings(t *testing.T, h *harness) {
 				t.Fatalf("%s[%d] = %v, want %v", v.ID, i, e[i], want[i])
 			}
 		}
+	}
+}
+
+// testQueryAll: a batch of queries (vectorindex.QueryAll) answers each as
+// Query alone does, whatever its mix of limits, floors and filters, and
+// one invalid query fails the batch.
+func testQueryAll(t *testing.T, h *harness) {
+	idx := h.fresh(t, defaultSpec)
+	rng := rand.New(rand.NewPCG(5, 5))
+	vs := randomVectors(rng, 300, defaultSpec.Dimension, "b")
+	for i := range vs {
+		vs[i].Metadata = map[string]string{"parity": []string{"even", "odd"}[i%2], "third": fmt.Sprint(i % 3)}
+	}
+	// Near-copies of a few vectors, so high floors keep some hits.
+	for i := range 20 {
+		e := slices.Clone(vs[i].Embedding)
+		e[i%defaultSpec.Dimension] += 0.05
+		vs = append(vs, vectorindex.Vector{ID: fmt.Sprintf("near%02d", i), Embedding: e, Metadata: vs[i].Metadata})
+	}
+	upsert(t, idx, vs...)
+	var qs []vectorindex.Query
+	for i := range 40 {
+		q := vectorindex.Query{Embedding: randomUnit(rng, defaultSpec.Dimension), Limit: 1 + i%12, MinSimilarity: -1}
+		switch i % 5 {
+		case 1:
+			q.Embedding, q.MinSimilarity = slices.Clone(vs[i].Embedding), 0.8
+		case 2:
+			q.Where = map[string]string{"parity": "odd"}
+		case 3:
+			q.Where = map[string]string{"parity": "even", "third": "1"}
+		case 4:
+			q.Where = map[string]string{"parity": "none"} // no vector holds it
+		}
+		if i == 7 {
+			q.Limit = math.MaxInt32
+		}
+		qs = append(qs, q)
+	}
+	got, err := vectorindex.QueryAll(context.Background(), idx, qs, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(qs) {
+		t.Fatalf("%d answers for %d queries", len(got), len(qs))
+	}
+	for k, q := range qs {
+		wantHits(t, got[k], query(t, idx, q))
+		wantHits(t, got[k], bruteForce(vs, q))
+	}
+	bad := append(slices.Clone(qs[:3]), vectorindex.Query{Embedding: qs[0].Embedding})
+	if _, err := vectorindex.QueryAll(context.Background(), idx, bad, 4); !errors.Is(err, vectorindex.ErrInvalid) {
+		t.Errorf("a batch with a zero-limit query: %v, want ErrInvalid", err)
+	}
+	if got, err := vectorindex.QueryAll(context.Background(), idx, nil, 4); err != nil || len(got) != 0 {
+		t.Errorf("an empty batch: %v, %v", got, err)
 	}
 }
