@@ -229,18 +229,19 @@ func added(content string, evidence []precept.Decision, known []rulefmt.Clause, 
 // maxCommentRunes bounds the part of a comment read for support.
 const maxCommentRunes = 4000
 
-// scan reads every stored decision up to seq once and counts what t
-// looks for.
-func scan(ctx context.Context, fb Feedback, ev Evaluations, classify func(precept.Decision) string, t target, upTo uint64) (tally, error) {
-	var out tally
-	var sampled []sampledOutput
+// scan reads every stored decision up to seq once and counts what each
+// target looks for: tally k is target k's. Previews due together share
+// one read of the store (docs/lifecycle.md, "Impact preview").
+func scan(ctx context.Context, fb Feedback, ev Evaluations, classify func(precept.Decision) string, ts []target, upTo uint64) ([]tally, error) {
+	out := make([]tally, len(ts))
+	sampled := make([][]sampledOutput, len(ts))
 	for seq := uint64(0); seq < upTo; {
 		if err := ctx.Err(); err != nil {
-			return tally{}, err
+			return nil, err
 		}
 		page, err := fb.Since(seq, scanPage)
 		if err != nil {
-			return tally{}, fmt.Errorf("read decisions: %w", err)
+			return nil, fmt.Errorf("read decisions: %w", err)
 		}
 		if len(page) == 0 {
 			break
@@ -250,46 +251,86 @@ func scan(ctx context.Context, fb Feedback, ev Evaluations, classify func(precep
 			if r.Seq > upTo {
 				break
 			}
-			d := r.Decision
-			if !slices.Contains(t.agents, d.Agent) {
-				continue
-			}
-			if d.Decision.Negative() {
-				if err := t.countNegative(ctx, ev, d, &out); err != nil {
-					return tally{}, err
+			// A decision's category and evaluation are read once for
+			// all targets.
+			dv := &decisionView{d: r.Decision, ev: ev, classify: classify}
+			for k, t := range ts {
+				if err := t.count(ctx, dv, &out[k], &sampled[k]); err != nil {
+					return nil, err
 				}
-				continue
-			}
-			if !t.scope.in(d) {
-				continue
-			}
-			out.preview.ApprovalsInScope++
-			inCategory := t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" &&
-				classify(d) == t.category
-			if inCategory {
-				out.preview.OverCorrect.add(d.Agent, d.EpicID)
-			}
-			if d.AgentOutput != "" {
-				o := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{DecisionID: d.DecisionID}}
-				sampled = keepSample(sampled, o, t.sample, d.AgentOutput)
 			}
 		}
 	}
-	for _, s := range sampled {
-		out.approvals = append(out.approvals, s.output)
+	for k := range out {
+		for _, s := range sampled[k] {
+			out[k].approvals = append(out[k].approvals, s.output)
+		}
 	}
 	return out, nil
 }
 
+// decisionView is one decision of a scan with what targets ask of it,
+// read on first use.
+type decisionView struct {
+	d        precept.Decision
+	ev       Evaluations
+	classify func(precept.Decision) string
+	cat      *string
+	read     bool
+	eval     evaluator.Evaluation
+	evalErr  error
+}
+
+func (v *decisionView) category() string {
+	if v.cat == nil {
+		c := v.classify(v.d)
+		v.cat = &c
+	}
+	return *v.cat
+}
+
+func (v *decisionView) evaluation(ctx context.Context) (evaluator.Evaluation, error) {
+	if !v.read {
+		v.eval, _, v.evalErr = v.ev.Evaluation(ctx, v.d.DecisionID)
+		v.read = true
+	}
+	return v.eval, v.evalErr
+}
+
+// count counts the decision of dv for t.
+func (t target) count(ctx context.Context, dv *decisionView, out *tally, sampled *[]sampledOutput) error {
+	d := dv.d
+	if !slices.Contains(t.agents, d.Agent) {
+		return nil
+	}
+	if d.Decision.Negative() {
+		return t.countNegative(ctx, dv, out)
+	}
+	if !t.scope.in(d) {
+		return nil
+	}
+	out.preview.ApprovalsInScope++
+	inCategory := t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" && dv.category() == t.category
+	if inCategory {
+		out.preview.OverCorrect.add(d.Agent, d.EpicID)
+	}
+	if d.AgentOutput != "" {
+		o := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{DecisionID: d.DecisionID}}
+		*sampled = keepSample(*sampled, o, t.sample, d.AgentOutput)
+	}
+	return nil
+}
+
 // countNegative counts a negative decision of the proposal's agents.
-func (t target) countNegative(ctx context.Context, ev Evaluations, d precept.Decision, out *tally) error {
+func (t target) countNegative(ctx context.Context, dv *decisionView, out *tally) error {
+	d := dv.d
 	if t.evidence[d.DecisionID] && d.AgentOutput != "" {
 		out.evidenceSeen++
 		if len(out.evidence) < t.maxOutputs {
 			out.evidence = append(out.evidence, output{d.DecisionID, replayText(d.AgentOutput)})
 		}
 	}
-	e, _, err := ev.Evaluation(ctx, d.DecisionID)
+	e, err := dv.evaluation(ctx)
 	if precept.ErrorCode(err) == precept.NotFound {
 		// Not evaluated yet: the preview is stale until it is
 		// (Preview.Unevaluated), and a later computation counts it.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/internal/llm"
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/embedding"
@@ -809,5 +810,62 @@ func TestThePreviewNamesTheClausesNoReviewerAskedFor(t *testing.T) {
 	}
 	if sum := pv.Summary(); !strings.Contains(sum, "adds what no reviewer asked for: “cache every response for an hour”") {
 		t.Fatalf("summary %q does not name the added clause", sum)
+	}
+}
+
+// sinceCounter counts the scans of the feedback store: the reads from
+// its start.
+type sinceCounter struct {
+	Feedback
+	scans int
+}
+
+func (c *sinceCounter) Since(seq uint64, limit int) ([]feedbackstore.Record, error) {
+	if seq == 0 {
+		c.scans++
+	}
+	return c.Feedback.Since(seq, limit)
+}
+
+// A round counts every due preview in one scan of the store, and each
+// preview equals the one counted alone.
+func TestARoundCountsEveryDuePreviewInOneScan(t *testing.T) {
+	e := newEnv(t)
+	second := e.proposal
+	second.ID, second.ClusterID, second.EvidenceClusters, second.FeedbackIDs = "p-c2impact", "C2", nil, []string{"n2"}
+	third := e.proposal
+	third.ID, third.ClusterID, third.EvidenceClusters, third.Agents = "p-twoagents", "", nil, []string{"coder", "planner"}
+	third.FeedbackIDs, third.Content = []string{"n4", "n6"}, "Keep functions short."
+	list := []rulefmt.Proposal{e.proposal, second, third}
+	src := e.sources
+	counter := &sinceCounter{Feedback: e.feedback}
+	src.Feedback, src.Proposals = counter, &proposals{list: list}
+	s, err := New(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if counter.scans != 1 {
+		t.Errorf("a round of %d due previews scanned the store %d times, want once", len(list), counter.scans)
+	}
+	alone, err := New(e.sources, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list {
+		got, _ := s.Preview(p)
+		want, err := alone.Compute(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.ComputedAt, want.ComputedAt = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s in a shared scan:\n%+v\nalone:\n%+v", p.ID, got, want)
+		}
+	}
+	if p, _ := s.Preview(third); p.ApprovalsInScope == 0 && p.CategoryNegatives.Total == 0 && p.Cluster.Total == 0 {
+		t.Errorf("the third proposal counted nothing: %+v", p)
 	}
 }

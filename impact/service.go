@@ -274,12 +274,20 @@ func (s *Service) Round(ctx context.Context) error {
 		return fmt.Errorf("list pending proposals: %w", err)
 	}
 	s.forgetDecided(list)
+	pre, err := s.countDue(ctx, list)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Each preview is counted on its own instead.
+		s.log.Warn("impact previews: one scan for all", "err", err)
+	}
 	var errs []error
 	for _, p := range list {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if _, err := s.Compute(ctx, p); err != nil {
+		if _, err := s.compute(ctx, p, false, pre[p.ID]); err != nil {
 			errs = append(errs, fmt.Errorf("proposal %s: %w", p.ID, err))
 		}
 	}
@@ -307,16 +315,19 @@ func (s *Service) forgetDecided(pending []rulefmt.Proposal) {
 // then the replay when this text has none yet. It may call the LLM:
 // callers that answer requests use Preview instead.
 func (s *Service) Compute(ctx context.Context, p rulefmt.Proposal) (Preview, error) {
-	return s.compute(ctx, p, false)
+	return s.compute(ctx, p, false, nil)
 }
 
 // Refresh is Compute counting again whatever the preview's age, even
 // when nothing moved; a replay already done is kept.
 func (s *Service) Refresh(ctx context.Context, p rulefmt.Proposal) (Preview, error) {
-	return s.compute(ctx, p, true)
+	return s.compute(ctx, p, true, nil)
 }
 
-func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool) (Preview, error) {
+// compute brings p's preview up to date; pre, when not nil, is p's
+// counts from a scan shared with other previews (countDue), used when
+// the preview is due.
+func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool, pre *counted) (Preview, error) {
 	s.computeMu.Lock()
 	defer s.computeMu.Unlock()
 	if len(p.Agents) == 0 {
@@ -327,22 +338,16 @@ func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool) (
 		return Preview{}, fmt.Errorf("feedback position: %w", err)
 	}
 	commit, docs := s.src.Documents.Documents()
-	s.mu.Lock()
-	prev, had := s.previews[p.ID]
-	s.mu.Unlock()
-	sameText := had && prev.ContentRevision == p.ContentRevision
-	// Evaluations change without the feedback store moving (the
-	// evaluator catching up, reclustering, corrections): a preview that
-	// saw decisions not evaluated yet is never current.
-	current := prev.FeedbackSeq == seq && prev.MainCommit == commit && prev.Unevaluated == 0
-	now := s.opts.Now()
-	fresh := now.Sub(prev.ComputedAt) < s.opts.Refresh
-	replayDue := prev.Replay.State == ReplayPending && !now.Before(prev.Replay.RetryAt)
-	if !force && sameText && (current || fresh) && !replayDue {
+	prev, sameText, due := s.due(p, force, seq, commit)
+	if !due {
 		return prev.clone(), nil
 	}
-	pv, tl, err := s.count(ctx, p, seq)
-	if err != nil {
+	now := s.opts.Now()
+	var pv Preview
+	var tl tally
+	if pre != nil {
+		pv, tl = pre.pv, pre.tl
+	} else if pv, tl, err = s.count(ctx, p, seq); err != nil {
 		return Preview{}, err
 	}
 	pv.MainCommit = commit
@@ -391,16 +396,85 @@ func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool) (
 	return pv.clone(), nil
 }
 
-// count scans the feedback store for p.
-func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Preview, tally, error) {
+// due reports whether p's preview is to be counted again: forced, its
+// text changed, or the feedback store or main moved (or it saw decisions
+// not evaluated yet) and it is older than Refresh, or its replay is due.
+// It returns the preview kept and whether it is of p's text.
+func (s *Service) due(p rulefmt.Proposal, force bool, seq uint64, commit string) (prev Preview, sameText, due bool) {
+	s.mu.Lock()
+	prev, had := s.previews[p.ID]
+	s.mu.Unlock()
+	sameText = had && prev.ContentRevision == p.ContentRevision
+	// Evaluations change without the feedback store moving (the
+	// evaluator catching up, reclustering, corrections): a preview that
+	// saw decisions not evaluated yet is never current.
+	current := prev.FeedbackSeq == seq && prev.MainCommit == commit && prev.Unevaluated == 0
+	now := s.opts.Now()
+	fresh := now.Sub(prev.ComputedAt) < s.opts.Refresh
+	replayDue := prev.Replay.State == ReplayPending && !now.Before(prev.Replay.RetryAt)
+	return prev, sameText, force || !sameText || !(current || fresh) || replayDue
+}
+
+// counted is a preview's counts from a scan shared with other previews.
+type counted struct {
+	pv Preview
+	tl tally
+}
+
+// countDue counts, in one scan of the feedback store, every preview of
+// list that is due: a round reads the store once, not once per pending
+// proposal. A proposal whose target cannot be worked out is left out,
+// for compute to report.
+func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[string]*counted, error) {
+	seq, err := s.src.Feedback.LastSeq()
+	if err != nil {
+		return nil, fmt.Errorf("feedback position: %w", err)
+	}
+	commit, _ := s.src.Documents.Documents()
+	var ps []rulefmt.Proposal
+	var ts []target
+	var extra []targetExtra
+	for _, p := range list {
+		if _, _, due := s.due(p, false, seq, commit); !due || len(p.Agents) == 0 {
+			continue
+		}
+		t, x, err := s.target(ctx, p)
+		if err != nil {
+			continue
+		}
+		ps, ts, extra = append(ps, p), append(ts, t), append(extra, x)
+	}
+	if len(ts) < 2 {
+		return nil, nil // compute counts one alone
+	}
+	cls := s.src.Lessons.Classifier()
+	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
+	tls, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, ts, seq)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*counted, len(ps))
+	for k, p := range ps {
+		out[p.ID] = &counted{pv: s.finish(p, ts[k], extra[k], tls[k], seq), tl: tls[k]}
+	}
+	return out, nil
+}
+
+// targetExtra is what finishing a preview needs besides its target.
+type targetExtra struct {
+	evidence []precept.Decision
+}
+
+// target works out what a scan for p looks for.
+func (s *Service) target(ctx context.Context, p rulefmt.Proposal) (target, targetExtra, error) {
 	cls := s.src.Lessons.Classifier()
 	cat, err := category(ctx, s.src.Evaluations, cls, p)
 	if err != nil {
-		return Preview{}, tally{}, err
+		return target{}, targetExtra{}, err
 	}
 	evidence, err := readEvidence(ctx, s.src.Feedback, p.FeedbackIDs)
 	if err != nil {
-		return Preview{}, tally{}, err
+		return target{}, targetExtra{}, err
 	}
 	t := target{proposalID: p.ID, agents: p.Agents, category: cat, scope: scopeOf(p.Agents, evidence),
 		evidence: map[string]bool{}, sample: s.opts.ApprovalSample, maxOutputs: s.opts.MaxCalls}
@@ -411,23 +485,38 @@ func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Pr
 	for _, id := range p.FeedbackIDs {
 		t.evidence[id] = true
 	}
-	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
-	tl, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, t, seq)
+	return t, targetExtra{evidence: evidence}, nil
+}
+
+// count scans the feedback store for p alone.
+func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Preview, tally, error) {
+	t, x, err := s.target(ctx, p)
 	if err != nil {
 		return Preview{}, tally{}, err
 	}
+	cls := s.src.Lessons.Classifier()
+	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
+	tls, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, []target{t}, seq)
+	if err != nil {
+		return Preview{}, tally{}, err
+	}
+	return s.finish(p, t, x, tls[0], seq), tls[0], nil
+}
+
+// finish turns a scan's tally for p into its preview.
+func (s *Service) finish(p rulefmt.Proposal, t target, x targetExtra, tl tally, seq uint64) Preview {
 	pv := tl.preview
 	for _, c := range []*Counts{&pv.Cluster, &pv.CategoryNegatives, &pv.OverCorrect} {
 		c.capEpics()
 	}
-	pv.ProposalID, pv.ContentRevision, pv.Category, pv.Scope = p.ID, p.ContentRevision, cat, t.scope
+	pv.ProposalID, pv.ContentRevision, pv.Category, pv.Scope = p.ID, p.ContentRevision, t.category, t.scope
 	if p.Kind == rulefmt.KindNewRule || p.Kind == "" {
 		// A consolidation carries approved rules' text besides the new
 		// guidance: that text was approved on its own evidence.
-		pv.Added = added(p.Content, evidence, p.Clauses, p.ContentRevision > 1)
+		pv.Added = added(p.Content, x.evidence, p.Clauses, p.ContentRevision > 1)
 	}
 	pv.FeedbackSeq, pv.ComputedAt = seq, s.opts.Now().UTC()
-	return pv, tl, nil
+	return pv
 }
 
 // publish keeps pv as p's latest preview, on disk too, and tells the
