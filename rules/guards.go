@@ -373,21 +373,22 @@ func (pol policy) rateCapAllows(st *gitstore.State, agents []string, now time.Ti
 // and says when the oldest of them leaves it.
 func (pol policy) recentDrafts(st *gitstore.State, agent string, now time.Time) (int, time.Time) {
 	since := now.Add(-pol.opts.ProposalWindow)
-	n, oldest := 0, now
-	for _, id := range st.IDs() {
-		p, ok := st.Proposal(id)
-		if !ok || p.ProposedBy != rulefmt.SystemProposer || p.Kind.DecidesOnRule() || !slices.Contains(p.Agents, agent) || !p.CreatedAt.After(since) {
-			continue
+	created := st.SystemDrafts(agent)
+	// The first draft created after since: the oldest in the window.
+	i, _ := slices.BinarySearchFunc(created, since, func(t, since time.Time) int {
+		if t.After(since) {
+			return 1
 		}
-		if p.Status != rulefmt.Pending && p.Status != rulefmt.Approved && p.Status != rulefmt.Rejected {
-			continue
-		}
-		n++
-		if p.CreatedAt.Before(oldest) {
-			oldest = p.CreatedAt
-		}
+		return -1
+	})
+	if i == len(created) {
+		return 0, now.Add(pol.opts.ProposalWindow)
 	}
-	return n, oldest.Add(pol.opts.ProposalWindow)
+	oldest := created[i]
+	if oldest.After(now) {
+		oldest = now
+	}
+	return len(created) - i, oldest.Add(pol.opts.ProposalWindow)
 }
 
 // draftPlan is what drafting a cluster comes to before any text is

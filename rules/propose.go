@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/precept-dev/precept/lib/text"
@@ -133,8 +134,23 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, 
 	}
 	var out []rulefmt.Proposal
 	var errs []error
+	// One read of the repository serves the clusters until a write or
+	// until it is a second old: reading it lists every proposal branch,
+	// and a round may look at thousands of clusters that draft nothing.
+	var st *gitstore.State
+	var idx *gitstore.History
+	var read time.Time
 	for _, ev := range evs {
-		p, err := m.proposeCluster(ctx, ev)
+		if st == nil || time.Since(read) > stateReuse {
+			if st, idx, err = m.store.StateAndHistory(ctx); err != nil {
+				return out, errors.Join(append(errs, err)...)
+			}
+			read = time.Now()
+		}
+		p, err := m.proposeCluster(ctx, st, idx, ev)
+		if p != nil || err != nil {
+			st = nil // it may have written
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -149,20 +165,17 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, 
 	return out, errors.Join(errs...)
 }
 
-// proposeCluster handles one cluster; it returns nil when nothing was
-// committed.
-func (m *Manager) proposeCluster(ctx context.Context, ev rulefmt.Evidence) (*rulefmt.Proposal, error) {
+// stateReuse is how long ProposeFromEvidence reuses one read of the
+// repository across clusters that write nothing. Another replica's draft
+// made meanwhile is caught by the proposal branch's exclusive create.
+const stateReuse = time.Second
+
+// proposeCluster handles one cluster against st and idx, read by the
+// caller; it returns nil when nothing was committed.
+func (m *Manager) proposeCluster(ctx context.Context, st *gitstore.State, idx *gitstore.History, ev rulefmt.Evidence) (*rulefmt.Proposal, error) {
 	ev, ok := m.policy.normalizeEvidence(ev)
 	if !ok {
 		return nil, nil
-	}
-	st, err := m.store.State(ctx)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := m.store.History(ctx)
-	if err != nil {
-		return nil, err
 	}
 	now := m.now()
 	plan, ok := m.policy.planDraft(st, idx.Retired, ev, now)

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -33,6 +34,10 @@ type State struct {
 	ByCluster  map[string][]string
 	// Merged are the proposal branches whose tips main contains.
 	Merged map[string]bool
+
+	// drafted indexes SystemDrafts, built on its first call.
+	draftedOnce sync.Once
+	drafted     map[string][]time.Time
 }
 
 // NewState returns an empty state: the store starts from it, and tests of
@@ -64,6 +69,33 @@ func (st *State) AddRule(r rulefmt.Rule, agent, p string) {
 	if r.ProposalID != "" {
 		st.ByProposal[r.ProposalID] = r.ID
 	}
+}
+
+// SystemDrafts returns, for agent, when each rule PR precept drafted for
+// it was created, ascending: new-rule and consolidation proposals by the
+// system proposer that are pending, approved or rejected (what the rate
+// cap counts). The index is built once per state, on the first call, so
+// a state built in memory is finished before it is read.
+func (st *State) SystemDrafts(agent string) []time.Time {
+	st.draftedOnce.Do(func() {
+		st.drafted = map[string][]time.Time{}
+		for _, id := range st.IDs() {
+			p, ok := st.Proposal(id)
+			if !ok || p.ProposedBy != rulefmt.SystemProposer || p.Kind.DecidesOnRule() {
+				continue
+			}
+			if p.Status != rulefmt.Pending && p.Status != rulefmt.Approved && p.Status != rulefmt.Rejected {
+				continue
+			}
+			for _, a := range p.Agents {
+				st.drafted[a] = append(st.drafted[a], p.CreatedAt)
+			}
+		}
+		for _, ts := range st.drafted {
+			slices.SortFunc(ts, time.Time.Compare)
+		}
+	})
+	return st.drafted[agent]
 }
 
 // IDs lists every proposal id the state knows.
