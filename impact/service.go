@@ -287,7 +287,9 @@ func (s *Service) Round(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if _, err := s.compute(ctx, p, false, pre[p.ID]); err != nil {
+		c := pre[p.ID]
+		delete(pre, p.ID) // its outputs go once used
+		if _, err := s.compute(ctx, p, false, c); err != nil {
 			errs = append(errs, fmt.Errorf("proposal %s: %w", p.ID, err))
 		}
 	}
@@ -345,7 +347,7 @@ func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool, p
 	now := s.opts.Now()
 	var pv Preview
 	var tl tally
-	if pre != nil {
+	if pre != nil && pre.pv.ContentRevision == p.ContentRevision && (!sameText || pre.pv.FeedbackSeq >= prev.FeedbackSeq) {
 		pv, tl = pre.pv, pre.tl
 	} else if pv, tl, err = s.count(ctx, p, seq); err != nil {
 		return Preview{}, err
@@ -426,6 +428,10 @@ type counted struct {
 // proposal. A proposal whose target cannot be worked out is left out,
 // for compute to report.
 func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[string]*counted, error) {
+	// The category memo is computeMu's, and a Refresh meanwhile would
+	// count the same previews again.
+	s.computeMu.Lock()
+	defer s.computeMu.Unlock()
 	seq, err := s.src.Feedback.LastSeq()
 	if err != nil {
 		return nil, fmt.Errorf("feedback position: %w", err)
@@ -434,20 +440,26 @@ func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[st
 	var ps []rulefmt.Proposal
 	var ts []target
 	var extra []targetExtra
+	cls := s.src.Lessons.Classifier()
 	for _, p := range list {
-		if _, _, due := s.due(p, false, seq, commit); !due || len(p.Agents) == 0 {
+		prev, sameText, due := s.due(p, false, seq, commit)
+		if !due || len(p.Agents) == 0 {
 			continue
 		}
-		t, x, err := s.target(ctx, p)
+		t, x, err := s.target(ctx, cls, p)
 		if err != nil {
 			continue
+		}
+		if s.opts.Model == nil || (sameText && prev.Replay.State == ReplayDone) {
+			// No replay will read outputs: none are kept through the
+			// scan.
+			t.sample, t.maxOutputs = 0, 0
 		}
 		ps, ts, extra = append(ps, p), append(ts, t), append(extra, x)
 	}
 	if len(ts) < 2 {
 		return nil, nil // compute counts one alone
 	}
-	cls := s.src.Lessons.Classifier()
 	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
 	tls, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, ts, seq)
 	if err != nil {
@@ -460,14 +472,15 @@ func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[st
 	return out, nil
 }
 
-// targetExtra is what finishing a preview needs besides its target.
+// targetExtra is what finishing a preview needs besides its target: the
+// clauses its text adds beyond the evidence, worked out before the scan
+// so the evidence decisions are not kept through it.
 type targetExtra struct {
-	evidence []precept.Decision
+	added []string
 }
 
-// target works out what a scan for p looks for.
-func (s *Service) target(ctx context.Context, p rulefmt.Proposal) (target, targetExtra, error) {
-	cls := s.src.Lessons.Classifier()
+// target works out what a scan for p looks for, with classifier cls.
+func (s *Service) target(ctx context.Context, cls *lesson.Classifier, p rulefmt.Proposal) (target, targetExtra, error) {
 	cat, err := category(ctx, s.src.Evaluations, cls, p)
 	if err != nil {
 		return target{}, targetExtra{}, err
@@ -485,16 +498,22 @@ func (s *Service) target(ctx context.Context, p rulefmt.Proposal) (target, targe
 	for _, id := range p.FeedbackIDs {
 		t.evidence[id] = true
 	}
-	return t, targetExtra{evidence: evidence}, nil
+	var x targetExtra
+	if p.Kind == rulefmt.KindNewRule || p.Kind == "" {
+		// A consolidation carries approved rules' text besides the new
+		// guidance: that text was approved on its own evidence.
+		x.added = added(p.Content, evidence, p.Clauses, p.ContentRevision > 1)
+	}
+	return t, x, nil
 }
 
 // count scans the feedback store for p alone.
 func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Preview, tally, error) {
-	t, x, err := s.target(ctx, p)
+	cls := s.src.Lessons.Classifier()
+	t, x, err := s.target(ctx, cls, p)
 	if err != nil {
 		return Preview{}, tally{}, err
 	}
-	cls := s.src.Lessons.Classifier()
 	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
 	tls, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, []target{t}, seq)
 	if err != nil {
@@ -510,11 +529,7 @@ func (s *Service) finish(p rulefmt.Proposal, t target, x targetExtra, tl tally, 
 		c.capEpics()
 	}
 	pv.ProposalID, pv.ContentRevision, pv.Category, pv.Scope = p.ID, p.ContentRevision, t.category, t.scope
-	if p.Kind == rulefmt.KindNewRule || p.Kind == "" {
-		// A consolidation carries approved rules' text besides the new
-		// guidance: that text was approved on its own evidence.
-		pv.Added = added(p.Content, x.evidence, p.Clauses, p.ContentRevision > 1)
-	}
+	pv.Added = x.added
 	pv.FeedbackSeq, pv.ComputedAt = seq, s.opts.Now().UTC()
 	return pv
 }

@@ -166,8 +166,10 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, 
 }
 
 // stateReuse is how long ProposeFromEvidence reuses one read of the
-// repository across clusters that write nothing. Another replica's draft
-// made meanwhile is caught by the proposal branch's exclusive create.
+// repository across clusters that write nothing. A draft another replica
+// made meanwhile for the same cluster is caught by the proposal branch's
+// exclusive create; one for another cluster is seen at the next read,
+// which only a rate cap reached within that second could miss.
 const stateReuse = time.Second
 
 // proposeCluster handles one cluster against st and idx, read by the

@@ -282,8 +282,8 @@ func Normalized(v []float32) []float32 {
 	return out
 }
 
-// BatchQuerier is an Index that answers several queries at once, each
-// answer the one Query gives. The embedded index reads its rows once per
+// BatchQuerier is implemented by an Index that answers several queries
+// at once, each answer the one its Query gives. The embedded index reads its rows once per
 // batch instead of once per query.
 type BatchQuerier interface {
 	QueryBatch(ctx context.Context, qs []Query) ([][]Hit, error)

@@ -75,7 +75,8 @@ func (st *State) AddRule(r rulefmt.Rule, agent, p string) {
 // it was created, ascending: new-rule and consolidation proposals by the
 // system proposer that are pending, approved or rejected (what the rate
 // cap counts). The index is built once per state, on the first call, so
-// a state built in memory is finished before it is read.
+// a state built in memory is finished before it is read. The slice is
+// the state's: callers read it and do not change it.
 func (st *State) SystemDrafts(agent string) []time.Time {
 	st.draftedOnce.Do(func() {
 		st.drafted = map[string][]time.Time{}
@@ -87,7 +88,7 @@ func (st *State) SystemDrafts(agent string) []time.Time {
 			if p.Status != rulefmt.Pending && p.Status != rulefmt.Approved && p.Status != rulefmt.Rejected {
 				continue
 			}
-			for _, a := range p.Agents {
+			for _, a := range slices.Compact(slices.Sorted(slices.Values(p.Agents))) {
 				st.drafted[a] = append(st.drafted[a], p.CreatedAt)
 			}
 		}

@@ -46,8 +46,10 @@ func (r *rows) candidates(searches []search) [][]int32 {
 		ss[k] = s
 		ss[k].n = max(0, min(s.n, total))
 	}
+	// A batch is split across cores when its rows times its queries
+	// are worth it, as a single query is from minParallelRows rows.
 	workers := 1
-	if total >= minParallelRows {
+	if total*len(ss) >= minParallelRows {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	parts := make([][]scanned, workers)
