@@ -205,3 +205,37 @@ func TestPlanDraftStartsGenerationsAndRetriesHeldDrafts(t *testing.T) {
 		})
 	}
 }
+
+// The rate cap's window: a draft created exactly a window ago has left
+// it, one a nanosecond later has not; a draft dated in the future
+// counts, and the window reopens a window after the oldest draft in it
+// (or after now, when that draft is in the future). An agent named twice
+// in one proposal counts once; other agents' drafts and proposals a
+// person made do not count.
+func TestRecentDraftsCountsTheWindowExactly(t *testing.T) {
+	window := time.Hour
+	pol := testPolicy(t, Options{ProposalWindow: window})
+	st := gitstore.NewState()
+	add := func(id string, at time.Time, by string, agents ...string) {
+		st.OnBranch[id] = &rulefmt.Proposal{ID: id, Kind: rulefmt.KindNewRule, Status: rulefmt.Pending,
+			ProposedBy: by, Agents: agents, CreatedAt: at}
+	}
+	add("p-edge", policyNow.Add(-window), rulefmt.SystemProposer, "coder")
+	add("p-inside", policyNow.Add(-window+time.Nanosecond), rulefmt.SystemProposer, "coder", "coder")
+	add("p-future", policyNow.Add(time.Minute), rulefmt.SystemProposer, "coder")
+	add("p-other", policyNow, rulefmt.SystemProposer, "planner")
+	add("p-person", policyNow, "alice", "coder")
+	n, reopens := pol.recentDrafts(st, "coder", policyNow)
+	if want := policyNow.Add(time.Nanosecond); n != 2 || !reopens.Equal(want) {
+		t.Errorf("coder: %d drafts, window reopens %v; want 2, %v", n, reopens, want)
+	}
+	only := gitstore.NewState()
+	only.OnBranch["p-future"] = &rulefmt.Proposal{ID: "p-future", Kind: rulefmt.KindNewRule, Status: rulefmt.Pending,
+		ProposedBy: rulefmt.SystemProposer, Agents: []string{"coder"}, CreatedAt: policyNow.Add(time.Minute)}
+	if n, reopens := pol.recentDrafts(only, "coder", policyNow); n != 1 || !reopens.Equal(policyNow.Add(window)) {
+		t.Errorf("a future draft alone: %d, reopens %v; want 1, now + window", n, reopens)
+	}
+	if n, reopens := pol.recentDrafts(gitstore.NewState(), "coder", policyNow); n != 0 || !reopens.Equal(policyNow.Add(window)) {
+		t.Errorf("no drafts: %d, reopens %v; want 0, now + window", n, reopens)
+	}
+}
