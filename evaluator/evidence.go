@@ -20,19 +20,17 @@ import (
 const evidenceComments = 5
 
 // Evidence returns every generalizable cluster, by id, as evidence for a
-// rule, or with ids those of them that are generalizable. The clusters
-// and all their members are read in one read transaction (one per named
-// cluster); ranking their comments reads the vectors of the members
+// rule, or with ids those of them that are generalizable. Without ids,
+// a cluster's evidence is made again only when its record changed
+// (allEvidence); a named cluster is read with all its members in one
+// read transaction. Ranking comments reads the vectors of the members
 // already read (and, for a cluster changed since it was last ranked, its
 // central evaluation).
 func (s *Service) Evidence(ctx context.Context, ids ...string) ([]rulefmt.Evidence, error) {
-	var read []clusterMembers
 	if len(ids) == 0 {
-		var err error
-		if read, err = s.state.generalizableWithMembers(centralitySample); err != nil {
-			return nil, fmt.Errorf("read generalizable clusters: %w", err)
-		}
+		return s.allEvidence(ctx)
 	}
+	var read []clusterMembers
 	// Named clusters are read one by one: a guard checking one edit
 	// does not read every cluster. One that is not generalizable is left
 	// out.
@@ -129,34 +127,8 @@ type clusterMembers struct {
 	sample  int
 }
 
-// generalizableWithMembers reads every generalizable cluster, by id,
-// with all its members, in one read transaction. sample marks the
-// members from join number Size-sampleSize+1 on, as view reads them.
-func (s *state) generalizableWithMembers(sampleSize int) ([]clusterMembers, error) {
-	var out []clusterMembers
-	err := s.db.View(func(tx *bolt.Tx) error {
-		mc := tx.Bucket(bMembers).Cursor()
-		return tx.Bucket(bClusters).ForEach(func(_, v []byte) error {
-			var c Cluster
-			if err := json.Unmarshal(v, &c); err != nil {
-				return err
-			}
-			if !c.Class.Generalizable() {
-				return nil
-			}
-			r, err := withMembers(mc, c, sampleSize)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-			return nil
-		})
-	})
-	return out, err
-}
-
-// generalizableCluster reads one cluster with all its members, as
-// generalizableWithMembers does; false when there is no such cluster or
+// generalizableCluster reads one cluster with all its members, its
+// sample marked as withMembers marks it; false when there is no such cluster or
 // it is not generalizable.
 func (s *state) generalizableCluster(id string, sampleSize int) (clusterMembers, bool, error) {
 	var out clusterMembers

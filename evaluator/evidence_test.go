@@ -107,3 +107,75 @@ func TestEvidenceReadsEveryGeneralizableClusterInOnePass(t *testing.T) {
 		t.Fatalf("Evidence of an unknown cluster = %v, %v; want none, nil", got, err)
 	}
 }
+
+// Evidence is made again only for clusters whose record changed: a
+// second read ranks nothing, a member joining one cluster re-reads that
+// one alone and shows the new member, what a caller does to the slices
+// it got does not reach the next caller, and a deleted cluster leaves.
+func TestEvidenceIsMadeAgainOnlyForChangedClusters(t *testing.T) {
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{})
+	feed.add(neg("a", "alice", "E1", "Hardcoded API key in config.go; load secrets from the environment."),
+		neg("b", "bob", "E2", "API key is hardcoded in the config file, read it from an env var instead."),
+		neg("c", "carol", "E3", "Do not hardcode the API key; use environment variables for secrets."),
+		neg("d", "dave", "E4", "The retry loop has no timeout and hangs forever; set a timeout on the HTTP client."),
+		neg("e", "erin", "E5", "No timeout on the HTTP client: the retry loop hangs forever, add a timeout."),
+		neg("f", "frank", "E6", "Set a timeout on the HTTP client, the retry loop can hang forever without one."))
+	e.drain(t)
+	ctx := context.Background()
+	changed := func() int {
+		t.Helper()
+		_, _, ch, err := e.svc.state.changedGeneralizable(centralitySample, e.svc.evidence.seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ch)
+	}
+	first, err := e.svc.Evidence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) < 2 {
+		t.Fatalf("%d generalizable clusters; the test wants two", len(first))
+	}
+	if n := changed(); n != 0 {
+		t.Errorf("after a read, %d clusters count as changed, want 0", n)
+	}
+	first[0].FeedbackIDs[0], first[0].Comments = "scribbled", nil
+	again, err := e.svc.Evidence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].FeedbackIDs[0] == "scribbled" || len(again[0].Comments) == 0 {
+		t.Errorf("a caller's change to its evidence reached the next caller: %+v", again[0])
+	}
+	feed.add(neg("g", "grace", "E7", "The HTTP client has no timeout, so the retry loop hangs forever; add one."))
+	e.drain(t)
+	if n := changed(); n != 1 {
+		t.Errorf("after one decision joined a cluster, %d clusters count as changed, want 1", n)
+	}
+	after, err := e.svc.Evidence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grew bool
+	for _, ev := range after {
+		if slices.Contains(ev.FeedbackIDs, "g") {
+			grew = ev.Size == 4 && len(ev.FeedbackIDs) == 4
+		}
+	}
+	if !grew {
+		t.Errorf("the cluster decision g joined is not shown with it: %+v", after)
+	}
+	gone := after[0].ClusterID
+	if err := e.svc.state.apply(commit{dropClusters: []string{gone}}); err != nil {
+		t.Fatal(err)
+	}
+	final, err := e.svc.Evidence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(final, func(ev rulefmt.Evidence) bool { return ev.ClusterID == gone }) || len(final) != len(after)-1 {
+		t.Errorf("cluster %s was dropped and still has evidence: %d of %d", gone, len(final), len(after))
+	}
+}

@@ -199,6 +199,9 @@ type Service struct {
 	mu     sync.Mutex // serialises batches and clarification records
 	// views caches each cluster's central comments until it changes.
 	views viewCache
+	// evidence keeps each cluster's evidence for rules until its record
+	// changes.
+	evidence evidenceCache
 	// reclusterer re-clusters groups, corrections applies curators'
 	// corrections; both work on the state above under mu.
 	reclusterer *reclusterer

@@ -117,3 +117,11 @@ func Distinct(in []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// Clone returns a copy of e that shares no slice with it.
+func (e Evidence) Clone() Evidence {
+	e.Agents, e.FeedbackIDs, e.Reviewers = slices.Clone(e.Agents), slices.Clone(e.FeedbackIDs), slices.Clone(e.Reviewers)
+	e.Epics, e.Producers, e.Tags = slices.Clone(e.Epics), slices.Clone(e.Producers), slices.Clone(e.Tags)
+	e.Comments, e.Asked, e.AskedBy = slices.Clone(e.Comments), slices.Clone(e.Asked), slices.Clone(e.AskedBy)
+	return e
+}
