@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/maphash"
+	"maps"
+	"slices"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,92 +19,113 @@ import (
 // every cluster with all its members and ranking their comments each
 // time grew with the store (18% of the process's CPU at 500k stored). A
 // cluster's evidence is a function of its record, its members and the
-// taxonomy; members are written only together with their cluster's
-// record (a join raises its size, a pass or a correction rewrites it).
-// So evidence is kept with a hash of the record it was made from, and a
-// round decodes, reads members of and ranks only the clusters whose
-// record changed (docs/lessons.md, "Evidence for rules").
+// taxonomy, and the evaluator's state writes them in one place
+// (state.write). So the state notes which clusters a write touched, and
+// the evidence of the others is kept: a round reads, and ranks the
+// comments of, only the clusters written since the last round
+// (docs/lessons.md, "Evidence for rules").
 
-// evidenceCache is each cluster's evidence, or that it is not
-// generalizable, with a hash of its record; for one taxonomy.
+// clusterChanges are the clusters written since the evidence cache last
+// took them; all says every cluster counts as written (at start).
+type clusterChanges struct {
+	mu  sync.Mutex
+	ids map[string]bool
+	all bool
+}
+
+// note marks the clusters a committed write touched.
+func (c *clusterChanges) note(w commit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids == nil {
+		c.ids = map[string]bool{}
+	}
+	for _, cl := range w.clusters {
+		c.ids[cl.ID] = true
+	}
+	for _, id := range w.dropClusters {
+		c.ids[id] = true
+	}
+	for _, p := range w.removeMembers {
+		c.ids[p[0]] = true
+	}
+	for _, m := range w.members {
+		c.ids[m.ClusterID] = true
+	}
+}
+
+// take returns the clusters written since the last take, or all.
+func (c *clusterChanges) take() (ids []string, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids, all = slices.Collect(maps.Keys(c.ids)), c.all
+	c.ids, c.all = nil, false
+	return ids, all
+}
+
+// giveBack marks clusters as written again: a take whose reading failed.
+func (c *clusterChanges) giveBack(ids []string, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids == nil {
+		c.ids = map[string]bool{}
+	}
+	for _, id := range ids {
+		c.ids[id] = true
+	}
+	c.all = c.all || all
+}
+
+// evidenceCache is each generalizable cluster's evidence, for one
+// taxonomy.
 type evidenceCache struct {
-	mu   sync.Mutex
-	tax  *lesson.Taxonomy
-	seen map[string]cachedEvidence
+	mu  sync.Mutex
+	tax *lesson.Taxonomy
+	ev  map[string]*rulefmt.Evidence
 }
-
-type cachedEvidence struct {
-	sum uint64
-	ev  *rulefmt.Evidence // nil: the cluster is not generalizable
-}
-
-// recordSeed keys the hashes of cluster records; they live only in
-// memory.
-var recordSeed = maphash.MakeSeed()
 
 // allEvidence is Evidence for every generalizable cluster, by id.
 func (s *Service) allEvidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 	c := &s.evidence
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if tax := s.opts.Lessons.Classifier().Taxonomy(); c.tax != tax || c.seen == nil {
-		c.tax, c.seen = tax, map[string]cachedEvidence{}
+	ids, all := s.state.changes.take()
+	if tax := s.opts.Lessons.Classifier().Taxonomy(); c.tax != tax || c.ev == nil {
+		c.tax, c.ev, all = tax, map[string]*rulefmt.Evidence{}, true
 	}
-	ids, sums, changed, err := s.state.changedGeneralizable(centralitySample, c.seen)
+	read, err := s.state.generalizableAmong(ids, all, centralitySample)
+	if err == nil && all {
+		clear(c.ev)
+	}
+	for _, id := range ids {
+		delete(c.ev, id) // gone, no longer generalizable, or read again
+	}
+	for i := 0; err == nil && i < len(read); i++ {
+		var ev rulefmt.Evidence
+		if ev, err = s.evidenceFrom(ctx, read[i]); err == nil {
+			c.ev[read[i].cluster.ID] = &ev
+		}
+	}
 	if err != nil {
+		s.state.changes.giveBack(ids, true)
+		c.ev = nil // the next round reads everything again
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
-	for id := range c.seen {
-		if _, ok := sums[id]; !ok {
-			delete(c.seen, id) // the cluster is gone
-		}
-	}
-	for id, sum := range sums {
-		if e, ok := c.seen[id]; !ok || e.sum != sum {
-			// Not generalizable (changed ones that are get their
-			// evidence below).
-			c.seen[id] = cachedEvidence{sum: sum}
-		}
-	}
-	for _, r := range changed {
-		ev, err := s.evidenceFrom(ctx, r)
-		if err != nil {
-			// Not kept: the next round ranks it again.
-			delete(c.seen, r.cluster.ID)
-			return nil, err
-		}
-		c.seen[r.cluster.ID] = cachedEvidence{sum: sums[r.cluster.ID], ev: &ev}
-	}
-	out := make([]rulefmt.Evidence, 0, len(ids))
-	for _, id := range ids {
-		if e := c.seen[id]; e.ev != nil {
-			out = append(out, e.ev.Clone())
-		}
+	out := make([]rulefmt.Evidence, 0, len(c.ev))
+	for _, id := range slices.Sorted(maps.Keys(c.ev)) {
+		out = append(out, c.ev[id].Clone())
 	}
 	return out, nil
 }
 
-// changedGeneralizable reads every cluster record in one read
-// transaction and returns: the ids of the generalizable ones, in id
-// order, by the cache known and what this read found; every cluster's
-// record hash; and, with all their members, the generalizable clusters
-// whose record is not the one known.
-func (s *state) changedGeneralizable(sampleSize int, known map[string]cachedEvidence) ([]string, map[string]uint64, []clusterMembers, error) {
-	var ids []string
-	sums := map[string]uint64{}
-	var changed []clusterMembers
+// generalizableAmong reads, in one read transaction, the named clusters
+// (every cluster with all) that are generalizable, with all their
+// members.
+func (s *state) generalizableAmong(ids []string, all bool, sampleSize int) ([]clusterMembers, error) {
+	var out []clusterMembers
 	err := s.db.View(func(tx *bolt.Tx) error {
-		mc := tx.Bucket(bMembers).Cursor()
-		return tx.Bucket(bClusters).ForEach(func(k, v []byte) error {
-			id := string(k)
-			sum := maphash.Bytes(recordSeed, v)
-			sums[id] = sum
-			if e, ok := known[id]; ok && e.sum == sum {
-				if e.ev != nil {
-					ids = append(ids, id)
-				}
-				return nil
-			}
+		clusters, mc := tx.Bucket(bClusters), tx.Bucket(bMembers).Cursor()
+		add := func(v []byte) error {
 			var c Cluster
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err
@@ -112,13 +134,22 @@ func (s *state) changedGeneralizable(sampleSize int, known map[string]cachedEvid
 				return nil
 			}
 			r, err := withMembers(mc, c, sampleSize)
-			if err != nil {
-				return err
+			if err == nil {
+				out = append(out, r)
 			}
-			ids = append(ids, id)
-			changed = append(changed, r)
-			return nil
-		})
+			return err
+		}
+		if all {
+			return clusters.ForEach(func(_, v []byte) error { return add(v) })
+		}
+		for _, id := range ids {
+			if v := clusters.Get([]byte(id)); v != nil {
+				if err := add(v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
-	return ids, sums, changed, err
+	return out, err
 }

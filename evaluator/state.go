@@ -52,6 +52,9 @@ type state struct {
 	// evaluated is Options.OnEvaluated, reviewed Options.OnReviewed.
 	evaluated func([]Evaluation)
 	reviewed  func([]NeedsReview)
+	// changes are the clusters written since the evidence cache last
+	// read them (evidencecache.go).
+	changes clusterChanges
 }
 
 func openState(path string) (*state, error) {
@@ -189,6 +192,7 @@ func (s *state) apply(c commit) error {
 	if err := s.write(c); err != nil {
 		return err
 	}
+	s.changes.note(c)
 	s.open.written(c.reviews)
 	if s.evaluated != nil && len(c.evaluations) > 0 {
 		s.evaluated(c.evaluations)
