@@ -46,6 +46,34 @@ func dot8Rows(q []int16, rows []int8, dim, n int, out []int32) {
 	}
 }
 
+// dot8Tail writes the integer dot product of q[from:] with each of n rows'
+// codes from from on; rows holds n rows of dim codes. from is a multiple
+// of 16. With the product of q[:from] (dot8RowsPrefix) it is dot8Rows'
+// exact sum.
+func dot8Tail(q []int16, rows []int8, dim, from, n int, out []int32) {
+	out = out[:n]
+	w := dim - from
+	w16 := w &^ 15
+	if w16 > 0 {
+		dot8RowsPrefix(q[from:], rows[from:], w16, dim, n, out)
+	} else {
+		clear(out)
+	}
+	if w16 == w {
+		return
+	}
+	tail := q[from+w16 : dim]
+	for r := range n {
+		row := rows[r*dim+from+w16 : (r+1)*dim]
+		row = row[:len(tail)]
+		sum := out[r]
+		for i, c := range tail {
+			sum += int32(c) * int32(row[i])
+		}
+		out[r] = sum
+	}
+}
+
 // dot8RowsGo is the portable dot8RowsPrefix: the dot product of the first
 // d16 codes of q with those of each row.
 func dot8RowsGo(q []int16, rows []int8, d16, dim, n int, out []int32) {

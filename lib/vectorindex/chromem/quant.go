@@ -120,6 +120,9 @@ type probe struct {
 	codes []int16
 	scale float64
 	resid float64
+	// tail bounds the query's length past split(dim); the scan's first
+	// stage runs when it is at most maxStagedTail.
+	tail float64
 	// slack is ρ_q·|v| + kernelSlack, the part of the bound that does
 	// not depend on the row.
 	slack float64
@@ -139,7 +142,47 @@ func newProbe(q []float32) probe {
 	scale, resid := quantizeTo(q, queryTop(len(q)), -1, p.codes)
 	p.scale, p.resid = float64(scale), float64(resid)
 	p.slack = p.resid*unitLength + kernelSlack(len(q))
+	p.tail = float64(tailNorm(q, split(len(q))))
 	return p
+}
+
+// split is where the scan's first stage stops: half the dimensions,
+// rounded down to the kernel's 16 (0, no first stage, below 32).
+func split(dim int) int {
+	if dim < 32 {
+		return 0
+	}
+	return (dim / 2) &^ 15
+}
+
+// tailNorm is an upper bound on the length of v[from:] (0 when from is
+// 0: no first stage).
+func tailNorm(v []float32, from int) float32 {
+	if from <= 0 {
+		return 0
+	}
+	var sq float64
+	for _, x := range v[from:] {
+		sq += float64(x) * float64(x)
+	}
+	return roundUp(math.Sqrt(sq))
+}
+
+// headBound is an upper bound on the similarity of a row with head h,
+// tail length tail and integer dot product headDot over the first
+// split(dim) dimensions: the first part as bounds bounds it, the rest at
+// most the product of the two tails' lengths (Cauchy–Schwarz). The
+// row's exact component counts in the first part only when it lies
+// there; otherwise its tail length holds it.
+func (p probe) headBound(h rowHead, tail float32, headDot int32, from int) float64 {
+	approx := p.scale * float64(h.scale) * float64(headDot)
+	if int(h.outIdx) < from {
+		approx += float64(p.q[h.outIdx]) * float64(h.outVal)
+	}
+	err := (unitLength+p.resid)*float64(h.resid) + p.slack
+	up := approx + err + p.tail*float64(tail)
+	// float64 rounding in the lines above, far below the slack.
+	return up + 1e-12
 }
 
 // bounds returns the approximate similarity of a row with head h and

@@ -37,6 +37,26 @@ var shapes = map[string]func(rng *rand.Rand, dim int) []float32{
 		v[rng.Intn(dim)] = 5
 		return v
 	},
+	// concepts is shaped like precept's local embedder: a constant
+	// and one or two of twelve concept dimensions in the first half,
+	// hashed words, small, in the second.
+	"concepts": func(rng *rand.Rand, dim int) []float32 {
+		v := make([]float32, dim)
+		from := split(dim)
+		if from < 13 {
+			from = dim // too small for a second half
+		}
+		v[from-1] = 1.1
+		for range 1 + rng.Intn(2) {
+			v[rng.Intn(min(12, from-1)+1)] += 0.9
+		}
+		for range 6 {
+			if from < dim {
+				v[from+rng.Intn(dim-from)] += float32(rng.NormFloat64() * 0.15)
+			}
+		}
+		return v
+	},
 	"flat": func(rng *rand.Rand, dim int) []float32 {
 		v := make([]float32, dim)
 		for i := range v {
@@ -103,6 +123,15 @@ func TestTheScanBoundContainsTheExactSimilarity(t *testing.T) {
 				if d := math.Abs(float64(exact[0]) - approx); d > bound {
 					t.Fatalf("%s/%d: exact %.9f, approximate %.9f: off by %g, bound %g", name, dim, exact[0], approx, d, bound)
 				}
+				// The first stage's bound, from the head's codes and
+				// the tails' lengths, is above it too.
+				if from := split(dim); from > 0 {
+					var head [1]int32
+					dot8RowsPrefix(p.codes[:from], codes, from, dim, 1, head[:])
+					if up := p.headBound(h, tailNorm(v, from), head[0], from); float64(exact[0]) > up {
+						t.Fatalf("%s/%d: exact %.9f above the first stage's bound %.9f", name, dim, exact[0], up)
+					}
+				}
 			}
 		}
 	}
@@ -140,13 +169,17 @@ func expected(vs map[string][]float32, q []float32, limit int, minSim float64, k
 // bounds, which is where a wrong bound or a lost candidate would show.
 func TestQueriesEqualAnExhaustiveFloat32Scan(t *testing.T) {
 	// 96 is a whole number of the float32 kernel's 32 lanes; 45 leaves a
-	// tail it adds one by one.
-	for _, dim := range []int{96, 45} {
-		t.Run(fmt.Sprint(dim), func(t *testing.T) { queriesEqualAnExhaustiveScan(t, dim) })
+	// tail it adds one by one (and the scan's second stage a tail of 29
+	// past split(45) = 16). Gaussian queries skip the scan's first stage;
+	// concept-shaped ones run it.
+	for _, shape := range []string{"gaussian", "concepts"} {
+		for _, dim := range []int{96, 45} {
+			t.Run(fmt.Sprint(shape, dim), func(t *testing.T) { queriesEqualAnExhaustiveScan(t, dim, shape) })
+		}
 	}
 }
 
-func queriesEqualAnExhaustiveScan(t *testing.T, dim int) {
+func queriesEqualAnExhaustiveScan(t *testing.T, dim int, shape string) {
 	spec := vectorindex.Spec{Embedder: "test", Dimension: dim}
 	dir := t.TempDir()
 	idx, _, err := Open(dir, spec)
@@ -164,9 +197,9 @@ func queriesEqualAnExhaustiveScan(t *testing.T, dim int) {
 		stored[id], group[id] = v, g
 	}
 	for i := range 6000 {
-		add(fmt.Sprintf("r%05d", i), shapes["gaussian"](rng, spec.Dimension))
+		add(fmt.Sprintf("r%05d", i), shapes[shape](rng, spec.Dimension))
 	}
-	centre := shapes["gaussian"](rng, spec.Dimension)
+	centre := shapes[shape](rng, spec.Dimension)
 	for i := range 300 {
 		v := make([]float32, spec.Dimension)
 		for j := range v {
@@ -195,7 +228,7 @@ func queriesEqualAnExhaustiveScan(t *testing.T, dim int) {
 			name string
 		}
 		var all []asked
-		queries := [][]float32{centre, stored["near100"], stored["r00042"], shapes["gaussian"](rng, spec.Dimension)}
+		queries := [][]float32{centre, stored["near100"], stored["r00042"], shapes[shape](rng, spec.Dimension)}
 		for qi, q := range queries {
 			for _, limit := range []int{1, 10, 25, 400} {
 				for _, minSim := range []float64{-1, 0, 0.5, 0.95} {
@@ -331,4 +364,61 @@ func TestIdenticalVectorsAreReadOnce(t *testing.T) {
 	if read := idx.Stats().Rescored - before.Rescored; read > 10 {
 		t.Errorf("re-scored %d vectors for one distinct vector among 2,000 copies", read)
 	}
+}
+
+// The scan's first stage bounds a row from the first half of its codes
+// and the length of its tail. On concept-shaped vectors it must rule out
+// most rows of a query at 0.8, and never one whose exact similarity
+// reaches 0.8.
+func TestTheFirstStageRulesOutRowsWithoutLosingAny(t *testing.T) {
+	const dim, n, floor = 256, 8192, 0.8
+	rng := rand.New(rand.NewSource(11))
+	r := newRows(dim)
+	vs := make([][]float32, n)
+	for i := range vs {
+		vs[i] = normalized(shapes["concepts"](rng, dim))
+		r.upsert(fmt.Sprint(i), vs[i], nil, 0, 0)
+	}
+	live, reach := 0, 0
+	for qi := range 20 {
+		q := normalized(shapes["concepts"](rng, dim))
+		s := search{p: newProbe(q), n: n, floor: floor}
+		if s.p.tail > maxStagedTail {
+			t.Fatalf("query %d: tail %.2f, the first stage would not run", qi, s.p.tail)
+		}
+		var dots [scanBlock]int32
+		var keep [scanBlock]bool
+		for block := 0; block < n; block += scanBlock {
+			c, first := block/chunkRows, block%chunkRows
+			codes := r.codes[c][first*dim : (first+scanBlock)*dim]
+			r.score(&s, codes, block, scanBlock, floor, dots[:], keep[:])
+			for j := range scanBlock {
+				exact := float64(dot(q, vs[block+j]))
+				if exact >= floor-1e-6 {
+					reach++
+					if !keep[j] {
+						t.Fatalf("query %d: row %d at %.6f was ruled out at %.1f", qi, block+j, exact, floor)
+					}
+				}
+				if keep[j] {
+					live++
+					var want int32
+					code := r.code(block + j)
+					for d := range dim {
+						want += int32(s.p.codes[d]) * int32(code[d])
+					}
+					if dots[j] != want {
+						t.Fatalf("query %d: row %d kept with dot %d, want the full %d", qi, block+j, dots[j], want)
+					}
+				}
+			}
+		}
+	}
+	if reach == 0 {
+		t.Fatal("no row reaches the floor: the test checks nothing")
+	}
+	if total := 20 * n; live*2 > total {
+		t.Errorf("the first stage kept %d of %d rows (%d reach the floor), want under half", live, total, reach)
+	}
+	t.Logf("kept %d of %d rows; %d reach the floor", live, 20*n, reach)
 }

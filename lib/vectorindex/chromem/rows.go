@@ -27,10 +27,13 @@ type rows struct {
 	// sum is a hash of the row's float32 vector: rows with equal sums
 	// and heads hold the same vector, which the exact re-score then
 	// reads and scores once (identical comments embed identically).
-	sum   []uint64
-	meta  [][]uint32 // the numbers of the row's metadata pairs, sorted
-	at    []int64    // offset of the row's record in the journal
-	size  []uint32   // length of that record, header included
+	sum  []uint64
+	meta [][]uint32 // the numbers of the row's metadata pairs, sorted
+	// tail bounds the length of the row's vector past split(dim), for the
+	// scan's first stage (scan.go).
+	tail  []float32
+	at    []int64  // offset of the row's record in the journal
+	size  []uint32 // length of that record, header included
 	pairs *pairs
 }
 
@@ -64,11 +67,11 @@ func (r *rows) upsert(id string, v []float32, meta map[string]string, at int64, 
 		if int(i)%chunkRows == 0 {
 			r.codes = append(r.codes, make([]int8, chunkRows*r.dim))
 		}
-		r.head, r.sum = append(r.head, rowHead{}), append(r.sum, 0)
+		r.head, r.sum, r.tail = append(r.head, rowHead{}), append(r.sum, 0), append(r.tail, 0)
 		r.meta, r.at, r.size = append(r.meta, nil), append(r.at, 0), append(r.size, 0)
 	}
 	n := normalized(v)
-	r.head[i], r.sum[i] = quantize(n, r.code(int(i))), vectorSum(n)
+	r.head[i], r.sum[i], r.tail[i] = quantize(n, r.code(int(i))), vectorSum(n), tailNorm(n, split(r.dim))
 	r.meta[i], r.at[i], r.size[i] = held, at, size
 }
 
@@ -84,7 +87,7 @@ func (r *rows) delete(id string) {
 		r.ids[i] = r.ids[last]
 		r.pos[r.ids[i]] = i
 		copy(r.code(int(i)), r.code(int(last)))
-		r.head[i], r.sum[i], r.meta[i] = r.head[last], r.sum[last], r.meta[last]
+		r.head[i], r.sum[i], r.meta[i], r.tail[i] = r.head[last], r.sum[last], r.meta[last], r.tail[last]
 		r.at[i], r.size[i] = r.at[last], r.size[last]
 	}
 	r.ids[last], r.meta[last] = "", nil
@@ -93,7 +96,7 @@ func (r *rows) delete(id string) {
 		r.codes[len(r.codes)-1] = nil
 		r.codes = r.codes[:len(r.codes)-1]
 	}
-	r.head, r.sum, r.meta = r.head[:last], r.sum[:last], r.meta[:last]
+	r.head, r.sum, r.meta, r.tail = r.head[:last], r.sum[:last], r.meta[:last], r.tail[:last]
 	r.at, r.size = r.at[:last], r.size[:last]
 	delete(r.pos, id)
 }

@@ -113,6 +113,7 @@ func (r *rows) scan(ss []search, lo, hi int) []scanned {
 		out[k].lows = make(lowHeap, 0, s.n+1)
 	}
 	var dots [scanBlock]int32
+	var live [scanBlock]bool
 	for block := lo; block < hi; block += scanBlock {
 		k := min(scanBlock, hi-block)
 		c, first := block/chunkRows, block%chunkRows
@@ -122,12 +123,16 @@ func (r *rows) scan(ss []search, lo, hi int) []scanned {
 			if s.n == 0 {
 				continue
 			}
-			dot8Rows(s.p.codes, codes, r.dim, k, dots[:k])
+			cut := s.floor
+			if len(o.lows) == s.n {
+				cut = max(cut, o.lows[0])
+			}
+			r.score(s, codes, block, k, cut, dots[:k], live[:k])
 			for j, dot := range dots[:k] {
-				row := block + j
-				if s.want != nil && !holds(r.meta[row], s.want) {
+				if !live[j] {
 					continue
 				}
+				row := block + j
 				approx, err := s.p.bounds(r.head[row], dot)
 				up, low := approx+err, approx-err
 				// Written so that a NaN, which no row should hold but a
@@ -149,6 +154,64 @@ func (r *rows) scan(ss []search, lo, hi int) []scanned {
 		}
 	}
 	return out
+}
+
+// maxStagedTail is the largest query tail length (past split) for which
+// the scan runs its first stage. An embedder whose vectors keep most of
+// their length in the first half (precept's local embedder puts its
+// concepts and calibration in the first 104 of 256 dimensions, words
+// after) lets the first stage rule out most rows at half the cost; one
+// that spreads it evenly (a tail of about 0.7) would gain nothing, and
+// its queries skip the stage.
+const maxStagedTail = 0.5
+
+// score writes to dots the integer dot product of the probe with each of
+// the k rows from block, and marks in live the rows to bound further:
+// those holding the search's metadata pairs, and, when the first stage
+// runs, whose first-stage bound reaches cut (the floor, or the n-th best
+// lower bound so far once there are n). A row not live is certainly below
+// cut, so leaving it out changes no answer; the dot products of live rows
+// are the full ones, whatever the stage.
+func (r *rows) score(s *search, codes []int8, block, k int, cut float64, dots []int32, live []bool) {
+	for j := range live {
+		live[j] = s.want == nil || holds(r.meta[block+j], s.want)
+	}
+	from := split(r.dim)
+	if from == 0 || s.p.tail > maxStagedTail {
+		dot8Rows(s.p.codes, codes, r.dim, k, dots)
+		return
+	}
+	dot8RowsPrefix(s.p.codes[:from], codes, from, r.dim, k, dots)
+	var survivors []int
+	for j := range live {
+		if !live[j] {
+			continue
+		}
+		row := block + j
+		// Written so that a NaN bound keeps the row, as the second
+		// stage would.
+		if up := s.p.headBound(r.head[row], r.tail[row], dots[j], from); up < cut {
+			live[j] = false
+			continue
+		}
+		survivors = append(survivors, j)
+	}
+	if len(survivors) == 0 {
+		return
+	}
+	var tail [scanBlock]int32
+	if 4*len(survivors) >= k {
+		// Most rows go on: the rest of the block in one call.
+		dot8Tail(s.p.codes, codes, r.dim, from, k, tail[:k])
+		for _, j := range survivors {
+			dots[j] += tail[j]
+		}
+		return
+	}
+	for _, j := range survivors {
+		dot8Tail(s.p.codes, codes[j*r.dim:(j+1)*r.dim], r.dim, from, 1, tail[:1])
+		dots[j] += tail[0]
+	}
 }
 
 // lowHeap is a min-heap of the best lower bounds so far; its root is the
