@@ -2,7 +2,7 @@ package evaluator
 
 import (
 	"context"
-	"github.com/precept-dev/precept/rules/rulefmt"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Evidence reads every generalizable cluster with its members in one
@@ -183,5 +184,27 @@ func TestEvidenceIsMadeAgainOnlyForChangedClusters(t *testing.T) {
 	}
 	if slices.ContainsFunc(final, func(ev rulefmt.Evidence) bool { return ev.ClusterID == gone }) || len(final) != len(after)-1 {
 		t.Errorf("cluster %s was dropped and still has evidence: %d of %d", gone, len(final), len(after))
+	}
+}
+
+// Written clusters nobody takes (proposing off) are listed up to
+// maxNoted, then count as all, and a take starts the list again.
+func TestWrittenClustersNobodyTakesStayBounded(t *testing.T) {
+	var c clusterChanges
+	for i := range maxNoted + 10 {
+		c.note(commit{clusters: []*Cluster{{ID: fmt.Sprint("c", i)}}})
+	}
+	c.mu.Lock()
+	listed, all := len(c.ids), c.all
+	c.mu.Unlock()
+	if !all || listed != 0 {
+		t.Fatalf("after %d written clusters: %d listed, all %v; want none listed, all", maxNoted+10, listed, all)
+	}
+	if ids, all := c.take(); len(ids) != 0 || !all {
+		t.Errorf("take = %d ids, all %v; want all", len(ids), all)
+	}
+	c.note(commit{dropClusters: []string{"x"}, removeMembers: [][2]string{{"y", "d"}}})
+	if ids, all := c.take(); all || !slices.Equal(slices.Sorted(slices.Values(ids)), []string{"x", "y"}) {
+		t.Errorf("after a take, a drop and a removal: %v, all %v; want [x y]", ids, all)
 	}
 }

@@ -26,17 +26,38 @@ import (
 // (docs/lessons.md, "Evidence for rules").
 
 // clusterChanges are the clusters written since the evidence cache last
-// took them; all says every cluster counts as written (at start).
+// took them; all says every cluster counts as written (too many to list,
+// or a read that failed). The cache starts with nothing, so its first
+// read is of every cluster.
+//
+// Evidence also carries the central member's evaluation (its confidence);
+// every write of a clustered member's evaluation writes its cluster in
+// the same commit (re-evaluation, re-clustering), which this relies on.
 type clusterChanges struct {
-	mu  sync.Mutex
-	ids map[string]bool
-	all bool
+	// commit is held by state.apply across its write and note, and by
+	// allEvidence across take and the start of its read, so a read never
+	// sees a write whose clusters it did not take.
+	commit sync.Mutex
+	mu     sync.Mutex
+	ids    map[string]bool
+	all    bool
 }
+
+// maxNoted is how many written clusters are listed before they count as
+// all: with proposing off nothing takes them.
+const maxNoted = 20000
 
 // note marks the clusters a committed write touched.
 func (c *clusterChanges) note(w commit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.all {
+		return
+	}
+	if len(c.ids) > maxNoted {
+		c.ids, c.all = nil, true
+		return
+	}
 	if c.ids == nil {
 		c.ids = map[string]bool{}
 	}
@@ -89,11 +110,22 @@ func (s *Service) allEvidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 	c := &s.evidence
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids, all := s.state.changes.take()
+	changes := &s.state.changes
+	changes.commit.Lock()
+	ids, all := changes.take()
+	tx, err := s.state.db.Begin(false)
+	changes.commit.Unlock()
+	if err != nil {
+		changes.giveBack(ids, all)
+		return nil, fmt.Errorf("read generalizable clusters: %w", err)
+	}
 	if tax := s.opts.Lessons.Classifier().Taxonomy(); c.tax != tax || c.ev == nil {
 		c.tax, c.ev, all = tax, map[string]*rulefmt.Evidence{}, true
 	}
-	read, err := s.state.generalizableAmong(ids, all, centralitySample)
+	read, err := generalizableAmong(tx, ids, all, centralitySample)
+	if rerr := tx.Rollback(); err == nil {
+		err = rerr
+	}
 	if err == nil && all {
 		clear(c.ev)
 	}
@@ -107,8 +139,13 @@ func (s *Service) allEvidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 		}
 	}
 	if err != nil {
-		s.state.changes.giveBack(ids, true)
-		c.ev = nil // the next round reads everything again
+		// What was taken is read again next time: the named clusters'
+		// entries are gone already, and after a read of all the cache
+		// starts again.
+		changes.giveBack(ids, all)
+		if all {
+			c.ev = nil
+		}
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
 	out := make([]rulefmt.Evidence, 0, len(c.ev))
@@ -118,38 +155,36 @@ func (s *Service) allEvidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 	return out, nil
 }
 
-// generalizableAmong reads, in one read transaction, the named clusters
+// generalizableAmong reads, in read transaction tx, the named clusters
 // (every cluster with all) that are generalizable, with all their
 // members.
-func (s *state) generalizableAmong(ids []string, all bool, sampleSize int) ([]clusterMembers, error) {
+func generalizableAmong(tx *bolt.Tx, ids []string, all bool, sampleSize int) ([]clusterMembers, error) {
 	var out []clusterMembers
-	err := s.db.View(func(tx *bolt.Tx) error {
-		clusters, mc := tx.Bucket(bClusters), tx.Bucket(bMembers).Cursor()
-		add := func(v []byte) error {
-			var c Cluster
-			if err := json.Unmarshal(v, &c); err != nil {
-				return err
-			}
-			if !c.Class.Generalizable() {
-				return nil
-			}
-			r, err := withMembers(mc, c, sampleSize)
-			if err == nil {
-				out = append(out, r)
-			}
+	clusters, mc := tx.Bucket(bClusters), tx.Bucket(bMembers).Cursor()
+	add := func(v []byte) error {
+		var c Cluster
+		if err := json.Unmarshal(v, &c); err != nil {
 			return err
 		}
-		if all {
-			return clusters.ForEach(func(_, v []byte) error { return add(v) })
+		if !c.Class.Generalizable() {
+			return nil
 		}
-		for _, id := range ids {
-			if v := clusters.Get([]byte(id)); v != nil {
-				if err := add(v); err != nil {
-					return err
-				}
+		r, err := withMembers(mc, c, sampleSize)
+		if err == nil {
+			out = append(out, r)
+		}
+		return err
+	}
+	if all {
+		err := clusters.ForEach(func(_, v []byte) error { return add(v) })
+		return out, err
+	}
+	for _, id := range ids {
+		if v := clusters.Get([]byte(id)); v != nil {
+			if err := add(v); err != nil {
+				return nil, err
 			}
 		}
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }

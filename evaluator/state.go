@@ -189,10 +189,15 @@ type commit struct {
 // and needs-review records it recorded to the OnEvaluated and OnReviewed
 // hooks.
 func (s *state) apply(c commit) error {
-	if err := s.write(c); err != nil {
+	s.changes.commit.Lock()
+	err := s.write(c)
+	if err == nil {
+		s.changes.note(c)
+	}
+	s.changes.commit.Unlock()
+	if err != nil {
 		return err
 	}
-	s.changes.note(c)
 	s.open.written(c.reviews)
 	if s.evaluated != nil && len(c.evaluations) > 0 {
 		s.evaluated(c.evaluations)
