@@ -22,13 +22,13 @@ const evidenceComments = 5
 // Evidence returns every generalizable cluster, by id, as evidence for a
 // rule, or with ids those of them that are generalizable. Without ids,
 // a cluster's evidence is made again only when its record changed
-// (allEvidence); a named cluster is read with all its members in one
+// (evidenceCache.all); a named cluster is read with all its members in one
 // read transaction. Ranking comments reads the vectors of the members
 // already read (and, for a cluster changed since it was last ranked, its
 // central evaluation).
 func (s *Service) Evidence(ctx context.Context, ids ...string) ([]rulefmt.Evidence, error) {
 	if len(ids) == 0 {
-		return s.allEvidence(ctx)
+		return s.evidence.all(ctx, s.state, s.opts.Lessons.Classifier().Taxonomy(), s.evidenceFrom)
 	}
 	var read []clusterMembers
 	// Named clusters are read one by one: a guard checking one edit

@@ -35,7 +35,7 @@ import (
 // the same commit (re-evaluation, re-clustering), which this relies on.
 type clusterChanges struct {
 	// commit is held by state.apply across its write and note, and by
-	// allEvidence across take and the start of its read, so a read never
+	// evidenceCache.all across take and the start of its read, so a read never
 	// sees a write whose clusters it did not take.
 	commit sync.Mutex
 	mu     sync.Mutex
@@ -105,21 +105,23 @@ type evidenceCache struct {
 	ev  map[string]*rulefmt.Evidence
 }
 
-// allEvidence is Evidence for every generalizable cluster, by id.
-func (s *Service) allEvidence(ctx context.Context) ([]rulefmt.Evidence, error) {
-	c := &s.evidence
+// all is Evidence for every generalizable cluster of st, by id, under
+// taxonomy tax: the clusters written since the last call are read again
+// and made into evidence with build.
+func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy,
+	build func(context.Context, clusterMembers) (rulefmt.Evidence, error)) ([]rulefmt.Evidence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	changes := &s.state.changes
+	changes := &st.changes
 	changes.commit.Lock()
 	ids, all := changes.take()
-	tx, err := s.state.db.Begin(false)
+	tx, err := st.db.Begin(false)
 	changes.commit.Unlock()
 	if err != nil {
 		changes.giveBack(ids, all)
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
-	if tax := s.opts.Lessons.Classifier().Taxonomy(); c.tax != tax || c.ev == nil {
+	if c.tax != tax || c.ev == nil {
 		c.tax, c.ev, all = tax, map[string]*rulefmt.Evidence{}, true
 	}
 	read, err := generalizableAmong(tx, ids, all, centralitySample)
@@ -134,7 +136,7 @@ func (s *Service) allEvidence(ctx context.Context) ([]rulefmt.Evidence, error) {
 	}
 	for i := 0; err == nil && i < len(read); i++ {
 		var ev rulefmt.Evidence
-		if ev, err = s.evidenceFrom(ctx, read[i]); err == nil {
+		if ev, err = build(ctx, read[i]); err == nil {
 			c.ev[read[i].cluster.ID] = &ev
 		}
 	}
