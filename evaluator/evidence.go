@@ -21,27 +21,25 @@ const evidenceComments = 5
 
 // Evidence returns every generalizable cluster, by id, as evidence for a
 // rule, or with ids those of them that are generalizable. Without ids,
-// a cluster's evidence is made again only when its record changed
-// (evidenceCache.all); a named cluster is read with all its members in one
-// read transaction. Ranking comments reads the vectors of the members
+// a cluster's evidence is made again only when a write touched it since
+// the last call (evidenceCache.all); named clusters are read with all
+// their members in one read transaction. Ranking comments reads the vectors of the members
 // already read (and, for a cluster changed since it was last ranked, its
 // central evaluation).
 func (s *Service) Evidence(ctx context.Context, ids ...string) ([]rulefmt.Evidence, error) {
 	if len(ids) == 0 {
 		return s.evidence.all(ctx, s.state, s.opts.Lessons.Classifier().Taxonomy(), s.evidenceFrom)
 	}
+	// Only the named clusters are read: a guard checking one edit does
+	// not read every cluster. One that is not generalizable is left out.
 	var read []clusterMembers
-	// Named clusters are read one by one: a guard checking one edit
-	// does not read every cluster. One that is not generalizable is left
-	// out.
-	for _, id := range ids {
-		r, ok, err := s.state.generalizableCluster(id, centralitySample)
-		if err != nil {
-			return nil, fmt.Errorf("read cluster %s: %w", id, err)
-		}
-		if ok {
-			read = append(read, r)
-		}
+	err := s.state.db.View(func(tx *bolt.Tx) error {
+		var err error
+		read, err = generalizableAmong(tx, ids, false, centralitySample)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read clusters %s: %w", strings.Join(ids, ", "), err)
 	}
 	out := make([]rulefmt.Evidence, 0, len(read))
 	for _, r := range read {
@@ -125,31 +123,6 @@ type clusterMembers struct {
 	cluster Cluster
 	members []Member
 	sample  int
-}
-
-// generalizableCluster reads one cluster with all its members, its
-// sample marked as withMembers marks it; false when there is no such cluster or
-// it is not generalizable.
-func (s *state) generalizableCluster(id string, sampleSize int) (clusterMembers, bool, error) {
-	var out clusterMembers
-	found := false
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bClusters).Get([]byte(id))
-		if v == nil {
-			return nil
-		}
-		var c Cluster
-		if err := json.Unmarshal(v, &c); err != nil {
-			return err
-		}
-		if !c.Class.Generalizable() {
-			return nil
-		}
-		r, err := withMembers(tx.Bucket(bMembers).Cursor(), c, sampleSize)
-		out, found = r, err == nil
-		return err
-	})
-	return out, found, err
 }
 
 // withMembers reads the members of c with the members cursor mc.
