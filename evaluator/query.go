@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -197,19 +198,10 @@ func (s *Service) view(ctx context.Context, v ClusterView, n int, sample []Membe
 	if err != nil {
 		return ClusterView{}, fmt.Errorf("embed cluster %s: %w", c.ID, err)
 	}
+	cents := centralities(vecs)
 	reps := make([]Representative, len(sample))
 	for i, m := range sample {
-		var sum float64
-		for j := range sample {
-			if i != j {
-				sum += embedding.Cosine(vecs[i], vecs[j])
-			}
-		}
-		cent := 1.0
-		if len(sample) > 1 {
-			cent = sum / float64(len(sample)-1)
-		}
-		reps[i] = Representative{DecisionID: m.DecisionID, ReviewerID: m.ReviewerID, Agent: m.Agent, Text: m.Text, Centrality: round2(cent)}
+		reps[i] = Representative{DecisionID: m.DecisionID, ReviewerID: m.ReviewerID, Agent: m.Agent, Text: m.Text, Centrality: round2(cents[i])}
 	}
 	sort.SliceStable(reps, func(i, j int) bool { return reps[i].Centrality > reps[j].Centrality })
 	v.Representatives = reps[:min(n, len(reps))]
@@ -225,6 +217,61 @@ func (s *Service) view(ctx context.Context, v ClusterView, n int, sample []Membe
 	}
 	s.views.put(c, reps, v.Confidence)
 	return v, nil
+}
+
+// centralities returns each vector's mean cosine similarity to the
+// others (1 for a lone vector) in time linear in their number: with u_i
+// the vectors at unit length and S their sum, the similarities of u_i to
+// the others add up to u_i·S − u_i·u_i. Sums run in float64 in a fixed
+// order, so every machine gets the same figures. A zero vector is
+// similar to nothing.
+func centralities(vecs [][]float32) []float64 {
+	out := make([]float64, len(vecs))
+	if len(vecs) == 1 {
+		out[0] = 1
+		return out
+	}
+	if len(vecs) == 0 {
+		return out
+	}
+	units := make([][]float64, len(vecs))
+	sum := make([]float64, len(vecs[0]))
+	for i, v := range vecs {
+		units[i] = unit64(v, len(sum))
+		for d, x := range units[i] {
+			sum[d] += x
+		}
+	}
+	for i, u := range units {
+		var dot, self float64
+		for d, x := range u {
+			dot += x * sum[d]
+			self += x * x
+		}
+		out[i] = max(-1, min(1, (dot-self)/float64(len(vecs)-1)))
+	}
+	return out
+}
+
+// unit64 returns v widened to float64 at unit length, zero when v is zero
+// or not dim long.
+func unit64(v []float32, dim int) []float64 {
+	out := make([]float64, dim)
+	if len(v) != dim {
+		return out
+	}
+	var sq float64
+	for _, x := range v {
+		sq += float64(x) * float64(x)
+	}
+	if sq == 0 {
+		return out
+	}
+	n := math.Sqrt(sq)
+	for d, x := range v {
+		out[d] = float64(x) / n
+	}
+	return out
 }
 
 // inProcess reports whether an index lives in this process.

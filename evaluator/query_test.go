@@ -3,6 +3,7 @@ package evaluator
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/precept-dev/precept/lib/embedding"
 )
 
 // labelledFeed is a feed holding the labelled fixture's decisions.
@@ -324,6 +327,45 @@ func TestOpenReviewIndexAgreesWithAModel(t *testing.T) {
 				if total != len(want) || !slices.Equal(ids, wantIDs) {
 					t.Fatalf("step %d, agent %q, page %v: %v of %d, want %v of %d", step, agent, pg, ids, total, wantIDs, len(want))
 				}
+			}
+		}
+	}
+}
+
+func TestCentralityIsTheMeanSimilarityToTheOthers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, n := range []int{0, 1, 2, 5, 64} {
+		vecs := make([][]float32, n)
+		for i := range vecs {
+			vecs[i] = make([]float32, 48)
+			for d := range vecs[i] {
+				vecs[i][d] = float32(rng.NormFloat64())
+			}
+			// Some vectors not at unit length, as a remote index may
+			// return them, and one zero vector.
+			if i%3 == 1 {
+				for d := range vecs[i] {
+					vecs[i][d] *= 7
+				}
+			}
+		}
+		if n > 4 {
+			clear(vecs[4])
+		}
+		got := centralities(vecs)
+		for i := range vecs {
+			want := 1.0
+			if n > 1 {
+				var sum float64
+				for j := range vecs {
+					if i != j {
+						sum += embedding.Cosine(vecs[i], vecs[j])
+					}
+				}
+				want = sum / float64(n-1)
+			}
+			if math.Abs(got[i]-want) > 1e-9 {
+				t.Fatalf("n=%d: centrality of %d = %v, pairwise mean %v", n, i, got[i], want)
 			}
 		}
 	}
