@@ -168,23 +168,6 @@ func tailNorm(v []float32, from int) float32 {
 	return roundUp(math.Sqrt(sq))
 }
 
-// headBound is an upper bound on the similarity of a row with head h,
-// tail length tail and integer dot product headDot over the first
-// split(dim) dimensions: the first part as bounds bounds it, the rest at
-// most the product of the two tails' lengths (Cauchy–Schwarz). The
-// row's exact component counts in the first part only when it lies
-// there; otherwise its tail length holds it.
-func (p probe) headBound(h rowHead, tail float32, headDot int32, from int) float64 {
-	approx := p.scale * float64(h.scale) * float64(headDot)
-	if int(h.outIdx) < from {
-		approx += float64(p.q[h.outIdx]) * float64(h.outVal)
-	}
-	err := (unitLength+p.resid)*float64(h.resid) + p.slack
-	up := approx + err + p.tail*float64(tail)
-	// float64 rounding in the lines above, far below the slack.
-	return up + 1e-12
-}
-
 // bounds returns the approximate similarity of a row with head h and
 // integer dot product dot, and the bound on its error.
 func (p probe) bounds(h rowHead, dot int32) (approx, err float64) {

@@ -128,8 +128,11 @@ func TestTheScanBoundContainsTheExactSimilarity(t *testing.T) {
 				if from := split(dim); from > 0 {
 					var head [1]int32
 					dot8RowsPrefix(p.codes[:from], codes, from, dim, 1, head[:])
-					if up := p.headBound(h, tailNorm(v, from), head[0], from); float64(exact[0]) > up {
-						t.Fatalf("%s/%d: exact %.9f above the first stage's bound %.9f", name, dim, exact[0], up)
+					// With cut at the exact similarity, the row must be
+					// kept: its bound is at least that.
+					live := []bool{true}
+					if kept := p.firstStage([]rowHead{h}, []float32{tailNorm(v, from)}, head[:], live, from, float64(exact[0]), nil); len(kept) != 1 || !live[0] {
+						t.Fatalf("%s/%d: exact %.9f above the first stage's bound", name, dim, exact[0])
 					}
 				}
 			}

@@ -18,6 +18,9 @@ const minParallelRows = 4096
 // "Batched queries").
 const scanBlock = 256
 
+// firstStage numbers a block's rows in a byte.
+const _ = uint8(scanBlock - 1)
+
 // search is one query of a scan: its probe, how many hits it wants, the
 // similarity below which a row is of no use, and the metadata pairs a row
 // must hold (nil: any row).
@@ -173,8 +176,14 @@ const maxStagedTail = 0.5
 // cut, so leaving it out changes no answer; the dot products of live rows
 // are the full ones, whatever the stage.
 func (r *rows) score(s *search, codes []int8, block, k int, cut float64, dots []int32, live []bool) {
-	for j := range live {
-		live[j] = s.want == nil || holds(r.meta[block+j], s.want)
+	if s.want == nil {
+		for j := range live {
+			live[j] = true
+		}
+	} else {
+		for j := range live {
+			live[j] = holds(r.meta[block+j], s.want)
+		}
 	}
 	from := split(r.dim)
 	if from == 0 || s.p.tail > maxStagedTail {
@@ -182,20 +191,8 @@ func (r *rows) score(s *search, codes []int8, block, k int, cut float64, dots []
 		return
 	}
 	dot8RowsPrefix(s.p.codes[:from], codes, from, r.dim, k, dots)
-	var survivors []int
-	for j := range live {
-		if !live[j] {
-			continue
-		}
-		row := block + j
-		// Written so that a NaN bound keeps the row, as the second
-		// stage would.
-		if up := s.p.headBound(r.head[row], r.tail[row], dots[j], from); up < cut {
-			live[j] = false
-			continue
-		}
-		survivors = append(survivors, j)
-	}
+	var kept [scanBlock]uint8
+	survivors := s.p.firstStage(r.head[block:block+k], r.tail[block:block+k], dots, live, from, cut, kept[:0])
 	if len(survivors) == 0 {
 		return
 	}
@@ -209,9 +206,43 @@ func (r *rows) score(s *search, codes []int8, block, k int, cut float64, dots []
 		return
 	}
 	for _, j := range survivors {
-		dot8Tail(s.p.codes, codes[j*r.dim:(j+1)*r.dim], r.dim, from, 1, tail[:1])
+		dot8Tail(s.p.codes, codes[int(j)*r.dim:(int(j)+1)*r.dim], r.dim, from, 1, tail[:1])
 		dots[j] += tail[0]
 	}
+}
+
+// firstStage bounds the similarity of each live row of a block from its
+// integer dot product over the first split(dim) dimensions, marks those
+// whose bound is below cut not live, and appends the others' positions
+// to kept. The bound is the first part's, as bounds bounds it, plus at
+// most the product of the two tails' lengths for the rest
+// (Cauchy–Schwarz); the row's exact component counts in the first part
+// only when it lies there, otherwise its tail length holds it. The loop
+// runs once per stored row for every query, so the query's terms are
+// taken out of it.
+func (p *probe) firstStage(heads []rowHead, tails []float32, dots []int32, live []bool, from int, cut float64, kept []uint8) []uint8 {
+	scale, errQ, tailQ := p.scale, unitLength+p.resid, p.tail
+	fixed := p.slack + 1e-12
+	q := p.q
+	heads, tails, dots = heads[:len(live)], tails[:len(live)], dots[:len(live)]
+	for j := range live {
+		if !live[j] {
+			continue
+		}
+		h := &heads[j]
+		up := scale*float64(h.scale)*float64(dots[j]) + errQ*float64(h.resid) + tailQ*float64(tails[j]) + fixed
+		if int(h.outIdx) < from {
+			up += float64(q[h.outIdx]) * float64(h.outVal)
+		}
+		// Written so that a NaN bound keeps the row, as the second
+		// stage would.
+		if up < cut {
+			live[j] = false
+			continue
+		}
+		kept = append(kept, uint8(j))
+	}
+	return kept
 }
 
 // lowHeap is a min-heap of the best lower bounds so far; its root is the
