@@ -455,30 +455,3 @@ func (s *Service) FindSimilar(ctx context.Context, q SimilarQuery) ([]SimilarHit
 	}
 	return out, nil
 }
-
-// placement is the part of a stored evaluation that says where its
-// decision sits.
-type placement struct {
-	ClusterID string `json:"cluster_id"`
-	Lesson    *struct {
-		Category string `json:"category"`
-	} `json:"lesson"`
-}
-
-// Placement returns the cluster and lesson category of a decision's
-// evaluation, decoding nothing else: the learning loop asks this of
-// every negative decision of a rule's agents (docs/effects.md). ok is
-// false while the decision has no evaluation.
-func (s *Service) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
-	if err := ctx.Err(); err != nil {
-		return "", "", false, err
-	}
-	p, ok, err := getJSON[placement](s.state, bEvals, id)
-	if err != nil || !ok {
-		return "", "", ok, err
-	}
-	if p.Lesson != nil {
-		category = p.Lesson.Category
-	}
-	return p.ClusterID, category, true, nil
-}

@@ -16,7 +16,7 @@ import (
 )
 
 // labelledFeed is a feed holding the labelled fixture's decisions.
-func labelledFeed(t *testing.T) *memFeed {
+func labelledFeed(t testing.TB) *memFeed {
 	t.Helper()
 	feed := newFeed()
 	for _, it := range loadFixture(t, "labelled.jsonl") {

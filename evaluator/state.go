@@ -65,7 +65,7 @@ func openState(path string) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
-	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge, bReclusters, bCorrections, bVectors}
+	all := [][]byte{bEvals, bClusters, bMembers, bMember, bReview, bErrors, bEdge, bReclusters, bCorrections, bVectors, bPlacements}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
@@ -79,6 +79,7 @@ func openState(path string) (*state, error) {
 			}
 			meta.Delete(kPosition)
 			meta.Delete(kIndexed)
+			meta.Delete(kPlaced)
 		}
 		for _, b := range all {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -88,6 +89,10 @@ func openState(path string) (*state, error) {
 		return meta.Put(kVersion, []byte(stateVersion))
 	})
 	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
+	}
+	if err := fillPlacements(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
@@ -246,8 +251,12 @@ func (s *state) write(c commit) error {
 		}
 		evals, clusters, review := tx.Bucket(bEvals), tx.Bucket(bClusters), tx.Bucket(bReview)
 		errs, edge, meta := tx.Bucket(bErrors), tx.Bucket(bEdge), tx.Bucket(bMeta)
+		placements := tx.Bucket(bPlacements)
 		for _, e := range c.evaluations {
 			if err := putJSON(evals, e.DecisionID, e); err != nil {
+				return err
+			}
+			if err := placements.Put([]byte(e.DecisionID), placementValue(e)); err != nil {
 				return err
 			}
 		}
