@@ -415,9 +415,13 @@ func consoleDeadLetters(b *testing.B, a *App) {
 // round) is done: until the process used less than a tenth of a core
 // over a second, for at most five minutes. Pages are then measured on a
 // server that is serving them, not catching up with a bulk load.
-func settleCPU(b *testing.B) {
+func settleCPU(b *testing.B) { settleCPUWithin(b, 5*time.Minute) }
+
+// settleCPUWithin waits, for at most limit, until the process uses less
+// than a tenth of a core over a second.
+func settleCPUWithin(b *testing.B, limit time.Duration) {
 	start := time.Now()
-	for time.Since(start) < 5*time.Minute {
+	for time.Since(start) < limit {
 		before := cpuTime()
 		time.Sleep(time.Second)
 		if cpuTime()-before < 100*time.Millisecond {
@@ -548,6 +552,12 @@ func (r pageRow) built() bool { return r.status != http.StatusNotImplemented }
 // measurePage serves a route consoleWarmup times, then measures
 // consoleRequests requests one after another.
 func measurePage(b *testing.B, a *App, cookie *http.Cookie, rt consoleRoute) pageRow {
+	return measurePageN(b, a, cookie, rt, consoleWarmup, consoleRequests)
+}
+
+// measurePageN serves a route warm times, then measures n requests one
+// after another.
+func measurePageN(b *testing.B, a *App, cookie *http.Cookie, rt consoleRoute, warm, n int) pageRow {
 	row := pageRow{route: rt}
 	status, body := servePage(a, cookie, rt.path)
 	row.status, row.bytes = status, len(body)
@@ -558,11 +568,11 @@ func measurePage(b *testing.B, a *App, cookie *http.Cookie, rt consoleRoute) pag
 		b.Errorf("%s (%s): status %d: %s", rt.name, rt.path, status, clipBody(body))
 		return row
 	}
-	for range consoleWarmup {
+	for range warm {
 		servePage(a, cookie, rt.path)
 	}
-	lat := make([]time.Duration, 0, consoleRequests)
-	for range consoleRequests {
+	lat := make([]time.Duration, 0, n)
+	for range n {
 		r := httptest.NewRequest(http.MethodGet, rt.path, nil)
 		r.AddCookie(cookie)
 		w := httptest.NewRecorder()

@@ -73,6 +73,7 @@ func (g *feedbackGen) scaleDecision(id string, at time.Time) precept.Feedback {
 		DecisionID: id, GateID: fmt.Sprintf("HITL-%d", 1+r.Intn(4)), EpicID: fmt.Sprintf("EPIC-%d", r.Intn(scaleEpics)),
 		Agent: fmt.Sprintf("agent-%02d", r.Intn(scaleAgents)), ReviewerID: fmt.Sprintf("reviewer-%d", r.Intn(scaleReviewers)), Timestamp: at,
 	}
+	d.PromptVersion = g.versions[d.Agent]
 	negative := func() string { return g.negatives[r.Intn(len(g.negatives))] }
 	switch p := r.Float64(); {
 	case p < 0.25:
@@ -102,9 +103,13 @@ func (g *feedbackGen) scaleDecision(id string, at time.Time) precept.Feedback {
 // of the curve) and, at each size, prints the curve issue readers ask
 // for: ingest + classify through Redis over the last tenth of the
 // segment (at most 100,000 decisions), classification p50/p99, a full
-// re-clustering round, restart to ready, RSS (anonymous and total) and
-// disk per decision. It takes about an hour to 1M on 2 cores and needs
-// about 10 GB of disk.
+// re-clustering round, a full effects round over 40 active rules,
+// BuildPrompt's p99 at 2,000 requests/s (and its ratio to the same
+// figure at 10,000 stored, measured first), GetAnalytics' p99, the
+// slowest console page's p99, restart to ready, RSS (anonymous and
+// total) and disk per decision. It takes about an hour to 1M on 2 cores
+// and needs about 10 GB of disk. PRECEPT_BENCH_HEAPPROFILE=prefix writes
+// the live heap at each size to prefix@size.
 func BenchmarkScale(b *testing.B) {
 	sizes := scaleSizes(b)
 	redisAddr := testenv.Redis(b)
@@ -120,7 +125,13 @@ func BenchmarkScale(b *testing.B) {
 		b.Cleanup(func() { stop() })
 		g := newFeedbackGen(b)
 		g.scale = true
-		stored := 0
+		scaleSeed(b, a, g)
+		stored := min(scaleBaseline, sizes[0])
+		fillAndEvaluate(b, a, g, 0, stored)
+		settleCPUWithin(b, time.Minute)
+		baseBuild := buildPromptP99(b, newScaleClients(a))
+		baseSize := stored
+		b.Logf("%d stored: BuildPrompt p99 %s at %d requests/s", stored, baseBuild.Round(time.Microsecond), benchRate)
 		for _, size := range sizes {
 			label := "@" + sizeLabel(size)
 			window := max(1, min(100_000, (size-stored)/10))
@@ -132,8 +143,18 @@ func BenchmarkScale(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			effects, measured := effectsRound(b, a)
+			// Serving is measured once ingest's work is done, as at the
+			// baseline, so the ratio compares like with like.
+			settleCPUWithin(b, time.Minute)
+			clients := newScaleClients(a)
+			build, analytics := buildPromptP99(b, clients), analyticsP99(b, clients)
+			page, pageName := consolePagesP99(b, a)
 			// The footprint of the process that has been working, not
 			// of one just restarted.
+			if prefix := os.Getenv("PRECEPT_BENCH_HEAPPROFILE"); prefix != "" {
+				writeHeapProfile(b, prefix+label)
+			}
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
@@ -150,18 +171,25 @@ func BenchmarkScale(b *testing.B) {
 			stop = runApp(a)
 			disk := dirBytes(b, dir)
 			vectors, _ := a.Vectors.Count(context.Background())
+			ms2 := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			b.ReportMetric(rate, "ingest+classify/s"+label)
-			b.ReportMetric(float64(p50.Microseconds())/1000, "classify-p50-ms"+label)
-			b.ReportMetric(float64(p99.Microseconds())/1000, "classify-p99-ms"+label)
+			b.ReportMetric(ms2(p50), "classify-p50-ms"+label)
+			b.ReportMetric(ms2(p99), "classify-p99-ms"+label)
 			b.ReportMetric(round.Took.Seconds(), "round-s"+label)
+			b.ReportMetric(effects.Seconds(), "effects-round-s"+label)
+			b.ReportMetric(ms2(build), "build-p99-ms"+label)
+			b.ReportMetric(float64(build)/float64(baseBuild), "build-p99/10k"+label)
+			b.ReportMetric(ms2(analytics), "analytics-p99-ms"+label)
+			b.ReportMetric(ms2(page), "console-p99-ms"+label)
 			b.ReportMetric(restart.Seconds(), "restart-s"+label)
 			b.ReportMetric(float64(anon)/(1<<20), "rss-anon-MiB"+label)
 			b.ReportMetric(float64(rss)/(1<<20), "rss-MiB"+label)
 			b.ReportMetric(float64(disk)/float64(size), "disk-B/decision"+label)
-			line := fmt.Sprintf("%d stored (%d clustered vectors): ingest+classify %.0f/s over the last %d; classify p50 %s p99 %s; re-clustering round %s over %d groups; restart to ready %s; RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB; disk %.0f B/decision",
+			b.Logf("%d stored (%d clustered vectors): ingest+classify %.0f/s over the last %d; classify p50 %s p99 %s; re-clustering round %s over %d groups; effects round %s over %d rules; BuildPrompt p99 %s at %d/s (%.2f× its figure at %d); GetAnalytics p99 %s; slowest console page p99 %s (%s); restart to ready %s; RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB; disk %.0f B/decision",
 				size, vectors, rate, window, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), round.Took.Round(time.Millisecond), round.Groups,
+				effects.Round(time.Millisecond), measured, build.Round(time.Microsecond), benchRate, float64(build)/float64(baseBuild), baseSize,
+				analytics.Round(10*time.Microsecond), page.Round(10*time.Microsecond), pageName,
 				restart.Round(time.Millisecond), rss>>20, anon>>20, ms.HeapInuse>>20, float64(disk)/float64(size))
-			b.Log(line)
 		}
 		stop()
 	}
