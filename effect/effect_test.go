@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -627,7 +628,6 @@ func TestReportsRaceNothingWithArrivingDecisions(t *testing.T) {
 			}
 			tr.mu.Lock()
 			tr.byAgent["coder"] = append(tr.byAgent["coder"], fact{id: fmt.Sprint("late-", i), at: t0.Add(-time.Duration(i) * time.Second)})
-			tr.sorted["coder"] = false
 			tr.mu.Unlock()
 			time.Sleep(50 * time.Microsecond)
 		}
@@ -645,4 +645,39 @@ func TestReportsRaceNothingWithArrivingDecisions(t *testing.T) {
 	readers.Wait()
 	close(stop)
 	<-done
+}
+
+// An agent's facts come back in time order however they arrive, and a
+// slice handed out earlier never changes.
+func TestFactsStayInTimeOrderAndHandedOutSlicesStayPut(t *testing.T) {
+	tr := New(newWorld(), nil, nil, nil, Options{})
+	rng := rand.New(rand.NewPCG(3, 5))
+	var all []fact
+	type handed struct{ got, want []fact }
+	var earlier []handed
+	for round := range 30 {
+		n := rng.IntN(40)
+		for i := range n {
+			// Mostly later than everything so far, sometimes earlier, and
+			// equal timestamps with ids out of order.
+			at := t0.Add(time.Duration(round*100+rng.IntN(120)-10) * time.Second)
+			f := fact{id: fmt.Sprintf("d-%03d-%02d", rng.IntN(50), i), at: at}
+			all = append(all, f)
+			tr.mu.Lock()
+			tr.byAgent["coder"] = append(tr.byAgent["coder"], f)
+			tr.mu.Unlock()
+		}
+		got := tr.facts("coder")
+		want := slices.Clone(all)
+		slices.SortStableFunc(want, compareFacts)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: facts out of order:\n got %v\nwant %v", round, got, want)
+		}
+		earlier = append(earlier, handed{got, slices.Clone(got)})
+		for i, h := range earlier {
+			if !slices.Equal(h.got, h.want) {
+				t.Fatalf("round %d: the slice handed out in round %d changed", round, i)
+			}
+		}
+	}
 }

@@ -84,7 +84,9 @@ type Tracker struct {
 	mu      sync.Mutex
 	seq     uint64
 	byAgent map[string][]fact
-	sorted  map[string]bool
+	// sortedLen is how many of an agent's facts, from the first, are in
+	// time order; facts read since are appended after them.
+	sortedLen map[string]int
 	// strs interns versions and gates: few distinct values, many facts.
 	strs map[string]string
 
@@ -101,7 +103,7 @@ func New(feed Feed, evals Evaluations, versions Versions, rs Rules, opts Options
 	opts = opts.withDefaults()
 	return &Tracker{
 		feed: feed, evals: evals, versions: versions, rules: rs, opts: opts, log: opts.Logger,
-		byAgent: map[string][]fact{}, sorted: map[string]bool{}, strs: map[string]string{},
+		byAgent: map[string][]fact{}, sortedLen: map[string]int{}, strs: map[string]string{},
 		placements: map[string][2]string{},
 	}
 }
@@ -142,7 +144,6 @@ func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
 				version: t.intern(d.PromptVersion), gate: t.intern(d.GateID),
 				reviewer: t.intern(d.ReviewerID), epic: t.intern(d.EpicID), producer: t.intern(r.ProducerName()),
 			})
-			t.sorted[d.Agent] = false
 			t.seq = max(t.seq, r.Seq)
 		}
 		t.mu.Unlock()
@@ -152,21 +153,43 @@ func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
 
 // facts returns an agent's decisions in time order (decision timestamp,
 // then id). The slice is shared: callers only read it.
+//
+// Only the facts read since the last call are sorted: they lie past
+// every slice handed out, so they are sorted in place, and when they
+// all come after the sorted ones (decisions arrive roughly in time
+// order) nothing else moves. Otherwise the two runs are merged into a
+// new slice, leaving the one readers hold as it was: linear in the
+// agent's decisions, where sorting them all again was not.
 func (t *Tracker) facts(agent string) []fact {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fs := t.byAgent[agent]
-	if !t.sorted[agent] {
-		// Sort a copy: readers of the previous slice keep iterating it.
-		fs = slices.Clone(fs)
-		slices.SortStableFunc(fs, func(a, b fact) int {
-			return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.id, b.id))
-		})
-		t.byAgent[agent] = fs
-		t.sorted[agent] = true
+	k := t.sortedLen[agent]
+	if k < len(fs) {
+		tail := fs[k:]
+		slices.SortStableFunc(tail, compareFacts)
+		if k > 0 && compareFacts(fs[k-1], tail[0]) > 0 {
+			merged := make([]fact, 0, len(fs)+len(fs)/8)
+			head := fs[:k]
+			for len(head) > 0 && len(tail) > 0 {
+				// Ties keep the earlier run first, as a stable sort of
+				// the whole would.
+				if compareFacts(tail[0], head[0]) < 0 {
+					merged, tail = append(merged, tail[0]), tail[1:]
+				} else {
+					merged, head = append(merged, head[0]), head[1:]
+				}
+			}
+			fs = append(append(merged, head...), tail...)
+			t.byAgent[agent] = fs
+		}
+		t.sortedLen[agent] = len(fs)
 	}
 	return fs[:len(fs):len(fs)]
 }
+
+// compareFacts orders facts by decision timestamp, then id.
+func compareFacts(a, b fact) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.id, b.id)) }
 
 // Run follows the feed and runs an effects pass every Options.Interval until ctx
 // is done.
