@@ -123,6 +123,8 @@ type clusterMembers struct {
 	cluster Cluster
 	members []Member
 	sample  int
+	// lastSeq is the largest join number among the members.
+	lastSeq uint64
 }
 
 // withMembers reads the members of c with the members cursor mc.
@@ -135,9 +137,11 @@ func withMembers(mc *bolt.Cursor, c Cluster, sampleSize int) (clusterMembers, er
 		if err := json.Unmarshal(mv, &m); err != nil {
 			return clusterMembers{}, err
 		}
-		if r.sample < 0 && binary.BigEndian.Uint64(k[len(prefix):]) >= from {
+		seq := binary.BigEndian.Uint64(k[len(prefix):])
+		if r.sample < 0 && seq >= from {
 			r.sample = len(r.members)
 		}
+		r.lastSeq = max(r.lastSeq, seq)
 		r.members = append(r.members, m)
 	}
 	if r.sample < 0 {

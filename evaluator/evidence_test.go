@@ -203,8 +203,92 @@ func TestWrittenClustersNobodyTakesStayBounded(t *testing.T) {
 	if ids, all := c.take(); len(ids) != 0 || !all {
 		t.Errorf("take = %d ids, all %v; want all", len(ids), all)
 	}
-	c.note(commit{dropClusters: []string{"x"}, removeMembers: [][2]string{{"y", "d"}}})
-	if ids, all := c.take(); all || !slices.Equal(slices.Sorted(slices.Values(ids)), []string{"x", "y"}) {
-		t.Errorf("after a take, a drop and a removal: %v, all %v; want [x y]", ids, all)
+	c.note(commit{dropClusters: []string{"x"}, removeMembers: [][2]string{{"y", "d"}}, members: []memberRecord{{ClusterID: "z", Seq: 4}, {ClusterID: "x", Seq: 1}}})
+	if ids, all := c.take(); all || !maps.Equal(ids, map[string]bool{"x": true, "y": true, "z": false}) {
+		t.Errorf("after a take, a drop, a removal and members added: %v, all %v; want x and y read whole, z grown", ids, all)
 	}
+}
+
+// A cluster that only gained members is read from its new members and
+// its comment sample, and its evidence is exactly what reading all its
+// members makes: checked after every batch of a stream of decisions
+// that grows clusters past the sample, with a re-clustering pass and a
+// dropped cluster on the way.
+func TestEvidenceOfGrownClustersEqualsAWholeRead(t *testing.T) {
+	defer func(n int) { centralitySample = n }(centralitySample)
+	centralitySample = 6 // clusters outgrow it
+	items := loadFixture(t, "labelled.jsonl")
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{})
+	ctx := context.Background()
+	largest := 0
+	check := func(step string) int {
+		t.Helper()
+		cached, err := e.svc.Evidence(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, ev := range cached {
+			ids = append(ids, ev.ClusterID)
+		}
+		// Ranked afresh, not from the views the cached read ranked.
+		e.svc.views.mu.Lock()
+		e.svc.views.m = nil
+		e.svc.views.mu.Unlock()
+		whole, err := e.svc.Evidence(ctx, ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(whole) != len(cached) {
+			t.Fatalf("%s: %d clusters from the cache, %d read whole", step, len(cached), len(whole))
+		}
+		for i := range whole {
+			largest = max(largest, whole[i].Size)
+			if !reflect.DeepEqual(cached[i], whole[i]) {
+				t.Fatalf("%s: cluster %s:\ncached %+v\n whole %+v", step, whole[i].ClusterID, cached[i], whole[i])
+			}
+		}
+		return len(cached)
+	}
+	// The fixture three times over, under new ids and reviewers, so
+	// clusters outgrow the comment sample.
+	n := 0
+	for round := range 3 {
+		for i, it := range items {
+			f := it.Feedback
+			f.Decision.DecisionID = fmt.Sprintf("%s-%d", f.Decision.DecisionID, round)
+			f.Decision.ReviewerID = fmt.Sprintf("%s-%d", f.Decision.ReviewerID, round)
+			feed.add(f)
+			if (i+1)%40 == 0 {
+				e.drain(t)
+				n = check(fmt.Sprintf("round %d, item %d", round, i))
+			}
+		}
+		if round == 1 {
+			if _, err := e.svc.Recluster(ctx); err != nil {
+				t.Fatal(err)
+			}
+			check("after re-clustering")
+		}
+	}
+	e.drain(t)
+	if n = check("at the end"); n < 5 {
+		t.Fatalf("only %d generalizable clusters", n)
+	}
+	e.svc.evidence.mu.Lock()
+	grown := e.svc.evidence.grown
+	e.svc.evidence.mu.Unlock()
+	if grown < 20 || largest < 4*centralitySample {
+		t.Fatalf("%d clusters were read from their new members, the largest has %d: the path is not exercised", grown, largest)
+	}
+	t.Logf("%d reads of grown clusters; the largest has %d members", grown, largest)
+	ev, err := e.svc.Evidence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.state.apply(commit{dropClusters: []string{ev[0].ClusterID}}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a drop")
 }

@@ -1,7 +1,9 @@
 package evaluator
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -39,8 +41,11 @@ type clusterChanges struct {
 	// sees a write whose clusters it did not take.
 	commit sync.Mutex
 	mu     sync.Mutex
-	ids    map[string]bool
-	all    bool
+	// ids are the written clusters, each true when a write did more than
+	// add members after its last (a drop, a member removed): its members
+	// are then read again from the first.
+	ids map[string]bool
+	all bool
 }
 
 // maxNoted is how many written clusters are listed before they count as
@@ -61,8 +66,12 @@ func (c *clusterChanges) note(w commit) {
 	if c.ids == nil {
 		c.ids = map[string]bool{}
 	}
+	// A record or a member added leaves the mark as it was.
 	for _, cl := range w.clusters {
-		c.ids[cl.ID] = true
+		c.ids[cl.ID] = c.ids[cl.ID]
+	}
+	for _, m := range w.members {
+		c.ids[m.ClusterID] = c.ids[m.ClusterID]
 	}
 	for _, id := range w.dropClusters {
 		c.ids[id] = true
@@ -70,44 +79,52 @@ func (c *clusterChanges) note(w commit) {
 	for _, p := range w.removeMembers {
 		c.ids[p[0]] = true
 	}
-	for _, m := range w.members {
-		c.ids[m.ClusterID] = true
-	}
 }
 
-// take returns the clusters written since the last take, or all.
-func (c *clusterChanges) take() (ids []string, all bool) {
+// take returns the clusters written since the last take, each true when
+// it must be read from its first member, or all.
+func (c *clusterChanges) take() (ids map[string]bool, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids, all = slices.Collect(maps.Keys(c.ids)), c.all
+	ids, all = c.ids, c.all
 	c.ids, c.all = nil, false
 	return ids, all
 }
 
-// giveBack marks clusters as written again: a take whose reading failed.
-func (c *clusterChanges) giveBack(ids []string, all bool) {
+// giveBack marks clusters as written again, to be read from their first
+// member: a take whose reading failed.
+func (c *clusterChanges) giveBack(ids map[string]bool, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ids == nil {
 		c.ids = map[string]bool{}
 	}
-	for _, id := range ids {
+	for id := range ids {
 		c.ids[id] = true
 	}
 	c.all = c.all || all
 }
 
 // evidenceCache is each generalizable cluster's evidence, for one
-// taxonomy.
+// taxonomy, with the join number of its last member read.
 type evidenceCache struct {
 	mu  sync.Mutex
 	tax *lesson.Taxonomy
-	ev  map[string]*rulefmt.Evidence
+	ev  map[string]*cachedEvidence
+	// grown counts the clusters read from their new members only.
+	grown int
+}
+
+type cachedEvidence struct {
+	ev      rulefmt.Evidence
+	lastSeq uint64
 }
 
 // all is Evidence for every generalizable cluster of st, by id, under
 // taxonomy tax: the clusters written since the last call are read again
-// and made into evidence with build.
+// and made into evidence with build. A cluster that only gained members
+// since it was read is read from its new members and its comment
+// sample; the others with all their members (appendedAmong).
 func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy,
 	build func(context.Context, clusterMembers) (rulefmt.Evidence, error)) ([]rulefmt.Evidence, error) {
 	c.mu.Lock()
@@ -122,22 +139,45 @@ func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
 	if c.tax != tax || c.ev == nil {
-		c.tax, c.ev, all = tax, map[string]*rulefmt.Evidence{}, true
+		c.tax, c.ev, all = tax, map[string]*cachedEvidence{}, true
 	}
-	read, err := generalizableAmong(tx, ids, all, centralitySample)
+	var read []clusterMembers
+	if all {
+		read, err = generalizableAmong(tx, nil, true, centralitySample)
+	} else {
+		var whole []string
+		var grown map[string]*cachedEvidence
+		for id, rewritten := range ids {
+			if prev := c.ev[id]; prev != nil && !rewritten {
+				if grown == nil {
+					grown = map[string]*cachedEvidence{}
+				}
+				grown[id] = prev
+			} else {
+				whole = append(whole, id)
+			}
+		}
+		slices.Sort(whole)
+		if read, err = generalizableAmong(tx, whole, false, centralitySample); err == nil {
+			var more []clusterMembers
+			var n int
+			more, n, err = appendedAmong(tx, grown, centralitySample)
+			read, c.grown = append(read, more...), c.grown+n
+		}
+	}
 	if rerr := tx.Rollback(); err == nil {
 		err = rerr
 	}
 	if err == nil && all {
 		clear(c.ev)
 	}
-	for _, id := range ids {
+	for id := range ids {
 		delete(c.ev, id) // gone, no longer generalizable, or read again
 	}
 	for i := 0; err == nil && i < len(read); i++ {
 		var ev rulefmt.Evidence
 		if ev, err = build(ctx, read[i]); err == nil {
-			c.ev[read[i].cluster.ID] = &ev
+			c.ev[read[i].cluster.ID] = &cachedEvidence{ev: ev, lastSeq: read[i].lastSeq}
 		}
 	}
 	if err != nil {
@@ -152,9 +192,96 @@ func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy
 	}
 	out := make([]rulefmt.Evidence, 0, len(c.ev))
 	for _, id := range slices.Sorted(maps.Keys(c.ev)) {
-		out = append(out, c.ev[id].Clone())
+		out = append(out, c.ev[id].ev.Clone())
 	}
 	return out, nil
+}
+
+// appendedAmong reads, in read transaction tx, the clusters of grown
+// that are generalizable, each of which only gained members since its
+// evidence was made: its members after the last one read then, and
+// those its comment sample now spans, are read; the earlier ones are
+// taken from the evidence, which lists every member (FeedbackIDs, in
+// join order) and what each asked (Asked, AskedBy) — all that evidence
+// reads of a member outside the sample. A cluster whose members read do
+// not continue its evidence's is read with all its members.
+func appendedAmong(tx *bolt.Tx, grown map[string]*cachedEvidence, sampleSize int) (out []clusterMembers, counted int, err error) {
+	clusters, mc := tx.Bucket(bClusters), tx.Bucket(bMembers).Cursor()
+	for _, id := range slices.Sorted(maps.Keys(grown)) {
+		v := clusters.Get([]byte(id))
+		if v == nil {
+			continue
+		}
+		var cl Cluster
+		if err := json.Unmarshal(v, &cl); err != nil {
+			return nil, 0, err
+		}
+		if !cl.Class.Generalizable() {
+			continue
+		}
+		prev := grown[id]
+		from := uint64(max(cl.Size-sampleSize+1, 1))
+		r, ok, err := membersAfter(mc, cl, min(prev.lastSeq+1, from), from, prev)
+		if err == nil && !ok {
+			r, err = withMembers(mc, cl, sampleSize)
+		} else if err == nil {
+			counted++
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, r)
+	}
+	return out, counted, nil
+}
+
+// membersAfter reads cl's members from join number start on, and puts
+// before them the earlier members prev's evidence lists. ok is false
+// when the members read with numbers up to prev.lastSeq are not the
+// last ones prev lists, in order.
+func membersAfter(mc *bolt.Cursor, cl Cluster, start, from uint64, prev *cachedEvidence) (clusterMembers, bool, error) {
+	prefix := append([]byte(cl.ID), 0)
+	var fresh []Member
+	overlap, sample, last := 0, -1, prev.lastSeq
+	for k, mv := mc.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), start)); k != nil && bytes.HasPrefix(k, prefix); k, mv = mc.Next() {
+		var m Member
+		if err := json.Unmarshal(mv, &m); err != nil {
+			return clusterMembers{}, false, err
+		}
+		seq := binary.BigEndian.Uint64(k[len(prefix):])
+		if seq <= prev.lastSeq {
+			overlap++
+		}
+		last = max(last, seq)
+		if sample < 0 && seq >= from {
+			sample = len(fresh)
+		}
+		fresh = append(fresh, m)
+	}
+	ids := prev.ev.FeedbackIDs
+	if overlap > len(ids) {
+		return clusterMembers{}, false, nil
+	}
+	kept := ids[:len(ids)-overlap]
+	for i, m := range fresh[:overlap] {
+		if m.DecisionID != ids[len(kept)+i] {
+			return clusterMembers{}, false, nil
+		}
+	}
+	asked := make(map[string]string, len(prev.ev.AskedBy))
+	for i, id := range prev.ev.AskedBy {
+		asked[id] = prev.ev.Asked[i]
+	}
+	r := clusterMembers{cluster: cl, members: make([]Member, 0, len(kept)+len(fresh)), lastSeq: last}
+	for _, id := range kept {
+		r.members = append(r.members, Member{DecisionID: id, Asked: asked[id]})
+	}
+	r.sample = len(r.members) + len(fresh)
+	if sample >= 0 {
+		r.sample = len(r.members) + sample
+	}
+	r.members = append(r.members, fresh...)
+	return r, true, nil
 }
 
 // generalizableAmong reads, in read transaction tx, the named clusters

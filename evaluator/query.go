@@ -94,8 +94,9 @@ type ClusterView struct {
 }
 
 // centralitySample bounds the members whose centrality is computed: the
-// most recent ones, so a view costs the same for any cluster size.
-const centralitySample = 64
+// most recent ones, so a view costs the same for any cluster size. A
+// variable so that tests can make clusters outgrow it.
+var centralitySample = 64
 
 // Cluster returns one cluster with its representatives and all its
 // members.
