@@ -253,7 +253,6 @@ func TestEvidenceOfGrownClustersEqualsAWholeRead(t *testing.T) {
 	}
 	// The fixture three times over, under new ids and reviewers, so
 	// clusters outgrow the comment sample.
-	n := 0
 	for round := range 3 {
 		for i, it := range items {
 			f := it.Feedback
@@ -262,7 +261,7 @@ func TestEvidenceOfGrownClustersEqualsAWholeRead(t *testing.T) {
 			feed.add(f)
 			if (i+1)%40 == 0 {
 				e.drain(t)
-				n = check(fmt.Sprintf("round %d, item %d", round, i))
+				check(fmt.Sprintf("round %d, item %d", round, i))
 			}
 		}
 		if round == 1 {
@@ -273,7 +272,7 @@ func TestEvidenceOfGrownClustersEqualsAWholeRead(t *testing.T) {
 		}
 	}
 	e.drain(t)
-	if n = check("at the end"); n < 5 {
+	if n := check("at the end"); n < 5 {
 		t.Fatalf("only %d generalizable clusters", n)
 	}
 	e.svc.evidence.mu.Lock()

@@ -67,11 +67,16 @@ func (c *clusterChanges) note(w commit) {
 		c.ids = map[string]bool{}
 	}
 	// A record or a member added leaves the mark as it was.
+	grew := func(id string) {
+		if _, ok := c.ids[id]; !ok {
+			c.ids[id] = false
+		}
+	}
 	for _, cl := range w.clusters {
-		c.ids[cl.ID] = c.ids[cl.ID]
+		grew(cl.ID)
 	}
 	for _, m := range w.members {
-		c.ids[m.ClusterID] = c.ids[m.ClusterID]
+		grew(m.ClusterID)
 	}
 	for _, id := range w.dropClusters {
 		c.ids[id] = true

@@ -67,46 +67,76 @@ type ReclusterReport struct {
 const maxExactGroup = 4000
 
 // Recluster runs a re-clustering pass over the groups that changed since
-// their last pass (all groups after a start). Each group is done under
-// the evaluator's lock on its own, so new decisions are evaluated between
-// groups.
+// their last pass (all groups after a start), one after another. Each
+// group is done under the evaluator's lock on its own; Run instead
+// interleaves a pass's groups with batches of new decisions (pass).
 func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
-	start := time.Now()
-	var rep ReclusterReport
+	p := newPass(s)
+	err := p.run(ctx, 0)
+	p.rep.Took = time.Since(p.start)
+	return p.rep, err
+}
+
+// pass is a re-clustering pass under way: the groups it has yet to do
+// and what it did so far.
+type pass struct {
+	s       *Service
+	start   time.Time
+	pending []string
+	rep     ReclusterReport
+}
+
+// newPass starts a pass over the groups changed since their last pass.
+func newPass(s *Service) *pass {
 	// A taxonomy reloaded since the last batch brings its families now.
 	s.groups.setTaxonomy(s.opts.Lessons.Classifier().Taxonomy())
-	keys := s.groups.takeDirty()
-	for i, key := range keys {
+	return &pass{s: s, start: time.Now(), pending: s.groups.takeDirty()}
+}
+
+func (p *pass) done() bool { return len(p.pending) == 0 }
+
+// run re-clusters the pass's pending groups, at least one, until budget
+// has passed (0: all of them). A failure, or ctx done, puts the groups
+// not done back in the queue for the next pass.
+func (p *pass) run(ctx context.Context, budget time.Duration) error {
+	s := p.s
+	begin := time.Now()
+	for i, key := range p.pending {
+		if budget > 0 && i > 0 && time.Since(begin) >= budget {
+			p.pending = p.pending[i:]
+			return nil
+		}
 		// A pass cut short leaves the groups it did not do dirty.
 		requeue := func() {
-			for _, k := range keys[i:] {
+			for _, k := range p.pending[i:] {
 				s.groups.markDirty(k)
 			}
+			p.pending = nil
 		}
 		if err := ctx.Err(); err != nil {
 			requeue()
-			return rep, err
+			return err
 		}
 		s.mu.Lock()
 		rec, change, err := s.reclusterer.group(ctx, key, false)
 		s.mu.Unlock()
 		if err != nil {
 			requeue()
-			return rep, fmt.Errorf("re-cluster: %w", err)
+			return fmt.Errorf("re-cluster: %w", err)
 		}
-		rep.Groups++
-		rep.Members += rec.Members
-		rep.Moved += rec.Moved
-		rep.Reclassified += rec.Reclassified
+		p.rep.Groups++
+		p.rep.Members += rec.Members
+		p.rep.Moved += rec.Moved
+		p.rep.Reclassified += rec.Reclassified
 		if rec.Moved > 0 || rec.Reclassified > 0 || len(rec.Merges)+len(rec.Splits) > 0 {
-			rep.Records = append(rep.Records, rec)
+			p.rep.Records = append(p.rep.Records, rec)
 		}
 		if s.opts.OnChange != nil && len(change.GeneralizableClusters) > 0 {
 			s.opts.OnChange(change)
 		}
 	}
-	rep.Took = time.Since(start)
-	return rep, nil
+	p.pending = nil
+	return nil
 }
 
 // ReclusterAll runs a re-clustering pass over every group, changed or not.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lesson"
@@ -404,6 +405,47 @@ func TestReclusteringOverARemoteIndexReadsTheStatesCopyOfTheVectors(t *testing.T
 	for _, pair := range [][2]string{{"d0", "d1"}, {"d2", "d3"}, {"d0", "d2"}, {"d3", "d4"}} {
 		if same(inProcess, pair[0], pair[1]) != same(remote, pair[0], pair[1]) {
 			t.Fatalf("%v: clustered differently over a remote index (%v vs %v)", pair, inProcess, remote)
+		}
+	}
+}
+
+// A pass run in slices, as Run runs it between batches, does one group
+// per slice when its budget is spent at once, and ends with the clusters
+// a pass run at one go makes.
+func TestAPassInSlicesEqualsAPassAtOneGo(t *testing.T) {
+	ctx := context.Background()
+	sliced := newEnv(t, t.TempDir(), labelledFeed(t), Options{})
+	whole := newEnv(t, t.TempDir(), labelledFeed(t), Options{})
+	for _, e := range []*env{sliced, whole} {
+		e.drain(t)
+		e.svc.groups.markAllDirty()
+	}
+	p := newPass(sliced.svc)
+	groups := len(p.pending)
+	if groups < 5 {
+		t.Fatalf("only %d groups to re-cluster", groups)
+	}
+	for i := 1; !p.done(); i++ {
+		if err := p.run(ctx, time.Nanosecond); err != nil {
+			t.Fatal(err)
+		}
+		if p.rep.Groups != i || len(p.pending) != groups-i {
+			t.Fatalf("after slice %d: %d groups done, %d pending; want %d and %d", i, p.rep.Groups, len(p.pending), i, groups-i)
+		}
+	}
+	rep, err := whole.svc.Recluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Groups != groups || rep.Moved != p.rep.Moved || rep.Members != p.rep.Members {
+		t.Fatalf("at one go %+v, in slices %+v", rep, p.rep)
+	}
+	for _, it := range loadFixture(t, "labelled.jsonl") {
+		id := it.Feedback.DecisionID
+		a, _, errA := sliced.svc.Evaluation(ctx, id)
+		b, _, errB := whole.svc.Evaluation(ctx, id)
+		if (errA == nil) != (errB == nil) || a.ClusterID != b.ClusterID || a.Class != b.Class {
+			t.Fatalf("%s: in slices %s %s (%v), at one go %s %s (%v)", id, a.ClusterID, a.Class, errA, b.ClusterID, b.Class, errB)
 		}
 	}
 }

@@ -336,6 +336,12 @@ func (s *Service) syncIndex(ctx context.Context, reset bool) error {
 	return s.state.setIndexed(total)
 }
 
+// passSlice is how long Run re-clusters before it evaluates the next
+// batch while a pass is under way (at least one group each time): a
+// quarter or so of the time while decisions arrive, all of it when none
+// do.
+const passSlice = 250 * time.Millisecond
+
 // maxDocument bounds the text kept with each vector.
 const maxDocument = 1000
 
@@ -345,13 +351,27 @@ const maxDocument = 1000
 func (s *Service) Run(ctx context.Context) error {
 	failures := 0
 	lastRecluster := time.Now()
+	var p *pass
 	for {
-		if s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
+		if p == nil && s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
 			lastRecluster = time.Now()
-			if rep, err := s.Recluster(ctx); err != nil {
+			p = newPass(s)
+		}
+		if p != nil {
+			// A slice of the pass, then a batch: a pass over every
+			// group of a large store takes tens of seconds, which
+			// evaluation must not wait for (docs/lessons.md).
+			err := p.run(ctx, passSlice)
+			switch {
+			case err != nil:
 				s.log.Error("re-cluster; will retry at the next pass", "err", err)
-			} else if rep.Groups > 0 {
-				s.log.Info("re-clustered", "groups", rep.Groups, "decisions", rep.Members, "moved", rep.Moved, "reclassified", rep.Reclassified, "took", rep.Took.Round(time.Millisecond))
+				p = nil
+			case p.done():
+				if p.rep.Groups > 0 {
+					s.log.Info("re-clustered", "groups", p.rep.Groups, "decisions", p.rep.Members, "moved", p.rep.Moved,
+						"reclassified", p.rep.Reclassified, "took", time.Since(p.start).Round(time.Millisecond))
+				}
+				p = nil
 			}
 		}
 		changed := s.feed.Changed()
@@ -369,6 +389,9 @@ func (s *Service) Run(ctx context.Context) error {
 			case <-time.After(wait):
 			}
 		case n > 0:
+			failures = 0
+		case p != nil:
+			// Nothing to evaluate: the pass goes on at once.
 			failures = 0
 		default:
 			failures = 0
