@@ -35,6 +35,10 @@ type Evaluations interface {
 	// Evaluation returns a decision's evaluation, or a NotFound error
 	// while it has none.
 	Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error)
+	// Placement returns a decision's cluster and lesson category, ok
+	// false while it has no evaluation: all a scan reads of a negative
+	// decision, without decoding its evaluation.
+	Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error)
 	// Cluster returns one cluster.
 	Cluster(ctx context.Context, id string) (evaluator.ClusterView, error)
 }
@@ -277,8 +281,14 @@ type decisionView struct {
 	classify func(precept.Decision) string
 	cat      *string
 	read     bool
-	eval     evaluator.Evaluation
+	placed   placed
 	evalErr  error
+}
+
+// placed is where a decision's evaluation puts it.
+type placed struct {
+	cluster, category string
+	ok                bool
 }
 
 func (v *decisionView) category() string {
@@ -289,12 +299,12 @@ func (v *decisionView) category() string {
 	return *v.cat
 }
 
-func (v *decisionView) evaluation(ctx context.Context) (evaluator.Evaluation, error) {
+func (v *decisionView) placement(ctx context.Context) (placed, error) {
 	if !v.read {
-		v.eval, _, v.evalErr = v.ev.Evaluation(ctx, v.d.DecisionID)
+		v.placed.cluster, v.placed.category, v.placed.ok, v.evalErr = v.ev.Placement(ctx, v.d.DecisionID)
 		v.read = true
 	}
-	return v.eval, v.evalErr
+	return v.placed, v.evalErr
 }
 
 // count counts the decision of dv for t.
@@ -330,20 +340,20 @@ func (t target) countNegative(ctx context.Context, dv *decisionView, out *tally)
 			out.evidence = append(out.evidence, output{d.DecisionID, replayText(d.AgentOutput)})
 		}
 	}
-	e, err := dv.evaluation(ctx)
-	if precept.ErrorCode(err) == precept.NotFound {
+	p, err := dv.placement(ctx)
+	if err != nil {
+		return fmt.Errorf("read evaluation %s: %w", d.DecisionID, err)
+	}
+	if !p.ok {
 		// Not evaluated yet: the preview is stale until it is
 		// (Preview.Unevaluated), and a later computation counts it.
 		out.preview.Unevaluated++
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("read evaluation %s: %w", d.DecisionID, err)
-	}
-	if e.ClusterID != "" && slices.Contains(t.clusters, e.ClusterID) {
+	if p.cluster != "" && slices.Contains(t.clusters, p.cluster) {
 		out.preview.Cluster.add(d.Agent, d.EpicID)
 	}
-	if t.category != "" && e.Lesson != nil && e.Lesson.Category == t.category {
+	if t.category != "" && p.category == t.category {
 		out.preview.CategoryNegatives.add(d.Agent, d.EpicID)
 	}
 	return nil

@@ -71,6 +71,17 @@ func (e *evaluations) Evaluation(_ context.Context, id string) (evaluator.Evalua
 	return ev, "", nil
 }
 
+func (e *evaluations) Placement(_ context.Context, id string) (cluster, category string, ok bool, err error) {
+	ev, ok := e.evals[id]
+	if !ok {
+		return "", "", false, nil
+	}
+	if ev.Lesson != nil {
+		category = ev.Lesson.Category
+	}
+	return ev.ClusterID, category, true, nil
+}
+
 func (e *evaluations) Cluster(_ context.Context, id string) (evaluator.ClusterView, error) {
 	c, ok := e.clusters[id]
 	if !ok {
