@@ -82,16 +82,9 @@ func loopCostVariant(b *testing.B, variant string, sizes []int) {
 	for _, size := range sizes {
 		fillAndEvaluate(b, a, g, stored, size)
 		if a.Effects != nil {
-			if _, err := a.Effects.CatchUp(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			start := time.Now()
-			rep, err := a.Effects.Pass(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(time.Since(start).Seconds(), "effects-pass-s@"+sizeLabel(size))
-			b.Logf("effects pass at %d stored: %d rules in %s", size, len(rep.Effects), time.Since(start).Round(time.Millisecond))
+			took, rules := effectsRound(b, a)
+			b.ReportMetric(took.Seconds(), "effects-pass-s@"+sizeLabel(size))
+			b.Logf("effects pass at %d stored: %d rules in %s", size, rules, took.Round(time.Millisecond))
 		}
 		var rates []float64
 		for w := range 3 {
