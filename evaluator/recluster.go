@@ -78,11 +78,15 @@ func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
 }
 
 // pass is a re-clustering pass under way: the groups it has yet to do
-// and what it did so far.
+// and what it did so far. Between slices (run with a budget) the groups
+// not done go back to the dirty queue, so a Recluster asked for
+// meanwhile takes them and does them at one go; the next slice takes back
+// those of them still queued (held).
 type pass struct {
 	s       *Service
 	start   time.Time
 	pending []string
+	held    map[string]bool
 	rep     ReclusterReport
 }
 
@@ -93,17 +97,40 @@ func newPass(s *Service) *pass {
 	return &pass{s: s, start: time.Now(), pending: s.groups.takeDirty()}
 }
 
-func (p *pass) done() bool { return len(p.pending) == 0 }
+func (p *pass) done() bool { return len(p.pending) == 0 && len(p.held) == 0 }
+
+// resume takes back the groups the pass held that are still queued;
+// the others queued stay for the next pass.
+func (p *pass) resume() {
+	if p.held == nil {
+		return
+	}
+	for _, k := range p.s.groups.takeDirty() {
+		if p.held[k] {
+			p.pending = append(p.pending, k)
+		} else {
+			p.s.groups.markDirty(k)
+		}
+	}
+	p.held = nil
+}
 
 // run re-clusters the pass's pending groups, at least one, until budget
-// has passed (0: all of them). A failure, or ctx done, puts the groups
-// not done back in the queue for the next pass.
+// has passed (0: all of them), and queues the rest again until the next
+// call. A failure, or ctx done, leaves the groups not done queued for the
+// next pass.
 func (p *pass) run(ctx context.Context, budget time.Duration) error {
 	s := p.s
+	p.resume()
 	begin := time.Now()
 	for i, key := range p.pending {
 		if budget > 0 && i > 0 && time.Since(begin) >= budget {
-			p.pending = p.pending[i:]
+			p.held = map[string]bool{}
+			for _, k := range p.pending[i:] {
+				p.held[k] = true
+				s.groups.markDirty(k)
+			}
+			p.pending = nil
 			return nil
 		}
 		// A pass cut short leaves the groups it did not do dirty.

@@ -429,8 +429,8 @@ func TestAPassInSlicesEqualsAPassAtOneGo(t *testing.T) {
 		if err := p.run(ctx, time.Nanosecond); err != nil {
 			t.Fatal(err)
 		}
-		if p.rep.Groups != i || len(p.pending) != groups-i {
-			t.Fatalf("after slice %d: %d groups done, %d pending; want %d and %d", i, p.rep.Groups, len(p.pending), i, groups-i)
+		if left := len(p.pending) + len(p.held); p.rep.Groups != i || left != groups-i {
+			t.Fatalf("after slice %d: %d groups done, %d left; want %d and %d", i, p.rep.Groups, left, i, groups-i)
 		}
 	}
 	rep, err := whole.svc.Recluster(ctx)
@@ -447,5 +447,33 @@ func TestAPassInSlicesEqualsAPassAtOneGo(t *testing.T) {
 		if (errA == nil) != (errB == nil) || a.ClusterID != b.ClusterID || a.Class != b.Class {
 			t.Fatalf("%s: in slices %s %s (%v), at one go %s %s (%v)", id, a.ClusterID, a.Class, errA, b.ClusterID, b.Class, errB)
 		}
+	}
+}
+
+// A Recluster asked for while Run's pass is between slices does the
+// groups that pass has not done yet, at one go, and the pass then ends
+// without doing them again.
+func TestReclusterTakesTheGroupsAPassInSlicesHasNotDone(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, t.TempDir(), labelledFeed(t), Options{})
+	e.drain(t)
+	e.svc.groups.markAllDirty()
+	p := newPass(e.svc)
+	groups := len(p.pending)
+	if err := p.run(ctx, time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.svc.Recluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Groups != groups-1 {
+		t.Fatalf("Recluster did %d groups while a pass had done 1 of %d; want %d", rep.Groups, groups, groups-1)
+	}
+	if err := p.run(ctx, time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	if !p.done() || p.rep.Groups > 2 {
+		t.Fatalf("the pass did %d groups after Recluster took its rest; done %v", p.rep.Groups, p.done())
 	}
 }

@@ -352,27 +352,32 @@ func (s *Service) Run(ctx context.Context) error {
 	failures := 0
 	lastRecluster := time.Now()
 	var p *pass
+	// advance runs a slice of the pass under way: a pass over every group
+	// of a large store takes tens of seconds, which evaluation must not
+	// wait for (docs/lessons.md).
+	advance := func(budget time.Duration) {
+		err := p.run(ctx, budget)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				s.log.Error("re-cluster; will retry at the next pass", "err", err)
+			}
+			p = nil
+		case p.done():
+			if p.rep.Groups > 0 {
+				s.log.Info("re-clustered", "groups", p.rep.Groups, "decisions", p.rep.Members, "moved", p.rep.Moved,
+					"reclassified", p.rep.Reclassified, "took", time.Since(p.start).Round(time.Millisecond))
+			}
+			p = nil
+		}
+	}
 	for {
 		if p == nil && s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
 			lastRecluster = time.Now()
 			p = newPass(s)
 		}
 		if p != nil {
-			// A slice of the pass, then a batch: a pass over every
-			// group of a large store takes tens of seconds, which
-			// evaluation must not wait for (docs/lessons.md).
-			err := p.run(ctx, passSlice)
-			switch {
-			case err != nil:
-				s.log.Error("re-cluster; will retry at the next pass", "err", err)
-				p = nil
-			case p.done():
-				if p.rep.Groups > 0 {
-					s.log.Info("re-clustered", "groups", p.rep.Groups, "decisions", p.rep.Members, "moved", p.rep.Moved,
-						"reclassified", p.rep.Reclassified, "took", time.Since(p.start).Round(time.Millisecond))
-				}
-				p = nil
-			}
+			advance(passSlice)
 		}
 		changed := s.feed.Changed()
 		n, err := s.Step(ctx)
@@ -383,10 +388,15 @@ func (s *Service) Run(ctx context.Context) error {
 			failures++
 			wait := min(time.Duration(1<<min(failures, 6))*250*time.Millisecond, 15*time.Second)
 			s.log.Error("evaluate decisions; will retry", "err", err, "retry_in", wait)
+			retry := time.Now().Add(wait)
+			if p != nil {
+				// The pass goes on while the batch waits.
+				advance(wait)
+			}
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(wait):
+			case <-time.After(time.Until(retry)):
 			}
 		case n > 0:
 			failures = 0
