@@ -450,14 +450,23 @@ func addRules(t *testing.T, d *preceptd) {
 	}
 	// preceptd sees the push within prompts.watch_poll.
 	prompts := preceptv1connect.NewPromptServiceClient(http.DefaultClient, d.url, connect.WithInterceptors(bearer(readerToken)))
+	// Until it does, main has no stage prompt for it and BuildPrompt
+	// answers FailedPrecondition (seen under a loaded make test).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		built, _ := promptOf(t, prompts)
-		if strings.Contains(built.Prompt, billingRule) && strings.Contains(built.Prompt, learnedRule) && strings.HasPrefix(built.Prompt, stagePrompt) {
-			return
+		built, err := prompts.BuildPrompt(ctx, connect.NewRequest(&preceptv1.BuildPromptRequest{Agent: agent, Stage: stage, ScopePath: path}))
+		if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
+			t.Fatal(err)
+		}
+		got := ""
+		if err == nil {
+			got = built.Msg.Prompt
+			if strings.Contains(got, billingRule) && strings.Contains(got, learnedRule) && strings.HasPrefix(got, stagePrompt) {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the rules are not in the prompt:\n%s\n%s", built.Prompt, d.logs())
+			t.Fatalf("the rules are not in the prompt (%v):\n%s\n%s", err, got, d.logs())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
