@@ -2,7 +2,9 @@ package evaluator
 
 import (
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // upgma clusters unit vectors by average linkage (UPGMA) and returns a
@@ -38,12 +40,7 @@ func upgma(vecs [][]float32, weights []int, apart [][2]int, threshold float64) [
 	// widened to float64 once, not once per pair.
 	wide := widen(vecs)
 	sim := make([][]float32, n)
-	for i := range sim {
-		sim[i] = make([]float32, i)
-		for j := range i {
-			sim[i][j] = float32(dot64(wide[i], wide[j]) / (size[i] * size[j]))
-		}
-	}
+	fillSimilarities(sim, wide, size)
 	// -Inf survives every Lance–Williams update: a cluster holding one
 	// side of a pair is never merged with one holding the other.
 	for _, p := range apart {
@@ -148,6 +145,50 @@ func upgma(vecs [][]float32, weights []int, apart [][2]int, threshold float64) [
 		assign[i] = number[r]
 	}
 	return assign
+}
+
+// parallelFrom is the number of units from which the similarity matrix
+// is filled on every core: below it starting goroutines costs more than
+// it saves.
+const parallelFrom = 512
+
+// fillSimilarities fills the lower triangle sim with the mean
+// similarities of the units, split across cores by rows holding about
+// as many entries each. Every entry is computed alone, so the matrix is
+// the same whatever the split. At a million stored decisions the
+// matrices of the largest groups were most of a full re-clustering
+// round.
+func fillSimilarities(sim [][]float32, wide [][]float64, size []float64) {
+	n := len(sim)
+	rows := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			sim[i] = make([]float32, i)
+			for j := range i {
+				sim[i][j] = float32(dot64(wide[i], wide[j]) / (size[i] * size[j]))
+			}
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if n < parallelFrom || workers == 1 {
+		rows(0, n)
+		return
+	}
+	// Rows 0..b hold about b²/2 entries: worker k ends at n·√((k+1)/w).
+	var wg sync.WaitGroup
+	lo := 0
+	for k := range workers {
+		hi := n
+		if k < workers-1 {
+			hi = min(n, int(float64(n)*math.Sqrt(float64(k+1)/float64(workers))))
+		}
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			rows(lo, hi)
+		}(lo, hi)
+		lo = hi
+	}
+	wg.Wait()
 }
 
 // widen copies vecs to float64, in one allocation.

@@ -1,7 +1,9 @@
 package evaluator
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -111,5 +113,53 @@ func TestUPGMAKeepsApartAndTogether(t *testing.T) {
 	got = partition(upgma([][]float32{{2, 0}, a}, []int{2, 1}, nil, 0.99))
 	if len(got) != 1 {
 		t.Fatalf("a weighted unit did not merge with its twin: %v", got)
+	}
+}
+
+// The similarity matrix of a large group is filled on every core, and is
+// the one a single core fills, entry for entry, at any core count.
+func TestSimilaritiesFilledInParallelEqualOneCoresFill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 512))
+	for _, n := range []int{parallelFrom - 1, parallelFrom, 1337} {
+		wide := widen(clusteredVectors(rng, n, 9, 40, 0.4))
+		size := make([]float64, n)
+		for i := range size {
+			size[i] = float64(1 + rng.IntN(5))
+		}
+		want := make([][]float32, n)
+		for i := range want {
+			want[i] = make([]float32, i)
+			for j := range i {
+				want[i][j] = float32(dot64(wide[i], wide[j]) / (size[i] * size[j]))
+			}
+		}
+		for _, procs := range []int{1, 2, 3, 8} {
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				got := make([][]float32, n)
+				fillSimilarities(got, wide, size)
+				for i := range want {
+					if !slices.Equal(got[i], want[i]) {
+						t.Fatalf("n %d, %d cores: row %d differs", n, procs, i)
+					}
+				}
+			}()
+		}
+	}
+}
+
+// BenchmarkUPGMA clusters a group of maxExactGroup/2 decisions, the
+// size a pass still clusters decision by decision, on every core and on
+// one.
+func BenchmarkUPGMA(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 2000))
+	vecs := clusteredVectors(rng, maxExactGroup/2, 60, 280, 0.5)
+	for _, procs := range []int{runtime.GOMAXPROCS(0), 1} {
+		b.Run(fmt.Sprintf("cores=%d", procs), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			for range b.N {
+				upgma(vecs, nil, nil, 0.8)
+			}
+		})
 	}
 }
