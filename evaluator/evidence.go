@@ -20,36 +20,37 @@ import (
 const evidenceComments = 5
 
 // Evidence returns every generalizable cluster, by id, as evidence for a
-// rule, or with ids those of them that are generalizable. Without ids,
-// a cluster's evidence is made again only when a write touched it since
-// the last call (evidenceCache.all); named clusters are read with all
-// their members in one read transaction. Ranking comments reads the vectors of the members
+// rule, or with ids those of them that are generalizable. A cluster's
+// evidence is made again only when a write touched it since it was last
+// made (evidenceCache.read); a cluster not asked for before is read with
+// all its members. Ranking comments reads the vectors of the members
 // already read (and, for a cluster changed since it was last ranked, its
 // central evaluation).
 func (s *Service) Evidence(ctx context.Context, ids ...string) ([]rulefmt.Evidence, error) {
 	if len(ids) == 0 {
-		return s.evidence.all(ctx, s.state, s.opts.Lessons.Classifier().Taxonomy(), s.evidenceFrom)
+		ids = nil
 	}
-	// Only the named clusters are read: a guard checking one edit does
-	// not read every cluster. One that is not generalizable is left out.
-	var read []clusterMembers
-	err := s.state.db.View(func(tx *bolt.Tx) error {
-		var err error
-		read, err = generalizableAmong(tx, ids, false, centralitySample)
-		return err
-	})
-	if err != nil {
+	evs, err := s.evidence.read(ctx, s.state, s.opts.Lessons.Classifier().Taxonomy(), s.evidenceFrom, ids)
+	if err != nil && len(ids) > 0 {
 		return nil, fmt.Errorf("read clusters %s: %w", strings.Join(ids, ", "), err)
 	}
-	out := make([]rulefmt.Evidence, 0, len(read))
-	for _, r := range read {
-		ev, err := s.evidenceFrom(ctx, r)
-		if err != nil {
-			return nil, err
+	return evs, err
+}
+
+// GeneralizableClusters lists s's generalizable clusters by id with
+// their class and size, from the clusters held in memory: the proposer
+// reads the evidence of only those it may draft (rulefmt.ClusterLister).
+func GeneralizableClusters(s *Service) []rulefmt.ClusterRef {
+	s.groups.mu.RLock()
+	defer s.groups.mu.RUnlock()
+	var out []rulefmt.ClusterRef
+	for id, c := range s.groups.byID {
+		if v := c.listed; v != nil && v.Class.Generalizable() {
+			out = append(out, rulefmt.ClusterRef{ID: id, Class: string(v.Class), Size: v.Size})
 		}
-		out = append(out, ev)
 	}
-	return out, nil
+	slices.SortFunc(out, func(a, b rulefmt.ClusterRef) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // evidenceFrom ranks a cluster's comments, reading the vectors of the

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/rules/rulefmt"
@@ -236,10 +239,7 @@ func TestEvidenceOfGrownClustersEqualsAWholeRead(t *testing.T) {
 		e.svc.views.mu.Lock()
 		e.svc.views.m = nil
 		e.svc.views.mu.Unlock()
-		whole, err := e.svc.Evidence(ctx, ids...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		whole := wholeEvidence(t, e.svc, ids)
 		if len(whole) != len(cached) {
 			t.Fatalf("%s: %d clusters from the cache, %d read whole", step, len(cached), len(whole))
 		}
@@ -290,4 +290,117 @@ func TestEvidenceOfGrownClustersEqualsAWholeRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a drop")
+}
+
+// wholeEvidence is the evidence of those of ids that are generalizable,
+// each read with all its members in one read transaction, past the
+// cache: what the cache must equal.
+func wholeEvidence(t *testing.T, s *Service, ids []string) []rulefmt.Evidence {
+	t.Helper()
+	var read []clusterMembers
+	err := s.state.db.View(func(tx *bolt.Tx) error {
+		var err error
+		read, err = generalizableAmong(tx, slices.Sorted(slices.Values(ids)), false, centralitySample)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rulefmt.Evidence
+	for _, r := range read {
+		ev, err := s.evidenceFrom(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// The proposer lists the generalizable clusters, then asks for the
+// evidence of some of them. Whatever it asked for before, what it gets
+// is the whole read's; and the listing names exactly the generalizable
+// clusters, each with a size its evidence's support does not exceed.
+func TestEvidenceOfSomeClustersEqualsAWholeRead(t *testing.T) {
+	defer func(n int) { centralitySample = n }(centralitySample)
+	centralitySample = 6
+	items := loadFixture(t, "labelled.jsonl")
+	feed := newFeed()
+	e := newEnv(t, t.TempDir(), feed, Options{})
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(7, 22))
+	asked := 0
+	check := func(step string) {
+		t.Helper()
+		refs := GeneralizableClusters(e.svc)
+		var all []string
+		for _, r := range refs {
+			all = append(all, r.ID)
+		}
+		whole := wholeEvidence(t, e.svc, all)
+		if len(whole) != len(refs) {
+			t.Fatalf("%s: the listing names %d clusters, %d are generalizable", step, len(refs), len(whole))
+		}
+		for i, ev := range whole {
+			if ev.ClusterID != refs[i].ID || ev.Support() > refs[i].Size || string(ev.Class) != refs[i].Class {
+				t.Fatalf("%s: listed %+v, read %s of class %s with support %d", step, refs[i], ev.ClusterID, ev.Class, ev.Support())
+			}
+		}
+		// A few clusters, some asked for before and some not, and once
+		// in a while all of them.
+		var some []string
+		for _, id := range all {
+			if rnd.IntN(3) == 0 {
+				some = append(some, id)
+			}
+		}
+		if rnd.IntN(4) == 0 {
+			some = nil
+		}
+		got, err := e.svc.Evidence(ctx, some...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if some == nil {
+			some = all
+		}
+		want := wholeEvidence(t, e.svc, some)
+		asked += len(want)
+		if len(got) != len(want) {
+			var g, w []string
+			for _, x := range got {
+				g = append(g, x.ClusterID)
+			}
+			for _, x := range want {
+				w = append(w, x.ClusterID)
+			}
+			t.Fatalf("%s: evidence of %d clusters, %d read whole\n%v\n%v\nasked %v", step, len(got), len(want), g, w, some)
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("%s: cluster %s:\n got %+v\nwhole %+v", step, want[i].ClusterID, got[i], want[i])
+			}
+		}
+	}
+	for round := range 3 {
+		for i, it := range items {
+			f := it.Feedback
+			f.Decision.DecisionID = fmt.Sprintf("%s-%d", f.Decision.DecisionID, round)
+			f.Decision.ReviewerID = fmt.Sprintf("%s-%d", f.Decision.ReviewerID, round)
+			feed.add(f)
+			if (i+1)%25 == 0 {
+				e.drain(t)
+				check(fmt.Sprintf("round %d, item %d", round, i))
+			}
+		}
+		if round == 1 {
+			if _, err := e.svc.Recluster(ctx); err != nil {
+				t.Fatal(err)
+			}
+			check("after re-clustering")
+		}
+	}
+	if asked < 50 {
+		t.Fatalf("only %d clusters' evidence compared", asked)
+	}
 }

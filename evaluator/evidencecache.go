@@ -116,6 +116,9 @@ type evidenceCache struct {
 	mu  sync.Mutex
 	tax *lesson.Taxonomy
 	ev  map[string]*cachedEvidence
+	// partial is true when ev may lack some generalizable clusters
+	// (read asked for some, not all): a read of all then starts afresh.
+	partial bool
 	// grown counts the clusters read from their new members only.
 	grown int
 }
@@ -125,13 +128,17 @@ type cachedEvidence struct {
 	lastSeq uint64
 }
 
-// all is Evidence for every generalizable cluster of st, by id, under
-// taxonomy tax: the clusters written since the last call are read again
-// and made into evidence with build. A cluster that only gained members
-// since it was read is read from its new members and its comment
-// sample; the others with all their members (appendedAmong).
-func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy,
-	build func(context.Context, clusterMembers) (rulefmt.Evidence, error)) ([]rulefmt.Evidence, error) {
+// read is Evidence for the generalizable clusters of st among want
+// (every one with want nil), by id, under taxonomy tax: the clusters
+// written since the last call are read again and made into evidence with
+// build. A cluster that only gained members since it was read is read
+// from its new members and its comment sample; the others with all their
+// members (appendedAmong). A written cluster not wanted is dropped from
+// the cache, to be read whole when it is wanted: the proposer asks only
+// for the clusters it may draft, most of which it has not asked for
+// before.
+func (c *evidenceCache) read(ctx context.Context, st *state, tax *lesson.Taxonomy,
+	build func(context.Context, clusterMembers) (rulefmt.Evidence, error), want []string) ([]rulefmt.Evidence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	changes := &st.changes
@@ -143,26 +150,52 @@ func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy
 		changes.giveBack(ids, all)
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
-	if c.tax != tax || c.ev == nil {
+	if c.tax != tax || c.ev == nil || (want == nil && c.partial) {
 		c.tax, c.ev, all = tax, map[string]*cachedEvidence{}, true
 	}
+	wanted := func(string) bool { return true }
+	if want != nil {
+		set := make(map[string]bool, len(want))
+		for _, id := range want {
+			set[id] = true
+		}
+		wanted = func(id string) bool { return set[id] }
+	}
+	// The cache holds every generalizable cluster until a read of some
+	// starts it afresh or drops one.
+	partial := c.partial || (want != nil && all)
+	for id := range ids {
+		partial = partial || !wanted(id)
+	}
 	var read []clusterMembers
-	if all {
+	switch {
+	case all && want == nil:
 		read, err = generalizableAmong(tx, nil, true, centralitySample)
-	} else {
+	case all:
+		read, err = generalizableAmong(tx, slices.Sorted(slices.Values(want)), false, centralitySample)
+	default:
 		var whole []string
 		var grown map[string]*cachedEvidence
 		for id, rewritten := range ids {
-			if prev := c.ev[id]; prev != nil && !rewritten {
+			switch prev := c.ev[id]; {
+			case !wanted(id):
+			case prev != nil && !rewritten:
 				if grown == nil {
 					grown = map[string]*cachedEvidence{}
 				}
 				grown[id] = prev
-			} else {
+			default:
+				whole = append(whole, id)
+			}
+		}
+		// Wanted clusters neither written nor kept: not asked for before.
+		for _, id := range want {
+			if _, written := ids[id]; !written && c.ev[id] == nil {
 				whole = append(whole, id)
 			}
 		}
 		slices.Sort(whole)
+		whole = slices.Compact(whole)
 		if read, err = generalizableAmong(tx, whole, false, centralitySample); err == nil {
 			var more []clusterMembers
 			var n int
@@ -176,8 +209,11 @@ func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy
 	if err == nil && all {
 		clear(c.ev)
 	}
+	if err == nil {
+		c.partial = partial
+	}
 	for id := range ids {
-		delete(c.ev, id) // gone, no longer generalizable, or read again
+		delete(c.ev, id) // gone, no longer generalizable, not wanted, or read again
 	}
 	for i := 0; err == nil && i < len(read); i++ {
 		var ev rulefmt.Evidence
@@ -195,9 +231,16 @@ func (c *evidenceCache) all(ctx context.Context, st *state, tax *lesson.Taxonomy
 		}
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
-	out := make([]rulefmt.Evidence, 0, len(c.ev))
-	for _, id := range slices.Sorted(maps.Keys(c.ev)) {
-		out = append(out, c.ev[id].ev.Clone())
+	if want == nil {
+		want = slices.Sorted(maps.Keys(c.ev))
+	} else {
+		want = slices.Compact(slices.Sorted(slices.Values(want)))
+	}
+	out := make([]rulefmt.Evidence, 0, len(want))
+	for _, id := range want {
+		if e := c.ev[id]; e != nil {
+			out = append(out, e.ev.Clone())
+		}
 	}
 	return out, nil
 }

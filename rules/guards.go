@@ -409,25 +409,9 @@ type draftPlan struct {
 // the current generation is retried only when its rate-cap slot opened
 // (deferred; its text is kept) or its support grew (blocked).
 func (pol policy) planDraft(st *gitstore.State, retired []gitstore.RetiredRule, ev rulefmt.Evidence, now time.Time) (draftPlan, bool) {
-	decided := 0
-	var held *rulefmt.Proposal
-	for _, rr := range retired {
-		// Rolled back with its branch gone: still a generation.
-		if rr.Rule.ClusterID == ev.ClusterID && !slices.Contains(st.ByCluster[ev.ClusterID], rr.Rule.ProposalID) {
-			decided++
-		}
-	}
-	for _, id := range st.ByCluster[ev.ClusterID] {
-		p, _ := st.Proposal(id)
-		_, ruleActive := st.ByProposal[id]
-		switch {
-		case st.Open(id), ruleActive, p.Status == rulefmt.Merged, st.OnMain[id] != nil:
-			return draftPlan{}, false
-		case p.Status == rulefmt.Approved, p.Status == rulefmt.Rejected:
-			decided++
-		case p.Status == rulefmt.Blocked, p.Status == rulefmt.Deferred:
-			held = &p
-		}
+	decided, held, settled := standing(st, retired, ev.ClusterID)
+	if settled {
+		return draftPlan{}, false
 	}
 	plan := draftPlan{id: draftID(ev.ClusterID, decided), generation: decided}
 	if held != nil && held.ID == plan.id {
@@ -445,6 +429,52 @@ func (pol policy) planDraft(st *gitstore.State, retired []gitstore.RetiredRule, 
 		}
 	}
 	return plan, true
+}
+
+// standing is where a cluster stands in st: how many of its proposals
+// were decided (its next draft's generation), the held draft of its
+// proposals if any, and settled when one of them is open, merged, on
+// main or an active rule, so that it is not drafted again.
+func standing(st *gitstore.State, retired []gitstore.RetiredRule, clusterID string) (decided int, held *rulefmt.Proposal, settled bool) {
+	for _, rr := range retired {
+		// Rolled back with its branch gone: still a generation.
+		if rr.Rule.ClusterID == clusterID && !slices.Contains(st.ByCluster[clusterID], rr.Rule.ProposalID) {
+			decided++
+		}
+	}
+	for _, id := range st.ByCluster[clusterID] {
+		p, _ := st.Proposal(id)
+		_, ruleActive := st.ByProposal[id]
+		switch {
+		case st.Open(id), ruleActive, p.Status == rulefmt.Merged, st.OnMain[id] != nil:
+			return 0, nil, true
+		case p.Status == rulefmt.Approved, p.Status == rulefmt.Rejected:
+			decided++
+		case p.Status == rulefmt.Blocked, p.Status == rulefmt.Deferred:
+			held = &p
+		}
+	}
+	return decided, held, false
+}
+
+// mayDraft reports whether planDraft may draft the cluster ref names,
+// whatever its evidence, as long as that evidence's support is at most
+// ref.Size: false only where planDraft certainly says no. The proposer
+// reads the evidence of the others only.
+func (pol policy) mayDraft(st *gitstore.State, retired []gitstore.RetiredRule, ref rulefmt.ClusterRef, now time.Time) bool {
+	decided, held, settled := standing(st, retired, ref.ID)
+	if settled {
+		return false
+	}
+	if held != nil && held.ID == draftID(ref.ID, decided) {
+		switch {
+		case held.Status == rulefmt.Deferred:
+			return pol.rateCapAllows(st, held.Agents, now)
+		case ref.Size <= held.Support:
+			return false
+		}
+	}
+	return true
 }
 
 // drafted is the proposal a drafted text makes of a cluster, before the

@@ -113,7 +113,13 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, 
 	if m.opts.Evidence == nil || !m.features.Proposing {
 		return nil, nil
 	}
-	evs, err := m.opts.Evidence.Generalizable(ctx)
+	readState := func(ctx context.Context) (*gitstore.State, *gitstore.History, error) {
+		if err := m.ensureMain(ctx); err != nil {
+			return nil, nil, err
+		}
+		return m.store.StateAndHistory(ctx)
+	}
+	evs, err := draftable(ctx, m.opts.Evidence, readState, m.policy, m.now())
 	if err != nil {
 		return nil, fmt.Errorf("read generalizable clusters: %w", err)
 	}
@@ -178,6 +184,44 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, 
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// draftable is the evidence of the generalizable clusters a round may
+// draft, with read reading the repository's state. From a source that lists its clusters (rulefmt.ClusterLister)
+// only the evidence of those mayDraft lets through is read: once a store
+// has grown, nearly every generalizable cluster has an open proposal, a
+// rule or a held draft already, and reading all their evidence each
+// round was a fifth of the process's CPU at 250k stored
+// (docs/lessons.md, "Evidence for rules"). Otherwise it is all of it.
+func draftable(ctx context.Context, src rulefmt.EvidenceSource, read func(context.Context) (*gitstore.State, *gitstore.History, error),
+	pol policy, now time.Time) ([]rulefmt.Evidence, error) {
+	lister, ok := src.(rulefmt.ClusterLister)
+	if !ok {
+		return src.Generalizable(ctx)
+	}
+	refs, listed, err := lister.GeneralizableClusters(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case !listed:
+		return src.Generalizable(ctx)
+	case len(refs) == 0:
+		return nil, nil
+	}
+	st, idx, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, r := range refs {
+		if pol.mayDraft(st, idx.Retired, r, now) {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return lister.EvidenceOf(ctx, ids)
 }
 
 // stateReuse is how long ProposeFromEvidence reuses one read of the

@@ -53,6 +53,8 @@ func (a *App) openRules() error {
 				}
 				return evs[0], true, nil
 			},
+			List: func(context.Context) ([]rulefmt.ClusterRef, error) { return evaluator.GeneralizableClusters(ev), nil },
+			Some: func(ctx context.Context, ids []string) ([]rulefmt.Evidence, error) { return ev.Evidence(ctx, ids...) },
 		}
 	}
 	if a.LLM != nil {

@@ -76,10 +76,51 @@ type ClusterEvidenceSource interface {
 	ClusterEvidence(ctx context.Context, id string) (Evidence, bool, error)
 }
 
-// EvidenceFuncs are functions as a ClusterEvidenceSource.
+// ClusterRef is a generalizable cluster as a listing names it, without
+// its evidence: enough for the proposer to see that a cluster will not
+// be drafted (it has an open proposal or a rule, or a held draft with at
+// least Size support) before reading its evidence.
+type ClusterRef struct {
+	ID    string
+	Class string
+	// Size is the cluster's member count, which bounds its evidence's
+	// Support from above.
+	Size int
+}
+
+// ClusterLister is an EvidenceSource that also lists its generalizable
+// clusters cheaply and reads the evidence of some of them: the proposer
+// then reads the evidence of only the clusters it may draft. A source
+// whose listing is not available says listed false.
+type ClusterLister interface {
+	EvidenceSource
+	GeneralizableClusters(ctx context.Context) (refs []ClusterRef, listed bool, err error)
+	// EvidenceOf is the evidence of those of ids that are generalizable.
+	EvidenceOf(ctx context.Context, ids []string) ([]Evidence, error)
+}
+
+// EvidenceFuncs are functions as a ClusterEvidenceSource and, with List
+// and Some, a ClusterLister.
 type EvidenceFuncs struct {
-	All func(ctx context.Context) ([]Evidence, error)
-	One func(ctx context.Context, id string) (Evidence, bool, error)
+	All  func(ctx context.Context) ([]Evidence, error)
+	One  func(ctx context.Context, id string) (Evidence, bool, error)
+	List func(ctx context.Context) ([]ClusterRef, error)
+	Some func(ctx context.Context, ids []string) ([]Evidence, error)
+}
+
+// GeneralizableClusters implements ClusterLister; listed is false
+// without List and Some.
+func (f EvidenceFuncs) GeneralizableClusters(ctx context.Context) ([]ClusterRef, bool, error) {
+	if f.List == nil || f.Some == nil {
+		return nil, false, nil
+	}
+	refs, err := f.List(ctx)
+	return refs, err == nil, err
+}
+
+// EvidenceOf implements ClusterLister.
+func (f EvidenceFuncs) EvidenceOf(ctx context.Context, ids []string) ([]Evidence, error) {
+	return f.Some(ctx, ids)
 }
 
 // Generalizable implements EvidenceSource.
