@@ -83,7 +83,8 @@ func BenchmarkQuery(b *testing.B) {
 				reportPercentiles(b, lat)
 			})
 		}
-		b.Run(fmt.Sprintf("n=%d/batch=256", n), func(b *testing.B) { benchBatch(b, idx, queries) })
+		b.Run(fmt.Sprintf("n=%d/batch=256", n), func(b *testing.B) { benchBatch(b, idx, queries, false) })
+		b.Run(fmt.Sprintf("n=%d/batch=256/where-agent", n), func(b *testing.B) { benchBatch(b, idx, queries, true) })
 		if err := idx.Close(); err != nil {
 			b.Fatal(err)
 		}
@@ -94,11 +95,16 @@ func BenchmarkQuery(b *testing.B) {
 // evaluator makes for a full batch of decisions: answered as one batch
 // (QueryBatch) and, in the same run, as separate queries two at a time on
 // 2 cores, which is how the evaluator asked before batches. Each reports
-// milliseconds per query; the ratio is separate over batched.
-func benchBatch(b *testing.B, idx *Index, queries [][]float32) {
+// milliseconds per query; the ratio is separate over batched. With
+// perAgent each query keeps one agent's vectors, the agents in turn, as
+// the evaluator asks (docs/lessons.md, "Similar decisions").
+func benchBatch(b *testing.B, idx *Index, queries [][]float32, perAgent bool) {
 	qs := make([]vectorindex.Query, len(queries))
 	for i, q := range queries {
 		qs[i] = vectorindex.Query{Embedding: q, Limit: 10, MinSimilarity: 0.8}
+		if perAgent {
+			qs[i].Where = map[string]string{"agent": fmt.Sprint("agent-", i%benchAgents)}
+		}
 	}
 	ctx := context.Background()
 	var batched, separate time.Duration

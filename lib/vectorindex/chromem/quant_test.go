@@ -391,27 +391,27 @@ func TestTheFirstStageRulesOutRowsWithoutLosingAny(t *testing.T) {
 		}
 		var dots [scanBlock]int32
 		var keep [scanBlock]bool
-		for block := 0; block < n; block += scanBlock {
-			c, first := block/chunkRows, block%chunkRows
-			codes := r.codes[c][first*dim : (first+scanBlock)*dim]
-			r.score(&s, codes, block, scanBlock, floor, dots[:], keep[:])
+		for b := 0; b < n; b += scanBlock {
+			c, first := b/chunkRows, b%chunkRows
+			blk := block{codes: r.codes[c][first*dim : (first+scanBlock)*dim], heads: r.head[b : b+scanBlock], tails: r.tail[b : b+scanBlock], base: b}
+			r.score(&s, &blk, floor, dots[:], keep[:])
 			for j := range scanBlock {
-				exact := float64(dot(q, vs[block+j]))
+				exact := float64(dot(q, vs[b+j]))
 				if exact >= floor-1e-6 {
 					reach++
 					if !keep[j] {
-						t.Fatalf("query %d: row %d at %.6f was ruled out at %.1f", qi, block+j, exact, floor)
+						t.Fatalf("query %d: row %d at %.6f was ruled out at %.1f", qi, b+j, exact, floor)
 					}
 				}
 				if keep[j] {
 					live++
 					var want int32
-					code := r.code(block + j)
+					code := r.code(b + j)
 					for d := range dim {
 						want += int32(s.p.codes[d]) * int32(code[d])
 					}
 					if dots[j] != want {
-						t.Fatalf("query %d: row %d kept with dot %d, want the full %d", qi, block+j, dots[j], want)
+						t.Fatalf("query %d: row %d kept with dot %d, want the full %d", qi, b+j, dots[j], want)
 					}
 				}
 			}

@@ -35,6 +35,8 @@ type rows struct {
 	at    []int64  // offset of the row's record in the journal
 	size  []uint32 // length of that record, header included
 	pairs *pairs
+	// post lists the rows holding each pair (postings.go).
+	post postings
 }
 
 func newRows(dim int) *rows {
@@ -59,6 +61,7 @@ func (r *rows) upsert(id string, v []float32, meta map[string]string, at int64, 
 	held := r.pairs.acquire(meta)
 	i, ok := r.pos[id]
 	if ok {
+		r.post.relist(i, r.meta[i], held)
 		r.pairs.release(r.meta[i])
 	} else {
 		i = int32(len(r.ids))
@@ -69,6 +72,7 @@ func (r *rows) upsert(id string, v []float32, meta map[string]string, at int64, 
 		}
 		r.head, r.sum, r.tail = append(r.head, rowHead{}), append(r.sum, 0), append(r.tail, 0)
 		r.meta, r.at, r.size = append(r.meta, nil), append(r.at, 0), append(r.size, 0)
+		r.post.relist(i, nil, held)
 	}
 	n := normalized(v)
 	r.head[i], r.sum[i], r.tail[i] = quantize(n, r.code(int(i))), vectorSum(n), tailNorm(n, split(r.dim))
@@ -81,9 +85,13 @@ func (r *rows) delete(id string) {
 	if !ok {
 		return
 	}
-	r.pairs.release(r.meta[i])
 	last := int32(len(r.ids) - 1)
+	r.post.relist(i, r.meta[i], nil)
+	r.pairs.release(r.meta[i])
 	if i != last {
+		// The last row takes i's place: its lists name i instead.
+		r.post.relist(last, r.meta[last], nil)
+		r.post.relist(i, nil, r.meta[last])
 		r.ids[i] = r.ids[last]
 		r.pos[r.ids[i]] = i
 		copy(r.code(int(i)), r.code(int(last)))

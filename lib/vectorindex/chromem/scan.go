@@ -11,6 +11,13 @@ import (
 // minParallelRows is the size from which a scan is split across cores.
 const minParallelRows = 4096
 
+// A filtered search scans the rows of its rarest pair when fewer than
+// 1/listShare of the rows hold it: gathering a listed row's codes costs
+// about as much as scoring it, so a list as long as a quarter of the
+// rows gains little over the masked scan of every row. Tests make it
+// huge to compare with the masked scan.
+var listShare = 4
+
 // scanBlock is how many rows the scan scores per kernel call; chunkRows is
 // a multiple of it. A block of codes (64 KiB at 256 dimensions) stays in
 // the core's cache while every query of a batch is scored against it, so
@@ -35,7 +42,9 @@ type search struct {
 // that may be among its n most similar with a similarity of at least its
 // floor: those whose upper bound reaches floor and reaches the n-th best
 // lower bound. A row left out has n others certainly more similar, or is
-// certainly below floor. The rows are read once for all searches.
+// certainly below floor. A search filtered by metadata whose rarest pair
+// is held by fewer than a quarter of the rows scans that pair's rows
+// only (postings.go); the others read every row, once for all of them.
 func (r *rows) candidates(searches []search) [][]int32 {
 	out := make([][]int32, len(searches))
 	total := len(r.ids)
@@ -49,42 +58,39 @@ func (r *rows) candidates(searches []search) [][]int32 {
 		ss[k] = s
 		ss[k].n = max(0, min(s.n, total))
 	}
-	// A batch is split across cores when its rows times its queries
-	// are worth it, as a single query is from minParallelRows rows.
-	workers := 1
-	if total*len(ss) >= minParallelRows {
-		workers = runtime.GOMAXPROCS(0)
+	var every []int
+	listed := map[uint32][]int{}
+	for k, s := range ss {
+		if s.n == 0 {
+			continue
+		}
+		if n, ok := r.rarest(s.want); ok && listShare*len(r.post.of(n)) < total {
+			listed[n] = append(listed[n], k)
+		} else {
+			every = append(every, k)
+		}
 	}
-	parts := make([][]scanned, workers)
-	var wg sync.WaitGroup
-	// Each worker scans whole blocks, which never straddle a chunk.
-	blocks := (total + scanBlock - 1) / scanBlock
-	per := (blocks + workers - 1) / workers
-	for w := range workers {
-		lo, hi := min(total, w*per*scanBlock), min(total, (w+1)*per*scanBlock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			parts[w] = r.scan(ss, lo, hi)
-		}()
+	parts := make([][]scanned, len(ss))
+	r.scanParts(ss, every, nil, parts)
+	for n, idx := range listed {
+		r.scanParts(ss, idx, r.post.of(n), parts)
 	}
-	wg.Wait()
 	for k, s := range ss {
 		n := s.n
 		if n == 0 {
 			continue
 		}
 		var lows []float64
-		for _, part := range parts {
-			lows = append(lows, part[k].lows...)
+		for _, part := range parts[k] {
+			lows = append(lows, part.lows...)
 		}
 		cut := math.Inf(-1)
 		if len(lows) >= n {
 			sort.Sort(sort.Reverse(sort.Float64Slice(lows)))
 			cut = lows[n-1]
 		}
-		for _, part := range parts {
-			for _, c := range part[k].found {
+		for _, part := range parts[k] {
+			for _, c := range part.found {
 				if c.up >= cut {
 					out[k] = append(out[k], c.row)
 				}
@@ -92,6 +98,61 @@ func (r *rows) candidates(searches []search) [][]int32 {
 		}
 	}
 	return out
+}
+
+// rarest is the pair of want held by the fewest rows; false without
+// want.
+func (r *rows) rarest(want []uint32) (uint32, bool) {
+	best, ok := uint32(0), false
+	for _, n := range want {
+		if !ok || len(r.post.of(n)) < len(r.post.of(best)) {
+			best, ok = n, true
+		}
+	}
+	return best, ok
+}
+
+// scanParts scans for the searches ss[idx] every row (list nil) or the
+// rows of list, split across cores when the rows times the searches are
+// worth it, as a single search is from minParallelRows rows, and adds
+// each worker's findings to parts.
+func (r *rows) scanParts(ss []search, idx []int, list []int32, parts [][]scanned) {
+	if len(idx) == 0 {
+		return
+	}
+	sub := make([]search, len(idx))
+	for i, k := range idx {
+		sub[i] = ss[k]
+	}
+	n := len(r.ids)
+	if list != nil {
+		n = len(list)
+	}
+	workers := 1
+	if n*len(sub) >= minParallelRows {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	found := make([][]scanned, workers)
+	var wg sync.WaitGroup
+	// Each worker scans whole blocks, which never straddle a chunk.
+	blocks := (n + scanBlock - 1) / scanBlock
+	per := (blocks + workers - 1) / workers
+	for w := range workers {
+		lo, hi := min(n, w*per*scanBlock), min(n, (w+1)*per*scanBlock)
+		wg.Go(func() {
+			if list == nil {
+				found[w] = r.scan(sub, lo, hi)
+			} else {
+				found[w] = r.scanList(sub, list[lo:hi])
+			}
+		})
+	}
+	wg.Wait()
+	for i, k := range idx {
+		for w := range workers {
+			parts[k] = append(parts[k], found[w][i])
+		}
+	}
 }
 
 // scanned is what a worker's scan found for one search: the n best lower
@@ -109,54 +170,102 @@ type bounded struct {
 	up  float64
 }
 
-// scan bounds rows lo..hi-1 for every search, block by block.
-func (r *rows) scan(ss []search, lo, hi int) []scanned {
+// block is up to scanBlock rows scored together: rows base.. in place
+// (rows nil), or the rows listed, their codes, heads and tails gathered.
+type block struct {
+	codes []int8
+	heads []rowHead
+	tails []float32
+	base  int
+	rows  []int32
+}
+
+func (b *block) row(j int) int {
+	if b.rows == nil {
+		return b.base + j
+	}
+	return int(b.rows[j])
+}
+
+func newScanned(ss []search) []scanned {
 	out := make([]scanned, len(ss))
 	for k, s := range ss {
 		out[k].lows = make(lowHeap, 0, s.n+1)
 	}
-	var dots [scanBlock]int32
-	var live [scanBlock]bool
-	for block := lo; block < hi; block += scanBlock {
-		k := min(scanBlock, hi-block)
-		c, first := block/chunkRows, block%chunkRows
-		codes := r.codes[c][first*r.dim : (first+k)*r.dim]
-		for q := range ss {
-			s, o := &ss[q], &out[q]
-			if s.n == 0 {
-				continue
-			}
-			cut := s.floor
-			if len(o.lows) == s.n {
-				cut = max(cut, o.lows[0])
-			}
-			r.score(s, codes, block, k, cut, dots[:k], live[:k])
-			for j, dot := range dots[:k] {
-				if !live[j] {
-					continue
-				}
-				row := block + j
-				approx, err := s.p.bounds(r.head[row], dot)
-				up, low := approx+err, approx-err
-				// Written so that a NaN, which no row should hold but a
-				// comparison must not let into the heap, is skipped.
-				if !(up >= s.floor) {
-					continue
-				}
-				if len(o.lows) < s.n {
-					heap.Push(&o.lows, low)
-				} else if low > o.lows[0] {
-					o.lows[0] = low
-					heap.Fix(&o.lows, 0)
-				}
-				if len(o.lows) == s.n && up < o.lows[0] {
-					continue
-				}
-				o.found = append(o.found, bounded{int32(row), up})
-			}
-		}
+	return out
+}
+
+// scan bounds rows lo..hi-1 for every search, block by block.
+func (r *rows) scan(ss []search, lo, hi int) []scanned {
+	out := newScanned(ss)
+	for b := lo; b < hi; b += scanBlock {
+		k := min(scanBlock, hi-b)
+		c, first := b/chunkRows, b%chunkRows
+		blk := block{codes: r.codes[c][first*r.dim : (first+k)*r.dim], heads: r.head[b : b+k], tails: r.tail[b : b+k], base: b}
+		r.bound(ss, out, &blk)
 	}
 	return out
+}
+
+// scanList bounds the rows of list for every search, scanBlock rows at
+// a time gathered into one block: a row's codes are copied once for all
+// the searches.
+func (r *rows) scanList(ss []search, list []int32) []scanned {
+	out := newScanned(ss)
+	codes := make([]int8, scanBlock*r.dim)
+	var heads [scanBlock]rowHead
+	var tails [scanBlock]float32
+	for i := 0; i < len(list); i += scanBlock {
+		rows := list[i:min(len(list), i+scanBlock)]
+		for j, row := range rows {
+			copy(codes[j*r.dim:(j+1)*r.dim], r.code(int(row)))
+			heads[j], tails[j] = r.head[row], r.tail[row]
+		}
+		k := len(rows)
+		blk := block{codes: codes[:k*r.dim], heads: heads[:k], tails: tails[:k], rows: rows}
+		r.bound(ss, out, &blk)
+	}
+	return out
+}
+
+// bound bounds a block's rows for every search.
+func (r *rows) bound(ss []search, out []scanned, blk *block) {
+	var dots [scanBlock]int32
+	var live [scanBlock]bool
+	k := len(blk.heads)
+	for q := range ss {
+		s, o := &ss[q], &out[q]
+		if s.n == 0 {
+			continue
+		}
+		cut := s.floor
+		if len(o.lows) == s.n {
+			cut = max(cut, o.lows[0])
+		}
+		r.score(s, blk, cut, dots[:k], live[:k])
+		for j, dot := range dots[:k] {
+			if !live[j] {
+				continue
+			}
+			approx, err := s.p.bounds(blk.heads[j], dot)
+			up, low := approx+err, approx-err
+			// Written so that a NaN, which no row should hold but a
+			// comparison must not let into the heap, is skipped.
+			if !(up >= s.floor) {
+				continue
+			}
+			if len(o.lows) < s.n {
+				heap.Push(&o.lows, low)
+			} else if low > o.lows[0] {
+				o.lows[0] = low
+				heap.Fix(&o.lows, 0)
+			}
+			if len(o.lows) == s.n && up < o.lows[0] {
+				continue
+			}
+			o.found = append(o.found, bounded{int32(blk.row(j)), up})
+		}
+	}
 }
 
 // maxStagedTail is the largest query tail length (past split) for which
@@ -169,20 +278,21 @@ func (r *rows) scan(ss []search, lo, hi int) []scanned {
 const maxStagedTail = 0.5
 
 // score writes to dots the integer dot product of the probe with each of
-// the k rows from block, and marks in live the rows to bound further:
-// those holding the search's metadata pairs, and, when the first stage
-// runs, whose first-stage bound reaches cut (the floor, or the n-th best
-// lower bound so far once there are n). A row not live is certainly below
-// cut, so leaving it out changes no answer; the dot products of live rows
-// are the full ones, whatever the stage.
-func (r *rows) score(s *search, codes []int8, block, k int, cut float64, dots []int32, live []bool) {
+// the block's rows, and marks in live the rows to bound further: those
+// holding the search's metadata pairs, and, when the first stage runs,
+// whose first-stage bound reaches cut (the floor, or the n-th best lower
+// bound so far once there are n). A row not live is certainly below
+// cut, so leaving it out changes no answer; the dot products of live
+// rows are the full ones, whatever the stage.
+func (r *rows) score(s *search, blk *block, cut float64, dots []int32, live []bool) {
+	k, codes := len(blk.heads), blk.codes
 	if s.want == nil {
 		for j := range live {
 			live[j] = true
 		}
 	} else {
 		for j := range live {
-			live[j] = holds(r.meta[block+j], s.want)
+			live[j] = holds(r.meta[blk.row(j)], s.want)
 		}
 	}
 	from := split(r.dim)
@@ -192,7 +302,7 @@ func (r *rows) score(s *search, codes []int8, block, k int, cut float64, dots []
 	}
 	dot8RowsPrefix(s.p.codes[:from], codes, from, r.dim, k, dots)
 	var kept [scanBlock]uint8
-	survivors := s.p.firstStage(r.head[block:block+k], r.tail[block:block+k], dots, live, from, cut, kept[:0])
+	survivors := s.p.firstStage(blk.heads, blk.tails, dots, live, from, cut, kept[:0])
 	if len(survivors) == 0 {
 		return
 	}
