@@ -260,11 +260,14 @@ func (s *Service) embedAndQuery(ctx context.Context, cands []*candidate) error {
 		c.vec = vecs[i]
 	}
 	// No Count first: a limit above the stored count is allowed, and with
-	// a Chroma server every call is a round trip.
+	// a Chroma server every call is a round trip. The similar decisions
+	// listed are the agent's own (docs/lessons.md, "Similar decisions"):
+	// the embedded index then scans that agent's vectors only.
 	limit := s.opts.MaxSimilar + 1
 	qs := make([]vectorindex.Query, len(cands))
 	for i, c := range cands {
-		qs[i] = vectorindex.Query{Embedding: c.vec, Limit: limit, MinSimilarity: s.opts.SimilarityThreshold}
+		qs[i] = vectorindex.Query{Embedding: c.vec, Limit: limit, MinSimilarity: s.opts.SimilarityThreshold,
+			Where: map[string]string{"agent": c.item.Feedback.Agent}}
 	}
 	// One batch: the embedded index reads its rows once for all of them.
 	hits, err := vectorindex.QueryAll(ctx, s.index, qs, runtime.GOMAXPROCS(0))
@@ -277,8 +280,8 @@ func (s *Service) embedAndQuery(ctx context.Context, cands []*candidate) error {
 	return nil
 }
 
-// similarIDs lists the most similar feedback for an evaluation: index
-// hits and earlier decisions of the same batch.
+// similarIDs lists the most similar feedback of the same agent for an
+// evaluation: index hits and earlier decisions of the same batch.
 func (s *Service) similarIDs(c *candidate, cands []*candidate) []string {
 	type scored struct {
 		id  string
@@ -293,6 +296,9 @@ func (s *Service) similarIDs(c *candidate, cands []*candidate) []string {
 	for _, p := range cands {
 		if p == c {
 			break
+		}
+		if p.item.Feedback.Agent != c.item.Feedback.Agent {
+			continue
 		}
 		if sim := embedding.Cosine(c.vec, p.vec); sim >= s.opts.SimilarityThreshold {
 			all = append(all, scored{p.item.Feedback.DecisionID, sim})
