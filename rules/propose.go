@@ -113,11 +113,21 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, 
 	if m.opts.Evidence == nil || !m.features.Proposing {
 		return nil, nil
 	}
+	// One read of the repository serves the clusters until a write or
+	// until it is a second old: reading it lists every proposal branch,
+	// and a round may look at thousands of clusters that draft nothing.
+	var st *gitstore.State
+	var idx *gitstore.History
+	var read time.Time
 	readState := func(ctx context.Context) (*gitstore.State, *gitstore.History, error) {
 		if err := m.ensureMain(ctx); err != nil {
 			return nil, nil, err
 		}
-		return m.store.StateAndHistory(ctx)
+		s, h, err := m.store.StateAndHistory(ctx)
+		if err == nil {
+			st, idx, read = s, h, time.Now()
+		}
+		return s, h, err
 	}
 	evs, err := draftable(ctx, m.opts.Evidence, readState, m.policy, m.now())
 	if err != nil {
@@ -155,12 +165,6 @@ func (m *Manager) ProposeFromEvidence(ctx context.Context) ([]rulefmt.Proposal, 
 	}
 	var out []rulefmt.Proposal
 	var errs []error
-	// One read of the repository serves the clusters until a write or
-	// until it is a second old: reading it lists every proposal branch,
-	// and a round may look at thousands of clusters that draft nothing.
-	var st *gitstore.State
-	var idx *gitstore.History
-	var read time.Time
 	for _, ev := range evs {
 		if st == nil || time.Since(read) > stateReuse {
 			if st, idx, err = m.store.StateAndHistory(ctx); err != nil {
