@@ -19,13 +19,13 @@ type Diversity struct {
 func DefaultDiversity() Diversity { return Diversity{Reviewers: 2, Epics: 2, Producers: 1} }
 
 // people are the distinct reviewers, epics and producers of some
-// decisions.
+// decisions, by their numbers in the tracker's names.
 type people struct {
-	reviewers, epics, producers map[string]bool
+	reviewers, epics, producers map[name]bool
 }
 
 func newPeople() people {
-	return people{reviewers: map[string]bool{}, epics: map[string]bool{}, producers: map[string]bool{}}
+	return people{reviewers: map[name]bool{}, epics: map[name]bool{}, producers: map[name]bool{}}
 }
 
 func (p people) add(f fact) {

@@ -159,9 +159,9 @@ func (t *Tracker) Effects(ctx context.Context, agent string) ([]Effect, error) {
 
 // inPrompt says whether a decision was made with the rule in its prompt,
 // and how that was found.
-func (c *computation) inPrompt(ctx context.Context, f fact, r rulefmt.Rule, from, until time.Time) (exposed, shadow, byVersion bool, err error) {
-	if f.version != "" && c.t.versions != nil {
-		rec, err := c.version(ctx, f.version)
+func (c *computation) inPrompt(ctx context.Context, f fact, version string, r rulefmt.Rule, from, until time.Time) (exposed, shadow, byVersion bool, err error) {
+	if version != "" && c.t.versions != nil {
+		rec, err := c.version(ctx, version)
 		if err != nil {
 			return false, false, false, err
 		}
@@ -178,7 +178,8 @@ func (c *computation) inPrompt(ctx context.Context, f fact, r rulefmt.Rule, from
 	if r.Status == rulefmt.Shadow && r.ShadowReason == "" {
 		return false, false, false, nil
 	}
-	in := !f.at.Before(from) && (until.IsZero() || f.at.Before(until))
+	at := f.time()
+	in := !at.Before(from) && (until.IsZero() || at.Before(until))
 	return in, false, false, nil
 }
 
@@ -233,11 +234,10 @@ func (c *computation) effect(ctx context.Context, r rulefmt.Rule, until time.Tim
 	}
 	e.firstActivatedAt = first
 	var sh Shadow
-	gates := map[string]bool{}
+	gates := map[name]bool{}
 	type approved struct {
-		at   time.Time
-		gate string
-		f    fact
+		at time.Time
+		f  fact
 	}
 	recurrers := newPeople()
 	var approvals []approved
@@ -247,21 +247,25 @@ func (c *computation) effect(ctx context.Context, r rulefmt.Rule, until time.Tim
 	}
 	var before []earlier
 	for _, agent := range r.Agents {
-		for _, f := range c.t.facts(agent) {
+		// Names number per tracker, so facts of several agents share
+		// them.
+		facts, names := c.t.facts(agent)
+		for _, f := range facts {
 			rec, err := c.recurs(ctx, f, pat)
 			if err != nil {
 				return Effect{}, err
 			}
-			if rec && f.gate != "" {
+			if rec && f.gate != 0 {
 				gates[f.gate] = true
 			}
-			if f.at.Before(first) {
-				before = append(before, earlier{at: f.at, id: f.id, recurs: rec, evidence: evidence[f.id]})
+			at := f.time()
+			if at.Before(first) {
+				before = append(before, earlier{at: at, id: f.id, recurs: rec, evidence: evidence[f.id]})
 			}
-			if f.at.Before(from) {
+			if at.Before(from) {
 				continue
 			}
-			exposed, shadow, byVersion, err := c.inPrompt(ctx, f, r, from, until)
+			exposed, shadow, byVersion, err := c.inPrompt(ctx, f, names[f.version], r, from, until)
 			if err != nil {
 				return Effect{}, err
 			}
@@ -282,11 +286,11 @@ func (c *computation) effect(ctx context.Context, r rulefmt.Rule, until time.Tim
 					e.Recurrences++
 					recurrers.add(f)
 				}
-				if f.at.After(e.LastExposure) {
-					e.LastExposure = f.at
+				if at.After(e.LastExposure) {
+					e.LastExposure = at
 				}
-				if f.verdict == precept.Approved {
-					approvals = append(approvals, approved{f.at, f.gate, f})
+				if f.decision() == precept.Approved {
+					approvals = append(approvals, approved{at, f})
 				}
 			case byVersion && r.Status == rulefmt.Shadow:
 				sh.MainDecisions++
@@ -305,7 +309,7 @@ func (c *computation) effect(ctx context.Context, r rulefmt.Rule, until time.Tim
 	// with the rule in the prompt (every gate when none is known).
 	validators := newPeople()
 	for _, a := range approvals {
-		if len(gates) == 0 || gates[a.gate] {
+		if len(gates) == 0 || gates[a.f.gate] {
 			e.Validations++
 			validators.add(a.f)
 			if a.at.After(e.LastValidation) {

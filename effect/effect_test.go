@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
@@ -627,7 +628,7 @@ func TestReportsRaceNothingWithArrivingDecisions(t *testing.T) {
 			default:
 			}
 			tr.mu.Lock()
-			tr.byAgent["coder"] = append(tr.byAgent["coder"], fact{id: fmt.Sprint("late-", i), at: t0.Add(-time.Duration(i) * time.Second)})
+			tr.byAgent["coder"] = append(tr.byAgent["coder"], factAt(fmt.Sprint("late-", i), t0.Add(-time.Duration(i)*time.Second)))
 			tr.mu.Unlock()
 			time.Sleep(50 * time.Microsecond)
 		}
@@ -661,13 +662,13 @@ func TestFactsStayInTimeOrderAndHandedOutSlicesStayPut(t *testing.T) {
 			// Mostly later than everything so far, sometimes earlier, and
 			// equal timestamps with ids out of order.
 			at := t0.Add(time.Duration(round*100+rng.IntN(120)-10) * time.Second)
-			f := fact{id: fmt.Sprintf("d-%03d-%02d", rng.IntN(50), i), at: at}
+			f := factAt(fmt.Sprintf("d-%03d-%02d", rng.IntN(50), i), at)
 			all = append(all, f)
 			tr.mu.Lock()
 			tr.byAgent["coder"] = append(tr.byAgent["coder"], f)
 			tr.mu.Unlock()
 		}
-		got := tr.facts("coder")
+		got, _ := tr.facts("coder")
 		want := slices.Clone(all)
 		slices.SortStableFunc(want, compareFacts)
 		if !slices.Equal(got, want) {
@@ -679,5 +680,18 @@ func TestFactsStayInTimeOrderAndHandedOutSlicesStayPut(t *testing.T) {
 				t.Fatalf("round %d: the slice handed out in round %d changed", round, i)
 			}
 		}
+	}
+}
+
+// factAt is a fact of nothing but an id and a time.
+func factAt(id string, at time.Time) fact {
+	return fact{id: id, sec: at.Unix(), nsec: int32(at.Nanosecond())}
+}
+
+// A million decisions are a million facts: a fact stays small and holds
+// one pointer.
+func TestAFactIsSmall(t *testing.T) {
+	if n := unsafe.Sizeof(fact{}); n > 56 {
+		t.Fatalf("a fact is %d bytes, more than 56", n)
 	}
 }

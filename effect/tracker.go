@@ -60,16 +60,41 @@ type Metrics interface {
 }
 
 // fact is what the tracker keeps of one decision: enough to attribute it
-// and count it, nothing a person wrote.
+// and count it, nothing a person wrote. A store of a million decisions
+// holds a million facts, so a fact is 56 bytes with one pointer (its id):
+// the decision's time as seconds and nanoseconds, its verdict as a
+// number, and its prompt version, gate, reviewer, epic and producer as
+// numbers in the tracker's names. As strings and a time.Time it was 136
+// bytes and seven pointers for the collector to follow.
 type fact struct {
-	id      string
-	at      time.Time
-	verdict precept.Verdict
-	version string
-	gate    string
-	// Who the decision came from: reviewer, epic and producer.
-	reviewer, epic, producer string
+	id                                      string
+	sec                                     int64
+	nsec                                    int32
+	verdict                                 verdictCode
+	version, gate, reviewer, epic, producer name
 }
+
+// name numbers a string in a tracker's names; 0 is "".
+type name uint32
+
+// verdictCode numbers a verdict.
+type verdictCode uint8
+
+// verdictOf are the verdicts by code; an unknown verdict keeps code 0.
+var verdictOf = []precept.Verdict{"", precept.Approved, precept.Rejected, precept.ApprovedWithChanges}
+
+func codeOf(v precept.Verdict) verdictCode {
+	for i, w := range verdictOf {
+		if w == v {
+			return verdictCode(i)
+		}
+	}
+	return 0
+}
+
+func (f fact) time() time.Time { return time.Unix(f.sec, int64(f.nsec)).UTC() }
+
+func (f fact) decision() precept.Verdict { return verdictOf[f.verdict] }
 
 // Tracker follows the feedback store and computes rule effects on demand
 // and every Options.Interval, when it also records them and acts on them.
@@ -87,8 +112,12 @@ type Tracker struct {
 	// sortedLen is how many of an agent's facts, from the first, are in
 	// time order; facts read since are appended after them.
 	sortedLen map[string]int
-	// strs interns versions and gates: few distinct values, many facts.
-	strs map[string]string
+	// names are the strings facts number (name); numberOf finds them.
+	// Facts only refer to names added before them, and a name never
+	// changes, so a reader holding a slice of names taken with the
+	// facts reads it without the lock.
+	names    []string
+	numberOf map[string]name
 
 	// placements caches each evaluated negative decision's cluster and
 	// category between effects passes; Pass clears it, so a pass sees
@@ -103,20 +132,23 @@ func New(feed Feed, evals Evaluations, versions Versions, rs Rules, opts Options
 	opts = opts.withDefaults()
 	return &Tracker{
 		feed: feed, evals: evals, versions: versions, rules: rs, opts: opts, log: opts.Logger,
-		byAgent: map[string][]fact{}, sortedLen: map[string]int{}, strs: map[string]string{},
+		byAgent: map[string][]fact{}, sortedLen: map[string]int{}, names: []string{""}, numberOf: map[string]name{},
 		placements: map[string][2]string{},
 	}
 }
 
-func (t *Tracker) intern(s string) string {
+// number returns s's number in t.names, adding it; t.mu is held.
+func (t *Tracker) number(s string) name {
 	if s == "" {
-		return ""
+		return 0
 	}
-	if v, ok := t.strs[s]; ok {
-		return v
+	if n, ok := t.numberOf[s]; ok {
+		return n
 	}
-	t.strs[s] = s
-	return s
+	n := name(len(t.names))
+	t.names = append(t.names, s)
+	t.numberOf[s] = n
+	return n
 }
 
 // CatchUp reads the decisions stored since the last call.
@@ -140,9 +172,9 @@ func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
 		for _, r := range recs {
 			d := r.Decision
 			t.byAgent[d.Agent] = append(t.byAgent[d.Agent], fact{
-				id: d.DecisionID, at: d.Timestamp.UTC(), verdict: d.Decision,
-				version: t.intern(d.PromptVersion), gate: t.intern(d.GateID),
-				reviewer: t.intern(d.ReviewerID), epic: t.intern(d.EpicID), producer: t.intern(r.ProducerName()),
+				id: d.DecisionID, sec: d.Timestamp.Unix(), nsec: int32(d.Timestamp.Nanosecond()), verdict: codeOf(d.Decision),
+				version: t.number(d.PromptVersion), gate: t.number(d.GateID),
+				reviewer: t.number(d.ReviewerID), epic: t.number(d.EpicID), producer: t.number(r.ProducerName()),
 			})
 			t.seq = max(t.seq, r.Seq)
 		}
@@ -152,7 +184,8 @@ func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
 }
 
 // facts returns an agent's decisions in time order (decision timestamp,
-// then id). The slice is shared: callers only read it.
+// then id), and the names they number. The slices are shared: callers
+// only read them.
 //
 // Only the facts read since the last call are sorted: they lie past
 // every slice handed out, so they are sorted in place, and when they
@@ -160,7 +193,7 @@ func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
 // order) nothing else moves. Otherwise the two runs are merged into a
 // new slice, leaving the one readers hold as it was: linear in the
 // agent's decisions, where sorting them all again was not.
-func (t *Tracker) facts(agent string) []fact {
+func (t *Tracker) facts(agent string) ([]fact, []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fs := t.byAgent[agent]
@@ -185,11 +218,13 @@ func (t *Tracker) facts(agent string) []fact {
 		}
 		t.sortedLen[agent] = len(fs)
 	}
-	return fs[:len(fs):len(fs)]
+	return fs[:len(fs):len(fs)], t.names[:len(t.names):len(t.names)]
 }
 
 // compareFacts orders facts by decision timestamp, then id.
-func compareFacts(a, b fact) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.id, b.id)) }
+func compareFacts(a, b fact) int {
+	return cmp.Or(cmp.Compare(a.sec, b.sec), cmp.Compare(a.nsec, b.nsec), cmp.Compare(a.id, b.id))
+}
 
 // Run follows the feed and runs an effects pass every Options.Interval until ctx
 // is done.
@@ -333,7 +368,7 @@ func (c *computation) patternOf(ctx context.Context, r rulefmt.Rule) (pattern, e
 
 // recurs reports whether a decision is a recurrence of the pattern.
 func (c *computation) recurs(ctx context.Context, f fact, p pattern) (bool, error) {
-	if !f.verdict.Negative() || p.empty() {
+	if !f.decision().Negative() || p.empty() {
 		return false, nil
 	}
 	pl, err := c.placement(ctx, f.id)
