@@ -209,25 +209,40 @@ func widen(vecs [][]float32) [][]float64 {
 	return out
 }
 
-// dot64 is the dot product of a and b with four partial sums, so that
-// consecutive additions do not wait on one another. Each product of two
-// float32 values is exact in float64 and the order of the sums is fixed:
-// the result is the same on every run and machine.
+// dot64 is the dot product of a and b over their common length, summed
+// in one order on every machine: sixteen running sums over the largest
+// multiple of 16 values, reduced in a fixed tree (dot64Head, or its
+// AVX2 twin, equal to the bit), then the rest in order. Re-clustering
+// fills its matrices with it (fillSimilarities), and every replica must
+// find the same clusters.
 func dot64(a, b []float64) float64 {
 	n := min(len(a), len(b))
-	a, b = a[:n], b[:n]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	n16 := n &^ 15
+	s := dot64Prefix(a, b, n16)
+	for i := n16; i < n; i++ {
+		s += float64(a[i] * b[i])
 	}
-	for ; i < n; i++ {
-		s0 += a[i] * b[i]
+	return s
+}
+
+// dot64Head sums a multiple of 16 products: acc[k] adds the products of
+// the indexes k modulo 16 in order, then
+// l[j] = (acc[j]+acc[j+4]) + (acc[j+8]+acc[j+12]) and the sum is
+// (l[0]+l[2]) + (l[1]+l[3]). float64() keeps a compiler from fusing a
+// product into its sum.
+func dot64Head(a, b []float64) float64 {
+	var acc [16]float64
+	b = b[:len(a)]
+	for i := 0; i+16 <= len(a); i += 16 {
+		for k := range 16 {
+			acc[k] += float64(a[i+k] * b[i+k])
+		}
 	}
-	return (s0 + s1) + (s2 + s3)
+	var l [4]float64
+	for j := range 4 {
+		l[j] = (acc[j] + acc[j+4]) + (acc[j+8] + acc[j+12])
+	}
+	return (l[0] + l[2]) + (l[1] + l[3])
 }
 
 func dot(a, b []float32) float64 {

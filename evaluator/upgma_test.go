@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -161,5 +162,37 @@ func BenchmarkUPGMA(b *testing.B) {
 				upgma(vecs, nil, nil, 0.8)
 			}
 		})
+	}
+}
+
+// dot64 sums in one order on every machine: the AVX2 kernel equals the
+// portable sum to the bit, at every length and on values of every size.
+func TestDot64IsTheSameSumWithAndWithoutAVX2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 64))
+	for n := range 300 {
+		a, b := make([]float64, n), make([]float64, n)
+		for i := range a {
+			a[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(13)-6))
+			b[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(13)-6))
+		}
+		n16 := n &^ 15
+		want := dot64Head(a[:n16], b[:n16])
+		for i := n16; i < n; i++ {
+			want += float64(a[i] * b[i])
+		}
+		if got := dot64(a, b); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("n %d (AVX2 %v): %v, want %v", n, useAVX2, got, want)
+		}
+		// The sum is the dot product, to rounding.
+		var exact float64
+		for i := range a {
+			exact += a[i] * b[i]
+		}
+		if math.Abs(dot64(a, b)-exact) > 1e-9*(1+math.Abs(exact)) {
+			t.Fatalf("n %d: %v, the plain sum %v", n, dot64(a, b), exact)
+		}
+	}
+	if !useAVX2 {
+		t.Log("no AVX2 here: only the portable sum was compared")
 	}
 }
