@@ -27,8 +27,12 @@ type groups struct {
 	byGroup map[string][]string
 	byID    map[string]centroid
 	// dirty are the groups that changed since their last re-clustering
-	// pass.
-	dirty map[string]bool
+	// pass; grown those that only gained members in batches, which a
+	// periodic pass takes once they grew enough (takeDue) and Recluster
+	// takes at once. passed is each group's members at its last pass.
+	dirty  map[string]bool
+	grown  map[string]bool
+	passed map[string]int
 	// tax names each category's family (setTaxonomy).
 	tax *lesson.Taxonomy
 }
@@ -48,7 +52,8 @@ type centroid struct {
 }
 
 func newGroups(tax *lesson.Taxonomy) *groups {
-	return &groups{byGroup: map[string][]string{}, byID: map[string]centroid{}, dirty: map[string]bool{}, tax: tax}
+	return &groups{byGroup: map[string][]string{}, byID: map[string]centroid{}, dirty: map[string]bool{}, grown: map[string]bool{},
+		passed: map[string]int{}, tax: tax}
 }
 
 // keyOf is the group of an agent's lesson of category.
@@ -119,13 +124,82 @@ func (g *groups) markAllDirty() {
 	}
 }
 
-// takeDirty returns the queued groups, sorted, and empties the queue.
+// takeDirty returns the queued groups, grown or not, sorted, and empties
+// the queue.
 func (g *groups) takeDirty() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	maps.Copy(g.dirty, g.grown)
+	out := slices.Sorted(maps.Keys(g.dirty))
+	clear(g.dirty)
+	clear(g.grown)
+	return out
+}
+
+// dueGrowth is how much of its size a group must have gained in batches
+// since its last pass before a periodic pass takes it again: a pass over
+// a group of thousands costs seconds, and at a million stored decisions
+// every group gains members in every minute (docs/lessons.md,
+// "Re-clustering").
+const dueGrowth = 0.1
+
+// markGrown queues a group that gained members in a batch.
+func (g *groups) markGrown(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.grown[key] = true
+}
+
+// takeDue returns, sorted, the queued groups a periodic pass takes: every
+// one queued for another reason than growth, and those grown by at least
+// dueGrowth of their members at their last pass (any growth for a group
+// never passed, or of fewer than 10). The others stay queued.
+func (g *groups) takeDue() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for key := range g.grown {
+		was, ok := g.passed[key]
+		if now := g.membersLocked(key); !ok || now-was >= max(1, int(dueGrowth*float64(was))) || now < was {
+			g.dirty[key] = true
+			delete(g.grown, key)
+		}
+	}
 	out := slices.Sorted(maps.Keys(g.dirty))
 	clear(g.dirty)
 	return out
+}
+
+// takeQueued removes those of keys still queued and returns them,
+// sorted; the rest of the queue stays.
+func (g *groups) takeQueued(keys []string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, k := range keys {
+		if g.dirty[k] || g.grown[k] {
+			out = append(out, k)
+			delete(g.dirty, k)
+			delete(g.grown, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// passedWith records that a pass re-clustered a group of members.
+func (g *groups) passedWith(key string, members int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.passed[key] = members
+}
+
+// membersLocked is how many members a group's clusters hold.
+func (g *groups) membersLocked(key string) int {
+	n := 0
+	for _, id := range g.byGroup[key] {
+		n += g.byID[id].size
+	}
+	return n
 }
 
 // put records a cluster as committed.

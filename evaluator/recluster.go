@@ -71,7 +71,7 @@ const maxExactGroup = 4000
 // group is done under the evaluator's lock on its own; Run instead
 // interleaves a pass's groups with batches of new decisions (pass).
 func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
-	p := newPass(s)
+	p := newPass(s, false)
 	err := p.run(ctx, 0)
 	p.rep.Took = time.Since(p.start)
 	return p.rep, err
@@ -90,11 +90,17 @@ type pass struct {
 	rep     ReclusterReport
 }
 
-// newPass starts a pass over the groups changed since their last pass.
-func newPass(s *Service) *pass {
+// newPass starts a pass over the groups changed since their last pass;
+// with due, as Run's periodic passes, a group that only gained members
+// waits until it grew enough (groups.takeDue).
+func newPass(s *Service, due bool) *pass {
 	// A taxonomy reloaded since the last batch brings its families now.
 	s.groups.setTaxonomy(s.opts.Lessons.Classifier().Taxonomy())
-	return &pass{s: s, start: time.Now(), pending: s.groups.takeDirty()}
+	take := s.groups.takeDirty
+	if due {
+		take = s.groups.takeDue
+	}
+	return &pass{s: s, start: time.Now(), pending: take()}
 }
 
 func (p *pass) done() bool { return len(p.pending) == 0 && len(p.held) == 0 }
@@ -105,13 +111,7 @@ func (p *pass) resume() {
 	if p.held == nil {
 		return
 	}
-	for _, k := range p.s.groups.takeDirty() {
-		if p.held[k] {
-			p.pending = append(p.pending, k)
-		} else {
-			p.s.groups.markDirty(k)
-		}
-	}
+	p.pending = p.s.groups.takeQueued(slices.Sorted(maps.Keys(p.held)))
 	p.held = nil
 }
 
@@ -243,6 +243,7 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (Reclus
 			}
 			s.groups.committed(drop)
 		}
+		s.groups.passedWith(key, len(members))
 		return rec, Change{}, nil
 	}
 	// A canonical order: by time, then id.
@@ -267,6 +268,7 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (Reclus
 		// nothing to record (passes are recorded when they change
 		// something).
 		rec.After = len(parts)
+		s.groups.passedWith(key, len(members))
 		return rec, Change{}, nil
 	}
 	c, change := s.rebuild(parts, names, members, vecs, oldOf, old, k, now, &rec)
@@ -288,6 +290,7 @@ func (s *reclusterer) group(ctx context.Context, key string, force bool) (Reclus
 			s.groups.markDirty(to)
 		}
 	}
+	s.groups.passedWith(key, len(members))
 	return rec, change, nil
 }
 

@@ -420,7 +420,7 @@ func TestAPassInSlicesEqualsAPassAtOneGo(t *testing.T) {
 		e.drain(t)
 		e.svc.groups.markAllDirty()
 	}
-	p := newPass(sliced.svc)
+	p := newPass(sliced.svc, true)
 	groups := len(p.pending)
 	if groups < 5 {
 		t.Fatalf("only %d groups to re-cluster", groups)
@@ -458,7 +458,7 @@ func TestReclusterTakesTheGroupsAPassInSlicesHasNotDone(t *testing.T) {
 	e := newEnv(t, t.TempDir(), labelledFeed(t), Options{})
 	e.drain(t)
 	e.svc.groups.markAllDirty()
-	p := newPass(e.svc)
+	p := newPass(e.svc, true)
 	groups := len(p.pending)
 	if err := p.run(ctx, time.Nanosecond); err != nil {
 		t.Fatal(err)

@@ -374,7 +374,7 @@ func (s *Service) Run(ctx context.Context) error {
 	for {
 		if p == nil && s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
 			lastRecluster = time.Now()
-			p = newPass(s)
+			p = newPass(s, true)
 		}
 		if p != nil {
 			advance(passSlice)
@@ -474,7 +474,7 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 	}
 	s.groups.committed(b.commit)
 	for _, cl := range b.commit.clusters {
-		s.groups.markDirty(s.groups.keyOf(cl.Agent, cl.Category))
+		s.groups.markGrown(s.groups.keyOf(cl.Agent, cl.Category))
 	}
 	s.flushEdgeCases(ctx)
 	per := time.Since(start).Seconds() / float64(len(items))
