@@ -251,26 +251,7 @@ func TestEvidenceOfGrownClustersEqualsAWholeRead(t *testing.T) {
 		}
 		return len(cached)
 	}
-	// The fixture three times over, under new ids and reviewers, so
-	// clusters outgrow the comment sample.
-	for round := range 3 {
-		for i, it := range items {
-			f := it.Feedback
-			f.Decision.DecisionID = fmt.Sprintf("%s-%d", f.Decision.DecisionID, round)
-			f.Decision.ReviewerID = fmt.Sprintf("%s-%d", f.Decision.ReviewerID, round)
-			feed.add(f)
-			if (i+1)%40 == 0 {
-				e.drain(t)
-				check(fmt.Sprintf("round %d, item %d", round, i))
-			}
-		}
-		if round == 1 {
-			if _, err := e.svc.Recluster(ctx); err != nil {
-				t.Fatal(err)
-			}
-			check("after re-clustering")
-		}
-	}
+	feedThrice(t, e, feed, items, 40, func(step string) { check(step) })
 	e.drain(t)
 	if n := check("at the end"); n < 5 {
 		t.Fatalf("only %d generalizable clusters", n)
@@ -382,25 +363,33 @@ func TestEvidenceOfSomeClustersEqualsAWholeRead(t *testing.T) {
 			}
 		}
 	}
+	feedThrice(t, e, feed, items, 25, check)
+	if asked < 50 {
+		t.Fatalf("only %d clusters' evidence compared", asked)
+	}
+}
+
+// feedThrice feeds the fixture three times over, under new ids and
+// reviewers, so clusters outgrow the comment sample; it checks after
+// every items evaluated and after a re-clustering in the second round.
+func feedThrice(t *testing.T, e *env, feed *memFeed, items []labelled, every int, check func(step string)) {
+	t.Helper()
 	for round := range 3 {
 		for i, it := range items {
 			f := it.Feedback
 			f.Decision.DecisionID = fmt.Sprintf("%s-%d", f.Decision.DecisionID, round)
 			f.Decision.ReviewerID = fmt.Sprintf("%s-%d", f.Decision.ReviewerID, round)
 			feed.add(f)
-			if (i+1)%25 == 0 {
+			if (i+1)%every == 0 {
 				e.drain(t)
 				check(fmt.Sprintf("round %d, item %d", round, i))
 			}
 		}
 		if round == 1 {
-			if _, err := e.svc.Recluster(ctx); err != nil {
+			if _, err := e.svc.Recluster(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			check("after re-clustering")
 		}
-	}
-	if asked < 50 {
-		t.Fatalf("only %d clusters' evidence compared", asked)
 	}
 }
