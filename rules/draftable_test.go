@@ -41,14 +41,7 @@ func TestListedClustersDraftAsEveryClusterRead(t *testing.T) {
 	listed := newFixture(t, Options{Evidence: src})
 	listed.src = src.fakeSource
 	lowSignal := []string{"Make it so that it is not like this at all, ok?", "it is not it", "no no no"}
-	evs := []rulefmt.Evidence{
-		cluster("c-1", "coding-agent", testsCluster...),
-		cluster("c-2", "coding-agent", errorsCluster...),
-		cluster("c-3", "coding-agent", "Close HTTP response bodies with defer right after checking the error.", "response body leaked", "body never closed"),
-		cluster("c-4", "coding-agent", "Escape user input before embedding it into HTML templates.", "XSS in the template", "unescaped html"),
-		cluster("c-5", "docs-agent", "Keep headings in sentence case in generated docs.", "Title Case Headings again", "headings should be sentence case"),
-		cluster("c-6", "docs-agent", lowSignal...),
-	}
+	evs := append(rateCapClusters(), cluster("c-6", "docs-agent", lowSignal...))
 	type outcome struct{ id, status string }
 	round := func(step string, evs ...rulefmt.Evidence) []string {
 		t.Helper()

@@ -267,16 +267,22 @@ func TestPolarity(t *testing.T) {
 	}
 }
 
-func TestRateCapDefersTheFourthDraftUntilTheWindowAllows(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, Options{})
-	evs := []rulefmt.Evidence{
+// rateCapClusters are four clusters of coding-agent's, one more than
+// its rate cap, and one of docs-agent's.
+func rateCapClusters() []rulefmt.Evidence {
+	return []rulefmt.Evidence{
 		cluster("c-1", "coding-agent", testsCluster...),
 		cluster("c-2", "coding-agent", errorsCluster...),
 		cluster("c-3", "coding-agent", "Close HTTP response bodies with defer right after checking the error.", "response body leaked", "body never closed"),
 		cluster("c-4", "coding-agent", "Escape user input before embedding it into HTML templates.", "XSS in the template", "unescaped html"),
 		cluster("c-5", "docs-agent", "Keep headings in sentence case in generated docs.", "Title Case Headings again", "headings should be sentence case"),
 	}
+}
+
+func TestRateCapDefersTheFourthDraftUntilTheWindowAllows(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	evs := rateCapClusters()
 	out := f.propose(evs...)
 	var pending, deferred int
 	var deferredID string
