@@ -18,12 +18,6 @@ import (
 // repository.
 const ClarificationsDir = "feedback/clarifications"
 
-// ClarificationPath returns the file that holds a decision's
-// clarification record, sharded like the decision's own file.
-func ClarificationPath(id string) string {
-	return ClarificationsDir + strings.TrimPrefix(DecisionPath(id), DecisionsDir)
-}
-
 // Clarification is the conversation with a reviewer about one ambiguous
 // decision: the questions asked and the replies given, in the order they
 // were recorded (docs/clarification.md). Records are only ever added to:
@@ -130,7 +124,11 @@ func decodeClarification(b []byte) (Clarification, error) {
 // readClarification returns a decision's record in snap; a decision
 // without one gets an empty record.
 func readClarification(snap *gitrepo.Snapshot, id string) (Clarification, error) {
-	b, err := snap.ReadFile(ClarificationPath(id))
+	layout, _, err := readLayout(snap)
+	if err != nil {
+		return Clarification{}, fmt.Errorf("read clarification of %s: %w", id, err)
+	}
+	b, err := snap.ReadFile(layout.ClarificationPath(id))
 	if errors.Is(err, gitrepo.ErrNotFound) {
 		return Clarification{DecisionID: id}, nil
 	}
@@ -182,11 +180,14 @@ func (s *Store) ClarificationThread(ctx context.Context, thread string) (id stri
 // fn changed nothing: no commit is made, so the same question or reply
 // recorded twice — by two replicas or by a retry — is recorded once.
 func (s *Store) UpdateClarification(ctx context.Context, id string, fn func(*Clarification) bool) (rec Clarification, changed bool, err error) {
-	path := ClarificationPath(id)
-	if err := gitrepo.ValidPath(path); err != nil {
+	if err := gitrepo.ValidPath(LayoutCurrent.ClarificationPath(id)); err != nil {
 		return Clarification{}, false, fmt.Errorf("record clarification: %w", err)
 	}
 	_, err = s.repo.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+		layout, marker, err := readLayout(snap)
+		if err != nil {
+			return nil, err
+		}
 		cur, err := readClarification(snap, id)
 		if err != nil {
 			return nil, err
@@ -203,10 +204,14 @@ func (s *Store) UpdateClarification(ctx context.Context, id string, fn func(*Cla
 		if err != nil {
 			return nil, err
 		}
+		changes := []gitrepo.Change{{Path: layout.ClarificationPath(id), Data: data}}
+		if marker != nil {
+			changes = append(changes, *marker)
+		}
 		return &gitrepo.CommitSpec{
 			Message:  clarificationMessage(cur, len(cur.Questions)-before, len(cur.Replies)-beforeReplies, cur.Status != beforeStatus),
 			Trailers: []gitrepo.Trailer{{Key: "Decision-Id", Value: id}},
-			Changes:  []gitrepo.Change{{Path: path, Data: data}},
+			Changes:  changes,
 		}, nil
 	})
 	if err != nil {

@@ -55,7 +55,7 @@ func TestQuestionsAndRepliesAreRecordedOnceInGit(t *testing.T) {
 	if got := gitCLI(t, repo, "log", "-1", "--format=%(trailers)", "main"); !strings.Contains(got, "Decision-Id: v") {
 		t.Fatalf("trailers = %q", got)
 	}
-	show := gitCLI(t, repo, "show", "main:"+ClarificationPath("v"))
+	show := gitCLI(t, repo, "show", "main:"+LayoutCurrent.ClarificationPath("v"))
 	want := `{
   "decision_id": "v",
   "status": "pending-clarification",
@@ -80,8 +80,8 @@ func TestQuestionsAndRepliesAreRecordedOnceInGit(t *testing.T) {
 	if show != want {
 		t.Fatalf("record file =\n%s\nwant\n%s", show, want)
 	}
-	if strings.TrimPrefix(ClarificationPath("v"), ClarificationsDir) != strings.TrimPrefix(DecisionPath("v"), DecisionsDir) {
-		t.Fatalf("clarification %s is not sharded like its decision %s", ClarificationPath("v"), DecisionPath("v"))
+	if strings.TrimPrefix(LayoutCurrent.ClarificationPath("v"), ClarificationsDir) != strings.TrimPrefix(LayoutCurrent.DecisionPath("v"), DecisionsDir) {
+		t.Fatalf("clarification %s is not sharded like its decision %s", LayoutCurrent.ClarificationPath("v"), LayoutCurrent.DecisionPath("v"))
 	}
 	if id, ok, err := f.store.ClarificationThread(ctx, "C1:100.1"); err != nil || !ok || id != "v" {
 		t.Fatalf("thread owner = %q %v %v", id, ok, err)

@@ -2,8 +2,6 @@ package feedbackstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,17 +20,6 @@ const Branch = "main"
 
 // DecisionsDir is where decision files live in the feedback repository.
 const DecisionsDir = "feedback/decisions"
-
-// DecisionPath returns the file that holds a decision: three levels of
-// one hex digit of the id's SHA-256 (4096 leaf directories). Narrow
-// levels keep the trees a batch must rewrite small: a batch of 500 at 100k
-// stored rewrites about 16k tree entries, where two levels of 256 would
-// rewrite every full middle tree, about 65k.
-func DecisionPath(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	h := hex.EncodeToString(sum[:2])
-	return DecisionsDir + "/" + h[0:1] + "/" + h[1:2] + "/" + h[2:3] + "/" + id + ".json"
-}
 
 // The defaults of Options; configuration (internal/config) starts from
 // these.
@@ -266,6 +253,10 @@ func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool,
 	tip, err := s.repo.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		added = added[:0]
 		seen := make(map[string]bool, len(records))
+		layout, marker, err := readLayout(snap)
+		if err != nil {
+			return nil, err
+		}
 		var changes []gitrepo.Change
 		for i, f := range records {
 			created[i] = false
@@ -273,7 +264,7 @@ func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool,
 				continue
 			}
 			seen[f.DecisionID] = true
-			path := DecisionPath(f.DecisionID)
+			path := layout.DecisionPath(f.DecisionID)
 			exists, err := snap.Exists(path)
 			if err != nil {
 				return nil, err
@@ -291,6 +282,9 @@ func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool,
 		}
 		if len(changes) == 0 {
 			return nil, nil
+		}
+		if marker != nil {
+			changes = append(changes, *marker)
 		}
 		return &gitrepo.CommitSpec{
 			Message:  commitMessage(added),

@@ -100,7 +100,7 @@ func TestStoredDecisionsReadBackAndTheCLISeesTheBatches(t *testing.T) {
 	if got := gitCLI(t, repoDir, "log", "--format=%s", "main"); got != "Record 5 decisions" {
 		t.Fatalf("log = %q", got)
 	}
-	show := gitCLI(t, repoDir, "show", "main:"+DecisionPath("d-3"))
+	show := gitCLI(t, repoDir, "show", "main:"+LayoutCurrent.DecisionPath("d-3"))
 	if !strings.Contains(show, `"decision_id": "d-3"`) || !strings.Contains(show, `"reviewer_comment": "missing tests for d-3"`) {
 		t.Fatalf("git show = %s", show)
 	}
@@ -273,9 +273,9 @@ func TestTwoReplicasAgreeOnEveryDecisionAndItsNumber(t *testing.T) {
 			t.Fatalf("replicas disagree at %d: %s/%d vs %s/%d", i, ra[i].DecisionID, ra[i].Seq, rb[i].DecisionID, rb[i].Seq)
 		}
 	}
-	files := gitCLI(t, a.repo.Path(), "ls-tree", "-r", "--name-only", "main")
+	files := gitCLI(t, a.repo.Path(), "ls-tree", "-r", "--name-only", "main", DecisionsDir)
 	if n := len(strings.Split(files, "\n")); n != 50 {
-		t.Fatalf("%d files in git, want 50", n)
+		t.Fatalf("%d decision files in git, want 50", n)
 	}
 	gitCLI(t, a.repo.Path(), "fsck", "--strict", "--no-dangling")
 }

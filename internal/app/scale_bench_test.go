@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +160,7 @@ func BenchmarkScale(b *testing.B) {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			rss, anon := rssBytes(), procStatus("RssAnon:")
+			b.Logf("%d stored: resident file mappings: %s", size, mappedRSS(dir))
 			stop()
 			start := time.Now()
 			if a, err = New(b.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
@@ -170,6 +172,7 @@ func BenchmarkScale(b *testing.B) {
 			restart := time.Since(start)
 			stop = runApp(a)
 			disk := dirBytes(b, dir)
+			b.Logf("%d stored: disk by path: %s", size, diskByPath(b, dir))
 			vectors, _ := a.Vectors.Count(context.Background())
 			ms2 := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			b.ReportMetric(rate, "ingest+classify/s"+label)
@@ -202,6 +205,68 @@ func runApp(a *App) (stop func()) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	return sync.OnceFunc(func() { cancel(); <-done; a.Close() })
+}
+
+// mappedRSS is the resident size of this process's mappings of files
+// under dir (bbolt's, the index's), from /proc/self/smaps, largest first.
+func mappedRSS(dir string) string {
+	data, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return err.Error()
+	}
+	sums := map[string]int64{}
+	file := ""
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-"):
+			file = ""
+			if rel, err := filepath.Rel(dir, f[5]); err == nil && !strings.HasPrefix(rel, "..") {
+				file = rel
+			}
+		case file != "" && len(f) == 3 && f[0] == "Rss:":
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			sums[file] += kb << 10
+		}
+	}
+	var out []string
+	for k, v := range sums {
+		out = append(out, fmt.Sprintf("%s %d MiB", k, v>>20))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// diskByPath is the size of the files under dir summed by their first
+// four path elements, largest first, for reading where disk goes.
+func diskByPath(b *testing.B, dir string) string {
+	sums := map[string]int64{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		parts := strings.SplitN(rel, string(filepath.Separator), 5)
+		sums[strings.Join(parts[:min(4, len(parts))], "/")] += info.Size()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return sums[keys[i]] > sums[keys[j]] })
+	var out []string
+	for _, k := range keys[:min(12, len(keys))] {
+		out = append(out, fmt.Sprintf("%s %d MiB", k, sums[k]>>20))
+	}
+	return strings.Join(out, ", ")
 }
 
 // dirBytes is the size of the files under dir.
