@@ -29,7 +29,7 @@ type packSet struct {
 type packFile struct {
 	name string // "pack-<sha>"
 	path string // of the .pack file
-	idx  *idxfile.MemoryIndex
+	idx  offsetFinder
 	f    *os.File
 }
 
@@ -61,7 +61,7 @@ func (ps *packSet) refresh() (bool, error) {
 		if ps.packs[name] != nil {
 			continue
 		}
-		idx, err := loadIndex(filepath.Join(ps.dir, name+".idx"))
+		idx, err := openPackIndex(filepath.Join(ps.dir, name+".idx"))
 		if errors.Is(err, os.ErrNotExist) {
 			continue // being written; seen next time
 		}
@@ -79,9 +79,7 @@ func (ps *packSet) refresh() (bool, error) {
 			kept = append(kept, p)
 			continue
 		}
-		if p.f != nil {
-			p.f.Close()
-		}
+		p.close()
 		delete(ps.packs, p.name)
 		changed = true
 	}
@@ -102,11 +100,19 @@ func loadIndex(path string) (*idxfile.MemoryIndex, error) {
 	return idx, nil
 }
 
-// add registers a pack this process just wrote, with the index it built.
-func (ps *packSet) add(checksum Hash, idx *idxfile.MemoryIndex) {
+// add registers a pack this process just wrote, with the index it built;
+// a large one is read from its file instead, unless the file cannot be
+// read back.
+func (ps *packSet) add(checksum Hash, mem *idxfile.MemoryIndex) {
 	name := "pack-" + checksum.String()
 	if ps.packs[name] != nil {
 		return
+	}
+	var idx offsetFinder = mem
+	if n, err := mem.Count(); err == nil && n > inMemoryEntries {
+		if onDisk, err := openPackIndex(filepath.Join(ps.dir, name+".idx")); err == nil {
+			idx = onDisk
+		}
 	}
 	p := &packFile{name: name, path: filepath.Join(ps.dir, name+".pack"), idx: idx}
 	ps.packs[name] = p
@@ -174,8 +180,15 @@ func (p *packFile) readAt(off int64) (plumbing.EncodedObject, error) {
 
 func (ps *packSet) close() {
 	for _, p := range ps.order {
-		if p.f != nil {
-			p.f.Close()
-		}
+		p.close()
+	}
+}
+
+func (p *packFile) close() {
+	if p.f != nil {
+		p.f.Close()
+	}
+	if ix, ok := p.idx.(*fileIndex); ok {
+		ix.close()
 	}
 }
