@@ -11,6 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/precept-dev/precept/lib/mapbound"
 )
 
 // The buckets of the analytics file (docs/analytics.md, "State").
@@ -45,6 +47,8 @@ const storeVersion = "4"
 
 type store struct {
 	db *bolt.DB
+	// untrack ends mapbound's hold on db's map.
+	untrack func()
 }
 
 // openStore opens the file; lessons says whether lesson categories are
@@ -85,6 +89,7 @@ func openStore(path string, noSync, lessons bool) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open analytics %s: %w", path, err)
 	}
+	s.untrack = mapbound.Track(db)
 	return s, nil
 }
 
@@ -113,7 +118,10 @@ func (s *store) reset() error {
 	})
 }
 
-func (s *store) close() error { return s.db.Close() }
+func (s *store) close() error {
+	s.untrack()
+	return s.db.Close()
+}
 
 // load calls fn with every cell and returns the position.
 func (s *store) load(in *interner, fn func(cellKey, *Cell)) (uint64, error) {

@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/precept-dev/precept/lib/mapbound"
 	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
@@ -47,6 +48,8 @@ var (
 // state is the evaluator's durable derived state, local to a replica.
 type state struct {
 	db *bolt.DB
+	// untrack ends mapbound's hold on db's map.
+	untrack func()
 	// open indexes the needs-review records not resolved.
 	open openReviews
 	// evaluated is Options.OnEvaluated, reviewed Options.OnReviewed.
@@ -101,10 +104,14 @@ func openState(path string) (*state, error) {
 		db.Close()
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}
+	st.untrack = mapbound.Track(db)
 	return st, nil
 }
 
-func (s *state) close() error { return s.db.Close() }
+func (s *state) close() error {
+	s.untrack()
+	return s.db.Close()
+}
 
 func u64(v []byte) uint64 {
 	if len(v) != 8 {

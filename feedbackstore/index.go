@@ -17,6 +17,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/mapbound"
 )
 
 // indexVersion changes whenever the index layout changes; an index of
@@ -57,6 +58,8 @@ type Record struct {
 // index is the node-local read model of the feedback branch.
 type index struct {
 	db *bolt.DB
+	// untrack ends mapbound's hold on db's map.
+	untrack func()
 }
 
 func openIndex(path string) (*index, error) {
@@ -94,10 +97,14 @@ func openIndex(path string) (*index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, errors.Join(err, db.Close()))
 	}
+	ix.untrack = mapbound.Track(db)
 	return ix, nil
 }
 
-func (ix *index) close() error { return ix.db.Close() }
+func (ix *index) close() error {
+	ix.untrack()
+	return ix.db.Close()
+}
 
 // applied returns the last commit applied and the last sequence number.
 func (ix *index) applied() (gitrepo.Hash, uint64, error) {

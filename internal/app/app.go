@@ -44,6 +44,7 @@ import (
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/lib/gitrepo"
+	"github.com/precept-dev/precept/lib/mapbound"
 	"github.com/precept-dev/precept/lib/memlimit"
 	"github.com/precept-dev/precept/lib/vectorindex"
 	"github.com/precept-dev/precept/prompts"
@@ -85,6 +86,8 @@ type App struct {
 	Lessons *lesson.Source
 	// memory keeps the Go runtime's soft limit (memory.go).
 	memory *memlimit.Watchdog
+	// maps bounds the resident part of bbolt's maps (memory.go).
+	maps *mapbound.Bound
 	// reloads watches the edited files (rubric, taxonomy); nil when the
 	// evaluator does not run here.
 	reloads *reloadWatch
@@ -150,6 +153,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	}()
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if a.memory, err = openMemoryLimit(cfg.Server.MemoryLimitMiB, a.Log, a.Registry); err != nil {
+		return nil, err
+	}
+	a.maps = &mapbound.Bound{Budget: mapbound.DefaultBudget, Interval: mapbound.DefaultInterval}
+	if err := metrics.NewMappedMemory(a.Registry, a.maps.Status); err != nil {
 		return nil, err
 	}
 
@@ -444,6 +451,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.runSlack(gctx) })
 	g.Go(func() error { return a.maintainRepos(gctx) })
 	g.Go(func() error { return a.memory.Run(gctx) })
+	g.Go(func() error { return a.maps.Run(gctx) })
 	if a.reloads != nil {
 		g.Go(func() error { return a.reloads.run(gctx) })
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/precept-dev/precept/lib/mapbound"
 	"github.com/precept-dev/precept/lib/memlimit"
 )
 
@@ -42,4 +43,36 @@ func (m Memory) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(memoryNearDesc, prometheus.GaugeValue, near)
 	ch <- prometheus.MustNewConstMetric(memoryRaisesDesc, prometheus.CounterValue, float64(st.Raises))
+}
+
+// MappedMemory exports lib/mapbound's bound on the resident part of
+// bbolt's maps (docs/operations.md, "Memory").
+type MappedMemory func() mapbound.Status
+
+var (
+	mappedResidentDesc = prometheus.NewDesc("precept_memory_file_resident_bytes",
+		"The process's file-backed resident memory at the last check (bbolt's maps, the binary's text); the maps are released when it is above precept_memory_file_resident_budget_bytes.", nil, nil)
+	mappedBudgetDesc = prometheus.NewDesc("precept_memory_file_resident_budget_bytes",
+		"The file-backed resident size above which bbolt's maps are released from the process.", nil, nil)
+	mappedReleasesDesc = prometheus.NewDesc("precept_memory_map_releases_total",
+		"Times bbolt's maps were released from the process because its file-backed resident memory was above the budget.", nil, nil)
+)
+
+// NewMappedMemory registers the collector of the map bound on reg.
+func NewMappedMemory(reg prometheus.Registerer, status MappedMemory) error {
+	_, err := register(reg, status)
+	return err
+}
+
+func (MappedMemory) Describe(ch chan<- *prometheus.Desc) {
+	ch <- mappedResidentDesc
+	ch <- mappedBudgetDesc
+	ch <- mappedReleasesDesc
+}
+
+func (m MappedMemory) Collect(ch chan<- prometheus.Metric) {
+	st := m()
+	ch <- prometheus.MustNewConstMetric(mappedResidentDesc, prometheus.GaugeValue, float64(st.FileResident))
+	ch <- prometheus.MustNewConstMetric(mappedBudgetDesc, prometheus.GaugeValue, float64(st.Budget))
+	ch <- prometheus.MustNewConstMetric(mappedReleasesDesc, prometheus.CounterValue, float64(st.Releases))
 }
