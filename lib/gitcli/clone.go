@@ -283,7 +283,7 @@ func (c *Clone) run(ctx context.Context, remote bool, env []string, stdin []byte
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = cmdEnv
-	killGroupOnCancel(cmd)
+	KillGroupOnCancel(cmd)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

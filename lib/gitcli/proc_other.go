@@ -7,6 +7,6 @@ import (
 	"time"
 )
 
-// killGroupOnCancel bounds the wait for git's output after its context
+// KillGroupOnCancel bounds the wait for git's output after its context
 // ends; process groups are Unix only.
-func killGroupOnCancel(cmd *exec.Cmd) { cmd.WaitDelay = 2 * time.Second }
+func KillGroupOnCancel(cmd *exec.Cmd) { cmd.WaitDelay = 2 * time.Second }
