@@ -27,9 +27,7 @@ type PassReport struct {
 // does not stop the others.
 func (t *Tracker) Pass(ctx context.Context) (PassReport, error) {
 	var rep PassReport
-	t.placeMu.Lock()
-	clear(t.placements)
-	t.placeMu.Unlock()
+	t.placements.reset()
 	effects, err := t.Effects(ctx, "")
 	var errs []error
 	if err != nil {

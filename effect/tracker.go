@@ -123,8 +123,7 @@ type Tracker struct {
 	// category between effects passes; Pass clears it, so a pass sees
 	// every re-clustering and correction, and reports between passes
 	// reuse it.
-	placeMu    sync.Mutex
-	placements map[string][2]string
+	placements placementCache
 }
 
 // New returns a tracker; Run follows the feed.
@@ -133,7 +132,6 @@ func New(feed Feed, evals Evaluations, versions Versions, rs Rules, opts Options
 	return &Tracker{
 		feed: feed, evals: evals, versions: versions, rules: rs, opts: opts, log: opts.Logger,
 		byAgent: map[string][]fact{}, sortedLen: map[string]int{}, names: []string{""}, numberOf: map[string]name{},
-		placements: map[string][2]string{},
 	}
 }
 
@@ -306,10 +304,7 @@ func (c *computation) placement(ctx context.Context, id string) ([2]string, erro
 	if c.t.evals == nil {
 		return [2]string{}, nil
 	}
-	c.t.placeMu.Lock()
-	p, ok := c.t.placements[id]
-	c.t.placeMu.Unlock()
-	if ok {
+	if p, ok := c.t.placements.get(id); ok {
 		return p, nil
 	}
 	cluster, category, found, err := c.t.evals.Placement(ctx, id)
@@ -320,10 +315,8 @@ func (c *computation) placement(ctx context.Context, id string) ([2]string, erro
 		// Not evaluated yet: no pattern now, asked again next time.
 		return [2]string{}, nil
 	}
-	p = [2]string{cluster, category}
-	c.t.placeMu.Lock()
-	c.t.placements[id] = p
-	c.t.placeMu.Unlock()
+	p := [2]string{cluster, category}
+	c.t.placements.put(id, p)
 	return p, nil
 }
 
