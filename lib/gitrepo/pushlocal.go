@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/go-git/go-git/v5"
+
 	"github.com/precept-dev/precept/lib/gitcli"
 )
 
@@ -31,9 +33,9 @@ func localRemote(u string) bool {
 // git unpack-objects holding the pipe) it waits for the pipe forever,
 // whatever the context says, with the repository's lock held. The CLI
 // runs in its own process group, killed whole when ctx ends
-// (gitcli.KillGroupOnCancel). The caller holds r.mu.
-func (r *Repo) pushLocal(ctx context.Context, remote string, refspecs []string) error {
-	args := append([]string{"--git-dir=" + r.path, "push", "--porcelain", "--", remote}, refspecs...)
+// (gitcli.KillGroupOnCancel). The caller holds the Repo's lock.
+func pushLocal(ctx context.Context, gitDir, remote string, refspecs []string) error {
+	args := append([]string{"--git-dir=" + gitDir, "push", "--porcelain", "--", remote}, refspecs...)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	var stdout, stderr bytes.Buffer
@@ -64,9 +66,10 @@ func (r *Repo) pushLocal(ctx context.Context, remote string, refspecs []string) 
 	return fmt.Errorf("push %s: %s", remote, redact(errors.New(msg)))
 }
 
-// remoteURL is the first URL of a configured remote; the caller holds r.mu.
-func (r *Repo) remoteURL(name string) (string, error) {
-	rem, err := r.repo.Remote(name)
+// remoteURL is the first URL of a configured remote; the caller holds
+// the Repo's lock.
+func remoteURL(repo *git.Repository, name string) (string, error) {
+	rem, err := repo.Remote(name)
 	if err != nil {
 		return "", fmt.Errorf("remote %s: %w", name, err)
 	}

@@ -138,14 +138,14 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if u, err := r.remoteURL(remote); err != nil {
+	if u, err := remoteURL(r.repo, remote); err != nil {
 		return fmt.Errorf("push %s: %w", remote, err)
 	} else if localRemote(u) {
 		var specs []string
 		for _, rs := range refspecs {
 			specs = append(specs, rs.String())
 		}
-		return r.pushLocal(ctx, remote, specs)
+		return pushLocal(ctx, r.path, remote, specs)
 	}
 	r.syncStorage()
 	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m})
