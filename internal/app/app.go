@@ -281,6 +281,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 
 func (a *App) openRedis(ctx context.Context) error {
 	r := a.Config.Redis
+	if r.Sentinel.Enabled() {
+		c, err := dialSentinel(ctx, r)
+		if err != nil {
+			return err
+		}
+		a.Redis = c
+		a.closers = append(a.closers, c.Close)
+		a.Log.Info("Redis primary found through Sentinel", "master_name", r.Sentinel.MasterName, "sentinels", len(r.Sentinel.Addrs))
+		return nil
+	}
 	addr := r.Addr
 	if addr == "" {
 		a.embedded = miniredis.NewMiniRedis()

@@ -46,14 +46,21 @@ func start(t *testing.T, yaml string) *running {
 // and stops it when the test ends (or when its stop is called).
 func launch(t *testing.T, dataDir, redisAddr, feedback, yaml string) *running {
 	t.Helper()
+	return launchWith(t, dataDir, fmt.Sprintf("{addr: %q, block: 100ms, claim_interval: 200ms}", redisAddr), testenv.RedisClient(t, redisAddr), feedback, yaml)
+}
+
+// launchWith is launch with the redis section of the configuration and
+// the client the test uses given.
+func launchWith(t *testing.T, dataDir, redisYAML string, rdb *redis.Client, feedback, yaml string) *running {
+	t.Helper()
 	cfg, err := config.Parse(fmt.Sprintf(`
 listen: 127.0.0.1:0
 data_dir: %s
 node: test-node
-redis: {addr: %q, block: 100ms, claim_interval: 200ms}
+redis: %s
 feedback: %s
 log: {level: debug}
-%s`, dataDir, redisAddr, feedback, yaml), nil)
+%s`, dataDir, redisYAML, feedback, yaml), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +88,7 @@ log: {level: debug}
 		})
 	}
 	t.Cleanup(stop)
-	return &running{app: a, logs: logs, rdb: testenv.RedisClient(t, redisAddr), stop: stop}
+	return &running{app: a, logs: logs, rdb: rdb, stop: stop}
 }
 
 func event(id string, extra ...string) map[string]any {

@@ -100,6 +100,10 @@ type Redis struct {
 	Password string `yaml:"password"`
 	DB       int    `yaml:"db"`
 	TLS      bool   `yaml:"tls"`
+	// Sentinel, with a master name, finds the primary through Redis
+	// Sentinel and follows it across failovers; Addr must then be empty
+	// (docs/operations.md, "Redis with Sentinel").
+	Sentinel RedisSentinel `yaml:"sentinel"`
 
 	Stream string `yaml:"stream"`
 	Group  string `yaml:"group"`
@@ -121,6 +125,20 @@ type Redis struct {
 	DeadLetterMaxLen   int           `yaml:"dead_letter_max_len"`
 	DeadLetterMaxAge   time.Duration `yaml:"dead_letter_max_age"`
 }
+
+// RedisSentinel names the primary Sentinel watches and the sentinels to
+// ask for it.
+type RedisSentinel struct {
+	MasterName string   `yaml:"master_name"`
+	Addrs      []string `yaml:"addrs"`
+	// Password of the sentinels themselves (requirepass in
+	// sentinel.conf), not of the data nodes; env
+	// PRECEPT_REDIS_SENTINEL_PASSWORD overrides it.
+	Password string `yaml:"password"`
+}
+
+// Enabled reports whether Sentinel finds the primary.
+func (s RedisSentinel) Enabled() bool { return s.MasterName != "" }
 
 // Ingest bounds what a decision may carry (docs/formats.md).
 type Ingest struct {
@@ -354,6 +372,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	set(&c.Node, "PRECEPT_NODE")
 	set(&c.Redis.Addr, "PRECEPT_REDIS_ADDR")
 	set(&c.Redis.Password, "PRECEPT_REDIS_PASSWORD")
+	set(&c.Redis.Sentinel.Password, "PRECEPT_REDIS_SENTINEL_PASSWORD")
 	set(&c.Evaluator.Index.Chroma.Token, "PRECEPT_CHROMA_TOKEN")
 	set(&c.Evaluator.Embedder.APIKey, "PRECEPT_EMBEDDER_API_KEY")
 	set(&c.Evaluator.LLM.APIKey, "PRECEPT_LLM_API_KEY")
@@ -474,12 +493,29 @@ func (c Config) validateAuthNeeded() error {
 // the limits on decisions.
 func (c Config) validateIngestion() error {
 	r := c.Redis
-	if r.Addr == "" {
+	switch {
+	case r.Sentinel.Enabled():
+		if r.Addr != "" {
+			return invalid("redis.addr", "must be empty with redis.sentinel: Sentinel names the primary")
+		}
+		if len(r.Sentinel.Addrs) == 0 {
+			return invalid("redis.sentinel.addrs", "required with redis.sentinel.master_name")
+		}
+		for _, a := range r.Sentinel.Addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return invalid("redis.sentinel.addrs", "%q is not host:port", a)
+			}
+		}
+	case len(r.Sentinel.Addrs) > 0:
+		return invalid("redis.sentinel.master_name", "required with redis.sentinel.addrs")
+	case r.Addr == "":
 		if _, _, err := net.SplitHostPort(r.EmbeddedAddr); err != nil {
 			return invalid("redis.embedded_addr", "%q is not host:port", r.EmbeddedAddr)
 		}
-	} else if _, _, err := net.SplitHostPort(r.Addr); err != nil {
-		return invalid("redis.addr", "%q is not host:port", r.Addr)
+	default:
+		if _, _, err := net.SplitHostPort(r.Addr); err != nil {
+			return invalid("redis.addr", "%q is not host:port", r.Addr)
+		}
 	}
 	if r.Stream == "" {
 		return invalid("redis.stream", "required")

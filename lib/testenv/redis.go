@@ -73,6 +73,10 @@ type RedisServer struct {
 	bin, dir string
 	port     int
 	persist  bool
+	// args come after the defaults (a replica's --replicaof); conf, when
+	// set, is a sentinel's configuration file, run with --sentinel.
+	args []string
+	conf string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -93,6 +97,13 @@ func PersistentRedis(t testing.TB) *RedisServer {
 // ends.
 func startServer(t testing.TB, persist bool) *RedisServer {
 	t.Helper()
+	return startConfigured(t, persist, func(*RedisServer) {})
+}
+
+// startConfigured is startServer with configure run on the server before
+// each start attempt, once its port is chosen.
+func startConfigured(t testing.TB, persist bool, configure func(*RedisServer)) *RedisServer {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs redis-server")
 	}
@@ -108,6 +119,7 @@ func startServer(t testing.TB, persist bool) *RedisServer {
 			t.Fatal(err)
 		}
 		s := &RedisServer{bin: bin, dir: dir, port: port, persist: persist, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		configure(s)
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(s.Kill)
 			return s
@@ -123,13 +135,19 @@ func (s *RedisServer) start() error {
 		persistence = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
 	}
 	out := &redisOutput{}
-	cmd := exec.Command(s.bin, append(persistence,
+	args := append(persistence,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
 		"--daemonize", "no",
 		"--logfile", "",
-	)...)
+	)
+	if s.conf != "" {
+		// A sentinel reads and rewrites its file; it has no persistence
+		// options.
+		args = []string{s.conf, "--sentinel", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--daemonize", "no", "--logfile", ""}
+	}
+	cmd := exec.Command(s.bin, append(args, s.args...)...)
 	cmd.Dir = s.dir
 	cmd.Stdout = out
 	cmd.Stderr = out
