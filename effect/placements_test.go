@@ -22,14 +22,14 @@ func TestPlacementsAreInternedAndForgottenByReset(t *testing.T) {
 			t.Fatalf("%s = %q, %v; want %q", c.id, got, ok, c.want)
 		}
 	}
-	if n := len(p.strs); n != 5 {
+	if n := len(p.names.strs); n != 5 {
 		t.Fatalf("%d strings kept for 3 clusters and 1 category, want 5 with the empty one", n)
 	}
-	if p.len() != 3001 {
-		t.Fatalf("len = %d", p.len())
+	if len(p.byID) != 3001 {
+		t.Fatalf("%d decisions cached, want 3001", len(p.byID))
 	}
 	p.reset()
-	if _, ok := p.get("d-0"); ok || p.len() != 0 {
+	if _, ok := p.get("d-0"); ok || len(p.byID) != 0 {
 		t.Fatal("reset kept d-0")
 	}
 	p.put("d-0", [2]string{"c-9", "naming"})

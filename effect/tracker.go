@@ -112,12 +112,11 @@ type Tracker struct {
 	// sortedLen is how many of an agent's facts, from the first, are in
 	// time order; facts read since are appended after them.
 	sortedLen map[string]int
-	// names are the strings facts number (name); numberOf finds them.
-	// Facts only refer to names added before them, and a name never
-	// changes, so a reader holding a slice of names taken with the
-	// facts reads it without the lock.
-	names    []string
-	numberOf map[string]name
+	// names are the strings facts number (name). Facts only refer to
+	// names added before them, and a name never changes, so a reader
+	// holding a slice of names.strs taken with the facts reads it
+	// without the lock.
+	names nameTable
 
 	// placements caches each evaluated negative decision's cluster and
 	// category between effects passes; Pass clears it, so a pass sees
@@ -131,23 +130,12 @@ func New(feed Feed, evals Evaluations, versions Versions, rs Rules, opts Options
 	opts = opts.withDefaults()
 	return &Tracker{
 		feed: feed, evals: evals, versions: versions, rules: rs, opts: opts, log: opts.Logger,
-		byAgent: map[string][]fact{}, sortedLen: map[string]int{}, names: []string{""}, numberOf: map[string]name{},
+		byAgent: map[string][]fact{}, sortedLen: map[string]int{}, names: newNameTable(),
 	}
 }
 
 // number returns s's number in t.names, adding it; t.mu is held.
-func (t *Tracker) number(s string) name {
-	if s == "" {
-		return 0
-	}
-	if n, ok := t.numberOf[s]; ok {
-		return n
-	}
-	n := name(len(t.names))
-	t.names = append(t.names, s)
-	t.numberOf[s] = n
-	return n
-}
+func (t *Tracker) number(s string) name { return t.names.of(s) }
 
 // CatchUp reads the decisions stored since the last call.
 func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
@@ -216,7 +204,7 @@ func (t *Tracker) facts(agent string) ([]fact, []string) {
 		}
 		t.sortedLen[agent] = len(fs)
 	}
-	return fs[:len(fs):len(fs)], t.names[:len(t.names):len(t.names)]
+	return fs[:len(fs):len(fs)], t.names.strs[:len(t.names.strs):len(t.names.strs)]
 }
 
 // compareFacts orders facts by decision timestamp, then id.
