@@ -135,14 +135,24 @@ func TestFullFilesystemIsNotReadyAndLosesNothing(t *testing.T) {
 // produce XADDs n decisions, 5 ms apart, retrying each until Redis takes
 // it, and reports progress on sent.
 func produce(t *testing.T, addr string, n int, sent *atomic.Int64) <-chan struct{} {
-	done := make(chan struct{})
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	return produceTo(rdb, n, sent, nil)
+}
+
+// produceTo sends decisions fault-0000 … to rdb one at a time, each
+// again until its XADD, and then confirm when not nil, succeeds.
+func produceTo(rdb *redis.Client, n int, sent *atomic.Int64, confirm func(context.Context) error) <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer rdb.Close()
+		ctx := context.Background()
 		for i := range n {
 			for {
-				err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: decisions, Values: event(fmt.Sprintf("fault-%04d", i))}).Err()
+				err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: decisions, Values: event(fmt.Sprintf("fault-%04d", i))}).Err()
+				if err == nil && confirm != nil {
+					err = confirm(ctx)
+				}
 				if err == nil {
 					break
 				}

@@ -15,35 +15,18 @@ import (
 	"github.com/precept-dev/precept/lib/testenv"
 )
 
-// produceWithWait sends n decisions through a failover client the way
-// docs/operations.md ("Redis with Sentinel") asks a producer to: an entry
-// counts as sent once WAIT says a replica has it, and an entry whose
-// XADD or WAIT failed is sent again (the decision id makes the second
-// copy harmless).
-func produceWithWait(t *testing.T, rdb *redis.Client, n int, sent *atomic.Int64) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ctx := context.Background()
-		for i := range n {
-			for {
-				err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: decisions, Values: event(fmt.Sprintf("fault-%04d", i))}).Err()
-				if err == nil {
-					var acked int64
-					if acked, err = rdb.Do(ctx, "WAIT", 1, 1000).Int64(); err == nil && acked < 1 {
-						err = fmt.Errorf("no replica acknowledged")
-					}
-				}
-				if err == nil {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			sent.Add(1)
-			time.Sleep(5 * time.Millisecond)
+// waitForReplica is what docs/operations.md ("Redis with Sentinel") asks
+// of a producer: an entry counts as sent once WAIT says a replica has
+// it; otherwise it is sent again (the decision id makes the second copy
+// harmless).
+func waitForReplica(rdb *redis.Client) func(context.Context) error {
+	return func(ctx context.Context) error {
+		acked, err := rdb.Do(ctx, "WAIT", 1, 1000).Int64()
+		if err == nil && acked < 1 {
+			err = fmt.Errorf("no replica acknowledged")
 		}
-	}()
-	return done
+		return err
+	}
 }
 
 // The Redis primary is killed while decisions arrive; Sentinel promotes
@@ -57,7 +40,8 @@ func TestAFailoverOfTheRedisPrimaryLosesNothingAndStoresNothingTwice(t *testing.
 	r := launchWith(t, t.TempDir(), redisYAML, set.Client(t), "{batch_wait: 5ms, fsync: false}", "")
 	const n = 300
 	var sent atomic.Int64
-	done := produceWithWait(t, set.Client(t), n, &sent)
+	producer := set.Client(t)
+	done := produceTo(producer, n, &sent, waitForReplica(producer))
 
 	eventually(t, "a third sent", 30*time.Second, func() bool { return sent.Load() >= n/3 })
 	set.Primary.Kill()
