@@ -99,25 +99,47 @@ func fillPlacements(db *bolt.DB) error {
 	}
 }
 
+// Placements reads where evaluations put their decisions, from the
+// placements bucket alone: the learning loop asks this of every negative
+// decision of a rule's agents (docs/effects.md), and the impact preview
+// of every negative decision of a proposal's agents (docs/lifecycle.md,
+// "Impact preview"), neither decoding an evaluation.
+type Placements struct{ db *bolt.DB }
+
+// Placements returns the reader of the service's placements, valid
+// while the service is open.
+func (s *Service) Placements() Placements { return Placements{db: s.state.db} }
+
 // Placement returns the cluster and lesson category of a decision's
-// evaluation, from the placements bucket: the learning loop asks this of
-// every negative decision of a rule's agents (docs/effects.md). ok is
-// false while the decision has no evaluation.
-func (s *Service) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
-	if err := ctx.Err(); err != nil {
-		return "", "", false, err
-	}
-	err = s.state.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bPlacements).Get([]byte(id))
-		if v == nil {
-			return nil
-		}
-		i := bytes.IndexByte(v, 0)
-		if i < 0 {
-			return fmt.Errorf("placement of %s: %q has no separator", id, v)
-		}
-		cluster, category, ok = string(v[:i]), string(v[i+1:]), true
-		return nil
+// evaluation. ok is false while the decision has no evaluation.
+func (p Placements) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
+	err = p.EachPlacement(ctx, []string{id}, func(_ int, c, cat []byte, found bool) {
+		cluster, category, ok = string(c), string(cat), found
 	})
 	return cluster, category, ok, err
+}
+
+// EachPlacement calls fn with the placement of each of ids, in order,
+// all read in one transaction. cluster and category are valid only
+// during the call; ok is false while the decision has no evaluation.
+func (p Placements) EachPlacement(ctx context.Context, ids []string, fn func(i int, cluster, category []byte, ok bool)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return p.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bPlacements)
+		for i, id := range ids {
+			v := b.Get([]byte(id))
+			if v == nil {
+				fn(i, nil, nil, false)
+				continue
+			}
+			sep := bytes.IndexByte(v, 0)
+			if sep < 0 {
+				return fmt.Errorf("placement of %s: %q has no separator", id, v)
+			}
+			fn(i, v[:sep], v[sep+1:], true)
+		}
+		return nil
+	})
 }

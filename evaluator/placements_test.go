@@ -12,15 +12,35 @@ import (
 func checkPlacements(t *testing.T, e *env, ids []string) int {
 	t.Helper()
 	ctx := context.Background()
+	// EachPlacement reads the same as Placement, in the order asked.
+	type got struct {
+		cluster, category string
+		ok                bool
+	}
+	each := make([]got, len(ids))
+	seen := 0
+	err := e.svc.Placements().EachPlacement(ctx, ids, func(i int, cluster, category []byte, ok bool) {
+		if i != seen {
+			t.Fatalf("EachPlacement gave %d after %d", i, seen-1)
+		}
+		seen++
+		each[i] = got{string(cluster), string(category), ok}
+	})
+	if err != nil || seen != len(ids) {
+		t.Fatalf("EachPlacement: %d of %d, err %v", seen, len(ids), err)
+	}
 	n := 0
-	for _, id := range ids {
+	for i, id := range ids {
 		ev, found, err := getJSON[Evaluation](e.svc.state, bEvals, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, cat, ok, err := e.svc.Placement(ctx, id)
+		cl, cat, ok, err := e.svc.Placements().Placement(ctx, id)
 		if err != nil || ok != found {
 			t.Fatalf("placement of %s: ok %v err %v; evaluation found %v", id, ok, err, found)
+		}
+		if each[i] != (got{cl, cat, ok}) {
+			t.Fatalf("EachPlacement of %s = %+v, Placement %q %q %v", id, each[i], cl, cat, ok)
 		}
 		if !found {
 			continue
@@ -94,7 +114,7 @@ func BenchmarkPlacement(b *testing.B) {
 	ctx := context.Background()
 	b.Run("bucket", func(b *testing.B) {
 		for i := range b.N {
-			if _, _, _, err := e.svc.Placement(ctx, ids[i%len(ids)]); err != nil {
+			if _, _, _, err := e.svc.Placements().Placement(ctx, ids[i%len(ids)]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -326,10 +326,10 @@ func TestAClusterGrowingAcrossAThresholdReEvaluatesItsMembers(t *testing.T) {
 	}
 	// Placement reads the same cluster and category, and nothing for a
 	// decision without an evaluation.
-	if cl, cat, ok, err := e.svc.Placement(context.Background(), "b"); err != nil || !ok || cl != b.ClusterID || b.Lesson == nil || cat != b.Lesson.Category || cat == "" {
+	if cl, cat, ok, err := e.svc.Placements().Placement(context.Background(), "b"); err != nil || !ok || cl != b.ClusterID || b.Lesson == nil || cat != b.Lesson.Category || cat == "" {
 		t.Fatalf("placement of b = %q %q %v %v; evaluation %s %+v", cl, cat, ok, err, b.ClusterID, b.Lesson)
 	}
-	if _, _, ok, err := e.svc.Placement(context.Background(), "nobody"); ok || err != nil {
+	if _, _, ok, err := e.svc.Placements().Placement(context.Background(), "nobody"); ok || err != nil {
 		t.Fatalf("placement of an unknown decision: %v %v", ok, err)
 	}
 	feed.add(neg("c", "carol", "E2", "Error path of the handler is untested; write table tests for it."))

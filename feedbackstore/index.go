@@ -312,6 +312,24 @@ func (ix *index) get(id string) (Record, bool, error) {
 	return r, found, err
 }
 
+// position returns the last sequence number and the number of indexed
+// decisions, read together: a reader that counted the decisions up to
+// seq, and extends that count with the ones numbered after it, finds out
+// from the pair that a decision was deleted or indexed again meanwhile.
+func (ix *index) position() (seq uint64, count int, err error) {
+	err = ix.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keySeq); v != nil {
+			seq = binary.BigEndian.Uint64(v)
+		}
+		if v := meta.Get(keyCount); v != nil {
+			count = int(binary.BigEndian.Uint64(v))
+		}
+		return nil
+	})
+	return seq, count, err
+}
+
 // count returns the number of indexed decisions, kept in the meta bucket
 // because counting keys walks every page.
 func (ix *index) count() (int, error) {

@@ -400,6 +400,13 @@ func (s *Store) Entries(seq uint64, limit int) ([]Entry, error) {
 	return s.ix.entries(seq, limit, false)
 }
 
+// Position returns the number of the last indexed entry and how many
+// decisions are stored, read together. A decision deleted or indexed
+// again gives up its number, so the decisions numbered up to seq no
+// longer add up to count: that is how an incremental reader of Since
+// learns to read the whole store again.
+func (s *Store) Position() (seq uint64, count int, err error) { return s.ix.position() }
+
 // LastSeq returns the number of the last indexed entry.
 func (s *Store) LastSeq() (uint64, error) {
 	_, seq, err := s.ix.applied()

@@ -24,26 +24,28 @@ type Feedback interface {
 	Decision(ctx context.Context, id string) (precept.Decision, error)
 	// Since returns up to limit decisions numbered after seq.
 	Since(seq uint64, limit int) ([]feedbackstore.Record, error)
-	// LastSeq is the number of the last indexed entry.
-	LastSeq() (uint64, error)
+	// Position is the number of the last indexed entry and how many
+	// decisions are stored, read together.
+	Position() (seq uint64, count int, err error)
 }
 
 var _ Feedback = (*feedbackstore.Store)(nil)
 
 // Evaluations is what a preview reads of the evaluator.
 type Evaluations interface {
-	// Evaluation returns a decision's evaluation, or a NotFound error
-	// while it has none.
-	Evaluation(ctx context.Context, id string) (evaluator.Evaluation, string, error)
-	// Placement returns a decision's cluster and lesson category, ok
-	// false while it has no evaluation: all a scan reads of a negative
-	// decision, without decoding its evaluation.
-	Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error)
+	// EachPlacement calls fn with the cluster and lesson category of
+	// each of ids, in order, ok false while it has no evaluation: all a
+	// count reads of a negative decision, without decoding its
+	// evaluation.
+	EachPlacement(ctx context.Context, ids []string, fn func(i int, cluster, category []byte, ok bool)) error
 	// Cluster returns one cluster.
 	Cluster(ctx context.Context, id string) (evaluator.ClusterView, error)
 }
 
-var _ Evaluations = (*evaluator.Service)(nil)
+var _ Evaluations = struct {
+	evaluator.Placements
+	*evaluator.Service
+}{}
 
 // Lessons gives the classifier of the current taxonomy; lesson.Source
 // implements it.
@@ -233,13 +235,74 @@ func added(content string, evidence []precept.Decision, known []rulefmt.Clause, 
 // maxCommentRunes bounds the part of a comment read for support.
 const maxCommentRunes = 4000
 
-// scan reads every stored decision up to seq once and counts what each
-// target looks for: tally k is target k's. Previews due together share
-// one read of the store (docs/lifecycle.md, "Impact preview").
-func scan(ctx context.Context, fb Feedback, ev Evaluations, classify func(precept.Decision) string, ts []target, upTo uint64) ([]tally, error) {
-	out := make([]tally, len(ts))
-	sampled := make([][]sampledOutput, len(ts))
-	for seq := uint64(0); seq < upTo; {
+// counter keeps what counts find between them (incremental.go);
+// Service.computeMu guards it.
+type counter struct {
+	neg   *negatives
+	owned map[string]*owned // by proposal id
+}
+
+// forget drops what was kept for the proposals keep does not hold.
+func (c *counter) forget(keep func(proposalID string) bool) {
+	for id := range c.owned {
+		if !keep(id) {
+			delete(c.owned, id)
+		}
+	}
+}
+
+// scan counts what each target looks for in the decisions numbered up to
+// pos.seq, classified with cls: tally k is target k's. It reads only the
+// decisions numbered since the last count of the same targets, and reads
+// them once for all targets: previews due together share one read of
+// the store (docs/lifecycle.md, "Impact preview").
+func (c *counter) scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifier, classify func(precept.Decision) string, ts []target, pos position) ([]tally, error) {
+	tls, err := c.extend(ctx, fb, cls, classify, ts, pos)
+	if errors.Is(err, errMoved) {
+		c.neg, c.owned = nil, nil
+		tls, err = c.extend(ctx, fb, cls, classify, ts, pos)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.place(ctx, ev, ts, tls); err != nil {
+		return nil, err
+	}
+	return tls, nil
+}
+
+// extend brings the negatives and each target's own counts up to pos and
+// returns the own counts. Counts extended to a position whose decisions
+// no longer add up to its count give errMoved; counts from the first
+// decision take the store's count as theirs. Whatever it fails to finish
+// is forgotten, to be counted afresh.
+func (c *counter) extend(ctx context.Context, fb Feedback, cls *lesson.Classifier, classify func(precept.Decision) string, ts []target, pos position) (tls []tally, err error) {
+	if c.neg == nil || c.neg.seq > pos.seq {
+		c.neg = &negatives{}
+	}
+	if c.owned == nil {
+		c.owned = map[string]*owned{}
+	}
+	accs := make([]*owned, len(ts))
+	from := c.neg.seq
+	for k, t := range ts {
+		if o := c.owned[t.proposalID]; o != nil && o.serves(t, cls, pos.seq) {
+			o.trim(t)
+			accs[k] = o
+		} else {
+			accs[k] = &owned{key: t.key(), cls: cls, sample: t.sample, maxOutputs: t.maxOutputs}
+		}
+		from = min(from, accs[k].seq)
+	}
+	defer func() {
+		if err != nil {
+			c.neg = nil
+			for _, t := range ts {
+				delete(c.owned, t.proposalID)
+			}
+		}
+	}()
+	for seq := from; seq < pos.seq; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -252,43 +315,107 @@ func scan(ctx context.Context, fb Feedback, ev Evaluations, classify func(precep
 		}
 		for _, r := range page {
 			seq = r.Seq
-			if r.Seq > upTo {
+			if r.Seq > pos.seq {
 				break
 			}
-			// A decision's category and evaluation are read once for
-			// all targets.
-			dv := &decisionView{d: r.Decision, ev: ev, classify: classify}
-			for k, t := range ts {
-				if err := t.count(ctx, dv, &out[k], &sampled[k]); err != nil {
-					return nil, err
+			if r.Seq > c.neg.seq {
+				c.neg.seen++
+				if r.Decision.Decision.Negative() {
+					c.neg.add(r.Decision)
+				}
+			}
+			// A decision's category is read once for all targets.
+			dv := &decisionView{d: r.Decision, classify: classify}
+			for k, a := range accs {
+				if r.Seq > a.seq {
+					a.seen++
+					ts[k].countOwn(dv, a)
 				}
 			}
 		}
 	}
-	for k := range out {
-		for _, s := range sampled[k] {
-			out[k].approvals = append(out[k].approvals, s.output)
+	moved := false
+	settle := func(seq *uint64, seen *int) {
+		if *seq == 0 {
+			*seen = pos.count
+		} else if *seen != pos.count {
+			moved = true
+		}
+		*seq = pos.seq
+	}
+	settle(&c.neg.seq, &c.neg.seen)
+	tls = make([]tally, len(ts))
+	for k, a := range accs {
+		settle(&a.seq, &a.seen)
+		c.owned[ts[k].proposalID] = a
+		tls[k] = a.tally()
+	}
+	if moved {
+		return nil, errMoved
+	}
+	return tls, nil
+}
+
+// place counts into tls, for each target, the negative decisions of its
+// agents by where the evaluator places them: in its clusters, in its
+// category, or nowhere yet (Preview.Unevaluated, stale until they are
+// evaluated and counted at a later computation).
+func (c *counter) place(ctx context.Context, ev Evaluations, ts []target, tls []tally) error {
+	neg := c.neg
+	byAgent := map[uint32][]int{}
+	for k, t := range ts {
+		for _, a := range t.agents {
+			if id, ok := neg.agents.ids[a]; ok && !slices.Contains(byAgent[id], k) {
+				byAgent[id] = append(byAgent[id], k)
+			}
 		}
 	}
-	return out, nil
+	var ids []string
+	var rows []int
+	flush := func() error {
+		err := ev.EachPlacement(ctx, ids, func(i int, cluster, category []byte, ok bool) {
+			r := neg.rows[rows[i]]
+			agent, epic := neg.agents.names[r.agent], neg.epics.names[r.epic]
+			for _, k := range byAgent[r.agent] {
+				t, pv := ts[k], &tls[k].preview
+				if !ok {
+					pv.Unevaluated++
+					continue
+				}
+				if len(cluster) > 0 && slices.ContainsFunc(t.clusters, func(c string) bool { return c == string(cluster) }) {
+					pv.Cluster.add(agent, epic)
+				}
+				if t.category != "" && string(category) == t.category {
+					pv.CategoryNegatives.add(agent, epic)
+				}
+			}
+		})
+		ids, rows = ids[:0], rows[:0]
+		if err != nil {
+			return fmt.Errorf("read placements: %w", err)
+		}
+		return nil
+	}
+	for i, r := range neg.rows {
+		if _, ok := byAgent[r.agent]; !ok {
+			continue
+		}
+		ids, rows = append(ids, neg.id(i)), append(rows, i)
+		if len(ids) == scanPage {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
 }
 
-// decisionView is one decision of a scan with what targets ask of it,
-// read on first use.
+// decisionView is one decision of a scan with its comment's category,
+// classified on first use.
 type decisionView struct {
 	d        precept.Decision
-	ev       Evaluations
 	classify func(precept.Decision) string
 	cat      *string
-	read     bool
-	placed   placed
-	evalErr  error
-}
-
-// placed is where a decision's evaluation puts it.
-type placed struct {
-	cluster, category string
-	ok                bool
 }
 
 func (v *decisionView) category() string {
@@ -297,66 +424,6 @@ func (v *decisionView) category() string {
 		v.cat = &c
 	}
 	return *v.cat
-}
-
-func (v *decisionView) placement(ctx context.Context) (placed, error) {
-	if !v.read {
-		v.placed.cluster, v.placed.category, v.placed.ok, v.evalErr = v.ev.Placement(ctx, v.d.DecisionID)
-		v.read = true
-	}
-	return v.placed, v.evalErr
-}
-
-// count counts the decision of dv for t.
-func (t target) count(ctx context.Context, dv *decisionView, out *tally, sampled *[]sampledOutput) error {
-	d := dv.d
-	if !slices.Contains(t.agents, d.Agent) {
-		return nil
-	}
-	if d.Decision.Negative() {
-		return t.countNegative(ctx, dv, out)
-	}
-	if !t.scope.in(d) {
-		return nil
-	}
-	out.preview.ApprovalsInScope++
-	inCategory := t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" && dv.category() == t.category
-	if inCategory {
-		out.preview.OverCorrect.add(d.Agent, d.EpicID)
-	}
-	if d.AgentOutput != "" {
-		o := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{DecisionID: d.DecisionID}}
-		*sampled = keepSample(*sampled, o, t.sample, d.AgentOutput)
-	}
-	return nil
-}
-
-// countNegative counts a negative decision of the proposal's agents.
-func (t target) countNegative(ctx context.Context, dv *decisionView, out *tally) error {
-	d := dv.d
-	if t.evidence[d.DecisionID] && d.AgentOutput != "" {
-		out.evidenceSeen++
-		if len(out.evidence) < t.maxOutputs {
-			out.evidence = append(out.evidence, output{d.DecisionID, replayText(d.AgentOutput)})
-		}
-	}
-	p, err := dv.placement(ctx)
-	if err != nil {
-		return fmt.Errorf("read evaluation %s: %w", d.DecisionID, err)
-	}
-	if !p.ok {
-		// Not evaluated yet: the preview is stale until it is
-		// (Preview.Unevaluated), and a later computation counts it.
-		out.preview.Unevaluated++
-		return nil
-	}
-	if p.cluster != "" && slices.Contains(t.clusters, p.cluster) {
-		out.preview.Cluster.add(d.Agent, d.EpicID)
-	}
-	if t.category != "" && p.category == t.category {
-		out.preview.CategoryNegatives.add(d.Agent, d.EpicID)
-	}
-	return nil
 }
 
 // sampledOutput is an approved output with its rank in the sample.

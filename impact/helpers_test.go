@@ -71,15 +71,23 @@ func (e *evaluations) Evaluation(_ context.Context, id string) (evaluator.Evalua
 	return ev, "", nil
 }
 
-func (e *evaluations) Placement(_ context.Context, id string) (cluster, category string, ok bool, err error) {
-	ev, ok := e.evals[id]
-	if !ok {
-		return "", "", false, nil
+func (e *evaluations) EachPlacement(ctx context.Context, ids []string, fn func(i int, cluster, category []byte, ok bool)) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	if ev.Lesson != nil {
-		category = ev.Lesson.Category
+	for i, id := range ids {
+		ev, ok := e.evals[id]
+		if !ok {
+			fn(i, nil, nil, false)
+			continue
+		}
+		category := ""
+		if ev.Lesson != nil {
+			category = ev.Lesson.Category
+		}
+		fn(i, []byte(ev.ClusterID), []byte(category), true)
 	}
-	return ev.ClusterID, category, true, nil
+	return nil
 }
 
 func (e *evaluations) Cluster(_ context.Context, id string) (evaluator.ClusterView, error) {

@@ -459,11 +459,11 @@ func TestScanKeepsOnlyWhatTheReplayCanUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, err := e.feedback.LastSeq()
+	pos, err := s.position()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tl, err := s.count(ctx, p, seq)
+	_, tl, err := s.count(ctx, p, pos, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,6 +96,12 @@ func (c Counts) epics() int {
 	return max(c.Epics, len(c.ByEpic))
 }
 
+// clone is c sharing no map with it.
+func (c Counts) clone() Counts {
+	c.ByAgent, c.ByEpic = maps.Clone(c.ByAgent), maps.Clone(c.ByEpic)
+	return c
+}
+
 func (c *Counts) add(agent, epic string) {
 	if c.ByAgent == nil {
 		c.ByAgent, c.ByEpic = map[string]int{}, map[string]int{}
@@ -278,9 +284,7 @@ func figure(v float64, n int) string {
 
 // clone copies a preview so callers never share its maps.
 func (p Preview) clone() Preview {
-	for _, c := range []*Counts{&p.Cluster, &p.CategoryNegatives, &p.OverCorrect} {
-		c.ByAgent, c.ByEpic = maps.Clone(c.ByAgent), maps.Clone(c.ByEpic)
-	}
+	p.Cluster, p.CategoryNegatives, p.OverCorrect = p.Cluster.clone(), p.CategoryNegatives.clone(), p.OverCorrect.clone()
 	p.Scope.Agents = slices.Clone(p.Scope.Agents)
 	p.Scope.Gates = slices.Clone(p.Scope.Gates)
 	p.Scope.PathPrefixes = slices.Clone(p.Scope.PathPrefixes)

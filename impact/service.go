@@ -2,12 +2,9 @@ package impact
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -46,8 +43,8 @@ const (
 	DefaultInterval = time.Minute
 	// DefaultRefresh is how old a preview of the same text gets before
 	// it is counted again because decisions arrived, main moved or it
-	// saw decisions not evaluated yet: each count reads the whole
-	// feedback store.
+	// saw decisions not evaluated yet: each count reads the placements
+	// of the agents' negative decisions (incremental.go).
 	DefaultRefresh = 10 * time.Minute
 )
 
@@ -131,6 +128,9 @@ type Service struct {
 	// into, for the classifier it was made with: a comment never changes,
 	// so each is classified once, not once per proposal per count.
 	categories categoryMemo
+	// counter keeps what counts find, to extend with the decisions
+	// stored since (incremental.go).
+	counter counter
 }
 
 // categoryMemo maps decision ids to the category their comment
@@ -304,11 +304,15 @@ func (s *Service) forgetDecided(pending []rulefmt.Proposal) {
 	defer s.computeMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	isPending := func(id string) bool {
+		return slices.ContainsFunc(pending, func(p rulefmt.Proposal) bool { return p.ID == id })
+	}
 	for id := range s.previews {
-		if !slices.ContainsFunc(pending, func(p rulefmt.Proposal) bool { return p.ID == id }) {
+		if !isPending(id) {
 			delete(s.previews, id)
 		}
 	}
+	s.counter.forget(isPending)
 }
 
 // Compute brings p's preview up to date and returns it: the counts and
@@ -321,7 +325,8 @@ func (s *Service) Compute(ctx context.Context, p rulefmt.Proposal) (Preview, err
 }
 
 // Refresh is Compute counting again whatever the preview's age, even
-// when nothing moved; a replay already done is kept.
+// when nothing moved, from the first stored decision; a replay already
+// done is kept.
 func (s *Service) Refresh(ctx context.Context, p rulefmt.Proposal) (Preview, error) {
 	return s.compute(ctx, p, true, nil)
 }
@@ -335,12 +340,12 @@ func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool, p
 	if len(p.Agents) == 0 {
 		return Preview{}, errNoAgents
 	}
-	seq, err := s.src.Feedback.LastSeq()
+	pos, err := s.position()
 	if err != nil {
-		return Preview{}, fmt.Errorf("feedback position: %w", err)
+		return Preview{}, err
 	}
 	commit, docs := s.src.Documents.Documents()
-	prev, sameText, due := s.due(p, force, seq, commit)
+	prev, sameText, due := s.due(p, force, pos.seq, commit)
 	if !due {
 		return prev.clone(), nil
 	}
@@ -349,8 +354,13 @@ func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool, p
 	var tl tally
 	if pre != nil && pre.pv.ContentRevision == p.ContentRevision && (!sameText || pre.pv.FeedbackSeq >= prev.FeedbackSeq) {
 		pv, tl = pre.pv, pre.tl
-	} else if pv, tl, err = s.count(ctx, p, seq); err != nil {
-		return Preview{}, err
+	} else {
+		if force {
+			delete(s.counter.owned, p.ID)
+		}
+		if pv, tl, err = s.count(ctx, p, pos, s.replayReads(prev, sameText)); err != nil {
+			return Preview{}, err
+		}
 	}
 	pv.MainCommit = commit
 	if pv.Similar, pv.SimilarLeftOut, err = similar(ctx, s.vectors, s.opts.Thresholds, p, docs); err != nil {
@@ -432,9 +442,9 @@ func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[st
 	// count the same previews again.
 	s.computeMu.Lock()
 	defer s.computeMu.Unlock()
-	seq, err := s.src.Feedback.LastSeq()
+	pos, err := s.position()
 	if err != nil {
-		return nil, fmt.Errorf("feedback position: %w", err)
+		return nil, err
 	}
 	commit, _ := s.src.Documents.Documents()
 	var ps []rulefmt.Proposal
@@ -442,18 +452,13 @@ func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[st
 	var extra []targetExtra
 	cls := s.src.Lessons.Classifier()
 	for _, p := range list {
-		prev, sameText, due := s.due(p, false, seq, commit)
+		prev, sameText, due := s.due(p, false, pos.seq, commit)
 		if !due || len(p.Agents) == 0 {
 			continue
 		}
-		t, x, err := s.target(ctx, cls, p)
+		t, x, err := s.target(ctx, cls, p, s.replayReads(prev, sameText))
 		if err != nil {
 			continue
-		}
-		if s.opts.Model == nil || (sameText && prev.Replay.State == ReplayDone) {
-			// No replay will read outputs: none are kept through the
-			// scan.
-			t.sample, t.maxOutputs = 0, 0
 		}
 		ps, ts, extra = append(ps, p), append(ts, t), append(extra, x)
 	}
@@ -461,13 +466,13 @@ func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[st
 		return nil, nil // compute counts one alone
 	}
 	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
-	tls, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, ts, seq)
+	tls, err := s.counter.scan(ctx, s.src.Feedback, s.src.Evaluations, cls, classify, ts, pos)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]*counted, len(ps))
 	for k, p := range ps {
-		out[p.ID] = &counted{pv: s.finish(p, ts[k], extra[k], tls[k], seq), tl: tls[k]}
+		out[p.ID] = &counted{pv: s.finish(p, ts[k], extra[k], tls[k], pos.seq), tl: tls[k]}
 	}
 	return out, nil
 }
@@ -479,8 +484,9 @@ type targetExtra struct {
 	added []string
 }
 
-// target works out what a scan for p looks for, with classifier cls.
-func (s *Service) target(ctx context.Context, cls *lesson.Classifier, p rulefmt.Proposal) (target, targetExtra, error) {
+// target works out what a scan for p looks for, with classifier cls,
+// and whether it keeps outputs for a replay.
+func (s *Service) target(ctx context.Context, cls *lesson.Classifier, p rulefmt.Proposal, outputs bool) (target, targetExtra, error) {
 	cat, err := category(ctx, s.src.Evaluations, cls, p)
 	if err != nil {
 		return target{}, targetExtra{}, err
@@ -490,7 +496,10 @@ func (s *Service) target(ctx context.Context, cls *lesson.Classifier, p rulefmt.
 		return target{}, targetExtra{}, err
 	}
 	t := target{proposalID: p.ID, agents: p.Agents, category: cat, scope: scopeOf(p.Agents, evidence),
-		evidence: map[string]bool{}, sample: s.opts.ApprovalSample, maxOutputs: s.opts.MaxCalls}
+		evidence: map[string]bool{}}
+	if outputs {
+		t.sample, t.maxOutputs = s.opts.ApprovalSample, s.opts.MaxCalls
+	}
 	if p.ClusterID != "" {
 		t.clusters = append(t.clusters, p.ClusterID)
 	}
@@ -507,19 +516,37 @@ func (s *Service) target(ctx context.Context, cls *lesson.Classifier, p rulefmt.
 	return t, x, nil
 }
 
-// count scans the feedback store for p alone.
-func (s *Service) count(ctx context.Context, p rulefmt.Proposal, seq uint64) (Preview, tally, error) {
+// position is where the feedback store stands.
+func (s *Service) position() (position, error) {
+	seq, n, err := s.src.Feedback.Position()
+	if err != nil {
+		return position{}, fmt.Errorf("feedback position: %w", err)
+	}
+	return position{seq: seq, count: n}, nil
+}
+
+// replayReads reports whether a replay will read the outputs a count
+// finds, given the preview kept and whether it is of the same text: not
+// without a model, nor once the text's replay is done. Counts that no
+// replay reads keep no output, between counts either.
+func (s *Service) replayReads(prev Preview, sameText bool) bool {
+	return s.opts.Model != nil && !(sameText && prev.Replay.State == ReplayDone)
+}
+
+// count counts p's preview alone, keeping the outputs a replay reads
+// when outputs is true.
+func (s *Service) count(ctx context.Context, p rulefmt.Proposal, pos position, outputs bool) (Preview, tally, error) {
 	cls := s.src.Lessons.Classifier()
-	t, x, err := s.target(ctx, cls, p)
+	t, x, err := s.target(ctx, cls, p, outputs)
 	if err != nil {
 		return Preview{}, tally{}, err
 	}
 	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
-	tls, err := scan(ctx, s.src.Feedback, s.src.Evaluations, classify, []target{t}, seq)
+	tls, err := s.counter.scan(ctx, s.src.Feedback, s.src.Evaluations, cls, classify, []target{t}, pos)
 	if err != nil {
 		return Preview{}, tally{}, err
 	}
-	return s.finish(p, t, x, tls[0], seq), tls[0], nil
+	return s.finish(p, t, x, tls[0], pos.seq), tls[0], nil
 }
 
 // finish turns a scan's tally for p into its preview.
@@ -549,87 +576,4 @@ func (s *Service) publish(pv Preview) {
 	for _, h := range hooks {
 		h(pv.ProposalID)
 	}
-}
-
-// save writes pv to <Dir>/<proposal id>.json through a temporary file,
-// so a crash leaves the old file or the new one.
-func (s *Service) save(pv Preview) error {
-	if !rulefmt.ValidProposalID(pv.ProposalID) {
-		return fmt.Errorf("invalid proposal id %q", pv.ProposalID)
-	}
-	b, err := json.Marshal(pv)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.opts.Dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(s.opts.Dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(s.opts.Dir, pv.ProposalID+".json"))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
-
-// load reads the previews kept in Dir. A file that does not parse is
-// skipped and logged: it is computed again.
-func (s *Service) load() error {
-	entries, err := os.ReadDir(s.opts.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read impact previews: %w", err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		id, ok := strings.CutSuffix(name, ".json")
-		if !ok || !rulefmt.ValidProposalID(id) {
-			continue
-		}
-		pv, err := s.readFile(id)
-		if err != nil {
-			s.log.Warn("impact preview on disk left out; it is computed again", "file", name, "err", err)
-			continue
-		}
-		s.previews[id] = pv
-	}
-	return nil
-}
-
-// read returns the preview kept in Dir for a proposal, if any.
-func (s *Service) read(id string) (Preview, bool) {
-	if !rulefmt.ValidProposalID(id) {
-		return Preview{}, false
-	}
-	pv, err := s.readFile(id)
-	return pv, err == nil
-}
-
-func (s *Service) readFile(id string) (Preview, error) {
-	b, err := os.ReadFile(filepath.Join(s.opts.Dir, id+".json"))
-	if err != nil {
-		return Preview{}, err
-	}
-	var pv Preview
-	if err := json.Unmarshal(b, &pv); err != nil {
-		return Preview{}, err
-	}
-	if pv.ProposalID != id {
-		return Preview{}, fmt.Errorf("the file holds the preview of %q", pv.ProposalID)
-	}
-	return pv, nil
 }

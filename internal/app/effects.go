@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/precept-dev/precept/effect"
+	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/metrics"
@@ -40,7 +41,7 @@ func (a *App) openEffects() error {
 		if a.Evaluator != nil && a.Config.Evaluator.Enabled {
 			// The evaluator is what the learning loop reads: each
 			// decision's placement and each cluster.
-			evals = a.Evaluator
+			evals = evaluatorReads{a.Evaluator.Placements(), a.Evaluator}
 		} else if opts.Lifecycle {
 			// Without evaluations no recurrence can be seen: acting on
 			// that would overwrite the figures of a replica that evaluates.
@@ -67,4 +68,12 @@ func (a *App) runEffects(ctx context.Context) error {
 		err = verr
 	}
 	return err
+}
+
+// evaluatorReads is what the learning loop and the impact preview read
+// of the evaluator: placements from its placements reader, clusters and
+// evaluations from the service.
+type evaluatorReads struct {
+	evaluator.Placements
+	*evaluator.Service
 }

@@ -26,7 +26,7 @@ func (a *App) openImpact(svc *api.RuleService) error {
 	if a.LLM != nil {
 		opts.Model = a.LLM
 	}
-	s, err := impact.New(impact.Sources{Proposals: a.Rules, Feedback: a.Feedback, Evaluations: a.Evaluator,
+	s, err := impact.New(impact.Sources{Proposals: a.Rules, Feedback: a.Feedback, Evaluations: evaluatorReads{a.Evaluator.Placements(), a.Evaluator},
 		Lessons: a.Lessons, Documents: a.Prompts, Embedder: a.Embedder}, opts)
 	if err != nil {
 		return err
