@@ -113,7 +113,7 @@ func (s *Service) Placements() Placements { return Placements{db: s.state.db} }
 // Placement returns the cluster and lesson category of a decision's
 // evaluation. ok is false while the decision has no evaluation.
 func (p Placements) Placement(ctx context.Context, id string) (cluster, category string, ok bool, err error) {
-	err = p.EachPlacement(ctx, []string{id}, func(_ int, c, cat []byte, found bool) {
+	err = p.EachPlacement(ctx, [][]byte{[]byte(id)}, func(_ int, c, cat []byte, found bool) {
 		cluster, category, ok = string(c), string(cat), found
 	})
 	return cluster, category, ok, err
@@ -122,14 +122,14 @@ func (p Placements) Placement(ctx context.Context, id string) (cluster, category
 // EachPlacement calls fn with the placement of each of ids, in order,
 // all read in one transaction. cluster and category are valid only
 // during the call; ok is false while the decision has no evaluation.
-func (p Placements) EachPlacement(ctx context.Context, ids []string, fn func(i int, cluster, category []byte, ok bool)) error {
+func (p Placements) EachPlacement(ctx context.Context, ids [][]byte, fn func(i int, cluster, category []byte, ok bool)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return p.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bPlacements)
 		for i, id := range ids {
-			v := b.Get([]byte(id))
+			v := b.Get(id)
 			if v == nil {
 				fn(i, nil, nil, false)
 				continue

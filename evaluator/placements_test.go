@@ -19,7 +19,11 @@ func checkPlacements(t *testing.T, e *env, ids []string) int {
 	}
 	each := make([]got, len(ids))
 	seen := 0
-	err := e.svc.Placements().EachPlacement(ctx, ids, func(i int, cluster, category []byte, ok bool) {
+	keys := make([][]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = []byte(id)
+	}
+	err := e.svc.Placements().EachPlacement(ctx, keys, func(i int, cluster, category []byte, ok bool) {
 		if i != seen {
 			t.Fatalf("EachPlacement gave %d after %d", i, seen-1)
 		}

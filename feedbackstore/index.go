@@ -42,7 +42,11 @@ var (
 	keyApplied = []byte("applied") // the last commit applied
 	keySeq     = []byte("seq")     // the last sequence number given
 	keyCount   = []byte("count")   // decisions indexed
-	keyVersion = []byte("version")
+	// keyGeneration counts the rebuilds of the index: a rebuild numbers
+	// decisions again from one, so a reader that remembers numbers must
+	// forget them (Position).
+	keyGeneration = []byte("generation")
+	keyVersion    = []byte("version")
 )
 
 // Record is a stored decision and where it lives.
@@ -143,7 +147,15 @@ func (ix *index) reset() error {
 				return err
 			}
 		}
-		return deleteKeys(tx.Bucket(bucketMeta), keyApplied, keyCount, keySeq)
+		meta := tx.Bucket(bucketMeta)
+		var gen uint64
+		if v := meta.Get(keyGeneration); v != nil {
+			gen = binary.BigEndian.Uint64(v)
+		}
+		if err := meta.Put(keyGeneration, seqKey(gen+1)); err != nil {
+			return err
+		}
+		return deleteKeys(meta, keyApplied, keyCount, keySeq)
 	})
 }
 
@@ -312,22 +324,23 @@ func (ix *index) get(id string) (Record, bool, error) {
 	return r, found, err
 }
 
-// position returns the last sequence number and the number of indexed
-// decisions, read together: a reader that counted the decisions up to
-// seq, and extends that count with the ones numbered after it, finds out
-// from the pair that a decision was deleted or indexed again meanwhile.
-func (ix *index) position() (seq uint64, count int, err error) {
-	err = ix.db.View(func(tx *bolt.Tx) error {
+// position reads the index's Position in one transaction.
+func (ix *index) position() (Position, error) {
+	var p Position
+	err := ix.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keySeq); v != nil {
-			seq = binary.BigEndian.Uint64(v)
+			p.Seq = binary.BigEndian.Uint64(v)
 		}
 		if v := meta.Get(keyCount); v != nil {
-			count = int(binary.BigEndian.Uint64(v))
+			p.Count = int(binary.BigEndian.Uint64(v))
+		}
+		if v := meta.Get(keyGeneration); v != nil {
+			p.Generation = binary.BigEndian.Uint64(v)
 		}
 		return nil
 	})
-	return seq, count, err
+	return p, err
 }
 
 // count returns the number of indexed decisions, kept in the meta bucket

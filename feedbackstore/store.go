@@ -400,12 +400,21 @@ func (s *Store) Entries(seq uint64, limit int) ([]Entry, error) {
 	return s.ix.entries(seq, limit, false)
 }
 
-// Position returns the number of the last indexed entry and how many
-// decisions are stored, read together. A decision deleted or indexed
-// again gives up its number, so the decisions numbered up to seq no
-// longer add up to count: that is how an incremental reader of Since
-// learns to read the whole store again.
-func (s *Store) Position() (seq uint64, count int, err error) { return s.ix.position() }
+// Position is where the index stands, for a reader that counts the
+// decisions up to Seq and later extends its count with the ones numbered
+// after it (Since). A decision deleted or indexed again gives up its
+// number, so the decisions numbered up to Seq no longer add up to Count;
+// a rebuild of the index (history rewritten) numbers every decision again
+// and moves Generation. Either way the reader counts from the first
+// decision again.
+type Position struct {
+	Seq        uint64 // the number of the last indexed entry
+	Count      int    // decisions stored
+	Generation uint64 // rebuilds of the index so far
+}
+
+// Position returns the index's Position, read in one transaction.
+func (s *Store) Position() (Position, error) { return s.ix.position() }
 
 // LastSeq returns the number of the last indexed entry.
 func (s *Store) LastSeq() (uint64, error) {

@@ -330,8 +330,8 @@ func TestRewrittenHistoryRebuildsTheIndex(t *testing.T) {
 	if _, err := f.store.Get(ctx, "keep"); err != nil {
 		t.Fatal(err)
 	}
-	// Numbered again from one: two numbers given, one decision stored.
-	if seq, n, err := f.store.Position(); err != nil || seq != 1 || n != 1 {
-		t.Fatalf("Position = %d, %d, %v; want 1, 1", seq, n, err)
+	// Numbered again from one, one decision stored, in a new generation.
+	if p, err := f.store.Position(); err != nil || p.Seq != 1 || p.Count != 1 || p.Generation != 1 {
+		t.Fatalf("Position = %+v, %v; want seq 1, count 1, generation 1", p, err)
 	}
 }

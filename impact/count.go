@@ -24,9 +24,10 @@ type Feedback interface {
 	Decision(ctx context.Context, id string) (precept.Decision, error)
 	// Since returns up to limit decisions numbered after seq.
 	Since(seq uint64, limit int) ([]feedbackstore.Record, error)
-	// Position is the number of the last indexed entry and how many
-	// decisions are stored, read together.
-	Position() (seq uint64, count int, err error)
+	// Position is where the store's index stands: the number of the
+	// last indexed entry, how many decisions are stored and its
+	// generation, read together.
+	Position() (feedbackstore.Position, error)
 }
 
 var _ Feedback = (*feedbackstore.Store)(nil)
@@ -37,7 +38,7 @@ type Evaluations interface {
 	// each of ids, in order, ok false while it has no evaluation: all a
 	// count reads of a negative decision, without decoding its
 	// evaluation.
-	EachPlacement(ctx context.Context, ids []string, fn func(i int, cluster, category []byte, ok bool)) error
+	EachPlacement(ctx context.Context, ids [][]byte, fn func(i int, cluster, category []byte, ok bool)) error
 	// Cluster returns one cluster.
 	Cluster(ctx context.Context, id string) (evaluator.ClusterView, error)
 }
@@ -164,19 +165,20 @@ func under(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// in reports whether an approved decision lies in the scope.
-func (s Scope) in(d precept.Decision) bool {
-	if !slices.Contains(s.Agents, d.Agent) {
+// in reports whether an approved decision of agent at gate lies in the
+// scope; scoped is its scope path as scopePath cleans it, named whether
+// it names one.
+func (s Scope) in(agent, gate, scoped string, named bool) bool {
+	if !slices.Contains(s.Agents, agent) {
 		return false
 	}
-	if len(s.Gates) > 0 && !slices.Contains(s.Gates, d.GateID) {
+	if len(s.Gates) > 0 && !slices.Contains(s.Gates, gate) {
 		return false
 	}
 	if len(s.PathPrefixes) == 0 {
 		return true
 	}
-	p := strings.TrimPrefix(path.Clean("/"+d.ScopePath), "/")
-	return d.ScopePath != "" && slices.ContainsFunc(s.PathPrefixes, func(dir string) bool { return under(p, dir) })
+	return named && slices.ContainsFunc(s.PathPrefixes, func(dir string) bool { return under(scoped, dir) })
 }
 
 // readEvidence reads the proposal's evidence decisions, at most
@@ -235,80 +237,69 @@ func added(content string, evidence []precept.Decision, known []rulefmt.Clause, 
 // maxCommentRunes bounds the part of a comment read for support.
 const maxCommentRunes = 4000
 
-// counter keeps what counts find between them (incremental.go);
+// counter keeps the ledger between counts (incremental.go);
 // Service.computeMu guards it.
 type counter struct {
-	neg   *negatives
-	owned map[string]*owned // by proposal id
+	l *ledger
 }
 
-// forget drops what was kept for the proposals keep does not hold.
-func (c *counter) forget(keep func(proposalID string) bool) {
-	for id := range c.owned {
-		if !keep(id) {
-			delete(c.owned, id)
-		}
-	}
-}
+// reset forgets the ledger: the next count reads it from the first
+// decision.
+func (c *counter) reset() { c.l = nil }
 
 // scan counts what each target looks for in the decisions numbered up to
-// pos.seq, classified with cls: tally k is target k's. It reads only the
-// decisions numbered since the last count of the same targets, and reads
-// them once for all targets: previews due together share one read of
-// the store (docs/lifecycle.md, "Impact preview").
-func (c *counter) scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifier, classify func(precept.Decision) string, ts []target, pos position) ([]tally, error) {
-	tls, err := c.extend(ctx, fb, cls, classify, ts, pos)
+// pos.seq, their comments classified with cls: tally k is target k's. It
+// reads of the store only the decisions numbered since the last count,
+// once for all targets (docs/lifecycle.md, "Impact preview").
+func (c *counter) scan(ctx context.Context, fb Feedback, ev Evaluations, cls *lesson.Classifier, ts []target, pos position) ([]tally, error) {
+	err := c.extend(ctx, fb, cls, pos)
 	if errors.Is(err, errMoved) {
-		c.neg, c.owned = nil, nil
-		tls, err = c.extend(ctx, fb, cls, classify, ts, pos)
+		c.reset()
+		err = c.extend(ctx, fb, cls, pos)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := c.place(ctx, ev, ts, tls); err != nil {
+	tls, err := c.count(ctx, ev, ts)
+	if err != nil {
 		return nil, err
+	}
+	for k := range tls {
+		if tls[k].evidence, err = withTexts(ctx, fb, tls[k].evidence); err != nil {
+			return nil, err
+		}
+		if tls[k].approvals, err = withTexts(ctx, fb, tls[k].approvals); err != nil {
+			return nil, err
+		}
 	}
 	return tls, nil
 }
 
-// extend brings the negatives and each target's own counts up to pos and
-// returns the own counts. Counts extended to a position whose decisions
-// no longer add up to its count give errMoved; counts from the first
-// decision take the store's count as theirs. Whatever it fails to finish
-// is forgotten, to be counted afresh.
-func (c *counter) extend(ctx context.Context, fb Feedback, cls *lesson.Classifier, classify func(precept.Decision) string, ts []target, pos position) (tls []tally, err error) {
-	if c.neg == nil || c.neg.seq > pos.seq {
-		c.neg = &negatives{}
+// extend brings the ledger up to pos: from the first decision when it
+// has none, or its generation or classifier is not pos's or cls, else
+// with the decisions numbered since. A ledger extended to a position whose
+// decisions no longer add up to its count gives errMoved; one read from
+// the first decision takes the store's count as its own. A ledger it
+// fails to finish is dropped.
+func (c *counter) extend(ctx context.Context, fb Feedback, cls *lesson.Classifier, pos position) (err error) {
+	if c.l == nil || c.l.generation != pos.generation || c.l.cls != cls || c.l.seq > pos.seq {
+		c.l = &ledger{generation: pos.generation, cls: cls}
 	}
-	if c.owned == nil {
-		c.owned = map[string]*owned{}
-	}
-	accs := make([]*owned, len(ts))
-	from := c.neg.seq
-	for k, t := range ts {
-		if o := c.owned[t.proposalID]; o != nil && o.serves(t, cls, pos.seq) {
-			o.trim(t)
-			accs[k] = o
-		} else {
-			accs[k] = &owned{key: t.key(), cls: cls, sample: t.sample, maxOutputs: t.maxOutputs}
-		}
-		from = min(from, accs[k].seq)
-	}
+	l := c.l
 	defer func() {
 		if err != nil {
-			c.neg = nil
-			for _, t := range ts {
-				delete(c.owned, t.proposalID)
-			}
+			c.l = nil
 		}
 	}()
+	classify := func(d precept.Decision) string { return cls.Classify(lesson.InputOf(d)).Category }
+	from := l.seq
 	for seq := from; seq < pos.seq; {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		page, err := fb.Since(seq, scanPage)
 		if err != nil {
-			return nil, fmt.Errorf("read decisions: %w", err)
+			return fmt.Errorf("read decisions: %w", err)
 		}
 		if len(page) == 0 {
 			break
@@ -318,64 +309,45 @@ func (c *counter) extend(ctx context.Context, fb Feedback, cls *lesson.Classifie
 			if r.Seq > pos.seq {
 				break
 			}
-			if r.Seq > c.neg.seq {
-				c.neg.seen++
-				if r.Decision.Decision.Negative() {
-					c.neg.add(r.Decision)
-				}
-			}
-			// A decision's category is read once for all targets.
-			dv := &decisionView{d: r.Decision, classify: classify}
-			for k, a := range accs {
-				if r.Seq > a.seq {
-					a.seen++
-					ts[k].countOwn(dv, a)
-				}
-			}
+			l.seen++
+			l.add(r.Decision, classify)
 		}
 	}
-	moved := false
-	settle := func(seq *uint64, seen *int) {
-		if *seq == 0 {
-			*seen = pos.count
-		} else if *seen != pos.count {
-			moved = true
-		}
-		*seq = pos.seq
+	l.seq = pos.seq
+	if from == 0 {
+		l.seen = pos.count
+	} else if l.seen != pos.count {
+		return errMoved
 	}
-	settle(&c.neg.seq, &c.neg.seen)
-	tls = make([]tally, len(ts))
-	for k, a := range accs {
-		settle(&a.seq, &a.seen)
-		c.owned[ts[k].proposalID] = a
-		tls[k] = a.tally()
-	}
-	if moved {
-		return nil, errMoved
-	}
-	return tls, nil
+	return nil
 }
 
-// place counts into tls, for each target, the negative decisions of its
-// agents by where the evaluator places them: in its clusters, in its
-// category, or nowhere yet (Preview.Unevaluated, stale until they are
-// evaluated and counted at a later computation).
-func (c *counter) place(ctx context.Context, ev Evaluations, ts []target, tls []tally) error {
-	neg := c.neg
-	byAgent := map[uint32][]int{}
+// count counts what each target looks for in the ledger: of the
+// proposal's agents, the approvals in scope (and those in its category,
+// with the sample of their outputs), the evidence outputs, and the
+// negative decisions by where the evaluator places them — in its
+// clusters, in its category, or nowhere yet (Preview.Unevaluated, stale
+// until they are evaluated and counted at a later computation). The
+// outputs it returns carry no text yet.
+func (c *counter) count(ctx context.Context, ev Evaluations, ts []target) ([]tally, error) {
+	l := c.l
+	tls := make([]tally, len(ts))
+	sampled := make([][]sampledOutput, len(ts))
+	// byAgent[a] are the targets of agent a.
+	byAgent := make([][]int, len(l.agents.names))
 	for k, t := range ts {
 		for _, a := range t.agents {
-			if id, ok := neg.agents.ids[a]; ok && !slices.Contains(byAgent[id], k) {
+			if id, ok := l.agents.ids[a]; ok && !slices.Contains(byAgent[id], k) {
 				byAgent[id] = append(byAgent[id], k)
 			}
 		}
 	}
-	var ids []string
+	var ids [][]byte
 	var rows []int
 	flush := func() error {
 		err := ev.EachPlacement(ctx, ids, func(i int, cluster, category []byte, ok bool) {
-			r := neg.rows[rows[i]]
-			agent, epic := neg.agents.names[r.agent], neg.epics.names[r.epic]
+			r := l.rows[rows[i]]
+			agent, epic := l.agents.names[r.agent], l.epics.names[r.epic]
 			for _, k := range byAgent[r.agent] {
 				t, pv := ts[k], &tls[k].preview
 				if !ok {
@@ -396,34 +368,60 @@ func (c *counter) place(ctx context.Context, ev Evaluations, ts []target, tls []
 		}
 		return nil
 	}
-	for i, r := range neg.rows {
-		if _, ok := byAgent[r.agent]; !ok {
+	for i, r := range l.rows {
+		ks := byAgent[r.agent]
+		if len(ks) == 0 {
 			continue
 		}
-		ids, rows = append(ids, neg.id(i)), append(rows, i)
+		id := l.id(i)
+		if r.flags&negative == 0 {
+			for _, k := range ks {
+				countApproval(ts[k], l, r, id, &tls[k], &sampled[k])
+			}
+			continue
+		}
+		if r.flags&hasOutput != 0 {
+			for _, k := range ks {
+				if t, tl := ts[k], &tls[k]; t.evidence[string(id)] {
+					tl.evidenceSeen++
+					if len(tl.evidence) < t.maxOutputs {
+						tl.evidence = append(tl.evidence, output{DecisionID: string(id)})
+					}
+				}
+			}
+		}
+		ids, rows = append(ids, id), append(rows, i)
 		if len(ids) == scanPage {
 			if err := flush(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return flush()
-}
-
-// decisionView is one decision of a scan with its comment's category,
-// classified on first use.
-type decisionView struct {
-	d        precept.Decision
-	classify func(precept.Decision) string
-	cat      *string
-}
-
-func (v *decisionView) category() string {
-	if v.cat == nil {
-		c := v.classify(v.d)
-		v.cat = &c
+	if err := flush(); err != nil {
+		return nil, err
 	}
-	return *v.cat
+	for k := range tls {
+		for _, s := range sampled[k] {
+			tls[k].approvals = append(tls[k].approvals, s.output)
+		}
+	}
+	return tls, nil
+}
+
+// countApproval counts the approval of row r, whose id is id, for t.
+func countApproval(t target, l *ledger, r row, id []byte, tl *tally, sampled *[]sampledOutput) {
+	agent, epic := l.agents.names[r.agent], l.epics.names[r.epic]
+	if !t.scope.in(agent, l.gates.names[r.gate], l.paths.names[r.path], r.flags&hasPath != 0) {
+		return
+	}
+	tl.preview.ApprovalsInScope++
+	inCategory := t.category != "" && l.categories.names[r.category] == t.category
+	if inCategory {
+		tl.preview.OverCorrect.add(agent, epic)
+	}
+	if r.flags&hasOutput != 0 && t.sample > 0 {
+		*sampled = keepSample(*sampled, sampleRank(t.proposalID, id, inCategory), t.sample, id)
+	}
 }
 
 // sampledOutput is an approved output with its rank in the sample.
@@ -437,11 +435,11 @@ type sampledOutput struct {
 // approvals in scope, each by a hash of the proposal and decision ids, so
 // the same proposal always samples the same decisions and different
 // proposals sample different ones.
-func sampleRank(proposalID, decisionID string, inCategory bool) uint64 {
+func sampleRank(proposalID string, decisionID []byte, inCategory bool) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(proposalID))
 	h.Write([]byte{0})
-	h.Write([]byte(decisionID))
+	h.Write(decisionID)
 	r := h.Sum64() >> 1
 	if !inCategory {
 		r |= 1 << 63
@@ -456,13 +454,13 @@ func replayText(s string) string {
 	return text.Fit(safetext.Redact(s), maxOutputChars)
 }
 
-// keepSample keeps the n lowest-ranked outputs, sorted by rank; o gets
-// its text, replayText(full), only when it is kept.
-func keepSample(s []sampledOutput, o sampledOutput, n int, full string) []sampledOutput {
+// keepSample keeps the n lowest-ranked outputs, sorted by rank: it adds
+// the one of decision id, ranked rank, when it is among them.
+func keepSample(s []sampledOutput, rank uint64, n int, id []byte) []sampledOutput {
 	if n <= 0 {
 		return s
 	}
-	i, _ := slices.BinarySearchFunc(s, o.rank, func(x sampledOutput, r uint64) int {
+	i, _ := slices.BinarySearchFunc(s, rank, func(x sampledOutput, r uint64) int {
 		switch {
 		case x.rank < r:
 			return -1
@@ -474,8 +472,7 @@ func keepSample(s []sampledOutput, o sampledOutput, n int, full string) []sample
 	if i >= n {
 		return s
 	}
-	o.Text = replayText(full)
-	s = slices.Insert(s, i, o)
+	s = slices.Insert(s, i, sampledOutput{rank: rank, output: output{DecisionID: string(id)}})
 	if len(s) > n {
 		s = s[:n]
 	}

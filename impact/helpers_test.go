@@ -71,12 +71,12 @@ func (e *evaluations) Evaluation(_ context.Context, id string) (evaluator.Evalua
 	return ev, "", nil
 }
 
-func (e *evaluations) EachPlacement(ctx context.Context, ids []string, fn func(i int, cluster, category []byte, ok bool)) error {
+func (e *evaluations) EachPlacement(ctx context.Context, ids [][]byte, fn func(i int, cluster, category []byte, ok bool)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	for i, id := range ids {
-		ev, ok := e.evals[id]
+		ev, ok := e.evals[string(id)]
 		if !ok {
 			fn(i, nil, nil, false)
 			continue

@@ -1,10 +1,10 @@
 package impact
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"errors"
-	"slices"
+	"fmt"
+	"path"
 	"strings"
 
 	"github.com/precept-dev/precept"
@@ -13,32 +13,32 @@ import (
 
 // Counting a preview used to read every stored decision, every time: at
 // a million decisions that was seconds of decoding per new or changed
-// proposal, beside the requests the service answers. Now what a count
-// finds is kept and extended with the decisions numbered since
-// (docs/lifecycle.md, "Impact preview"):
-//
-//   - what depends only on a decision's own fields — approvals in scope,
-//     the ones the rule could over-correct, the approval sample, the
-//     evidence outputs — per proposal (owned), as long as what it looks
-//     for stays the same (target.key);
-//   - what depends on where the evaluator places a decision — the
-//     cluster and category counts, the unevaluated ones — changes without
-//     the store moving, so it is counted again each time, from a compact
-//     list of the negative decisions (negatives) and their placements,
-//     without decoding a stored decision.
+// proposal, beside the requests the service answers. Now every stored
+// decision has a row in a ledger of what a count reads of it — its id,
+// agent, epic, gate, scope path, verdict, whether it carries an agent
+// output and, for an approval with a comment, the category the comment
+// classifies into — extended with the decisions numbered since the last
+// count (docs/lifecycle.md, "Impact preview"). A count walks the rows of
+// its agents and reads the placements of their negative decisions from
+// the evaluator; it decodes no stored decision but the few outputs a
+// replay reads.
 //
 // A decision deleted or indexed again gives up its number: the store's
-// count (Feedback.Position) then differs from the decisions counted,
-// and the count starts from the first decision again.
+// count (Feedback.Position) then differs from the decisions in the
+// ledger, and the ledger is read again from the first decision; so it is
+// when the index was rebuilt (a new generation), as every number changed,
+// and when the taxonomy's classifier was reloaded.
 
-// position is where the feedback store stands: the last number given
-// and how many decisions are stored.
+// position is where the feedback store stands: the last number given,
+// how many decisions are stored, and the index's generation.
 type position struct {
-	seq   uint64
-	count int
+	seq        uint64
+	count      int
+	generation uint64
 }
 
-// names numbers strings: the agents and epics of the negatives.
+// names numbers strings: the agents, epics, gates, paths and categories
+// of the ledger.
 type names struct {
 	ids   map[string]uint32
 	names []string
@@ -57,142 +57,95 @@ func (n *names) id(s string) uint32 {
 	return id
 }
 
-// negatives lists every stored negative decision with what the
-// placement counts need of it: its id, agent and epic, 16 bytes and the
-// id's a decision, so a million stored decisions take some tens of
-// megabytes at most.
-type negatives struct {
-	seq    uint64 // the decisions numbered up to seq are in
-	seen   int    // decisions of any kind numbered up to seq
-	ids    []byte // the ids, end to end
-	rows   []negative
-	agents names
-	epics  names
+// ledger lists every stored decision as a row of 32 bytes and its id.
+type ledger struct {
+	generation uint64
+	cls        *lesson.Classifier // the comments' categories are its
+	seq        uint64             // the decisions numbered up to seq are in
+	seen       int                // how many there were
+	ids        []byte             // the ids, end to end
+	rows       []row
+	agents     names
+	epics      names
+	gates      names
+	paths      names // scope paths as Scope reads them (scopePath)
+	categories names
 }
 
-// negative is one negative decision: its id is ids[previous end:end].
-type negative struct {
-	end   uint64
-	agent uint32
-	epic  uint32
+// row is one decision: its id is ids[previous row's end:end].
+type row struct {
+	end      uint64
+	agent    uint32
+	epic     uint32
+	gate     uint32
+	path     uint32
+	category uint32 // an approval's comment's category; "" otherwise
+	flags    uint8
 }
 
-func (n *negatives) add(d precept.Decision) {
-	n.ids = append(n.ids, d.DecisionID...)
-	n.rows = append(n.rows, negative{end: uint64(len(n.ids)), agent: n.agents.id(d.Agent), epic: n.epics.id(d.EpicID)})
+// The flags of a row.
+const (
+	negative  uint8 = 1 << iota // REJECTED or APPROVED_WITH_CHANGES
+	hasOutput                   // it carries an agent output
+	hasPath                     // it names a scope path
+)
+
+// add appends d's row; classify gives an approval's comment its category.
+func (l *ledger) add(d precept.Decision, classify func(precept.Decision) string) {
+	l.ids = append(l.ids, d.DecisionID...)
+	r := row{end: uint64(len(l.ids)), agent: l.agents.id(d.Agent), epic: l.epics.id(d.EpicID), gate: l.gates.id(d.GateID),
+		path: l.paths.id(scopePath(d.ScopePath))}
+	category := ""
+	if d.Decision.Negative() {
+		r.flags |= negative
+	} else if strings.TrimSpace(d.ReviewerComment) != "" {
+		category = classify(d)
+	}
+	r.category = l.categories.id(category)
+	if d.AgentOutput != "" {
+		r.flags |= hasOutput
+	}
+	if d.ScopePath != "" {
+		r.flags |= hasPath
+	}
+	l.rows = append(l.rows, r)
 }
 
-// id is row i's decision id.
-func (n *negatives) id(i int) string {
+// id is row i's decision id, sharing the ledger's memory: ids written
+// are never written again, so it stays valid as the ledger grows.
+func (l *ledger) id(i int) []byte {
 	start := uint64(0)
 	if i > 0 {
-		start = n.rows[i-1].end
+		start = l.rows[i-1].end
 	}
-	return string(n.ids[start:n.rows[i].end])
+	end := l.rows[i].end
+	return l.ids[start:end:end]
 }
 
-// owned is what a target counts of decisions' own fields, up to seq.
-type owned struct {
-	key          string
-	cls          *lesson.Classifier
-	seq          uint64
-	seen         int // decisions of any kind numbered up to seq
-	approvals    int // approvals in scope
-	overCorrect  Counts
-	evidence     []output
-	evidenceSeen int
-	sampled      []sampledOutput
-	// sample and maxOutputs are the target's when the outputs were kept.
-	sample, maxOutputs int
+// scopePath is a scope path as a scope compares it: cleaned, without
+// its leading slash.
+func scopePath(p string) string {
+	return strings.TrimPrefix(path.Clean("/"+p), "/")
 }
 
-// serves reports whether o can be extended for t, classified with cls:
-// it looks for the same, and kept at least the outputs t keeps.
-func (o *owned) serves(t target, cls *lesson.Classifier, upTo uint64) bool {
-	if o.key != t.key() || o.cls != cls || o.seq > upTo {
-		return false
-	}
-	if t.sample == 0 && t.maxOutputs == 0 {
-		return true
-	}
-	return o.sample == t.sample && o.maxOutputs == t.maxOutputs
-}
-
-// trim drops the outputs t does not keep: once a text's replay is done,
-// nothing reads them again.
-func (o *owned) trim(t target) {
-	if t.sample == 0 && t.maxOutputs == 0 {
-		o.evidence, o.sampled, o.sample, o.maxOutputs = nil, nil, 0, 0
-	}
-}
-
-// key identifies what t looks for in decisions' own fields: two targets
-// with the same key count the same. The clusters are not in it, as
-// placements are counted each time.
-func (t target) key() string {
-	h := sha256.New()
-	field := func(s ...string) {
-		for _, x := range s {
-			h.Write([]byte(x))
-			h.Write([]byte{0})
+// withTexts returns outs with each one's text: its decision's agent
+// output as a replay shows it (replayText). An output whose decision is
+// no longer stored is left out.
+func withTexts(ctx context.Context, fb Feedback, outs []output) ([]output, error) {
+	var with []output
+	for _, o := range outs {
+		d, err := fb.Decision(ctx, o.DecisionID)
+		if precept.ErrorCode(err) == precept.NotFound {
+			continue
 		}
-		h.Write([]byte{1})
-	}
-	field(t.proposalID, t.category)
-	field(t.agents...)
-	field(t.scope.Agents...)
-	field(t.scope.Gates...)
-	field(t.scope.PathPrefixes...)
-	field(slices.Sorted(func(yield func(string) bool) {
-		for id := range t.evidence {
-			if !yield(id) {
-				return
-			}
+		if err != nil {
+			return nil, fmt.Errorf("read output of %s: %w", o.DecisionID, err)
 		}
-	})...)
-	return hex.EncodeToString(h.Sum(nil))
+		with = append(with, output{DecisionID: o.DecisionID, Text: replayText(d.AgentOutput)})
+	}
+	return with, nil
 }
 
-// countOwn counts the decision of dv into o, for t.
-func (t target) countOwn(dv *decisionView, o *owned) {
-	d := dv.d
-	if !slices.Contains(t.agents, d.Agent) {
-		return
-	}
-	if d.Decision.Negative() {
-		if t.evidence[d.DecisionID] && d.AgentOutput != "" {
-			o.evidenceSeen++
-			if len(o.evidence) < t.maxOutputs {
-				o.evidence = append(o.evidence, output{d.DecisionID, replayText(d.AgentOutput)})
-			}
-		}
-		return
-	}
-	if !t.scope.in(d) {
-		return
-	}
-	o.approvals++
-	inCategory := t.category != "" && strings.TrimSpace(d.ReviewerComment) != "" && dv.category() == t.category
-	if inCategory {
-		o.overCorrect.add(d.Agent, d.EpicID)
-	}
-	if d.AgentOutput != "" {
-		s := sampledOutput{rank: sampleRank(t.proposalID, d.DecisionID, inCategory), output: output{DecisionID: d.DecisionID}}
-		o.sampled = keepSample(o.sampled, s, t.sample, d.AgentOutput)
-	}
-}
-
-// tally is o's counts as a scan's tally, sharing nothing with o.
-func (o *owned) tally() tally {
-	tl := tally{evidence: slices.Clone(o.evidence), evidenceSeen: o.evidenceSeen}
-	tl.preview.ApprovalsInScope = o.approvals
-	tl.preview.OverCorrect = o.overCorrect.clone()
-	for _, s := range o.sampled {
-		tl.approvals = append(tl.approvals, s.output)
-	}
-	return tl
-}
-
-// errMoved is a scan finding that decisions it had counted were deleted
-// or indexed again.
+// errMoved is a ledger finding that decisions it holds were deleted or
+// indexed again.
 var errMoved = errors.New("stored decisions were deleted or indexed again since they were counted")

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lesson"
 	"github.com/precept-dev/precept/lib/embedding"
 	"github.com/precept-dev/precept/rules"
@@ -124,35 +123,9 @@ type Service struct {
 	// vectors embeds the rule and the guidance on main, remembering
 	// their vectors by their text.
 	vectors *embedding.Cache
-	// categories memoises the category each approval's comment classifies
-	// into, for the classifier it was made with: a comment never changes,
-	// so each is classified once, not once per proposal per count.
-	categories categoryMemo
-	// counter keeps what counts find, to extend with the decisions
-	// stored since (incremental.go).
+	// counter keeps the ledger counts read, to extend with the
+	// decisions stored since (incremental.go).
 	counter counter
-}
-
-// categoryMemo maps decision ids to the category their comment
-// classifies into under one classifier; computeMu guards it.
-type categoryMemo struct {
-	cls *lesson.Classifier
-	m   map[string]string
-}
-
-// maxMemoCategories bounds the memo; past it, it starts afresh.
-const maxMemoCategories = 500_000
-
-func (c *categoryMemo) classify(cls *lesson.Classifier, d precept.Decision) string {
-	if c.cls != cls || len(c.m) >= maxMemoCategories {
-		c.cls, c.m = cls, map[string]string{}
-	}
-	cat, ok := c.m[d.DecisionID]
-	if !ok {
-		cat = cls.Classify(lesson.InputOf(d)).Category
-		c.m[d.DecisionID] = cat
-	}
-	return cat
 }
 
 // callBudget counts the replay calls of the current window.
@@ -312,7 +285,6 @@ func (s *Service) forgetDecided(pending []rulefmt.Proposal) {
 			delete(s.previews, id)
 		}
 	}
-	s.counter.forget(isPending)
 }
 
 // Compute brings p's preview up to date and returns it: the counts and
@@ -325,8 +297,7 @@ func (s *Service) Compute(ctx context.Context, p rulefmt.Proposal) (Preview, err
 }
 
 // Refresh is Compute counting again whatever the preview's age, even
-// when nothing moved, from the first stored decision; a replay already
-// done is kept.
+// when nothing moved; a replay already done is kept.
 func (s *Service) Refresh(ctx context.Context, p rulefmt.Proposal) (Preview, error) {
 	return s.compute(ctx, p, true, nil)
 }
@@ -355,9 +326,6 @@ func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool, p
 	if pre != nil && pre.pv.ContentRevision == p.ContentRevision && (!sameText || pre.pv.FeedbackSeq >= prev.FeedbackSeq) {
 		pv, tl = pre.pv, pre.tl
 	} else {
-		if force {
-			delete(s.counter.owned, p.ID)
-		}
 		if pv, tl, err = s.count(ctx, p, pos, s.replayReads(prev, sameText)); err != nil {
 			return Preview{}, err
 		}
@@ -465,8 +433,7 @@ func (s *Service) countDue(ctx context.Context, list []rulefmt.Proposal) (map[st
 	if len(ts) < 2 {
 		return nil, nil // compute counts one alone
 	}
-	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
-	tls, err := s.counter.scan(ctx, s.src.Feedback, s.src.Evaluations, cls, classify, ts, pos)
+	tls, err := s.counter.scan(ctx, s.src.Feedback, s.src.Evaluations, cls, ts, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -518,11 +485,11 @@ func (s *Service) target(ctx context.Context, cls *lesson.Classifier, p rulefmt.
 
 // position is where the feedback store stands.
 func (s *Service) position() (position, error) {
-	seq, n, err := s.src.Feedback.Position()
+	p, err := s.src.Feedback.Position()
 	if err != nil {
 		return position{}, fmt.Errorf("feedback position: %w", err)
 	}
-	return position{seq: seq, count: n}, nil
+	return position{seq: p.Seq, count: p.Count, generation: p.Generation}, nil
 }
 
 // replayReads reports whether a replay will read the outputs a count
@@ -541,8 +508,7 @@ func (s *Service) count(ctx context.Context, p rulefmt.Proposal, pos position, o
 	if err != nil {
 		return Preview{}, tally{}, err
 	}
-	classify := func(d precept.Decision) string { return s.categories.classify(cls, d) }
-	tls, err := s.counter.scan(ctx, s.src.Feedback, s.src.Evaluations, cls, classify, []target{t}, pos)
+	tls, err := s.counter.scan(ctx, s.src.Feedback, s.src.Evaluations, cls, []target{t}, pos)
 	if err != nil {
 		return Preview{}, tally{}, err
 	}
