@@ -254,7 +254,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err := a.openPrompts(); err != nil {
 		return nil, err
 	}
-	if err := a.openRules(); err != nil {
+	if err := a.openRules(ctx); err != nil {
 		return nil, err
 	}
 	if a.spans != nil {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"connectrpc.com/connect"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
+	"github.com/precept-dev/precept/internal/config"
+	"github.com/precept-dev/precept/lib/testenv"
 )
 
 // A curator pushes a _rules.md to the rules repository's remote with the
@@ -64,4 +67,27 @@ func TestARulesFilePushedToTheRemoteReachesWatchersThroughTheRemoteSync(t *testi
 func gitOut(dir string, args ...string) (string, error) {
 	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// A rules remote that does not offer atomic pushes is refused at start,
+// with an error naming the capability: the git library would otherwise
+// drop the atomic option without a word, and two nodes could each land
+// half of a decision.
+func TestARulesRemoteWithoutAtomicPushesIsRefusedAtStart(t *testing.T) {
+	srv := testenv.StartGitServer(t)
+	url := srv.CreateRepo(t, "rules", "main", map[string]string{"README.md": "rules\n"})
+	testenv.Git(t, srv.Dir("rules"), "config", "receive.advertiseAtomic", "false")
+	cfg, err := config.Parse(fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nnode: test-node\nredis: {addr: %q}\nrules: {git: {remote_url: %q}}\n",
+		t.TempDir(), testenv.Redis(t), url), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		a.Close()
+		t.Fatal("a rules remote without atomic pushes was accepted")
+	}
+	if !strings.Contains(err.Error(), `"atomic"`) || !strings.Contains(err.Error(), "rules.git.remote_url") {
+		t.Fatalf("the error does not name the capability and the setting: %v", err)
+	}
 }

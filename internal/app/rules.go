@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
@@ -20,7 +23,7 @@ import (
 // (and wake it when they change), the configured LLM drafts rule text,
 // and every commit to main notifies prompt assembly at once. Run runs it
 // (App.Rules.Run).
-func (a *App) openRules() error {
+func (a *App) openRules(ctx context.Context) error {
 	cfg := a.Config.Rules
 	opts := rules.Options{
 		RequiredApprovals:      cfg.RequiredApprovals,
@@ -62,6 +65,7 @@ func (a *App) openRules() error {
 	}
 	if g := cfg.Git; g.RemoteURL != "" {
 		opts.Remote = &rules.Remote{
+			Name:          "origin",
 			URL:           g.RemoteURL,
 			Auth:          gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey},
 			WebURL:        g.WebURL,
@@ -73,6 +77,11 @@ func (a *App) openRules() error {
 	m, err := rules.New(a.RulesRepo, opts)
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
+	}
+	if opts.Remote != nil {
+		if err := checkAtomicPush(ctx, opts.Remote, a.Log); err != nil {
+			return err
+		}
 	}
 	a.Rules = m
 	if err := metrics.Rules(a.Registry, m, a.Log); err != nil {
@@ -109,4 +118,26 @@ func (a *App) openRules() error {
 func (a *App) ruleThresholds() rules.Thresholds {
 	cfg := a.Config.Rules
 	return rules.Thresholds{Duplicate: cfg.DuplicateThreshold, Conflict: cfg.ConflictThreshold, Rejected: cfg.RejectedSimilarity}
+}
+
+// atomicCheckTimeout bounds the start's question to the rules remote.
+const atomicCheckTimeout = 15 * time.Second
+
+// checkAtomicPush refuses a rules remote that does not offer atomic
+// pushes: a decision moves main and its proposal branch together, and
+// only an atomic push lets exactly one of two racing nodes land it
+// (docs/decisions/0009-replicas.md). A remote that cannot be reached at
+// start does not stop it, as prompts are served from what the node has;
+// every push of several refs asks again first.
+func checkAtomicPush(ctx context.Context, r *rules.Remote, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, atomicCheckTimeout)
+	defer cancel()
+	err := gitrepo.CheckAtomicPush(ctx, r.URL, r.Auth)
+	switch {
+	case errors.Is(err, gitrepo.ErrNoAtomicPush):
+		return fmt.Errorf("rules.git.remote_url: %w; precept needs it so that a decision moving main and a proposal branch lands whole or not at all", err)
+	case err != nil:
+		log.Warn("rules remote not reachable at start; its atomic push capability is asked before each push", "remote", redactURL(r.URL), "err", err)
+	}
+	return nil
 }

@@ -72,6 +72,8 @@ var (
 		"Commits to the repository by result: ok, raced (lost a compare-and-swap, retried) or failed.", []string{"repo", "result"}, nil)
 	pushesDesc = prometheus.NewDesc("precept_git_pushes_total",
 		"Pushes to the repository's remote by result: ok, rejected (non-fast-forward, fetched and retried) or failed.", []string{"repo", "result"}, nil)
+	pushSecondsDesc = prometheus.NewDesc("precept_git_push_seconds",
+		"How long pushes to the repository's remote took, whatever their result.", []string{"repo"}, nil)
 )
 
 func (objectStats) Describe(ch chan<- *prometheus.Desc) {
@@ -81,6 +83,7 @@ func (objectStats) Describe(ch chan<- *prometheus.Desc) {
 	ch <- debrisBytesDesc
 	ch <- commitsDesc
 	ch <- pushesDesc
+	ch <- pushSecondsDesc
 }
 
 func (o objectStats) Collect(ch chan<- prometheus.Metric) {
@@ -95,6 +98,11 @@ func (o objectStats) Collect(ch chan<- prometheus.Metric) {
 		for result, n := range map[string]uint64{"ok": w.Pushes, "rejected": w.PushesRejected, "failed": w.PushesFailed} {
 			ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(n), name, result)
 		}
+		buckets := make(map[float64]uint64, len(gitrepo.PushBuckets))
+		for i, b := range gitrepo.PushBuckets {
+			buckets[b] = w.PushSeconds.Buckets[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(pushSecondsDesc, w.PushSeconds.Count, w.PushSeconds.Sum, buckets, name)
 		if err != nil {
 			continue
 		}

@@ -122,4 +122,45 @@ func TestCommitsAndPushesAreExportedByRepositoryAndResult(t *testing.T) {
 	if want := `{repo="rules",result="failed"} 0; {repo="rules",result="ok"} 0; {repo="rules",result="rejected"} 0`; got["precept_git_pushes_total"] != want {
 		t.Errorf("precept_git_pushes_total = %s, want %s", got["precept_git_pushes_total"], want)
 	}
+
+	// A push to a bare repository on disk, and one to a remote that is
+	// not there: each is counted by result, and both by how long they
+	// took.
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	testenv.Git(t, t.TempDir(), "init", "-q", "--bare", "-b", "main", bare)
+	if err := repo.AddRemote("origin", bare); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.AddRemote("gone", filepath.Join(t.TempDir(), "missing.git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(context.Background(), "origin", gitrepo.Auth{}, gitrepo.PushSpec{Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(context.Background(), "gone", gitrepo.Auth{}, gitrepo.PushSpec{Branch: "main"}); err == nil {
+		t.Fatal("a push to a missing remote succeeded")
+	}
+	got = gather(t, reg)
+	if want := `{repo="rules",result="failed"} 1; {repo="rules",result="ok"} 1; {repo="rules",result="rejected"} 0`; got["precept_git_pushes_total"] != want {
+		t.Errorf("precept_git_pushes_total = %s, want %s", got["precept_git_pushes_total"], want)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != "precept_git_push_seconds" {
+			continue
+		}
+		found = true
+		h := mf.GetMetric()[0].GetHistogram()
+		last := h.GetBucket()[len(h.GetBucket())-1]
+		if h.GetSampleCount() != 2 || h.GetSampleSum() <= 0 || last.GetCumulativeCount() != 2 || len(h.GetBucket()) != len(gitrepo.PushBuckets) {
+			t.Errorf("precept_git_push_seconds: count %d, sum %v, %d buckets, last %d", h.GetSampleCount(), h.GetSampleSum(), len(h.GetBucket()), last.GetCumulativeCount())
+		}
+	}
+	if !found {
+		t.Error("precept_git_push_seconds is not exported")
+	}
 }

@@ -28,14 +28,18 @@ func localRemote(u string) bool {
 }
 
 // pushLocal pushes refspecs to remote, a repository on this machine, with
-// the git CLI. go-git's file transport runs git-receive-pack itself, and
+// the git CLI, atomic when asked (all refs or none). go-git's file transport runs git-receive-pack itself, and
 // when the receive side stops reading (a hook, or an orphaned
 // git unpack-objects holding the pipe) it waits for the pipe forever,
 // whatever the context says, with the repository's lock held. The CLI
 // runs in its own process group, killed whole when ctx ends
 // (gitcli.KillGroupOnCancel). The caller holds the Repo's lock.
-func pushLocal(ctx context.Context, gitDir, remote string, refspecs []string) error {
-	args := append([]string{"--git-dir=" + gitDir, "push", "--porcelain", "--", remote}, refspecs...)
+func pushLocal(ctx context.Context, gitDir, remote string, atomic bool, refspecs []string) error {
+	args := []string{"--git-dir=" + gitDir, "push", "--porcelain"}
+	if atomic {
+		args = append(args, "--atomic")
+	}
+	args = append(append(args, "--", remote), refspecs...)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	var stdout, stderr bytes.Buffer

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/plumbing/transport/ssh"
 )
@@ -110,14 +113,74 @@ type PushSpec struct {
 	Force bool
 }
 
-// Push updates branches on remote. A rejected non-fast-forward update is
-// reported as ErrRefChanged, so callers can fetch, reconcile and retry.
-func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...PushSpec) (err error) {
-	defer func() { r.writes.push(err) }()
+// ErrNoAtomicPush is a remote that does not offer atomic pushes: the
+// receiving end could take some refs of a push and refuse others, and two
+// replicas could each land half of a decision (docs/decisions/0009-replicas.md).
+var ErrNoAtomicPush = errors.New(`the remote does not offer the "atomic" push capability`)
+
+// CheckAtomicPush asks the git server at url for its receive-pack
+// capabilities and returns ErrNoAtomicPush when "atomic" is not among
+// them. The git library would otherwise drop the atomic option without a
+// word when the server does not advertise it.
+func CheckAtomicPush(ctx context.Context, url string, auth Auth) error {
 	m, err := auth.method("")
 	if err != nil {
 		return err
 	}
+	return checkAtomic(ctx, url, m)
+}
+
+// checkAtomic reads the capabilities the receive-pack service at url
+// advertises.
+func checkAtomic(ctx context.Context, url string, m transport.AuthMethod) (err error) {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+	}
+	s, err := c.NewReceivePackSession(ep, m)
+	if err != nil {
+		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+	}
+	defer func() {
+		if cerr := s.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("remote %s: %s", redactURL(url), redact(cerr))
+		}
+	}()
+	ar, err := s.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+	}
+	if ar == nil || !ar.Capabilities.Supports(capability.Atomic) {
+		return fmt.Errorf("remote %s: %w", redactURL(url), ErrNoAtomicPush)
+	}
+	return nil
+}
+
+// redactURL is url with any credentials in it replaced.
+func redactURL(url string) string {
+	return urlCredentials.ReplaceAllString(url, "://***@")
+}
+
+// Push updates branches on remote. A rejected non-fast-forward update is
+// reported as ErrRefChanged, so callers can fetch, reconcile and retry.
+// A push of several refs is atomic: the remote takes all of them or none
+// (git's "atomic" capability, checked before each such push), so a
+// decision that moves main and a proposal branch never lands half.
+func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...PushSpec) (err error) {
+	start := time.Now()
+	defer func() {
+		r.writes.push(err)
+		r.writes.pushTook(time.Since(start))
+	}()
+	m, err := auth.method("")
+	if err != nil {
+		return err
+	}
+	atomic := len(specs) > 1
 	var refspecs []config.RefSpec
 	for _, s := range specs {
 		dst := s.RemoteBranch
@@ -138,17 +201,24 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if u, err := remoteURL(r.repo, remote); err != nil {
+	u, err := remoteURL(r.repo, remote)
+	if err != nil {
 		return fmt.Errorf("push %s: %w", remote, err)
-	} else if localRemote(u) {
+	}
+	if atomic {
+		if err := checkAtomic(ctx, u, m); err != nil {
+			return fmt.Errorf("push %s: %w", remote, err)
+		}
+	}
+	if localRemote(u) {
 		var specs []string
 		for _, rs := range refspecs {
 			specs = append(specs, rs.String())
 		}
-		return pushLocal(ctx, r.path, remote, specs)
+		return pushLocal(ctx, r.path, remote, atomic, specs)
 	}
 	r.syncStorage()
-	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m})
+	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m, Atomic: atomic})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -45,8 +46,12 @@ func TestWriteStatsCountCommitsAndPushesByOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := st.Writes
+	if h := got.PushSeconds; h.Count != 2 || h.Sum <= 0 || h.Buckets[len(h.Buckets)-1] != 2 {
+		t.Errorf("PushSeconds = %+v, want both pushes", h)
+	}
+	got.PushSeconds = Histogram{}
 	want := WriteStats{Commits: 2, CommitsRaced: 1, CommitsFailed: 1, Pushes: 1, PushesFailed: 1}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("WriteStats = %+v, want %+v", got, want)
 	}
 }
