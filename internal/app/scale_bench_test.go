@@ -172,6 +172,11 @@ func BenchmarkScale(b *testing.B) {
 			rss, anon := rssBytes(), procStatus("RssAnon:")
 			b.Logf("%d stored: resident file mappings: %s", size, mappedRSS(dir))
 			stop()
+			// The restart is profiled on its own, prefix@size-restart.
+			stopProfile = func() {}
+			if prefix := os.Getenv("PRECEPT_BENCH_CPUPROFILE"); prefix != "" {
+				stopProfile = startCPUProfile(b, prefix+label+"-restart")
+			}
 			start := time.Now()
 			if a, err = New(b.Context(), cfg, slog.New(slog.DiscardHandler)); err != nil {
 				b.Fatal(err)
@@ -180,6 +185,7 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			restart := time.Since(start)
+			stopProfile()
 			stop = runApp(a)
 			disk := dirBytes(b, dir)
 			b.Logf("%d stored: disk by path: %s", size, diskByPath(b, dir))
