@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/rules/gitstore"
@@ -27,8 +28,10 @@ type syncer struct {
 	store *gitstore.Store
 	r     *Remote
 	mu    sync.Mutex
-	// ok and failed count the syncs by outcome (SyncStats).
+	// ok and failed count the syncs by outcome (SyncStats); lastOK is
+	// when the last one that succeeded ended, in Unix nanoseconds.
 	ok, failed atomic.Uint64
+	lastOK     atomic.Int64
 }
 
 // branches are main and the other branches kept in step like it.
@@ -45,6 +48,10 @@ type SyncStats struct {
 	// unreachable, credentials refused) or what was fetched could not
 	// be applied. Syncs cancelled by their caller are not counted.
 	OK, Failed uint64
+	// LastOK is when the last successful sync ended; zero before one.
+	// How long ago that was bounds how far this node may lag behind the
+	// remote (precept_rules_remote_last_sync_timestamp_seconds).
+	LastOK time.Time
 }
 
 // RemoteSyncs returns the counts of syncs with the remote so far; zero
@@ -53,7 +60,11 @@ func (m *Manager) RemoteSyncs() SyncStats {
 	if m.remote == nil {
 		return SyncStats{}
 	}
-	return SyncStats{OK: m.remote.ok.Load(), Failed: m.remote.failed.Load()}
+	st := SyncStats{OK: m.remote.ok.Load(), Failed: m.remote.failed.Load()}
+	if ns := m.remote.lastOK.Load(); ns != 0 {
+		st.LastOK = time.Unix(0, ns)
+	}
+	return st
 }
 
 func (y *syncer) syncAndLog(ctx context.Context) {
@@ -69,6 +80,7 @@ func (y *syncer) sync(ctx context.Context) (err error) {
 		switch {
 		case err == nil:
 			y.ok.Add(1)
+			y.lastOK.Store(time.Now().UnixNano())
 		case ctx.Err() == nil:
 			y.failed.Add(1)
 		}

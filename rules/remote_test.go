@@ -363,8 +363,9 @@ func openRepo(t *testing.T) *gitrepo.Repo {
 func TestSyncRoundsAreCountedFailedWhenTheRemoteIsDown(t *testing.T) {
 	ctx := context.Background()
 	r := newRemoteFixture(t, Options{})
-	if got := r.m.RemoteSyncs(); got != (SyncStats{OK: 1}) {
-		t.Fatalf("after the first sync: %+v, want one ok", got)
+	first := r.m.RemoteSyncs()
+	if got := first; got.OK != 1 || got.Failed != 0 || got.LastOK.IsZero() {
+		t.Fatalf("after the first sync: %+v, want one ok, and when", got)
 	}
 	// The remote goes away: the fetch of every round fails, before any
 	// push is tried, and each round counts as a failed sync.
@@ -377,16 +378,16 @@ func TestSyncRoundsAreCountedFailedWhenTheRemoteIsDown(t *testing.T) {
 			t.Fatal("a sync with the remote gone succeeded")
 		}
 	}
-	if got := r.m.RemoteSyncs(); got != (SyncStats{OK: 1, Failed: 2}) {
-		t.Fatalf("after two syncs with the remote down: %+v, want 1 ok and 2 failed", got)
+	if got := r.m.RemoteSyncs(); got != (SyncStats{OK: 1, Failed: 2, LastOK: first.LastOK}) {
+		t.Fatalf("after two syncs with the remote down: %+v, want 1 ok and 2 failed, the last ok still the first", got)
 	}
 	// Back: the next round succeeds and counts.
 	if err := os.Rename(away, r.remote); err != nil {
 		t.Fatal(err)
 	}
 	r.sync()
-	if got := r.m.RemoteSyncs(); got != (SyncStats{OK: 2, Failed: 2}) {
-		t.Fatalf("after the remote came back: %+v, want 2 ok and 2 failed", got)
+	if got := r.m.RemoteSyncs(); got.OK != 2 || got.Failed != 2 || !got.LastOK.After(first.LastOK) {
+		t.Fatalf("after the remote came back: %+v, want 2 ok and 2 failed, the last ok later than %s", got, first.LastOK)
 	}
 	// A sync cancelled by its caller is not a failure of the remote.
 	cancelled, cancel := context.WithCancel(ctx)

@@ -29,10 +29,20 @@ func RemoteSyncs(reg prometheus.Registerer, src RemoteSyncer) error {
 
 type remoteSyncs struct{ src RemoteSyncer }
 
-func (remoteSyncs) Describe(ch chan<- *prometheus.Desc) { ch <- remoteSyncsDesc }
+var remoteLastSyncDesc = prometheus.NewDesc("precept_rules_remote_last_sync_timestamp_seconds",
+	"When the last successful sync of the rules repository with its remote ended, in Unix seconds; absent before one. time() minus it bounds how far this node may lag behind the remote.",
+	nil, nil)
+
+func (remoteSyncs) Describe(ch chan<- *prometheus.Desc) {
+	ch <- remoteSyncsDesc
+	ch <- remoteLastSyncDesc
+}
 
 func (r remoteSyncs) Collect(ch chan<- prometheus.Metric) {
 	st := r.src.RemoteSyncs()
 	ch <- prometheus.MustNewConstMetric(remoteSyncsDesc, prometheus.CounterValue, float64(st.OK), "ok")
 	ch <- prometheus.MustNewConstMetric(remoteSyncsDesc, prometheus.CounterValue, float64(st.Failed), "failed")
+	if !st.LastOK.IsZero() {
+		ch <- prometheus.MustNewConstMetric(remoteLastSyncDesc, prometheus.GaugeValue, float64(st.LastOK.UnixNano())/1e9)
+	}
 }
