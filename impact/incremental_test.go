@@ -162,16 +162,7 @@ func TestACountExtendedWithNewDecisionsEqualsAWholeCount(t *testing.T) {
 
 	// An operator resets the branch to before the last batch.
 	add("another batch", "inc-3", 3)
-	tip, err := e.feedback.Repo().Tip(feedbackstore.Branch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.feedback.Repo().SetBranch(feedbackstore.Branch, tip, base); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.feedback.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rewind(t, e, base)
 	// Renumbered from one, the index then grows past where it was.
 	var fb []precept.Feedback
 	for i := range 12 {
@@ -276,20 +267,28 @@ func TestARebuiltIndexIsReadAgainWhateverItsNumbers(t *testing.T) {
 	}
 	store("approved", precept.Approved)
 	before, _ := countOf(t, s, e.proposal)
-	tip, err := e.feedback.Repo().Tip(feedbackstore.Branch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.feedback.Repo().SetBranch(feedbackstore.Branch, tip, base); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.feedback.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rewind(t, e, base)
 	store("rejected", precept.Rejected)
 	got, _ := countOf(t, s, e.proposal)
 	if want := naiveCount(t, e, e.proposal, got); got.ApprovalsInScope != want.ApprovalsInScope || got.Unevaluated != want.Unevaluated {
 		t.Fatalf("after the rebuild: %d approvals in scope and %d unevaluated, reading every decision %d and %d (before it: %d and %d)",
 			got.ApprovalsInScope, got.Unevaluated, want.ApprovalsInScope, want.Unevaluated, before.ApprovalsInScope, before.Unevaluated)
+	}
+}
+
+// rewind resets the feedback branch to base, as an operator restoring a
+// backup would, and lets the store's index follow: it is rebuilt.
+func rewind(t *testing.T, e *env, base gitrepo.Hash) {
+	t.Helper()
+	repo := e.feedback.Repo()
+	tip, err := repo.Tip(feedbackstore.Branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.SetBranch(feedbackstore.Branch, tip, base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.feedback.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
