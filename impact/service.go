@@ -277,11 +277,8 @@ func (s *Service) forgetDecided(pending []rulefmt.Proposal) {
 	defer s.computeMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	isPending := func(id string) bool {
-		return slices.ContainsFunc(pending, func(p rulefmt.Proposal) bool { return p.ID == id })
-	}
 	for id := range s.previews {
-		if !isPending(id) {
+		if !slices.ContainsFunc(pending, func(p rulefmt.Proposal) bool { return p.ID == id }) {
 			delete(s.previews, id)
 		}
 	}
@@ -325,10 +322,8 @@ func (s *Service) compute(ctx context.Context, p rulefmt.Proposal, force bool, p
 	var tl tally
 	if pre != nil && pre.pv.ContentRevision == p.ContentRevision && (!sameText || pre.pv.FeedbackSeq >= prev.FeedbackSeq) {
 		pv, tl = pre.pv, pre.tl
-	} else {
-		if pv, tl, err = s.count(ctx, p, pos, s.replayReads(prev, sameText)); err != nil {
-			return Preview{}, err
-		}
+	} else if pv, tl, err = s.count(ctx, p, pos, s.replayReads(prev, sameText)); err != nil {
+		return Preview{}, err
 	}
 	pv.MainCommit = commit
 	if pv.Similar, pv.SimilarLeftOut, err = similar(ctx, s.vectors, s.opts.Thresholds, p, docs); err != nil {
