@@ -116,7 +116,7 @@ func BenchmarkScale(b *testing.B) {
 	sizes := scaleSizes(b)
 	redisAddr := testenv.Redis(b)
 	rdb := testenv.RedisClient(b, redisAddr)
-	dir := b.TempDir()
+	dir := scaleDir(b)
 	cfg := benchConfig(b, dir, redisAddr)
 	for range b.N {
 		a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
@@ -211,6 +211,74 @@ func BenchmarkScale(b *testing.B) {
 				restart.Round(time.Millisecond), rss>>20, anon>>20, ms.HeapInuse>>20, float64(disk)/float64(size))
 		}
 		stop()
+	}
+}
+
+// scaleDirEnv names a directory BenchmarkScale builds its store in and
+// leaves behind, so BenchmarkScaleRestart can measure and profile the
+// restart of that store as often as needed without building it again.
+const scaleDirEnv = "PRECEPT_BENCH_SCALE_DIR"
+
+// scaleDir is PRECEPT_BENCH_SCALE_DIR, which must be empty or absent,
+// else a temporary directory.
+func scaleDir(b *testing.B) string {
+	dir := os.Getenv(scaleDirEnv)
+	if dir == "" {
+		return b.TempDir()
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		b.Fatalf("%s=%s is not empty: BenchmarkScale builds its store from nothing", scaleDirEnv, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// BenchmarkScaleRestart restarts the store BenchmarkScale left in
+// PRECEPT_BENCH_SCALE_DIR, else one of 10,000 decisions it builds: New
+// to Ready, then the footprint of the process just started.
+// PRECEPT_BENCH_CPUPROFILE=path profiles the restart.
+func BenchmarkScaleRestart(b *testing.B) {
+	redisAddr := testenv.Redis(b)
+	dir := os.Getenv(scaleDirEnv)
+	if dir == "" {
+		dir = b.TempDir()
+		a, err := New(b.Context(), benchConfig(b, dir, redisAddr), slog.New(slog.DiscardHandler))
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := runApp(a)
+		g := newFeedbackGen(b)
+		g.scale = true
+		scaleSeed(b, a, g)
+		fillAndEvaluate(b, a, g, 0, testenv.BenchSize(b, 10_000))
+		stop()
+	}
+	cfg := benchConfig(b, dir, redisAddr)
+	b.ResetTimer()
+	for range b.N {
+		stopProfile := func() {}
+		if path := os.Getenv("PRECEPT_BENCH_CPUPROFILE"); path != "" {
+			stopProfile = startCPUProfile(b, path)
+		}
+		start := time.Now()
+		a, err := New(b.Context(), cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := a.Ready(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		restart := time.Since(start)
+		stopProfile()
+		runtime.GC()
+		b.ReportMetric(restart.Seconds(), "restart-s")
+		b.ReportMetric(float64(procStatus("RssAnon:"))/(1<<20), "rss-anon-MiB")
+		b.Logf("restart to ready %s; resident file mappings: %s", restart.Round(time.Millisecond), mappedRSS(dir))
+		if err := a.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
