@@ -183,7 +183,7 @@ func (s *Store) UpdateClarification(ctx context.Context, id string, fn func(*Cla
 	if err := gitrepo.ValidPath(LayoutCurrent.ClarificationPath(id)); err != nil {
 		return Clarification{}, false, fmt.Errorf("record clarification: %w", err)
 	}
-	_, err = s.repo.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err = s.update(ctx, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		layout, marker, err := readLayout(snap)
 		if err != nil {
 			return nil, err

@@ -98,7 +98,7 @@ func (s *Store) RecordCorrection(ctx context.Context, c Correction, subject stri
 	}
 	path := CorrectionPath(c.ID)
 	changed := false
-	_, err = s.repo.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err = s.update(ctx, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		changed = false
 		prev, err := snap.ReadFile(path)
 		switch {

@@ -39,7 +39,7 @@ func EdgeCasePath(id string) string { return EdgeCasesDir + "/" + id + ".md" }
 // WriteEdgeCases writes and removes edge-case documents in one commit on
 // the feedback branch.
 func (s *Store) WriteEdgeCases(ctx context.Context, docs []EdgeCase) error {
-	_, err := s.repo.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err := s.update(ctx, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		var changes []gitrepo.Change
 		added, removed := 0, 0
 		for _, d := range docs {

@@ -43,6 +43,10 @@ type Options struct {
 	Logger         *slog.Logger
 	// Metrics receives what the store measures; nil measures nothing.
 	Metrics Metrics
+	// Upstream, when set, is the remote every write goes through: a
+	// write returns once the remote holds it, and following fetches it
+	// (docs/decisions/0009-replicas.md, "Writes through a git server").
+	Upstream *gitrepo.Upstream
 }
 
 func (o Options) withDefaults() Options {
@@ -108,6 +112,14 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 		own:      map[gitrepo.Hash][]precept.Feedback{},
 		notify:   make(chan struct{}),
 	}
+	if err := s.pull(context.Background()); errors.Is(err, gitrepo.ErrDiverged) {
+		return nil, errors.Join(fmt.Errorf("feedback repository: %w; start this node from an empty data directory, or bring the remote and the local branch together by hand", err), ix.close())
+	} else if err != nil {
+		// A node cut from its git server still starts and serves what it
+		// has; its writes fail, and are not acknowledged, until the
+		// server is back.
+		opts.Logger.Warn("feedback remote unreachable at start; writes will fail until it answers", "err", err)
+	}
 	if _, err := s.CatchUp(context.Background()); err != nil {
 		return nil, errors.Join(err, ix.close())
 	}
@@ -132,11 +144,34 @@ func (s *Store) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			if err := s.pull(ctx); err != nil && ctx.Err() == nil {
+				s.opts.Logger.Warn("fetch the feedback remote failed; will retry", "err", err)
+			}
 			if _, err := s.CatchUp(ctx); err != nil && ctx.Err() == nil {
 				s.opts.Logger.Warn("feedback index catch-up failed; will retry", "err", err)
 			}
 		}
 	}
+}
+
+// pull brings the branch to the remote's tip when the store has a
+// remote.
+func (s *Store) pull(ctx context.Context) error {
+	if s.opts.Upstream == nil {
+		return nil
+	}
+	_, err := s.opts.Upstream.Pull(ctx, Branch)
+	return err
+}
+
+// update commits fn's changes to the feedback branch: through the remote
+// when the store has one, returning once the remote holds them, else
+// locally.
+func (s *Store) update(ctx context.Context, fn func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error)) (gitrepo.Hash, error) {
+	if s.opts.Upstream != nil {
+		return s.opts.Upstream.Update(ctx, Branch, fn)
+	}
+	return s.repo.Update(ctx, Branch, fn)
 }
 
 type storeRequest struct {
@@ -150,7 +185,7 @@ type storeResult struct {
 }
 
 // Store durably stores decisions and returns when the commit that holds
-// them exists; created[i] is false when records[i] was already stored.
+// them exists (with a remote, once the remote holds it); created[i] is false when records[i] was already stored.
 // Decisions from concurrent callers share commits.
 func (s *Store) Store(ctx context.Context, records []precept.Feedback) ([]bool, error) {
 	if len(records) == 0 {
@@ -250,7 +285,7 @@ func (s *Store) commitBatch(batch []*storeRequest) {
 func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool, gitrepo.Hash, error) {
 	created := make([]bool, len(records))
 	var added []precept.Feedback
-	tip, err := s.repo.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	tip, err := s.update(ctx, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		added = added[:0]
 		seen := make(map[string]bool, len(records))
 		layout, marker, err := readLayout(snap)

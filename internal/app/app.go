@@ -186,6 +186,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err != nil {
 		return nil, err
 	}
+	upstream, err := feedbackUpstream(a.FeedbackRepo, cfg.Feedback.Git)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	a.Feedback, err = feedbackstore.Open(a.FeedbackRepo, filepath.Join(nodeDir, "feedback.db"), feedbackstore.Options{
 		BatchSize:      cfg.Feedback.BatchSize,
@@ -193,6 +197,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		FollowInterval: cfg.Feedback.FollowInterval,
 		Logger:         log.With("component", "feedbackstore"),
 		Metrics:        feedbackMetrics,
+		Upstream:       upstream,
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/api"
+	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -140,4 +141,20 @@ func checkAtomicPush(ctx context.Context, r *rules.Remote, log *slog.Logger) err
 		log.Warn("rules remote not reachable at start; its atomic push capability is asked before each push", "remote", redactURL(r.URL), "err", err)
 	}
 	return nil
+}
+
+// feedbackRemote is the name the feedback repository knows its remote by.
+const feedbackRemote = "origin"
+
+// feedbackUpstream is the remote every write to the feedback repository
+// goes through, nil without feedback.git.remote_url.
+func feedbackUpstream(repo *gitrepo.Repo, g config.FeedbackGit) (*gitrepo.Upstream, error) {
+	if g.RemoteURL == "" {
+		return nil, nil
+	}
+	if err := repo.AddRemote(feedbackRemote, g.RemoteURL); err != nil {
+		return nil, fmt.Errorf("feedback.git.remote_url: %w", err)
+	}
+	auth := gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey}
+	return gitrepo.NewUpstream(repo, feedbackRemote, auth, gitrepo.UpstreamOptions{}), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/internal/stream"
+	"github.com/precept-dev/precept/lib/gitcli"
 )
 
 // Config is everything preceptd can be told. Start from Default: it is
@@ -174,8 +175,24 @@ type Feedback struct {
 	// process crashes.
 	Fsync bool `yaml:"fsync"`
 	// FollowInterval is how often the local index checks for commits made
-	// by other replicas.
+	// by other replicas; with a remote, how often it is fetched.
 	FollowInterval time.Duration `yaml:"follow_interval"`
+	// Git, when its RemoteURL is set, makes every write to the feedback
+	// repository a push the remote must take before it counts
+	// (docs/decisions/0009-replicas.md, "Writes through a git server").
+	Git FeedbackGit `yaml:"git"`
+}
+
+// FeedbackGit is the feedback repository's remote.
+type FeedbackGit struct {
+	// RemoteURL is a git server's repository (HTTPS, SSH, or a path).
+	RemoteURL string `yaml:"remote_url"`
+	// Username and Password (or token) for HTTPS; env
+	// PRECEPT_FEEDBACK_GIT_PASSWORD overrides Password.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// SSHKey is a private key file for SSH.
+	SSHKey string `yaml:"ssh_key"`
 }
 
 // DeadLetters returns the dead-letter stream: DeadLetterStream, or the
@@ -377,6 +394,7 @@ func (c *Config) applyEnv(getenv func(string) string) {
 	set(&c.Evaluator.Embedder.APIKey, "PRECEPT_EMBEDDER_API_KEY")
 	set(&c.Evaluator.LLM.APIKey, "PRECEPT_LLM_API_KEY")
 	set(&c.Rules.Git.Password, "PRECEPT_GIT_PASSWORD")
+	set(&c.Feedback.Git.Password, "PRECEPT_FEEDBACK_GIT_PASSWORD")
 	set(&c.Rules.Git.SigningKey, "PRECEPT_RULES_SIGNING_KEY")
 	set(&c.Slack.BotToken, "PRECEPT_SLACK_BOT_TOKEN")
 	set(&c.Slack.SigningSecret, "PRECEPT_SLACK_SIGNING_SECRET")
@@ -563,6 +581,11 @@ func (c Config) validateIngestion() error {
 	for _, d := range durations {
 		if d.val <= 0 {
 			return invalid(d.key, "must be a positive duration such as 500ms or 2s")
+		}
+	}
+	if g := c.Feedback.Git; g.RemoteURL != "" {
+		if err := gitcli.CheckURL(g.RemoteURL, g.Password != ""); err != nil {
+			return invalid("feedback.git.remote_url", "%v", err)
 		}
 	}
 	for gate, agent := range c.Ingest.GateAgents {

@@ -88,6 +88,8 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"auth: {tokens: [{name: a, role: reader, token: 0123456789abcdef}, {name: a, role: admin, token: fedcba9876543210}]}", "auth.tokens[1].name"},
 		{"auth: {tokens: [{name: a, role: reader, token: 0123456789abcdef}, {name: b, role: admin, token: 0123456789abcdef}]}", "auth.tokens[1]"},
 		{"node: a/b", "node"},
+		{"feedback: {git: {remote_url: \"https://bot:pw-in-url@git.example.com/feedback.git\"}}", "feedback.git.remote_url"},
+		{"feedback: {git: {remote_url: \"http://git.example.com/feedback.git\", password: t0ken}}", "feedback.git.remote_url"},
 		{"ingest: {max_tags: 0}", "ingest.max_tags"},
 		{"evaluator: {similarity_threshold: 1.5}", "evaluator.similarity_threshold"},
 		{"evaluator: {index: {backend: milvus}}", "evaluator.index.backend"},

@@ -210,12 +210,15 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 			return fmt.Errorf("push %s: %w", remote, err)
 		}
 	}
-	if localRemote(u) {
+	// Every push goes through the git CLI (pushCLI says why) except over
+	// SSH with a key protected by a passphrase, which the CLI would ask
+	// for on a terminal.
+	if auth.SSHKeyPassphrase == "" {
 		var specs []string
 		for _, rs := range refspecs {
 			specs = append(specs, rs.String())
 		}
-		return pushLocal(ctx, r.path, remote, atomic, specs)
+		return pushCLI(ctx, r.path, remote, u, auth, atomic, specs)
 	}
 	r.syncStorage()
 	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m, Atomic: atomic})

@@ -1,0 +1,134 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+
+	"github.com/precept-dev/precept/lib/gitcli"
+)
+
+// localRemote reports whether a remote's URL names a repository on this
+// machine: a path, or a file:// URL.
+func localRemote(u string) bool {
+	if strings.HasPrefix(u, "file://") {
+		return true
+	}
+	if strings.Contains(u, "://") {
+		return false
+	}
+	// scp-like "host:path" is SSH; a colon after a slash is part of a path.
+	colon, slash := strings.IndexByte(u, ':'), strings.IndexByte(u, '/')
+	return colon < 0 || slash >= 0 && slash < colon
+}
+
+// pushCLI pushes refspecs to remote (at url) with the git CLI, atomic
+// when asked (all refs or none). git's push sends only the objects the
+// remote lacks, found by walking back from the new tips to the ones it
+// advertised; go-git's walks every object the remote's tips reach, which
+// grows with the whole history (a second per push at a few hundred
+// thousand decisions). go-git's file transport also runs
+// git-receive-pack itself, and when the receive side stops reading (a
+// hook, or an orphaned git unpack-objects holding the pipe) it waits for
+// the pipe forever, whatever the context says, with the repository's lock
+// held. The CLI runs in its own process group, killed whole when ctx
+// ends (gitcli.KillGroupOnCancel). Credentials reach git through its
+// environment, never its arguments. The caller holds the Repo's lock.
+func pushCLI(ctx context.Context, gitDir, remote, url string, auth Auth, atomic bool, refspecs []string) error {
+	args := []string{"--git-dir=" + gitDir, "push", "--porcelain"}
+	if atomic {
+		args = append(args, "--atomic")
+	}
+	args = append(append(args, "--", remote), refspecs...)
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	cmd.Env = append(cmd.Env, cliAuthEnv(url, auth)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	gitcli.KillGroupOnCancel(cmd)
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("push %s: %w", remote, ctx.Err())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return fmt.Errorf("push %s: %w", remote, err)
+	}
+	// --porcelain: one "<flag>\t<from>:<to>\t<summary>" line per ref; "!"
+	// is a refused update.
+	for line := range strings.Lines(stdout.String()) {
+		if !strings.HasPrefix(line, "!") {
+			continue
+		}
+		// A ref moved since the push read it: "fetch first" when the
+		// client saw it, "failed to update ref" / "cannot lock ref" when
+		// another push won the race inside the server.
+		if containsAny(line, "non-fast-forward", "fetch first", "stale info", "failed to update ref", "cannot lock ref") {
+			return fmt.Errorf("push %s: %w", remote, ErrRefChanged)
+		}
+	}
+	msg := strings.TrimSpace(stderr.String() + "\n" + stdout.String())
+	return fmt.Errorf("push %s: %s", remote, redact(errors.New(msg)))
+}
+
+// cliAuthEnv passes auth to the git CLI: HTTP basic credentials as an
+// extra header given through git's environment configuration, an SSH key
+// through GIT_SSH_COMMAND. Neither appears in the process's arguments.
+func cliAuthEnv(url string, auth Auth) []string {
+	switch {
+	case auth.Password != "" && !localRemote(url):
+		user := auth.Username
+		if user == "" {
+			user = "precept"
+		}
+		basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + auth.Password))
+		return []string{
+			"GIT_CONFIG_COUNT=2",
+			"GIT_CONFIG_KEY_0=http.extraHeader",
+			"GIT_CONFIG_VALUE_0=Authorization: Basic " + basic,
+			// No helper may answer for, or store, these credentials.
+			"GIT_CONFIG_KEY_1=credential.helper",
+			"GIT_CONFIG_VALUE_1=",
+		}
+	case auth.SSHKeyPath != "":
+		return []string{"GIT_SSH_COMMAND=ssh -i " + shellQuote(auth.SSHKeyPath) + " -o IdentitiesOnly=yes -o BatchMode=yes"}
+	}
+	return nil
+}
+
+// shellQuote quotes s for the shell git runs GIT_SSH_COMMAND with.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// remoteURL is the first URL of a configured remote; the caller holds
+// the Repo's lock.
+func remoteURL(repo *git.Repository, name string) (string, error) {
+	rem, err := repo.Remote(name)
+	if err != nil {
+		return "", fmt.Errorf("remote %s: %w", name, err)
+	}
+	urls := rem.Config().URLs
+	if len(urls) == 0 {
+		return "", fmt.Errorf("remote %s has no URL", name)
+	}
+	return urls[0], nil
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
