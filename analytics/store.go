@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/precept-dev/precept/lib/boltopt"
 	"github.com/precept-dev/precept/lib/mapbound"
 )
 
@@ -62,7 +63,7 @@ func openStore(path string, noSync, lessons bool) (*store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open analytics: %w", err)
 	}
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	db, err := bolt.Open(path, 0o644, boltopt.Options())
 	if err != nil {
 		return nil, fmt.Errorf("open analytics %s: %w", path, err)
 	}

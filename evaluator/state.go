@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/precept-dev/precept/lib/boltopt"
 	"github.com/precept-dev/precept/lib/mapbound"
 	"github.com/precept-dev/precept/lib/vectorindex"
 )
@@ -64,7 +65,7 @@ func openState(path string) (*state, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open evaluator state: %w", err)
 	}
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	db, err := bolt.Open(path, 0o644, boltopt.Options())
 	if err != nil {
 		return nil, fmt.Errorf("open evaluator state %s: %w", path, err)
 	}

@@ -16,6 +16,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lib/boltopt"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/lib/mapbound"
 )
@@ -70,7 +71,7 @@ func openIndex(path string) (*index, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true})
+	db, err := bolt.Open(path, 0o644, boltopt.Options())
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
