@@ -292,12 +292,14 @@ func (c *Classifier) score(in Input, exclude int) ([]float64, [][]Evidence) {
 	ts := terms(withoutReviewerState(in.Comment), c.vocab)
 
 	// The phrasing the comment reads most like, per category.
-	dots := map[int]float64{}
+	sc := dotPool.Get().(*dotScratch)
+	defer dotPool.Put(sc)
+	sc.start(len(c.phrasings))
 	vec := c.vector(ts)
 	for _, f := range slices.Sorted(maps.Keys(vec)) {
 		w := vec[f]
 		for _, p := range c.postings[f] {
-			dots[p.phrasing] += w * p.weight
+			sc.add(p.phrasing, w*p.weight)
 		}
 	}
 	best := make([]int, n)
@@ -305,7 +307,8 @@ func (c *Classifier) score(in Input, exclude int) ([]float64, [][]Evidence) {
 	for i := range best {
 		best[i] = -1
 	}
-	for pi, d := range dots {
+	for _, pi := range sc.touched {
+		d := sc.dots[pi]
 		if pi == exclude {
 			continue
 		}
