@@ -122,7 +122,9 @@ type Effect struct {
 	lower                rulefmt.Importance
 }
 
-// Effect computes one rule's effect now, also for a rule that left main.
+// Effect computes one rule's effect now, also for a rule that left main;
+// one computed less than EffectMaxAge ago for the same rule is returned
+// again.
 func (t *Tracker) Effect(ctx context.Context, ruleID string) (Effect, error) {
 	r, hist, err := t.rules.Rule(ctx, ruleID)
 	if err != nil {
@@ -132,7 +134,15 @@ func (t *Tracker) Effect(ctx context.Context, ruleID string) (Effect, error) {
 	if r.Status != rulefmt.Active && r.Status != rulefmt.Shadow && len(hist) > 0 {
 		retired = hist[0].At
 	}
-	return t.newComputation().effect(ctx, r, retired)
+	c := t.newComputation()
+	if e, ok := t.memo.get(r, retired, c.now); ok {
+		return e, nil
+	}
+	e, err := c.effect(ctx, r, retired)
+	if err == nil {
+		t.memo.put(r, retired, c.now, e)
+	}
+	return e, err
 }
 
 // Effects computes the effects of an agent's rules on main (every
@@ -152,6 +162,7 @@ func (t *Tracker) Effects(ctx context.Context, agent string) ([]Effect, error) {
 			errs = append(errs, fmt.Errorf("effect of %s: %w", r.ID, err))
 			continue
 		}
+		t.memo.put(r, time.Time{}, c.now, e)
 		out = append(out, e)
 	}
 	return out, errors.Join(errs...)

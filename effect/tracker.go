@@ -123,6 +123,7 @@ type Tracker struct {
 	// every re-clustering and correction, and reports between passes
 	// reuse it.
 	placements placementCache
+	memo       effectMemo
 }
 
 // New returns a tracker; Run follows the feed.
