@@ -127,9 +127,12 @@ type App struct {
 	MCP *mcpserver.Server
 
 	embedded *miniredis.Miniredis
-	listener net.Listener
-	server   *http.Server
-	mux      *http.ServeMux
+	// failovers watches the primary Sentinel names; nil without
+	// redis.sentinel.
+	failovers *primaryWatch
+	listener  net.Listener
+	server    *http.Server
+	mux       *http.ServeMux
 	// interceptors apply to every Connect handler; rpcInterceptors lists
 	// them.
 	interceptors    connect.Option
@@ -173,6 +176,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	if err := a.openRedis(ctx); err != nil {
+		return nil, err
+	}
+	if err := metrics.NewRedisFailovers(a.Registry, func() uint64 {
+		if a.failovers == nil {
+			return 0
+		}
+		return a.failovers.Failovers()
+	}); err != nil {
 		return nil, err
 	}
 
@@ -293,6 +304,7 @@ func (a *App) openRedis(ctx context.Context) error {
 		}
 		a.Redis = c
 		a.closers = append(a.closers, c.Close)
+		a.failovers = newPrimaryWatch(r, a.Log)
 		a.Log.Info("Redis primary found through Sentinel", "master_name", r.Sentinel.MasterName, "sentinels", len(r.Sentinel.Addrs))
 		return nil
 	}
@@ -454,6 +466,9 @@ func (a *App) Run(ctx context.Context) error {
 		return a.server.Shutdown(sctx)
 	})
 	g.Go(func() error { return a.Consumer.Run(gctx) })
+	if a.failovers != nil {
+		g.Go(func() error { a.failovers.run(gctx); return nil })
+	}
 	g.Go(func() error { return a.Feedback.Run(gctx) })
 	if a.Config.Evaluator.Enabled {
 		g.Go(func() error { return a.Evaluator.Run(gctx) })

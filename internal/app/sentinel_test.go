@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -77,5 +78,20 @@ func TestAFailoverOfTheRedisPrimaryLosesNothingAndStoresNothingTwice(t *testing.
 	}
 	if !strings.Contains(r.logs.String(), "Redis primary found through Sentinel") {
 		t.Fatal("preceptd did not say it found the primary through Sentinel")
+	}
+	// The operator sees the failover: one change of primary, logged with
+	// both addresses, and counted.
+	eventually(t, "the failover counted", 10*time.Second, func() bool { return r.app.failovers.Failovers() == 1 })
+	if want := "from=" + set.Primary.Addr + " to=" + set.Replica.Addr; !strings.Contains(r.logs.String(), want) {
+		t.Fatalf("no log line says the primary changed (%s):\n%s", want, r.logs.String())
+	}
+	resp, err := http.Get(r.app.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "\nprecept_redis_failovers_total 1\n") {
+		t.Fatalf("/metrics does not count one failover:\n%s", grepLines(string(body), "precept_redis_failovers_total"))
 	}
 }
