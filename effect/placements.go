@@ -1,31 +1,10 @@
 package effect
 
-import "sync"
+import (
+	"sync"
 
-// nameTable numbers strings: 0 is "", the others in the order first
-// seen. A number never changes.
-type nameTable struct {
-	strs   []string
-	number map[string]name
-}
-
-func newNameTable() nameTable {
-	return nameTable{strs: []string{""}, number: map[string]name{}}
-}
-
-// of returns s's number, adding it.
-func (t *nameTable) of(s string) name {
-	if s == "" {
-		return 0
-	}
-	if n, ok := t.number[s]; ok {
-		return n
-	}
-	n := name(len(t.strs))
-	t.strs = append(t.strs, s)
-	t.number[s] = n
-	return n
-}
+	"github.com/precept-dev/precept/lib/intern"
+)
 
 // placementCache keeps each evaluated negative decision's cluster and
 // lesson category between effects passes. The two strings are numbered
@@ -35,7 +14,7 @@ func (t *nameTable) of(s string) name {
 type placementCache struct {
 	mu    sync.Mutex
 	byID  map[string][2]name
-	names nameTable
+	names intern.Table
 }
 
 func (p *placementCache) get(id string) ([2]string, bool) {
@@ -45,16 +24,17 @@ func (p *placementCache) get(id string) ([2]string, bool) {
 	if !ok {
 		return [2]string{}, false
 	}
-	return [2]string{p.names.strs[v[0]], p.names.strs[v[1]]}, true
+	strs := p.names.Strings()
+	return [2]string{strs[v[0]], strs[v[1]]}, true
 }
 
 func (p *placementCache) put(id string, v [2]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byID == nil {
-		p.byID, p.names = map[string][2]name{}, newNameTable()
+		p.byID = map[string][2]name{}
 	}
-	p.byID[id] = [2]name{p.names.of(v[0]), p.names.of(v[1])}
+	p.byID[id] = [2]name{name(p.names.Of(v[0])), name(p.names.Of(v[1]))}
 }
 
 // reset forgets everything, so the next pass sees every re-clustering
@@ -62,5 +42,5 @@ func (p *placementCache) put(id string, v [2]string) {
 func (p *placementCache) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.byID, p.names = nil, nameTable{}
+	p.byID, p.names = nil, intern.Table{}
 }

@@ -22,7 +22,7 @@ func TestPlacementsAreInternedAndForgottenByReset(t *testing.T) {
 			t.Fatalf("%s = %q, %v; want %q", c.id, got, ok, c.want)
 		}
 	}
-	if n := len(p.names.strs); n != 5 {
+	if n := p.names.Len(); n != 5 {
 		t.Fatalf("%d strings kept for 3 clusters and 1 category, want 5 with the empty one", n)
 	}
 	if len(p.byID) != 3001 {

@@ -18,6 +18,7 @@ import (
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/evaluator"
 	"github.com/precept-dev/precept/feedbackstore"
+	"github.com/precept-dev/precept/lib/intern"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules/rulefmt"
 )
@@ -114,9 +115,9 @@ type Tracker struct {
 	sortedLen map[string]int
 	// names are the strings facts number (name). Facts only refer to
 	// names added before them, and a name never changes, so a reader
-	// holding a slice of names.strs taken with the facts reads it
+	// holding names.Strings() taken with the facts reads it
 	// without the lock.
-	names nameTable
+	names intern.Table
 
 	// placements caches each evaluated negative decision's cluster and
 	// category between effects passes; Pass clears it, so a pass sees
@@ -131,12 +132,12 @@ func New(feed Feed, evals Evaluations, versions Versions, rs Rules, opts Options
 	opts = opts.withDefaults()
 	return &Tracker{
 		feed: feed, evals: evals, versions: versions, rules: rs, opts: opts, log: opts.Logger,
-		byAgent: map[string][]fact{}, sortedLen: map[string]int{}, names: newNameTable(),
+		byAgent: map[string][]fact{}, sortedLen: map[string]int{},
 	}
 }
 
 // number returns s's number in t.names, adding it; t.mu is held.
-func (t *Tracker) number(s string) name { return t.names.of(s) }
+func (t *Tracker) number(s string) name { return name(t.names.Of(s)) }
 
 // CatchUp reads the decisions stored since the last call.
 func (t *Tracker) CatchUp(ctx context.Context) (int, error) {
@@ -205,7 +206,7 @@ func (t *Tracker) facts(agent string) ([]fact, []string) {
 		}
 		t.sortedLen[agent] = len(fs)
 	}
-	return fs[:len(fs):len(fs)], t.names.strs[:len(t.names.strs):len(t.names.strs)]
+	return fs[:len(fs):len(fs)], t.names.Strings()
 }
 
 // compareFacts orders facts by decision timestamp, then id.

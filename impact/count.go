@@ -334,10 +334,10 @@ func (c *counter) count(ctx context.Context, ev Evaluations, ts []target) ([]tal
 	tls := make([]tally, len(ts))
 	sampled := make([][]sampledOutput, len(ts))
 	// byAgent[a] are the targets of agent a.
-	byAgent := make([][]int, len(l.agents.names))
+	byAgent := make([][]int, l.agents.Len())
 	for k, t := range ts {
 		for _, a := range t.agents {
-			if id, ok := l.agents.ids[a]; ok && !slices.Contains(byAgent[id], k) {
+			if id, ok := l.agents.Lookup(a); ok && !slices.Contains(byAgent[id], k) {
 				byAgent[id] = append(byAgent[id], k)
 			}
 		}
@@ -347,7 +347,7 @@ func (c *counter) count(ctx context.Context, ev Evaluations, ts []target) ([]tal
 	flush := func() error {
 		err := ev.EachPlacement(ctx, ids, func(i int, cluster, category []byte, ok bool) {
 			r := l.rows[rows[i]]
-			agent, epic := l.agents.names[r.agent], l.epics.names[r.epic]
+			agent, epic := l.agents.Strings()[r.agent], l.epics.Strings()[r.epic]
 			for _, k := range byAgent[r.agent] {
 				t, pv := ts[k], &tls[k].preview
 				if !ok {
@@ -410,12 +410,12 @@ func (c *counter) count(ctx context.Context, ev Evaluations, ts []target) ([]tal
 
 // countApproval counts the approval of row r, whose id is id, for t.
 func countApproval(t target, l *ledger, r row, id []byte, tl *tally, sampled *[]sampledOutput) {
-	agent, epic := l.agents.names[r.agent], l.epics.names[r.epic]
-	if !t.scope.in(agent, l.gates.names[r.gate], l.paths.names[r.path], r.flags&hasPath != 0) {
+	agent, epic := l.agents.Strings()[r.agent], l.epics.Strings()[r.epic]
+	if !t.scope.in(agent, l.gates.Strings()[r.gate], l.paths.Strings()[r.path], r.flags&hasPath != 0) {
 		return
 	}
 	tl.preview.ApprovalsInScope++
-	inCategory := t.category != "" && l.categories.names[r.category] == t.category
+	inCategory := t.category != "" && l.categories.Strings()[r.category] == t.category
 	if inCategory {
 		tl.preview.OverCorrect.add(agent, epic)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/precept-dev/precept"
 	"github.com/precept-dev/precept/lesson"
+	"github.com/precept-dev/precept/lib/intern"
 )
 
 // Counting a preview used to read every stored decision, every time: at
@@ -37,26 +38,6 @@ type position struct {
 	generation uint64
 }
 
-// names numbers strings: the agents, epics, gates, paths and categories
-// of the ledger.
-type names struct {
-	ids   map[string]uint32
-	names []string
-}
-
-func (n *names) id(s string) uint32 {
-	if id, ok := n.ids[s]; ok {
-		return id
-	}
-	if n.ids == nil {
-		n.ids = map[string]uint32{}
-	}
-	id := uint32(len(n.names))
-	n.ids[s] = id
-	n.names = append(n.names, s)
-	return id
-}
-
 // ledger lists every stored decision as a row of 32 bytes and its id.
 type ledger struct {
 	generation uint64
@@ -65,11 +46,11 @@ type ledger struct {
 	seen       int                // how many there were
 	ids        []byte             // the ids, end to end
 	rows       []row
-	agents     names
-	epics      names
-	gates      names
-	paths      names // scope paths as Scope reads them (scopePath)
-	categories names
+	agents     intern.Table
+	epics      intern.Table
+	gates      intern.Table
+	paths      intern.Table // scope paths as Scope reads them (scopePath)
+	categories intern.Table
 }
 
 // row is one decision: its id is ids[previous row's end:end].
@@ -93,15 +74,15 @@ const (
 // add appends d's row; classify gives an approval's comment its category.
 func (l *ledger) add(d precept.Decision, classify func(precept.Decision) string) {
 	l.ids = append(l.ids, d.DecisionID...)
-	r := row{end: uint64(len(l.ids)), agent: l.agents.id(d.Agent), epic: l.epics.id(d.EpicID), gate: l.gates.id(d.GateID),
-		path: l.paths.id(scopePath(d.ScopePath))}
+	r := row{end: uint64(len(l.ids)), agent: l.agents.Of(d.Agent), epic: l.epics.Of(d.EpicID), gate: l.gates.Of(d.GateID),
+		path: l.paths.Of(scopePath(d.ScopePath))}
 	category := ""
 	if d.Decision.Negative() {
 		r.flags |= negative
 	} else if strings.TrimSpace(d.ReviewerComment) != "" {
 		category = classify(d)
 	}
-	r.category = l.categories.id(category)
+	r.category = l.categories.Of(category)
 	if d.AgentOutput != "" {
 		r.flags |= hasOutput
 	}
