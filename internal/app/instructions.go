@@ -33,7 +33,7 @@ func (a *App) runInstructions(ctx context.Context) error {
 }
 
 func (a *App) followInstructionTarget(ctx context.Context, t config.InstructionTarget) {
-	log := a.Log.With("component", "instructions", "agent", t.Agent, "stage", t.Stage, "remote", redactURL(t.RemoteURL))
+	log := a.Log.With("component", "instructions", "agent", t.Agent, "stage", t.Stage, "remote", gitcli.RedactURL(t.RemoteURL))
 	formats, _ := instructions.ParseFormats(strings.Join(t.Formats, ",")) // checked by config.Validate
 	blocks := make(chan instructions.Block, 1)
 	syncFn := func(ctx context.Context, b instructions.Block) (instructions.Result, error) {
@@ -110,14 +110,4 @@ func instructionAuth(t config.InstructionTarget) (gitcli.Auth, error) {
 		auth.Password = tok
 	}
 	return auth, nil
-}
-
-// redactURL keeps credentials written into a remote URL out of the log.
-func redactURL(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		if j := strings.LastIndex(u[i+3:], "@"); j >= 0 && !strings.Contains(u[i+3:i+3+j], "/") {
-			return u[:i+3] + "***@" + u[i+3+j+1:]
-		}
-	}
-	return u
 }

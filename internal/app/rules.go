@@ -13,6 +13,7 @@ import (
 	"github.com/precept-dev/precept/internal/config"
 	"github.com/precept-dev/precept/internal/metrics"
 	"github.com/precept-dev/precept/internal/slackapp"
+	"github.com/precept-dev/precept/lib/gitcli"
 	"github.com/precept-dev/precept/lib/gitrepo"
 	"github.com/precept-dev/precept/prompts"
 	"github.com/precept-dev/precept/rules"
@@ -138,7 +139,7 @@ func checkAtomicPush(ctx context.Context, r *rules.Remote, log *slog.Logger) err
 	case errors.Is(err, gitrepo.ErrNoAtomicPush):
 		return fmt.Errorf("rules.git.remote_url: %w; precept needs it so that a decision moving main and a proposal branch lands whole or not at all", err)
 	case err != nil:
-		log.Warn("rules remote not reachable at start; its atomic push capability is asked before each push", "remote", redactURL(r.URL), "err", err)
+		log.Warn("rules remote not reachable at start; its atomic push capability is asked before each push", "remote", gitcli.RedactURL(r.URL), "err", err)
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ func (c *Clone) DefaultBranch(ctx context.Context) (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("default branch of %s: the remote names none", redactURL(c.url))
+	return "", fmt.Errorf("default branch of %s: the remote names none", RedactURL(c.url))
 }
 
 // Fetch fetches branches of the remote (those that exist; the others
@@ -314,6 +314,22 @@ func (c *Clone) redact(s string) string {
 	return s
 }
 
-func redactURL(u string) string { return urlCredentials.ReplaceAllString(u, "://***@") }
+// RedactURL replaces the credentials a URL embeds (user:password@ or
+// token@) with ***, for logs and errors. The credentials end at the last
+// "@" before the path, so a password holding "@" is hidden whole.
+func RedactURL(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u
+	}
+	rest := u[i+3:]
+	if slash := strings.IndexByte(rest, '/'); slash >= 0 {
+		rest = rest[:slash]
+	}
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		return u[:i+3] + "***" + u[i+3+at:]
+	}
+	return u
+}
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

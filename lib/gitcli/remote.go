@@ -44,14 +44,14 @@ func CheckURL(raw string, token bool) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("remote URL %s://%s: cannot be parsed", scheme, redactURL(rest))
+		return fmt.Errorf("remote URL %s://%s: cannot be parsed", scheme, RedactURL(rest))
 	}
 	if _, has := u.User.Password(); has {
 		return fmt.Errorf("remote URL %s: holds a password, which git would show in its process arguments; "+
-			"remove it and give it as the token (from the environment or a token file, docs/instructions.md)", redactURL(raw))
+			"remove it and give it as the token (from the environment or a token file, docs/instructions.md)", RedactURL(raw))
 	}
 	if token && strings.EqualFold(u.Scheme, "http") && !isLoopback(u.Hostname()) {
-		return fmt.Errorf("remote URL %s: plain http would send the token in clear; use https (plain http is allowed only to a loopback host)", redactURL(raw))
+		return fmt.Errorf("remote URL %s: plain http would send the token in clear; use https (plain http is allowed only to a loopback host)", RedactURL(raw))
 	}
 	return nil
 }

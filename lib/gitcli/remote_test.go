@@ -175,3 +175,18 @@ func TestTheCredentialHelperAnswersOnlyForTheRemote(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURLHidesEveryCredential(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://bot:s3cret@git.example.com/r.git":    "https://***@git.example.com/r.git",
+		"https://bot:p@ss@word@git.example.com/r.git": "https://***@git.example.com/r.git",
+		"https://token@git.example.com/a@b/r.git":     "https://***@git.example.com/a@b/r.git",
+		"https://git.example.com/r.git":               "https://git.example.com/r.git",
+		"git@github.com:org/r.git":                    "git@github.com:org/r.git",
+		"/srv/git/r.git":                              "/srv/git/r.git",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

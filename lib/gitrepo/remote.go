@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/plumbing/transport/ssh"
+
+	"github.com/precept-dev/precept/lib/gitcli"
 )
 
 // Auth holds credentials for a remote. Empty means none (a local path or
@@ -135,34 +136,29 @@ func CheckAtomicPush(ctx context.Context, url string, auth Auth) error {
 func checkAtomic(ctx context.Context, url string, m transport.AuthMethod) (err error) {
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
-		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+		return fmt.Errorf("remote %s: %s", gitcli.RedactURL(url), redact(err))
 	}
 	c, err := client.NewClient(ep)
 	if err != nil {
-		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+		return fmt.Errorf("remote %s: %s", gitcli.RedactURL(url), redact(err))
 	}
 	s, err := c.NewReceivePackSession(ep, m)
 	if err != nil {
-		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+		return fmt.Errorf("remote %s: %s", gitcli.RedactURL(url), redact(err))
 	}
 	defer func() {
 		if cerr := s.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("remote %s: %s", redactURL(url), redact(cerr))
+			err = fmt.Errorf("remote %s: %s", gitcli.RedactURL(url), redact(cerr))
 		}
 	}()
 	ar, err := s.AdvertisedReferencesContext(ctx)
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return fmt.Errorf("remote %s: %s", redactURL(url), redact(err))
+		return fmt.Errorf("remote %s: %s", gitcli.RedactURL(url), redact(err))
 	}
 	if ar == nil || !ar.Capabilities.Supports(capability.Atomic) {
-		return fmt.Errorf("remote %s: %w", redactURL(url), ErrNoAtomicPush)
+		return fmt.Errorf("remote %s: %w", gitcli.RedactURL(url), ErrNoAtomicPush)
 	}
 	return nil
-}
-
-// redactURL is url with any credentials in it replaced.
-func redactURL(url string) string {
-	return urlCredentials.ReplaceAllString(url, "://***@")
 }
 
 // Push updates branches on remote. A rejected non-fast-forward update is
@@ -231,9 +227,7 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 	return fmt.Errorf("push %s: %s", remote, redact(err))
 }
 
-var urlCredentials = regexp.MustCompile(`://[^/@\s]+@`)
-
 // redact keeps credentials embedded in URLs out of error messages.
 func redact(err error) string {
-	return urlCredentials.ReplaceAllString(err.Error(), "://***@")
+	return gitcli.RedactURL(err.Error())
 }
