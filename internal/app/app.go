@@ -422,9 +422,10 @@ func (a *App) serveFeedback() {
 func (a *App) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
 // ConnectOptions returns the options every Connect handler is built with:
-// metrics, authentication, the body limit and the strict JSON codec.
+// metrics, authentication, the body limit, the strict JSON codec and
+// gzip at its fastest level.
 func (a *App) ConnectOptions() []connect.HandlerOption {
-	return append(api.Codecs(), a.interceptors, connect.WithReadMaxBytes(a.Config.Server.MaxBodyBytes))
+	return append(api.Codecs(), a.interceptors, connect.WithReadMaxBytes(a.Config.Server.MaxBodyBytes), api.FastCompression())
 }
 
 // Addr returns the address the API listens on.
