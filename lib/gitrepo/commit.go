@@ -62,19 +62,9 @@ func (r *Repo) Update(ctx context.Context, branch string, fn func(*Snapshot) (*C
 	unlock := r.lockBranch(branch)
 	defer unlock()
 	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return ZeroHash, err
-		}
-		snap, err := r.Snapshot(branch)
-		if err != nil {
-			return ZeroHash, err
-		}
-		spec, err := fn(snap)
-		if err != nil {
-			return ZeroHash, err
-		}
-		if spec == nil {
-			return snap.Commit, nil
+		snap, spec, err := runUpdate(ctx, r, branch, fn)
+		if err != nil || spec == nil {
+			return snap.Commit, err
 		}
 		h, err := r.Commit(branch, snap.Commit, snap, *spec)
 		if errors.Is(err, ErrRefChanged) && attempt < maxUpdateAttempts {
@@ -85,6 +75,23 @@ func (r *Repo) Update(ctx context.Context, branch string, fn func(*Snapshot) (*C
 }
 
 var branchLocks sync.Map // path+branch -> *sync.Mutex
+
+// runUpdate runs fn on branch's snapshot; a nil spec means there is
+// nothing to commit. On error the snapshot is empty.
+func runUpdate(ctx context.Context, r *Repo, branch string, fn func(*Snapshot) (*CommitSpec, error)) (*Snapshot, *CommitSpec, error) {
+	if err := ctx.Err(); err != nil {
+		return &Snapshot{}, nil, err
+	}
+	snap, err := r.Snapshot(branch)
+	if err != nil {
+		return &Snapshot{}, nil, err
+	}
+	spec, err := fn(snap)
+	if err != nil {
+		return &Snapshot{}, nil, err
+	}
+	return snap, spec, nil
+}
 
 func (r *Repo) lockBranch(branch string) func() {
 	m, _ := branchLocks.LoadOrStore(r.path+"\x00"+branch, &sync.Mutex{})

@@ -82,19 +82,9 @@ func (u *Upstream) Update(ctx context.Context, branch string, fn func(*Snapshot)
 	staging := stagingBranch(branch)
 	wait := u.opts.Backoff
 	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return ZeroHash, err
-		}
-		snap, err := u.repo.Snapshot(branch)
-		if err != nil {
-			return ZeroHash, err
-		}
-		spec, err := fn(snap)
-		if err != nil {
-			return ZeroHash, err
-		}
-		if spec == nil {
-			return snap.Commit, nil
+		snap, spec, err := runUpdate(ctx, u.repo, branch, fn)
+		if err != nil || spec == nil {
+			return snap.Commit, err
 		}
 		old, err := tipOrZero(u.repo, staging)
 		if err != nil {
