@@ -154,12 +154,20 @@ func (s *Store) Run(ctx context.Context) error {
 	}
 }
 
+// RemoteTimeout bounds one write through the remote, its retries
+// included, and one fetch: a git server that accepts the connection and
+// then stalls fails the write (which is then not acknowledged) instead
+// of holding the commit loop.
+const RemoteTimeout = 2 * time.Minute
+
 // pull brings the branch to the remote's tip when the store has a
 // remote.
 func (s *Store) pull(ctx context.Context) error {
 	if s.opts.Upstream == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+	defer cancel()
 	_, err := s.opts.Upstream.Pull(ctx, Branch)
 	return err
 }
@@ -169,6 +177,8 @@ func (s *Store) pull(ctx context.Context) error {
 // locally.
 func (s *Store) update(ctx context.Context, fn func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error)) (gitrepo.Hash, error) {
 	if s.opts.Upstream != nil {
+		ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
+		defer cancel()
 		return s.opts.Upstream.Update(ctx, Branch, fn)
 	}
 	return s.repo.Update(ctx, Branch, fn)

@@ -83,7 +83,13 @@ func pushCLI(ctx context.Context, gitDir, remote, url string, auth Auth, atomic 
 // cliAuthEnv passes auth to the git CLI: HTTP basic credentials as an
 // extra header given through git's environment configuration, an SSH key
 // through GIT_SSH_COMMAND. Neither appears in the process's arguments.
+// It also bounds how long a stalled transfer may hang.
 func cliAuthEnv(url string, auth Auth) []string {
+	// A transfer that stalls is given up (under 1 KB/s for 30 s), and a
+	// redirect is not followed, so the credentials go to the host named
+	// and to no other.
+	cfg := [][2]string{{"http.lowSpeedLimit", "1000"}, {"http.lowSpeedTime", "30"}, {"http.followRedirects", "false"}}
+	var env []string
 	switch {
 	case auth.Password != "" && !localRemote(url):
 		user := auth.Username
@@ -91,18 +97,17 @@ func cliAuthEnv(url string, auth Auth) []string {
 			user = "precept"
 		}
 		basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + auth.Password))
-		return []string{
-			"GIT_CONFIG_COUNT=2",
-			"GIT_CONFIG_KEY_0=http.extraHeader",
-			"GIT_CONFIG_VALUE_0=Authorization: Basic " + basic,
-			// No helper may answer for, or store, these credentials.
-			"GIT_CONFIG_KEY_1=credential.helper",
-			"GIT_CONFIG_VALUE_1=",
-		}
+		// No helper may answer for, or store, these credentials.
+		cfg = append(cfg, [2]string{"http.extraHeader", "Authorization: Basic " + basic}, [2]string{"credential.helper", ""})
 	case auth.SSHKeyPath != "":
-		return []string{"GIT_SSH_COMMAND=ssh -i " + shellQuote(auth.SSHKeyPath) + " -o IdentitiesOnly=yes -o BatchMode=yes"}
+		env = append(env, "GIT_SSH_COMMAND=ssh -i "+shellQuote(auth.SSHKeyPath)+
+			" -o IdentitiesOnly=yes -o BatchMode=yes -o ConnectTimeout=30 -o ServerAliveInterval=15 -o ServerAliveCountMax=4")
 	}
-	return nil
+	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(cfg)))
+	for i, kv := range cfg {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
+	return env
 }
 
 // shellQuote quotes s for the shell git runs GIT_SSH_COMMAND with.

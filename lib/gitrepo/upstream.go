@@ -94,6 +94,12 @@ func (u *Upstream) Update(ctx context.Context, branch string, fn func(*Snapshot)
 		if err != nil {
 			return ZeroHash, err
 		}
+		if h == snap.Commit {
+			// The changes leave the tree as it is: nothing to push. The
+			// staging ref did not move and may hold an earlier attempt,
+			// which must never be pushed in this write's name.
+			return h, nil
+		}
 		err = u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: staging, RemoteBranch: branch})
 		if err == nil {
 			// Only this process moves the branch while the lock is

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -29,7 +30,7 @@ func upstreamTo(t *testing.T, url string, auth Auth) (*Repo, *Upstream) {
 	if err := r.AddRemote("origin", url); err != nil {
 		t.Fatal(err)
 	}
-	return r, NewUpstream(r, "origin", auth, UpstreamOptions{Attempts: 50})
+	return r, NewUpstream(r, "origin", auth, UpstreamOptions{Attempts: 50, Backoff: 5 * time.Millisecond})
 }
 
 // increment adds a file of its own and adds one to the shared counter
@@ -181,5 +182,48 @@ func TestDivergedHistoriesAreReportedNotMerged(t *testing.T) {
 	}
 	if _, err := upB.Update(ctx, "main", increment("b")); !errors.Is(err, ErrDiverged) {
 		t.Fatalf("Update on a diverged branch: %v", err)
+	}
+}
+
+// A write that changes nothing on the remote's tip (another node wrote
+// the same content first, as nodes evaluating alike do with edge-case
+// documents) succeeds without a push; it must not push the staging ref,
+// which still holds this node's refused attempt.
+func TestAWriteAnotherNodeAlreadyMadeSucceedsWithoutAPush(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.StartGitServer(t)
+	url := emptyRemote(t, srv, "feedback")
+	_, upA := upstreamTo(t, url, Auth{})
+	b, _ := upstreamTo(t, url, Auth{})
+	upB := NewUpstream(b, "origin", Auth{}, UpstreamOptions{Backoff: time.Millisecond})
+	// The same document, written by each node under its own message, so
+	// the two nodes' commits differ.
+	same := func(node string) func(*Snapshot) (*CommitSpec, error) {
+		return func(*Snapshot) (*CommitSpec, error) {
+			return &CommitSpec{Message: "edge case from " + node, Changes: []Change{{Path: "edge/d-1.md", Data: []byte("same")}}}, nil
+		}
+	}
+	if _, err := upA.Update(ctx, "main", increment("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := upB.Pull(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	tip, err := upA.Update(ctx, "main", same("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := upB.Update(ctx, "main", same("b"))
+	if err != nil {
+		t.Fatalf("a write the remote already holds: %v", err)
+	}
+	if got != tip {
+		t.Fatalf("Update = %s, want the remote's tip %s", got, tip)
+	}
+	if remote := testenv.Git(t, srv.Dir("feedback"), "rev-parse", "main"); remote != tip.String() {
+		t.Fatalf("the remote moved to %s", remote)
+	}
+	if local, _ := b.Tip("main"); local != tip {
+		t.Fatalf("node B at %s, want %s", local, tip)
 	}
 }
