@@ -134,13 +134,13 @@ func (t *Tracker) Effect(ctx context.Context, ruleID string) (Effect, error) {
 	if r.Status != rulefmt.Active && r.Status != rulefmt.Shadow && len(hist) > 0 {
 		retired = hist[0].At
 	}
-	c := t.newComputation()
-	if e, ok := t.memo.get(r, retired, c.now); ok {
+	c, key := t.newComputation(), memoKey(r, retired)
+	if e, ok := t.memo.get(r.ID, key, c.now); ok {
 		return e, nil
 	}
 	e, err := c.effect(ctx, r, retired)
 	if err == nil {
-		t.memo.put(r, retired, c.now, e)
+		t.memo.put(r.ID, key, c.now, e)
 	}
 	return e, err
 }
@@ -162,7 +162,7 @@ func (t *Tracker) Effects(ctx context.Context, agent string) ([]Effect, error) {
 			errs = append(errs, fmt.Errorf("effect of %s: %w", r.ID, err))
 			continue
 		}
-		t.memo.put(r, time.Time{}, c.now, e)
+		t.memo.put(r.ID, memoKey(r, time.Time{}), c.now, e)
 		out = append(out, e)
 	}
 	return out, errors.Join(errs...)

@@ -45,26 +45,24 @@ func memoKey(r rulefmt.Rule, retired time.Time) [32]byte {
 	return sha256.Sum256(b)
 }
 
-func (m *effectMemo) get(r rulefmt.Rule, retired, now time.Time) (Effect, bool) {
-	k := memoKey(r, retired)
+func (m *effectMemo) get(id string, k [32]byte, now time.Time) (Effect, bool) {
 	if k == ([32]byte{}) {
 		return Effect{}, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v, ok := m.byRule[r.ID]
+	v, ok := m.byRule[id]
 	if !ok || v.key != k || now.Sub(v.at) >= EffectMaxAge || now.Before(v.at) {
 		return Effect{}, false
 	}
 	return v.e, true
 }
 
-func (m *effectMemo) put(r rulefmt.Rule, retired, at time.Time, e Effect) {
-	k := memoKey(r, retired)
+func (m *effectMemo) put(id string, k [32]byte, at time.Time, e Effect) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byRule == nil {
 		m.byRule = map[string]memoized{}
 	}
-	m.byRule[r.ID] = memoized{key: k, at: at, e: e}
+	m.byRule[id] = memoized{key: k, at: at, e: e}
 }

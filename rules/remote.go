@@ -101,7 +101,7 @@ func (y *syncer) round(ctx context.Context) error {
 		return err
 	}
 	if _, err := y.store.Repo().Fetch(ctx, r.Name, r.Auth); err != nil {
-		if !isEmptyRemote(err) {
+		if !gitrepo.IsEmptyRemote(err) {
 			return err
 		}
 		// A new, empty remote: there is nothing to apply; push.
@@ -170,13 +170,6 @@ func (y *syncer) round(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// isEmptyRemote reports whether a fetch failed because the remote has no
-// branches yet. gitrepo.Fetch reports transport errors as text (with
-// credentials redacted), so the text is what can be checked.
-func isEmptyRemote(err error) bool {
-	return strings.Contains(err.Error(), "remote repository is empty")
 }
 
 // deletedUnmerged lists the open proposals whose remote branch existed

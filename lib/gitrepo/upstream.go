@@ -138,7 +138,7 @@ func (u *Upstream) Pull(ctx context.Context, branch string) (bool, error) {
 
 // pull is Pull with the branch's lock held.
 func (u *Upstream) pull(ctx context.Context, branch string) (bool, error) {
-	if _, err := u.repo.Fetch(ctx, u.remote, u.auth); err != nil && !isEmptyRemoteErr(err) {
+	if _, err := u.repo.Fetch(ctx, u.remote, u.auth); err != nil && !IsEmptyRemote(err) {
 		return false, err
 	}
 	theirs, err := remoteTip(u.repo, u.remote, branch)
@@ -198,9 +198,10 @@ func tipOrZero(r *Repo, branch string) (Hash, error) {
 	return h, err
 }
 
-// isEmptyRemoteErr reports whether a fetch failed only because the
-// remote holds no branch yet.
-func isEmptyRemoteErr(err error) bool {
+// IsEmptyRemote reports whether a Fetch failed only because the remote
+// holds no branch yet. Fetch reports transport errors as text (with
+// credentials redacted), so the text is what can be checked.
+func IsEmptyRemote(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "remote repository is empty")
 }
 
