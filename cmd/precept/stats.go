@@ -72,6 +72,9 @@ times (to excluded); the default is the last 30 days.`,
 			if asJSON {
 				c.output = "json"
 			}
+			// The text shows each bucket's first-pass bar and the
+			// distributions of the totals only; JSON carries everything.
+			req.TotalsOnlyLists = c.output != "json"
 			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			resp, err := analyticsClient(c).GetAnalytics(ctx, connect.NewRequest(req))

@@ -158,7 +158,7 @@ func BenchmarkScale(b *testing.B) {
 			// baseline, so the ratio compares like with like.
 			settleCPUWithin(b, time.Minute)
 			clients := newScaleClients(a)
-			build, analytics := buildPromptP99(b, clients), analyticsP99(b, clients)
+			build, analytics, analyticsFull := buildPromptP99(b, clients), analyticsP99(b, clients), analyticsFullP99(b, clients)
 			page, pageName := consolePagesP99(b, a)
 			stopProfile()
 			// The footprint of the process that has been working, not
@@ -199,15 +199,16 @@ func BenchmarkScale(b *testing.B) {
 			b.ReportMetric(ms2(build), "build-p99-ms"+label)
 			b.ReportMetric(float64(build)/float64(baseBuild), "build-p99/10k"+label)
 			b.ReportMetric(ms2(analytics), "analytics-p99-ms"+label)
+			b.ReportMetric(ms2(analyticsFull), "analytics-full-split-p99-ms"+label)
 			b.ReportMetric(ms2(page), "console-p99-ms"+label)
 			b.ReportMetric(restart.Seconds(), "restart-s"+label)
 			b.ReportMetric(float64(anon)/(1<<20), "rss-anon-MiB"+label)
 			b.ReportMetric(float64(rss)/(1<<20), "rss-MiB"+label)
 			b.ReportMetric(float64(disk)/float64(size), "disk-B/decision"+label)
-			b.Logf("%d stored (%d clustered vectors): ingest+classify %.0f/s over the last %d; classify p50 %s p99 %s; re-clustering round %s over %d groups; effects round %s over %d rules; BuildPrompt p99 %s at %d/s (%.2f× its figure at %d); GetAnalytics p99 %s; slowest console page p99 %s (%s); restart to ready %s; RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB; disk %.0f B/decision",
+			b.Logf("%d stored (%d clustered vectors): ingest+classify %.0f/s over the last %d; classify p50 %s p99 %s; re-clustering round %s over %d groups; effects round %s over %d rules; BuildPrompt p99 %s at %d/s (%.2f× its figure at %d); GetAnalytics p99 %s (split with every bucket's distributions %s); slowest console page p99 %s (%s); restart to ready %s; RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB; disk %.0f B/decision",
 				size, vectors, rate, window, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), round.Took.Round(time.Millisecond), round.Groups,
 				effects.Round(time.Millisecond), measured, build.Round(time.Microsecond), benchRate, float64(build)/float64(baseBuild), baseSize,
-				analytics.Round(10*time.Microsecond), page.Round(10*time.Microsecond), pageName,
+				analytics.Round(10*time.Microsecond), analyticsFull.Round(10*time.Microsecond), page.Round(10*time.Microsecond), pageName,
 				restart.Round(time.Millisecond), rss>>20, anon>>20, ms.HeapInuse>>20, float64(disk)/float64(size))
 		}
 		stop()

@@ -32,7 +32,7 @@ const (
 	// scalePageRequests requests per console route and scaleAnalyticsCalls
 	// GetAnalytics calls, one after another, after a few warm-up ones.
 	scalePageRequests   = 50
-	scaleAnalyticsCalls = 100
+	scaleAnalyticsCalls = 400
 )
 
 // scaleRuleCategories are the categories the seeded rules watch.
@@ -106,15 +106,30 @@ func buildPromptP99(b *testing.B, c scaleClients) time.Duration {
 	return merged(runs).pct(99)
 }
 
-// analyticsP99 is GetAnalytics' p99 over scaleAnalyticsCalls calls one
-// after another, alternating the console's two usual questions: the last
-// 30 days in total, and split by agent.
+// analyticsP99 is GetAnalytics' p99 over calls one after another,
+// alternating the console's two usual questions as the console and the
+// CLI's text output ask them: the last 30 days in total, and split by
+// agent, each bucket without its distributions (totals_only_lists).
+// analyticsFullP99 asks the split with every bucket's distributions, the
+// heaviest answer the API gives for 30 days (docs/analytics.md, "Cost").
 func analyticsP99(b *testing.B, c scaleClients) time.Duration {
 	now := time.Now()
-	reqs := []*preceptv1.GetAnalyticsRequest{
-		{From: timestamppb.New(now.AddDate(0, 0, -30)), To: timestamppb.New(now)},
-		{From: timestamppb.New(now.AddDate(0, 0, -30)), To: timestamppb.New(now), Split: preceptv1.AnalyticsSplit_ANALYTICS_SPLIT_AGENT},
-	}
+	return analyticsLatency(b, c, scaleAnalyticsCalls,
+		&preceptv1.GetAnalyticsRequest{From: timestamppb.New(now.AddDate(0, 0, -30)), To: timestamppb.New(now), TotalsOnlyLists: true},
+		&preceptv1.GetAnalyticsRequest{From: timestamppb.New(now.AddDate(0, 0, -30)), To: timestamppb.New(now), TotalsOnlyLists: true, Split: preceptv1.AnalyticsSplit_ANALYTICS_SPLIT_AGENT},
+	)
+}
+
+func analyticsFullP99(b *testing.B, c scaleClients) time.Duration {
+	now := time.Now()
+	return analyticsLatency(b, c, scaleAnalyticsCalls/4,
+		&preceptv1.GetAnalyticsRequest{From: timestamppb.New(now.AddDate(0, 0, -30)), To: timestamppb.New(now), Split: preceptv1.AnalyticsSplit_ANALYTICS_SPLIT_AGENT},
+	)
+}
+
+// analyticsLatency is the p99 of n calls, taking reqs in turn, after ten
+// warm-up calls.
+func analyticsLatency(b *testing.B, c scaleClients, n int, reqs ...*preceptv1.GetAnalyticsRequest) time.Duration {
 	call := func(i int) time.Duration {
 		start := time.Now()
 		if _, err := c.analytics.GetAnalytics(context.Background(), connect.NewRequest(reqs[i%len(reqs)])); err != nil {
@@ -125,7 +140,7 @@ func analyticsP99(b *testing.B, c scaleClients) time.Duration {
 	for i := range 10 {
 		call(i)
 	}
-	lat := make([]time.Duration, scaleAnalyticsCalls)
+	lat := make([]time.Duration, n)
 	for i := range lat {
 		lat[i] = call(i)
 	}
