@@ -40,10 +40,13 @@ func localRemote(u string) bool {
 // held. The CLI runs in its own process group, killed whole when ctx
 // ends (gitcli.KillGroupOnCancel). Credentials reach git through its
 // environment, never its arguments. The caller holds the Repo's lock.
-func pushCLI(ctx context.Context, gitDir, remote, url string, auth Auth, atomic bool, refspecs []string) error {
+func pushCLI(ctx context.Context, gitDir, remote, url string, auth Auth, atomic bool, leases []lease, refspecs []string) error {
 	args := []string{"--git-dir=" + gitDir, "push", "--porcelain"}
 	if atomic {
 		args = append(args, "--atomic")
+	}
+	for _, l := range leases {
+		args = append(args, l.flag())
 	}
 	args = append(append(args, "--", remote), refspecs...)
 	cmd := exec.CommandContext(ctx, "git", args...)
@@ -78,6 +81,21 @@ func pushCLI(ctx context.Context, gitDir, remote, url string, auth Auth, atomic 
 	}
 	msg := strings.TrimSpace(stderr.String() + "\n" + stdout.String())
 	return fmt.Errorf("push %s: %s", remote, redact(errors.New(msg)))
+}
+
+// lease is PushSpec.Expect for one remote ref.
+type lease struct {
+	ref string
+	at  Hash
+}
+
+// flag is git's --force-with-lease for the lease; an empty expectation
+// means the ref must not exist.
+func (l lease) flag() string {
+	if l.at.IsZero() {
+		return "--force-with-lease=" + l.ref + ":"
+	}
+	return "--force-with-lease=" + l.ref + ":" + l.at.String()
 }
 
 // cliAuthEnv passes auth to the git CLI: HTTP basic credentials as an

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -112,6 +113,13 @@ type PushSpec struct {
 	Delete bool
 	// Force allows a non-fast-forward update.
 	Force bool
+	// Expect, when set, is a lease: the push lands only while the remote
+	// holds RemoteBranch at *Expect (ZeroHash: the remote must not have
+	// it), checked by git against what the server advertises and by the
+	// server against its ref as it updates it. A refused lease is
+	// ErrRefChanged. It is how a write learns that the branch it read was
+	// moved or deleted by another node.
+	Expect *Hash
 }
 
 // ErrNoAtomicPush is a remote that does not offer atomic pushes: the
@@ -178,10 +186,14 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 	}
 	atomic := len(specs) > 1
 	var refspecs []config.RefSpec
+	var leases []lease
 	for _, s := range specs {
 		dst := s.RemoteBranch
 		if dst == "" {
 			dst = s.Branch
+		}
+		if s.Expect != nil {
+			leases = append(leases, lease{ref: "refs/heads/" + dst, at: *s.Expect})
 		}
 		var rs string
 		switch {
@@ -214,10 +226,17 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 		for _, rs := range refspecs {
 			specs = append(specs, rs.String())
 		}
-		return pushCLI(ctx, r.path, remote, u, auth, atomic, specs)
+		return pushCLI(ctx, r.path, remote, u, auth, atomic, leases, specs)
+	}
+	opts := &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m, Atomic: atomic}
+	switch {
+	case len(leases) > 1 || len(leases) == 1 && leases[0].at.IsZero():
+		return fmt.Errorf("push %s: a lease on several refs, or on a ref that must not exist, needs the git CLI: use an SSH key without a passphrase", remote)
+	case len(leases) == 1:
+		opts.ForceWithLease = &git.ForceWithLease{RefName: plumbing.ReferenceName(leases[0].ref), Hash: leases[0].at}
 	}
 	r.syncStorage()
-	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m, Atomic: atomic})
+	err = r.repo.PushContext(ctx, opts)
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil

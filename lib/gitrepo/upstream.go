@@ -17,6 +17,20 @@ import (
 // automatically; an operator decides (docs/decisions/0009-replicas.md).
 var ErrDiverged = errors.New("the local branch and its remote have diverged")
 
+// ErrBranchGone is a branch the remote held and holds no more: another
+// node deleted it (the branch of a proposal decided there), so an update
+// of it cannot land, and the Upstream does not bring it back.
+var ErrBranchGone = errors.New("the branch was deleted on the remote")
+
+// ErrFenceMoved is a fenced update (UpdateFenced) whose fence branch the
+// remote no longer holds where the update read it: what the update
+// decided on changed on another node. It is an ErrRefChanged: the caller
+// reads the branch again, as the remote has it, and decides again.
+var ErrFenceMoved = fmt.Errorf("%w: the fenced branch moved on the remote", ErrRefChanged)
+
+// ErrUntrusted is a remote tip the Upstream's Accept refused to follow.
+var ErrUntrusted = errors.New("the remote's branch holds commits this node does not accept")
+
 // The defaults of UpstreamOptions.
 const (
 	DefaultUpstreamAttempts = 8
@@ -32,6 +46,22 @@ type UpstreamOptions struct {
 	// further one and jittered by up to half; default
 	// DefaultUpstreamBackoff.
 	Backoff time.Duration
+	// Accept, when set, is asked before a local branch is fast-forwarded
+	// to the tip the remote holds; false leaves the branch where it is
+	// and fails the update with ErrUntrusted. The rules repository checks
+	// precept's signatures here (docs/decisions/0016-trust-model.md).
+	Accept func(branch string, ours, theirs Hash) (bool, error)
+}
+
+// A Fence makes an update conditional on a second branch: the push that
+// lands the update also deletes Branch on the remote, in one atomic
+// push, and the remote takes both only while it still holds Branch at
+// At. A decision about a proposal consumes the proposal's branch this
+// way, so no second decision about it can land beside it
+// (docs/decisions/0009-replicas.md, "One decision per proposal").
+type Fence struct {
+	Branch string
+	At     Hash
 }
 
 // Upstream writes branches of a repository through a remote git server,
@@ -72,8 +102,21 @@ func stagingBranch(branch string) string { return "precept-upstream/" + branch }
 // its changes from the snapshot it is given. A nil spec commits nothing
 // and returns the tip fn saw. The error of the last attempt is returned
 // when every attempt was refused, or at once when the remote cannot be
-// reached; the local branch has not moved then.
+// reached; the local branch has not moved then. The push carries the tip
+// the update read as a lease, so a branch deleted on the remote meanwhile
+// is ErrBranchGone, not created again.
 func (u *Upstream) Update(ctx context.Context, branch string, fn func(*Snapshot) (*CommitSpec, error)) (Hash, error) {
+	return u.UpdateFenced(ctx, branch, func(s *Snapshot) (*CommitSpec, *Fence, error) {
+		spec, err := fn(s)
+		return spec, nil, err
+	})
+}
+
+// UpdateFenced is Update whose fn may also name a Fence: the branch it
+// read its decision from, deleted on the remote in the same atomic push.
+// When the remote moved or deleted the fence branch, the update fails
+// with ErrFenceMoved, and nothing landed.
+func (u *Upstream) UpdateFenced(ctx context.Context, branch string, fn func(*Snapshot) (*CommitSpec, *Fence, error)) (Hash, error) {
 	if err := validBranch(branch); err != nil {
 		return ZeroHash, err
 	}
@@ -82,7 +125,12 @@ func (u *Upstream) Update(ctx context.Context, branch string, fn func(*Snapshot)
 	staging := stagingBranch(branch)
 	wait := u.opts.Backoff
 	for attempt := 1; ; attempt++ {
-		snap, spec, err := runUpdate(ctx, u.repo, branch, fn)
+		var fence *Fence
+		snap, spec, err := runUpdate(ctx, u.repo, branch, func(s *Snapshot) (*CommitSpec, error) {
+			spec, f, err := fn(s)
+			fence = f
+			return spec, err
+		})
 		if err != nil || spec == nil {
 			return snap.Commit, err
 		}
@@ -100,7 +148,13 @@ func (u *Upstream) Update(ctx context.Context, branch string, fn func(*Snapshot)
 			// which must never be pushed in this write's name.
 			return h, nil
 		}
-		err = u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: staging, RemoteBranch: branch})
+		base := snap.Commit
+		specs := []PushSpec{{Branch: staging, RemoteBranch: branch, Expect: &base}}
+		if fence != nil {
+			at := fence.At
+			specs = append(specs, PushSpec{RemoteBranch: fence.Branch, Delete: true, Expect: &at})
+		}
+		err = u.repo.Push(ctx, u.remote, u.auth, specs...)
 		if err == nil {
 			// Only this process moves the branch while the lock is
 			// held, and other processes write through the remote too.
@@ -119,7 +173,51 @@ func (u *Upstream) Update(ctx context.Context, branch string, fn func(*Snapshot)
 		if _, err := u.pull(ctx, branch); err != nil {
 			return ZeroHash, err
 		}
+		if fence != nil {
+			theirs, err := remoteTip(u.repo, u.remote, fence.Branch)
+			if err != nil {
+				return ZeroHash, err
+			}
+			if theirs != fence.At {
+				return ZeroHash, fmt.Errorf("%s read at %s, now %s on %s: %w", fence.Branch, short(fence.At), short(theirs), u.remote, ErrFenceMoved)
+			}
+		}
 	}
+}
+
+// Create commits spec on a new branch forked from base (an empty
+// snapshot: a root commit) and returns once the remote holds it. created
+// is false when the remote had the branch already (another node made it
+// first); the local branch is then left alone.
+func (u *Upstream) Create(ctx context.Context, branch string, base *Snapshot, spec CommitSpec) (_ Hash, created bool, _ error) {
+	if err := validBranch(branch); err != nil {
+		return ZeroHash, false, err
+	}
+	unlock := u.repo.lockBranch(branch)
+	defer unlock()
+	staging := stagingBranch(branch)
+	old, err := tipOrZero(u.repo, staging)
+	if err != nil {
+		return ZeroHash, false, err
+	}
+	h, err := u.repo.Commit(staging, old, base, spec)
+	if err != nil {
+		return ZeroHash, false, err
+	}
+	none := ZeroHash
+	err = u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: staging, RemoteBranch: branch, Expect: &none})
+	switch {
+	case errors.Is(err, ErrRefChanged):
+		return ZeroHash, false, nil
+	case err != nil:
+		return ZeroHash, false, err
+	}
+	if err := u.repo.SetBranch(branch, ZeroHash, h); errors.Is(err, ErrRefChanged) {
+		return ZeroHash, false, nil
+	} else if err != nil {
+		return ZeroHash, false, err
+	}
+	return h, true, nil
 }
 
 // Pull fetches the remote and brings the local branch to the remote's
@@ -138,6 +236,10 @@ func (u *Upstream) Pull(ctx context.Context, branch string) (bool, error) {
 
 // pull is Pull with the branch's lock held.
 func (u *Upstream) pull(ctx context.Context, branch string) (bool, error) {
+	before, err := remoteTip(u.repo, u.remote, branch)
+	if err != nil {
+		return false, err
+	}
 	if _, err := u.repo.Fetch(ctx, u.remote, u.auth); err != nil && !IsEmptyRemote(err) {
 		return false, err
 	}
@@ -153,7 +255,9 @@ func (u *Upstream) pull(ctx context.Context, branch string) (bool, error) {
 	case theirs == ours:
 		return false, nil
 	case ours == ZeroHash:
-		return true, u.repo.SetBranch(branch, ZeroHash, theirs)
+		return true, u.follow(branch, ZeroHash, theirs)
+	case theirs == ZeroHash && !before.IsZero():
+		return false, fmt.Errorf("%s/%s, last seen at %s: %w", u.remote, branch, short(before), ErrBranchGone)
 	case theirs == ZeroHash:
 		return false, u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: branch})
 	}
@@ -162,7 +266,7 @@ func (u *Upstream) pull(ctx context.Context, branch string) (bool, error) {
 		return false, err
 	}
 	if behind {
-		return true, u.repo.SetBranch(branch, ours, theirs)
+		return true, u.follow(branch, ours, theirs)
 	}
 	ahead, err := u.repo.IsAncestor(theirs, ours)
 	if err != nil {
@@ -172,6 +276,20 @@ func (u *Upstream) pull(ctx context.Context, branch string) (bool, error) {
 		return false, u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: branch})
 	}
 	return false, fmt.Errorf("%s at %s, %s/%s at %s: %w", branch, short(ours), u.remote, branch, short(theirs), ErrDiverged)
+}
+
+// follow moves the local branch to the remote's tip, once Accept agrees.
+func (u *Upstream) follow(branch string, ours, theirs Hash) error {
+	if u.opts.Accept != nil {
+		ok, err := u.opts.Accept(branch, ours, theirs)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%s/%s at %s: %w", u.remote, branch, short(theirs), ErrUntrusted)
+		}
+	}
+	return u.repo.SetBranch(branch, ours, theirs)
 }
 
 // remoteTip is the remote-tracking tip of branch, ZeroHash when the
