@@ -68,8 +68,10 @@ func versionPath(version string) string {
 // when it does not know a version another replica may have recorded.
 type Versions struct {
 	repo *gitrepo.Repo
-	now  func() time.Time
-	log  *slog.Logger
+	// w writes the records: repo, or the remote with WriteThrough.
+	w   gitrepo.Writer
+	now func() time.Time
+	log *slog.Logger
 
 	mu      sync.Mutex
 	known   map[string]VersionRecord
@@ -79,6 +81,10 @@ type Versions struct {
 	warned  bool
 }
 
+// WriteThrough records through w (a gitrepo.Upstream) instead of the
+// repository alone; set it before the records are used.
+func (v *Versions) WriteThrough(w gitrepo.Writer) { v.w = w }
+
 // NewVersions returns the version records of the rules repository repo.
 func NewVersions(repo *gitrepo.Repo, now func() time.Time, log *slog.Logger) *Versions {
 	if now == nil {
@@ -87,7 +93,7 @@ func NewVersions(repo *gitrepo.Repo, now func() time.Time, log *slog.Logger) *Ve
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Versions{repo: repo, now: now, log: log, known: map[string]VersionRecord{}, pending: map[string]VersionRecord{}}
+	return &Versions{repo: repo, w: repo, now: now, log: log, known: map[string]VersionRecord{}, pending: map[string]VersionRecord{}}
 }
 
 // Observe records the versions of an assembled prompt: the main text's
@@ -247,7 +253,7 @@ func (v *Versions) Flush(ctx context.Context) error {
 		return nil
 	}
 	slices.SortFunc(batch, func(a, b VersionRecord) int { return strings.Compare(a.Version, b.Version) })
-	_, err := v.repo.Update(ctx, VersionBranch, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err := v.w.Update(ctx, VersionBranch, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		var changes []gitrepo.Change
 		for _, r := range batch {
 			if ok, err := s.Exists(versionPath(r.Version)); err != nil || ok {

@@ -127,41 +127,41 @@ func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, sign
 	}
 	var after rulefmt.Proposal
 	var done bool
-	h, err := rc.store.Commit(ctx, rc.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := rc.store.Decide(ctx, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, *gitrepo.Fence, error) {
 		done = false
 		if prev, ok, err := rc.store.ProposalAt(s, rulefmt.RejectedPath(id)); err != nil {
-			return nil, err
+			return nil, nil, err
 		} else if ok {
 			if prev.Rejection != nil && prev.Rejection.Rejector == req.By {
-				return nil, nil
+				return nil, nil, nil
 			}
-			return nil, precept.Errorf(precept.FailedPrecondition, "proposal %s was already rejected", id)
+			return nil, nil, precept.Errorf(precept.FailedPrecondition, "proposal %s was already rejected", id)
 		}
 		if ok, err := rc.store.HasRule(s, rulefmt.RuleIDFor(id)); err != nil || ok {
-			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s; roll the rule back instead", id, rulefmt.RuleIDFor(id)))
+			return nil, nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already approved as rule %s; roll the rule back instead", id, rulefmt.RuleIDFor(id)))
 		}
 		branch, err := rc.store.Repo().Snapshot(rulefmt.ProposalBranch(id))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p, ok, err := rc.store.ProposalAt(branch, rulefmt.ProposalPath(id))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ok {
-			return nil, precept.Errorf(precept.NotFound, "proposal %s not found", id)
+			return nil, nil, precept.Errorf(precept.NotFound, "proposal %s not found", id)
 		}
 		if merged, err := rc.store.Reaches(s.Commit, branch.Commit); err != nil || merged {
-			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, rc.store.Main()))
+			return nil, nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was already merged into %s", id, rc.store.Main()))
 		}
 		now := rc.now()
 		p, err = reject(p, req, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data, err := p.Marshal()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		changes := []gitrepo.Change{{Path: rulefmt.RejectedPath(id), Data: data}}
 		// A rejected lifecycle proposal keeps a rule people want: its text
@@ -169,11 +169,13 @@ func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, sign
 		for _, agent := range rulefmt.ExampleAgents(p) {
 			ex, err := rulefmt.TuningExample(p, agent, "bad", req.By, req.Reason, req.Via, now)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			changes = append(changes, gitrepo.Change{Path: rulefmt.TuningPath(agent, "bad", id, req.By), Data: ex})
 		}
 		after, done = p, true
+		// The rejection consumes the branch it read (Store.Decide).
+		fence := &gitrepo.Fence{Branch: rulefmt.ProposalBranch(id), At: branch.Commit}
 		return &gitrepo.CommitSpec{
 			Message: fmt.Sprintf("Reject %s by %s: %s", id, req.By, text.ClipWords(text.OneLine(req.Reason), 72)),
 			Trailers: []gitrepo.Trailer{
@@ -184,7 +186,7 @@ func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, sign
 				{Key: rulefmt.TrailerVia, Value: req.Via},
 			},
 			Changes: changes,
-		}, nil
+		}, fence, nil
 	})
 	if err != nil {
 		return err
@@ -219,22 +221,25 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 	}
 	var done bool
 	var superseded []string
-	h, err := m.store.Commit(ctx, m.store.Main(), func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	h, err := m.store.Decide(ctx, func(s *gitrepo.Snapshot) (*gitrepo.CommitSpec, *gitrepo.Fence, error) {
+		// The merge consumes the branch at the tip that carried the
+		// approvals (Store.Decide).
+		fence := &gitrepo.Fence{Branch: rulefmt.ProposalBranch(id), At: tip}
 		done = false
 		if ok, err := s.Exists(rulefmt.RejectedPath(id)); err != nil || ok {
-			return nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected", id))
+			return nil, nil, errOr(err, precept.Errorf(precept.FailedPrecondition, "proposal %s was rejected", id))
 		}
 		if ok, err := m.store.HasRule(s, p.RuleID); err != nil || ok && !p.Kind.DecidesOnRule() {
-			return nil, err
+			return nil, nil, err
 		}
 		// Merged before (and perhaps rolled back since): never again.
 		if merged, err := m.store.Reaches(s.Commit, tip); err != nil || merged {
-			return nil, err
+			return nil, nil, err
 		}
 		if p.Kind.DecidesOnRule() {
 			spec, err := m.store.LifecycleSpec(s, p, m.now(), nil)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if spec == nil {
 				// The rule changed since (rolled back, or no longer in the
@@ -248,15 +253,15 @@ func (m *Manager) mergeProposal(ctx context.Context, id string) error {
 			}
 			spec.MergeParents = []gitrepo.Hash{tip}
 			done = true
-			return spec, nil
+			return spec, fence, nil
 		}
 		spec, sup, err := m.store.ApprovalSpec(s, p, m.policy.ruleFor(p, m.now()), nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		spec.MergeParents = []gitrepo.Hash{tip}
 		done, superseded = true, sup
-		return spec, nil
+		return spec, fence, nil
 	})
 	if err != nil {
 		return err

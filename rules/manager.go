@@ -76,6 +76,9 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 			return nil, err
 		}
 		m.remote = &syncer{m: m, store: m.store, r: r}
+		if r.WriteThrough {
+			m.store.Through(gitrepo.NewUpstream(repo, r.Name, r.Auth, gitrepo.UpstreamOptions{Accept: m.remote.acceptTip}))
+		}
 	}
 	m.upkeep = &Upkeep{rec: m.recorder, requiredApprovals: m.opts.RequiredApprovals}
 	return m, nil

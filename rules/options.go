@@ -145,6 +145,14 @@ type Remote struct {
 	// the remote like main (fetched, fast-forwarded or merged, pushed),
 	// e.g. the Slack app's post records.
 	Branches []string
+	// WriteThrough makes every write of the Manager a push the remote
+	// must take before the call returns: proposals, approvals, decisions,
+	// rollbacks and lifecycle changes. A decision about a proposal lands
+	// together with the deletion of the proposal's branch at the tip it
+	// read, in one atomic push, so nodes sharing the remote never both
+	// decide about one proposal. Without it commits are local first and
+	// the remote is synced every FetchInterval (docs/decisions/0009-replicas.md).
+	WriteThrough bool
 }
 
 func (r *Remote) validate() error {

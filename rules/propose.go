@@ -48,7 +48,7 @@ func (m *Manager) Propose(ctx context.Context, mp ManualProposal, proposer prece
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
-	h, created, err := m.store.CreateProposal(p)
+	h, created, err := m.store.CreateProposal(ctx, p)
 	if err != nil {
 		return rulefmt.Proposal{}, err
 	}
@@ -270,7 +270,7 @@ func (m *Manager) proposeCluster(ctx context.Context, st *gitstore.State, idx *g
 // commitDrafted commits a guarded draft as a rule PR and removes the held
 // draft record it replaces.
 func (m *Manager) commitDrafted(ctx context.Context, st *gitstore.State, p rulefmt.Proposal) (*rulefmt.Proposal, error) {
-	h, created, err := m.store.CreateProposal(p)
+	h, created, err := m.store.CreateProposal(ctx, p)
 	if err != nil || !created {
 		return nil, err
 	}

@@ -411,17 +411,23 @@ func (y *syncer) push(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Writing through the remote, every write pushed its own refs; what
+	// is left is history made before (the first commit of a new
+	// repository), pushed to a remote that is empty or behind. A
+	// branch the remote lacks while holding others may have been
+	// deleted there by a decision, so it is not pushed again.
+	through := y.r.WriteThrough
 	var specs []gitrepo.PushSpec
 	for _, b := range y.branches() {
 		if tip, err := y.store.Tip(b); err != nil {
 			return err
-		} else if !tip.IsZero() && remote[b] != tip {
+		} else if !tip.IsZero() && remote[b] != tip && !(through && remote[b].IsZero() && len(remote) > 0) {
 			specs = append(specs, gitrepo.PushSpec{Branch: b})
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Branches)) {
 		name := rulefmt.ProposalBranch(id)
-		if !st.Open(id) || remote[name] == st.Branches[id] {
+		if through || !st.Open(id) || remote[name] == st.Branches[id] {
 			continue
 		}
 		// Only a fast-forward: a remote branch precept has not taken in
@@ -440,6 +446,19 @@ func (y *syncer) push(ctx context.Context) error {
 	}
 	if len(specs) == 0 {
 		return nil
+	}
+	// Every ref is pushed with a lease at the tip this round read: a
+	// ref another node or a write through the remote moved or deleted
+	// since then (a decided proposal's branch) is refused, and the next
+	// round starts from what the remote holds, instead of the push
+	// bringing the branch back.
+	for i := range specs {
+		name := specs[i].RemoteBranch
+		if name == "" {
+			name = specs[i].Branch
+		}
+		at := remote[name]
+		specs[i].Expect = &at
 	}
 	return y.store.Repo().Push(ctx, r.Name, r.Auth, specs...)
 }

@@ -199,6 +199,24 @@ func (y *syncer) checkTrust(ctx context.Context, id string, ours, theirs, main g
 	return true, nil
 }
 
+// acceptTip says whether a write through the remote may fast-forward a
+// local branch to the remote's tip before it runs again: a proposal
+// branch only while every commit it adds is one precept signed for it
+// (the rest is left to the sync, which overrules or ignores it); main
+// and the other branches as the sync takes them.
+func (y *syncer) acceptTip(branch string, ours, theirs gitrepo.Hash) (bool, error) {
+	id, ok := strings.CutPrefix(branch, rulefmt.BranchPrefix)
+	if !ok {
+		return true, nil
+	}
+	main, err := y.store.Tip(y.store.Main())
+	if err != nil {
+		return false, err
+	}
+	bad, _, err := y.walkTrust(id, theirs, ours, main)
+	return bad == nil && err == nil, err
+}
+
 // untrusted handles a remote proposal branch that carries commits precept
 // did not sign (see the top of this file).
 func (y *syncer) untrusted(ctx context.Context, id string, ours, theirs, main gitrepo.Hash, bad gitrepo.CommitInfo) error {

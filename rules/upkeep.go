@@ -113,7 +113,7 @@ func (u *Upkeep) Propose(ctx context.Context, req rulefmt.LifecycleRequest) (p r
 		Tags: slices.Clone(r.Tags), Protected: r.Protected, Required: required, RuleID: r.ID,
 		Generation: generation, Content: r.Content, Support: len(r.FeedbackIDs),
 	}
-	h, created, err := rc.store.CreateProposal(p)
+	h, created, err := rc.store.CreateProposal(ctx, p)
 	if err != nil {
 		return rulefmt.Proposal{}, false, err
 	}

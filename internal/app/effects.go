@@ -19,6 +19,9 @@ func (a *App) openVersions() {
 		return
 	}
 	a.Versions = prompts.NewVersions(a.RulesRepo, nil, a.Log.With("component", "prompt-versions"))
+	if up := a.rulesUpstream(); up != nil {
+		a.Versions.WriteThrough(up)
+	}
 }
 
 // openEffects starts the learning loop on the feedback store, the

@@ -73,7 +73,8 @@ func (a *App) openRules(ctx context.Context) error {
 			WebURL:        g.WebURL,
 			FetchInterval: g.FetchInterval,
 			// The Slack app's post records travel with the rules.
-			Branches: []string{slackapp.PostBranch, prompts.VersionBranch},
+			Branches:     []string{slackapp.PostBranch, prompts.VersionBranch},
+			WriteThrough: g.WriteThrough,
 		}
 	}
 	m, err := rules.New(a.RulesRepo, opts)
@@ -108,6 +109,9 @@ func (a *App) openRules(ctx context.Context) error {
 		})
 	}
 	a.Posts = slackapp.NewPosts(a.RulesRepo, m, nil, a.Log.With("component", "slack"))
+	if up := a.rulesUpstream(); up != nil {
+		a.Posts.WriteThrough(up)
+	}
 	svc := &api.RuleService{Rules: m, Posts: a.Posts, Retired: m.Upkeep().Retired, Log: a.Log}
 	if err := a.openImpact(svc); err != nil {
 		return fmt.Errorf("impact: %w", err)
@@ -142,6 +146,18 @@ func checkAtomicPush(ctx context.Context, r *rules.Remote, log *slog.Logger) err
 		log.Warn("rules remote not reachable at start; its atomic push capability is asked before each push", "remote", gitcli.RedactURL(r.URL), "err", err)
 	}
 	return nil
+}
+
+// rulesUpstream is the remote the records kept on their own branches of
+// the rules repository (Slack posts, prompt versions) are written through
+// with rules.git.write_through, nil otherwise. The rule manager writes its
+// own branches through the remote itself (rules.Remote.WriteThrough).
+func (a *App) rulesUpstream() *gitrepo.Upstream {
+	g := a.Config.Rules.Git
+	if g.RemoteURL == "" || !g.WriteThrough {
+		return nil
+	}
+	return gitrepo.NewUpstream(a.RulesRepo, "origin", gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey}, gitrepo.UpstreamOptions{})
 }
 
 // feedbackRemote is the name the feedback repository knows its remote by.

@@ -101,6 +101,7 @@ func TestInvalidSettingsNameTheirKey(t *testing.T) {
 		{"evaluator: {embedder: {provider: local, dimension: 9000}}", "evaluator.embedder.dimension"},
 		{"evaluator: {thresholds: {high_min_size: 1}}", "evaluator.thresholds"},
 		{"rules: {required_approvals: 0}", "rules.required_approvals"},
+		{"rules: {git: {write_through: true}}", "rules.git.write_through: needs rules.git.remote_url"},
 		{"rules: {approval_sla: 30s}", "rules.approval_sla"},
 		{"rules: {approval_sla: -1h}", "rules.approval_sla"},
 		{"rules: {git: {signing_key: too-short}}", "rules.git.signing_key"},

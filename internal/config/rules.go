@@ -67,6 +67,13 @@ type RulesGit struct {
 	// (e.g. https://github.com/org/rules).
 	WebURL        string        `yaml:"web_url"`
 	FetchInterval time.Duration `yaml:"fetch_interval"`
+	// WriteThrough makes every write to the rules repository a push the
+	// remote must take before the call that made it returns; a decision
+	// about a proposal lands with the deletion of its branch in one
+	// atomic push. Required when several nodes share the remote
+	// (docs/deploy.md); without it commits are local first and synced
+	// every FetchInterval.
+	WriteThrough bool `yaml:"write_through"`
 	// SigningKey signs every commit precept makes to the rules
 	// repository, so that what a remote claims can be told from what
 	// precept recorded (docs/decisions/0016-trust-model.md). At least 32
@@ -156,6 +163,9 @@ func (r Rules) validate() error {
 	}
 	if r.Git.RemoteURL != "" && r.Git.FetchInterval <= 0 {
 		return bad("git.fetch_interval", "must be a positive duration")
+	}
+	if r.Git.WriteThrough && r.Git.RemoteURL == "" {
+		return bad("git.write_through", "needs rules.git.remote_url: the writes go through that remote")
 	}
 	return nil
 }

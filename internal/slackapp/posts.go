@@ -61,7 +61,9 @@ type Proposals interface {
 // read again only when the tip moves; Set commits with compare-and-swap,
 // so replicas sharing the repository record their posts side by side.
 type Posts struct {
-	repo      *gitrepo.Repo
+	repo *gitrepo.Repo
+	// w writes the records: repo, or the remote with WriteThrough.
+	w         gitrepo.Writer
 	proposals Proposals
 	now       func() time.Time
 	log       *slog.Logger
@@ -70,6 +72,10 @@ type Posts struct {
 	tip  gitrepo.Hash
 	byID map[string]Post
 }
+
+// WriteThrough records through w (a gitrepo.Upstream) instead of the
+// repository alone; set it before the records are used.
+func (p *Posts) WriteThrough(w gitrepo.Writer) { p.w = w }
 
 // NewPosts returns the post records of the rules repository repo; now
 // stamps records (time.Now when nil).
@@ -80,7 +86,7 @@ func NewPosts(repo *gitrepo.Repo, proposals Proposals, now func() time.Time, log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Posts{repo: repo, proposals: proposals, now: now, log: log, byID: map[string]Post{}}
+	return &Posts{repo: repo, w: repo, proposals: proposals, now: now, log: log, byID: map[string]Post{}}
 }
 
 // Get returns a proposal's post; ok is false when it was never posted
@@ -156,7 +162,7 @@ func (p *Posts) Set(ctx context.Context, id string, post Post) error {
 	if err != nil {
 		return fmt.Errorf("record slack post: %w", err)
 	}
-	_, err = p.repo.Update(ctx, PostBranch, func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	_, err = p.w.Update(ctx, PostBranch, func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		return &gitrepo.CommitSpec{
 			Message:  fmt.Sprintf("Record the Slack post of %s", id),
 			Trailers: []gitrepo.Trailer{{Key: "Slack-Post", Value: id}},

@@ -78,6 +78,12 @@ func pushCLI(ctx context.Context, gitDir, remote, url string, auth Auth, atomic 
 		if containsAny(line, "non-fast-forward", "fetch first", "stale info", "failed to update ref", "cannot lock ref") {
 			return fmt.Errorf("push %s: %w", remote, ErrRefChanged)
 		}
+		// An atomic push the server gave up whole names the ref that
+		// had moved only in its messages: "cannot lock ref '…': is at
+		// X but expected Y".
+		if strings.Contains(line, "atomic transaction failed") && containsAny(stderr.String(), "cannot lock ref", "but expected") {
+			return fmt.Errorf("push %s: %w", remote, ErrRefChanged)
+		}
 	}
 	msg := strings.TrimSpace(stderr.String() + "\n" + stdout.String())
 	return fmt.Errorf("push %s: %s", remote, redact(errors.New(msg)))

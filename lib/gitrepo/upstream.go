@@ -64,6 +64,19 @@ type Fence struct {
 	At     Hash
 }
 
+// Writer commits updates of a branch: a Repo on its own, an Upstream
+// through a remote. A component that records on a branch of its own
+// takes one, so that it writes through the remote when its deployment
+// does.
+type Writer interface {
+	Update(ctx context.Context, branch string, fn func(*Snapshot) (*CommitSpec, error)) (Hash, error)
+}
+
+var (
+	_ Writer = (*Repo)(nil)
+	_ Writer = (*Upstream)(nil)
+)
+
 // Upstream writes branches of a repository through a remote git server,
 // which serialises the writers: an update is a commit on the branch as
 // the remote last held it, pushed as a fast-forward; only once the
