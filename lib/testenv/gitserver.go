@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -27,7 +28,8 @@ type GitServer struct {
 	Username string
 	Password string
 
-	srv *httptest.Server
+	srv  *httptest.Server
+	down atomic.Bool
 }
 
 // StartGitServer starts a git server serving bare repositories from a
@@ -65,6 +67,13 @@ func startGitServer(t testing.TB, user, password string) *GitServer {
 		},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.down.Load() {
+			// An outage: the connection ends without an answer.
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
 		if s.Password != "" {
 			u, p, ok := r.BasicAuth()
 			if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(s.Username)) != 1 ||
@@ -92,6 +101,14 @@ func gitHTTPBackend(t testing.TB) string {
 		t.Fatalf("git-http-backend not found at %s (.ci/install-deps installs git): %v", p, err)
 	}
 	return p
+}
+
+// Outage makes the server end every connection without an answer, as a
+// git host that went away does, until restore is called.
+func (s *GitServer) Outage() (restore func()) {
+	s.down.Store(true)
+	s.srv.CloseClientConnections()
+	return func() { s.down.Store(false) }
 }
 
 // URL is the clone URL of repository name, without credentials.
