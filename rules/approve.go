@@ -111,7 +111,7 @@ func (m *Manager) Reject(ctx context.Context, req RejectRequest) (rulefmt.Propos
 	if err := decidable(st, id); err != nil {
 		return rulefmt.Proposal{}, err
 	}
-	if err := m.commitRejection(ctx, req, ""); err != nil {
+	if err := m.commitRejection(ctx, req, "", true); err != nil {
 		return rulefmt.Proposal{}, err
 	}
 	return m.Get(ctx, id)
@@ -119,8 +119,10 @@ func (m *Manager) Reject(ctx context.Context, req RejectRequest) (rulefmt.Propos
 
 // commitRejection commits a rejection on main. signature is the rejector
 // as a git trailer value when it differs from the name (e.g. with an
-// email).
-func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, signature string) error {
+// email). fenced consumes the proposal's branch at the tip read
+// (Store.Decide); a rejection because the branch was deleted on the
+// remote has none left to consume.
+func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, signature string, fenced bool) error {
 	id := req.ProposalID
 	if signature == "" {
 		signature = req.By
@@ -175,7 +177,10 @@ func (rc *recorder) commitRejection(ctx context.Context, req RejectRequest, sign
 		}
 		after, done = p, true
 		// The rejection consumes the branch it read (Store.Decide).
-		fence := &gitrepo.Fence{Branch: rulefmt.ProposalBranch(id), At: branch.Commit}
+		var fence *gitrepo.Fence
+		if fenced {
+			fence = &gitrepo.Fence{Branch: rulefmt.ProposalBranch(id), At: branch.Commit}
+		}
 		return &gitrepo.CommitSpec{
 			Message: fmt.Sprintf("Reject %s by %s: %s", id, req.By, text.ClipWords(text.OneLine(req.Reason), 72)),
 			Trailers: []gitrepo.Trailer{

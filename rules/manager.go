@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/precept-dev/precept/lib/gitrepo"
@@ -77,7 +78,12 @@ func New(repo *gitrepo.Repo, opts Options) (*Manager, error) {
 		}
 		m.remote = &syncer{m: m, store: m.store, r: r}
 		if r.WriteThrough {
-			m.store.Through(gitrepo.NewUpstream(repo, r.Name, r.Auth, gitrepo.UpstreamOptions{Accept: m.remote.acceptTip}))
+			m.store.Through(gitrepo.NewUpstream(repo, r.Name, r.Auth, gitrepo.UpstreamOptions{
+				Accept: m.remote.acceptTip,
+				// A proposal branch is made by Create; one the remote
+				// lacks was consumed by a decision.
+				MustExist: func(b string) bool { return strings.HasPrefix(b, rulefmt.BranchPrefix) },
+			}))
 		}
 	}
 	m.upkeep = &Upkeep{rec: m.recorder, requiredApprovals: m.opts.RequiredApprovals}

@@ -148,7 +148,8 @@ func (y *syncer) round(ctx context.Context) error {
 	}
 	for _, id := range deleted {
 		reason := fmt.Sprintf("the proposal branch was deleted on %s without being merged", r.Name)
-		if err := y.m.commitRejection(ctx, RejectRequest{ProposalID: id, By: rulefmt.ViaGit, Reason: reason, Via: rulefmt.ViaGit}, ""); err != nil {
+		// The branch is gone already: no fence to consume.
+		if err := y.m.commitRejection(ctx, RejectRequest{ProposalID: id, By: rulefmt.ViaGit, Reason: reason, Via: rulefmt.ViaGit}, "", false); err != nil {
 			errs = append(errs, fmt.Errorf("reject %s deleted on the remote: %w", id, err))
 		}
 	}
@@ -419,11 +420,22 @@ func (y *syncer) push(ctx context.Context) error {
 	through := y.r.WriteThrough
 	var specs []gitrepo.PushSpec
 	for _, b := range y.branches() {
-		if tip, err := y.store.Tip(b); err != nil {
+		tip, err := y.store.Tip(b)
+		if err != nil {
 			return err
-		} else if !tip.IsZero() && remote[b] != tip && !(through && remote[b].IsZero() && len(remote) > 0) {
-			specs = append(specs, gitrepo.PushSpec{Branch: b})
 		}
+		if tip.IsZero() || remote[b] == tip || through && remote[b].IsZero() && len(remote) > 0 {
+			continue
+		}
+		// Only a fast-forward: the lease below would otherwise force a
+		// push, and a local tip read a moment before a write through
+		// the remote moved it would take the remote back.
+		if theirs := remote[b]; !theirs.IsZero() {
+			if ff, err := y.store.Repo().IsAncestor(theirs, tip); err != nil || !ff {
+				continue
+			}
+		}
+		specs = append(specs, gitrepo.PushSpec{Branch: b})
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Branches)) {
 		name := rulefmt.ProposalBranch(id)

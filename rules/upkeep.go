@@ -178,7 +178,7 @@ func (u *Upkeep) Withdraw(ctx context.Context, proposalID, reason string) error 
 	if p := st.OnBranch[proposalID]; p == nil || !p.Kind.DecidesOnRule() || !st.Open(proposalID) {
 		return nil
 	}
-	return rc.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: rulefmt.SystemProposer, Reason: reason, Via: "precept"}, "")
+	return rc.commitRejection(ctx, RejectRequest{ProposalID: proposalID, By: rulefmt.SystemProposer, Reason: reason, Via: "precept"}, "", true)
 }
 
 // RecordEffects writes the updates into the rule files on main in one

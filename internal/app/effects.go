@@ -19,7 +19,7 @@ func (a *App) openVersions() {
 		return
 	}
 	a.Versions = prompts.NewVersions(a.RulesRepo, nil, a.Log.With("component", "prompt-versions"))
-	if up := a.rulesUpstream(); up != nil {
+	if up := rulesUpstream(a.RulesRepo, a.Config.Rules.Git); up != nil {
 		a.Versions.WriteThrough(up)
 	}
 }

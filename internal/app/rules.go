@@ -109,7 +109,7 @@ func (a *App) openRules(ctx context.Context) error {
 		})
 	}
 	a.Posts = slackapp.NewPosts(a.RulesRepo, m, nil, a.Log.With("component", "slack"))
-	if up := a.rulesUpstream(); up != nil {
+	if up := rulesUpstream(a.RulesRepo, a.Config.Rules.Git); up != nil {
 		a.Posts.WriteThrough(up)
 	}
 	svc := &api.RuleService{Rules: m, Posts: a.Posts, Retired: m.Upkeep().Retired, Log: a.Log}
@@ -152,12 +152,11 @@ func checkAtomicPush(ctx context.Context, r *rules.Remote, log *slog.Logger) err
 // the rules repository (Slack posts, prompt versions) are written through
 // with rules.git.write_through, nil otherwise. The rule manager writes its
 // own branches through the remote itself (rules.Remote.WriteThrough).
-func (a *App) rulesUpstream() *gitrepo.Upstream {
-	g := a.Config.Rules.Git
+func rulesUpstream(repo *gitrepo.Repo, g config.RulesGit) *gitrepo.Upstream {
 	if g.RemoteURL == "" || !g.WriteThrough {
 		return nil
 	}
-	return gitrepo.NewUpstream(a.RulesRepo, "origin", gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey}, gitrepo.UpstreamOptions{})
+	return gitrepo.NewUpstream(repo, "origin", gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey}, gitrepo.UpstreamOptions{})
 }
 
 // feedbackRemote is the name the feedback repository knows its remote by.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/precept-dev/precept/lib/testenv"
 )
@@ -42,10 +43,8 @@ func TestAFencedDecisionLandsWithItsFenceOrNotAtAll(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("Create = %v, %v", created, err)
 	}
-	for _, up := range []*Upstream{upB} {
-		if _, err := up.Pull(ctx, "main"); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := upB.Pull(ctx, "main"); err != nil {
+		t.Fatal(err)
 	}
 	if _, created, err := upB.Create(ctx, "proposal/p-1", base, CommitSpec{Message: "propose again", Changes: []Change{{Path: "p-1.md", Data: []byte("other")}}}); err != nil || created {
 		t.Fatalf("a second Create of a branch the remote holds = %v, %v", created, err)
@@ -100,24 +99,53 @@ func TestAFencedDecisionLandsWithItsFenceOrNotAtAll(t *testing.T) {
 }
 
 // A branch another node deleted on the remote is not made again by an
-// update of it, and a fast-forward Accept refuses is not taken.
+// update of it, even when an earlier fetch already pruned it (no trace
+// of it is left locally but the branch itself); a branch that is not
+// among those that must exist is pushed as it is, and a remote emptied
+// is given the history again; a fast-forward Accept refuses is not taken.
 func TestAnUpdateNeitherRevivesADeletedBranchNorFollowsARefusedTip(t *testing.T) {
 	ctx := context.Background()
 	srv := testenv.StartGitServer(t)
 	url := emptyRemote(t, srv, "rules")
-	_, upA := upstreamTo(t, url, Auth{})
+	r := openTemp(t, Options{})
+	if err := r.AddRemote("origin", url); err != nil {
+		t.Fatal(err)
+	}
+	upA := NewUpstream(r, "origin", Auth{}, UpstreamOptions{Backoff: time.Millisecond, MustExist: func(b string) bool { return strings.HasPrefix(b, "proposal/") }})
 	if _, err := upA.Update(ctx, "main", increment("root")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := upA.Update(ctx, "proposal/p-1", increment("p")); err != nil {
+	base, err := r.Snapshot("main")
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, created, err := upA.Create(ctx, "proposal/p-1", base, CommitSpec{Message: "propose", Changes: []Change{{Path: "p-1.md", Data: []byte("v1")}}}); err != nil || !created {
+		t.Fatalf("Create = %v, %v", created, err)
+	}
 	testenv.Git(t, srv.Dir("rules"), "update-ref", "-d", "refs/heads/proposal/p-1")
+	// Another write's fetch prunes the branch's tracking ref first.
+	if _, err := upA.Pull(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := upA.Update(ctx, "proposal/p-1", increment("approve")); !errors.Is(err, ErrBranchGone) {
 		t.Fatalf("an update of a branch deleted on the remote: %v", err)
 	}
 	if got := testenv.Git(t, srv.Dir("rules"), "for-each-ref", "refs/heads/proposal/"); got != "" {
 		t.Fatalf("the deleted branch came back: %s", got)
+	}
+	// A records branch the remote has never seen is pushed.
+	if _, err := upA.Update(ctx, "records", increment("first record")); err != nil {
+		t.Fatalf("the first write of a new branch: %v", err)
+	}
+	// A remote emptied by hand is given the history again.
+	for _, b := range []string{"main", "records"} {
+		testenv.Git(t, srv.Dir("rules"), "update-ref", "-d", "refs/heads/"+b)
+	}
+	if _, err := upA.Update(ctx, "main", increment("after the reset")); err != nil {
+		t.Fatalf("a write to an emptied remote: %v", err)
+	}
+	if got := testenv.Git(t, srv.Dir("rules"), "rev-list", "--count", "main"); got != "2" {
+		t.Fatalf("the emptied remote's main holds %s commits, want 2", got)
 	}
 
 	b, _ := upstreamTo(t, url, Auth{})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -229,11 +228,10 @@ func (r *Repo) Push(ctx context.Context, remote string, auth Auth, specs ...Push
 		return pushCLI(ctx, r.path, remote, u, auth, atomic, leases, specs)
 	}
 	opts := &git.PushOptions{RemoteName: remote, RefSpecs: refspecs, Auth: m, Atomic: atomic}
-	switch {
-	case len(leases) > 1 || len(leases) == 1 && leases[0].at.IsZero():
-		return fmt.Errorf("push %s: a lease on several refs, or on a ref that must not exist, needs the git CLI: use an SSH key without a passphrase", remote)
-	case len(leases) == 1:
-		opts.ForceWithLease = &git.ForceWithLease{RefName: plumbing.ReferenceName(leases[0].ref), Hash: leases[0].at}
+	if len(leases) > 0 {
+		// go-git checks a lease against the remote-tracking ref of the
+		// local source's name, not the remote ref: it cannot hold one.
+		return fmt.Errorf("push %s: a push with a lease needs the git CLI: use an SSH key without a passphrase", remote)
 	}
 	r.syncStorage()
 	err = r.repo.PushContext(ctx, opts)

@@ -17,9 +17,10 @@ import (
 // automatically; an operator decides (docs/decisions/0009-replicas.md).
 var ErrDiverged = errors.New("the local branch and its remote have diverged")
 
-// ErrBranchGone is a branch the remote held and holds no more: another
-// node deleted it (the branch of a proposal decided there), so an update
-// of it cannot land, and the Upstream does not bring it back.
+// ErrBranchGone is a branch the remote lacks that an update never
+// creates (UpstreamOptions.MustExist): another node deleted it (the
+// branch of a proposal decided there), so an update of it cannot land,
+// and the Upstream does not bring it back.
 var ErrBranchGone = errors.New("the branch was deleted on the remote")
 
 // ErrFenceMoved is a fenced update (UpdateFenced) whose fence branch the
@@ -51,6 +52,11 @@ type UpstreamOptions struct {
 	// and fails the update with ErrUntrusted. The rules repository checks
 	// precept's signatures here (docs/decisions/0016-trust-model.md).
 	Accept func(branch string, ours, theirs Hash) (bool, error)
+	// MustExist names the branches an update never creates on the
+	// remote (made only by Create): when the remote lacks one, another
+	// node deleted it, and an update of it fails with ErrBranchGone.
+	// Other branches missing on the remote are pushed as they are.
+	MustExist func(branch string) bool
 }
 
 // A Fence makes an update conditional on a second branch: the push that
@@ -137,6 +143,11 @@ func (u *Upstream) UpdateFenced(ctx context.Context, branch string, fn func(*Sna
 	defer unlock()
 	staging := stagingBranch(branch)
 	wait := u.opts.Backoff
+	// fenceMoved is set once the remote moved the fence branch: fn runs
+	// once more on the new tip, so that a decision another node landed
+	// meanwhile is the error the caller sees; otherwise the update fails
+	// with ErrFenceMoved.
+	var fenceMoved error
 	for attempt := 1; ; attempt++ {
 		var fence *Fence
 		snap, spec, err := runUpdate(ctx, u.repo, branch, func(s *Snapshot) (*CommitSpec, error) {
@@ -146,6 +157,9 @@ func (u *Upstream) UpdateFenced(ctx context.Context, branch string, fn func(*Sna
 		})
 		if err != nil || spec == nil {
 			return snap.Commit, err
+		}
+		if fenceMoved != nil {
+			return ZeroHash, fenceMoved
 		}
 		old, err := tipOrZero(u.repo, staging)
 		if err != nil {
@@ -169,9 +183,8 @@ func (u *Upstream) UpdateFenced(ctx context.Context, branch string, fn func(*Sna
 		}
 		err = u.repo.Push(ctx, u.remote, u.auth, specs...)
 		if err == nil {
-			// Only this process moves the branch while the lock is
-			// held, and other processes write through the remote too.
-			return h, u.repo.SetBranch(branch, snap.Commit, h)
+			_ = u.repo.DeleteBranch(staging, h)
+			return h, u.landed(branch, snap.Commit, h)
 		}
 		if !errors.Is(err, ErrRefChanged) {
 			return ZeroHash, err
@@ -192,10 +205,38 @@ func (u *Upstream) UpdateFenced(ctx context.Context, branch string, fn func(*Sna
 				return ZeroHash, err
 			}
 			if theirs != fence.At {
-				return ZeroHash, fmt.Errorf("%s read at %s, now %s on %s: %w", fence.Branch, short(fence.At), short(theirs), u.remote, ErrFenceMoved)
+				fenceMoved = fmt.Errorf("%s read at %s, now %s on %s: %w", fence.Branch, short(fence.At), short(theirs), u.remote, ErrFenceMoved)
+				// The next read of the fence branch is the remote's,
+				// when this node accepts it; a deleted one stays.
+				if !theirs.IsZero() {
+					unlock := u.repo.lockBranch(fence.Branch)
+					_, _ = u.pull(ctx, fence.Branch)
+					unlock()
+				}
 			}
 		}
 	}
+}
+
+// landed moves the local branch to h, which the remote took on top of
+// base. Another goroutine following the remote (a sync) may have moved
+// it there, or past it, first: that is success too.
+func (u *Upstream) landed(branch string, base, h Hash) error {
+	err := u.repo.SetBranch(branch, base, h)
+	if !errors.Is(err, ErrRefChanged) {
+		return err
+	}
+	tip, terr := tipOrZero(u.repo, branch)
+	if terr != nil {
+		return terr
+	}
+	if tip == h {
+		return nil
+	}
+	if ok, aerr := u.repo.IsAncestor(h, tip); aerr == nil && ok {
+		return nil
+	}
+	return err
 }
 
 // Create commits spec on a new branch forked from base (an empty
@@ -219,15 +260,22 @@ func (u *Upstream) Create(ctx context.Context, branch string, base *Snapshot, sp
 	}
 	none := ZeroHash
 	err = u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: staging, RemoteBranch: branch, Expect: &none})
-	switch {
-	case errors.Is(err, ErrRefChanged):
+	if errors.Is(err, ErrRefChanged) {
+		// Only a branch the remote now holds was made by another node;
+		// any other refusal is this write's failure.
+		if _, ferr := u.repo.Fetch(ctx, u.remote, u.auth); ferr != nil {
+			return ZeroHash, false, errors.Join(err, ferr)
+		}
+		if theirs, terr := remoteTip(u.repo, u.remote, branch); terr != nil || theirs.IsZero() {
+			return ZeroHash, false, errors.Join(err, terr)
+		}
 		return ZeroHash, false, nil
-	case err != nil:
+	}
+	if err != nil {
 		return ZeroHash, false, err
 	}
-	if err := u.repo.SetBranch(branch, ZeroHash, h); errors.Is(err, ErrRefChanged) {
-		return ZeroHash, false, nil
-	} else if err != nil {
+	_ = u.repo.DeleteBranch(staging, h)
+	if err := u.landed(branch, ZeroHash, h); err != nil {
 		return ZeroHash, false, err
 	}
 	return h, true, nil
@@ -249,30 +297,32 @@ func (u *Upstream) Pull(ctx context.Context, branch string) (bool, error) {
 
 // pull is Pull with the branch's lock held.
 func (u *Upstream) pull(ctx context.Context, branch string) (bool, error) {
-	before, err := remoteTip(u.repo, u.remote, branch)
-	if err != nil {
+	_, err := u.repo.Fetch(ctx, u.remote, u.auth)
+	empty := IsEmptyRemote(err)
+	if err != nil && !empty {
 		return false, err
 	}
-	if _, err := u.repo.Fetch(ctx, u.remote, u.auth); err != nil && !IsEmptyRemote(err) {
-		return false, err
-	}
-	theirs, err := remoteTip(u.repo, u.remote, branch)
-	if err != nil {
-		return false, err
+	theirs := ZeroHash
+	if !empty {
+		// An empty remote prunes nothing: its tracking refs are stale.
+		if theirs, err = remoteTip(u.repo, u.remote, branch); err != nil {
+			return false, err
+		}
 	}
 	ours, err := tipOrZero(u.repo, branch)
 	if err != nil {
 		return false, err
 	}
+	none := ZeroHash
 	switch {
 	case theirs == ours:
 		return false, nil
 	case ours == ZeroHash:
 		return true, u.follow(branch, ZeroHash, theirs)
-	case theirs == ZeroHash && !before.IsZero():
-		return false, fmt.Errorf("%s/%s, last seen at %s: %w", u.remote, branch, short(before), ErrBranchGone)
+	case theirs == ZeroHash && u.opts.MustExist != nil && u.opts.MustExist(branch):
+		return false, fmt.Errorf("%s/%s: %w", u.remote, branch, ErrBranchGone)
 	case theirs == ZeroHash:
-		return false, u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: branch})
+		return false, u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: branch, Expect: &none})
 	}
 	behind, err := u.repo.IsAncestor(ours, theirs)
 	if err != nil {
@@ -286,7 +336,7 @@ func (u *Upstream) pull(ctx context.Context, branch string) (bool, error) {
 		return false, err
 	}
 	if ahead {
-		return false, u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: branch})
+		return false, u.repo.Push(ctx, u.remote, u.auth, PushSpec{Branch: branch, Expect: &theirs})
 	}
 	return false, fmt.Errorf("%s at %s, %s/%s at %s: %w", branch, short(ours), u.remote, branch, short(theirs), ErrDiverged)
 }
