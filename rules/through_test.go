@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -178,5 +179,50 @@ func TestAnApprovalTheRemoteDidNotTakeIsNotRecorded(t *testing.T) {
 	}
 	if got := a.approve(p.ID, "alice"); got.Status != rulefmt.Approved {
 		t.Fatalf("the approval once the remote is back = %s", got.Status)
+	}
+}
+
+// Writing through the remote, a push precept did not sign on a proposal
+// branch is overruled on the server itself: precept's record is pushed
+// over it (a fast-forward of the forged tip it merges), the forged
+// approval counts nowhere, and the proposal can still be decided.
+func TestAnUnsignedPushIsOverruledOnTheServerWhenWritingThrough(t *testing.T) {
+	ctx := context.Background()
+	a, _, srv := throughNodes(t)
+	p := a.proposeOne(cluster("c-tests", "coding-agent", testsCluster...))
+	branch := rulefmt.ProposalBranch(p.ID)
+	clone := filepath.Join(t.TempDir(), "mallory")
+	testenv.Git(t, filepath.Dir(clone), "clone", "--quiet", srv.URL("rules"), clone)
+	mallory := func(args ...string) string {
+		return testenv.GitAs(t, clone, "Mallory", "mallory@example.com", args...)
+	}
+	mallory("checkout", "--quiet", "-B", branch, "origin/"+branch)
+	file := filepath.Join(clone, rulefmt.ProposalPath(p.ID))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := regexp.MustCompile(`(?m)^status: .*$`).ReplaceAllString(string(data), "status: APPROVED")
+	if err := os.WriteFile(file, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mallory("commit", "--quiet", "-am", "Approve "+p.ID)
+	mallory("push", "--quiet", "origin", branch)
+	forgedTip := testenv.Git(t, srv.Dir("rules"), "rev-parse", branch)
+
+	if err := a.m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tip := testenv.Git(t, srv.Dir("rules"), "rev-parse", branch); tip == forgedTip {
+		t.Fatal("precept's record was not pushed over the forged commit")
+	}
+	if msg := testenv.Git(t, srv.Dir("rules"), "log", "-1", "--format=%B", branch); !strings.Contains(msg, forgedTip) {
+		t.Fatalf("the server's tip does not overrule %s:\n%s", forgedTip, msg)
+	}
+	if got := a.get(p.ID); got.Status != rulefmt.Pending {
+		t.Fatalf("after the forged approval the proposal is %s", got.Status)
+	}
+	if got := a.approve(p.ID, "alice"); got.Status != rulefmt.Approved || got.MergedCommit == "" {
+		t.Fatalf("the approval after the overruled push = %+v", got)
 	}
 }

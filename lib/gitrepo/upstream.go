@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -176,7 +177,15 @@ func (u *Upstream) UpdateFenced(ctx context.Context, branch string, fn func(*Sna
 			return h, nil
 		}
 		base := snap.Commit
-		specs := []PushSpec{{Branch: staging, RemoteBranch: branch, Expect: &base}}
+		// The lease is the tip the update read; a commit that merges
+		// the tip the remote was last seen at (a record put over a push
+		// this node did not take, rules' keepRecord) is a fast-forward
+		// of that tip and is leased on it instead.
+		expect := base
+		if seen, err := remoteTip(u.repo, u.remote, branch); err == nil && !seen.IsZero() && seen != base && slices.Contains(spec.MergeParents, seen) {
+			expect = seen
+		}
+		specs := []PushSpec{{Branch: staging, RemoteBranch: branch, Expect: &expect}}
 		if fence != nil {
 			at := fence.At
 			specs = append(specs, PushSpec{RemoteBranch: fence.Branch, Delete: true, Expect: &at})
