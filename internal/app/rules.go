@@ -67,9 +67,9 @@ func (a *App) openRules(ctx context.Context) error {
 	}
 	if g := cfg.Git; g.RemoteURL != "" {
 		opts.Remote = &rules.Remote{
-			Name:          "origin",
+			Name:          rulesRemote,
 			URL:           g.RemoteURL,
-			Auth:          gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey},
+			Auth:          rulesAuth(g),
 			WebURL:        g.WebURL,
 			FetchInterval: g.FetchInterval,
 			// The Slack app's post records travel with the rules.
@@ -156,7 +156,15 @@ func rulesUpstream(repo *gitrepo.Repo, g config.RulesGit) *gitrepo.Upstream {
 	if g.RemoteURL == "" || !g.WriteThrough {
 		return nil
 	}
-	return gitrepo.NewUpstream(repo, "origin", gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey}, gitrepo.UpstreamOptions{})
+	return gitrepo.NewUpstream(repo, rulesRemote, rulesAuth(g), gitrepo.UpstreamOptions{})
+}
+
+// rulesRemote is the name the rules repository knows its remote by.
+const rulesRemote = "origin"
+
+// rulesAuth is the rules remote's credentials.
+func rulesAuth(g config.RulesGit) gitrepo.Auth {
+	return gitrepo.Auth{Username: g.Username, Password: g.Password, SSHKeyPath: g.SSHKey}
 }
 
 // feedbackRemote is the name the feedback repository knows its remote by.
