@@ -182,8 +182,10 @@ func (u *Upstream) UpdateFenced(ctx context.Context, branch string, fn func(*Sna
 		// this node did not take, rules' keepRecord) is a fast-forward
 		// of that tip and is leased on it instead.
 		expect := base
-		if seen, err := remoteTip(u.repo, u.remote, branch); err == nil && !seen.IsZero() && seen != base && slices.Contains(spec.MergeParents, seen) {
-			expect = seen
+		if len(spec.MergeParents) > 0 {
+			if seen, err := remoteTip(u.repo, u.remote, branch); err == nil && !seen.IsZero() && seen != base && slices.Contains(spec.MergeParents, seen) {
+				expect = seen
+			}
 		}
 		specs := []PushSpec{{Branch: staging, RemoteBranch: branch, Expect: &expect}}
 		if fence != nil {
