@@ -109,10 +109,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	propose := time.NewTicker(m.opts.ProposeInterval)
 	defer propose.Stop()
 	var fetch <-chan time.Time
+	var refetch <-chan struct{}
 	if m.remote != nil {
 		t := time.NewTicker(m.remote.r.FetchInterval)
 		defer t.Stop()
-		fetch = t.C
+		fetch, refetch = t.C, m.remote.r.Refetch
 		m.remote.syncAndLog(ctx)
 	}
 	took := m.timedRound(ctx)
@@ -133,6 +134,8 @@ func (m *Manager) Run(ctx context.Context) error {
 			}
 			took = m.timedRound(ctx)
 		case <-fetch:
+			m.remote.syncAndLog(ctx)
+		case <-refetch:
 			m.remote.syncAndLog(ctx)
 		case <-m.notify.kick:
 			m.remote.syncAndLog(ctx)

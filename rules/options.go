@@ -153,6 +153,11 @@ type Remote struct {
 	// decide about one proposal. Without it commits are local first and
 	// the remote is synced every FetchInterval (docs/decisions/0009-replicas.md).
 	WriteThrough bool
+	// Refetch, when set, asks Run to sync at once each time a value
+	// arrives: a notice that another node moved the remote, so that its
+	// decisions reach this node's prompts without waiting for the next
+	// FetchInterval (docs/deploy.md, "How decisions reach every node").
+	Refetch <-chan struct{}
 }
 
 func (r *Remote) validate() error {

@@ -114,7 +114,7 @@ feedback:
   git: {remote_url: %q}
 rules:
   required_approvals: 1
-  git: {remote_url: %q, fetch_interval: 500ms, write_through: true, signing_key: %q}
+  git: {remote_url: %q, fetch_interval: 10s, write_through: true, signing_key: %q}
 prompts: {watch_poll: 200ms}
 `, nd.addr, nd.data, name, aliceTok, bobTok, carolTok, testenv.SentinelMaster, strings.Join(set.SentinelAddrs(), ", "),
 			srv.URL("feedback"), srv.URL("rules"), "one deployment's signing key, shared by its three nodes"))

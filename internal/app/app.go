@@ -130,9 +130,12 @@ type App struct {
 	// failovers watches the primary Sentinel names; nil without
 	// redis.sentinel.
 	failovers *primaryWatch
-	listener  net.Listener
-	server    *http.Server
-	mux       *http.ServeMux
+	// rulesNotice tells other nodes of this node's rules changes, and
+	// this node of theirs; nil without rules.git.write_through.
+	rulesNotice *rulesNotice
+	listener    net.Listener
+	server      *http.Server
+	mux         *http.ServeMux
 	// interceptors apply to every Connect handler; rpcInterceptors lists
 	// them.
 	interceptors    connect.Option
@@ -469,6 +472,9 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Consumer.Run(gctx) })
 	if a.failovers != nil {
 		g.Go(func() error { a.failovers.run(gctx); return nil })
+	}
+	if a.rulesNotice != nil {
+		g.Go(func() error { return a.rulesNotice.run(gctx) })
 	}
 	g.Go(func() error { return a.Feedback.Run(gctx) })
 	if a.Config.Evaluator.Enabled {

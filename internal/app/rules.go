@@ -76,6 +76,10 @@ func (a *App) openRules(ctx context.Context) error {
 			Branches:     []string{slackapp.PostBranch, prompts.VersionBranch},
 			WriteThrough: g.WriteThrough,
 		}
+		if g.WriteThrough {
+			a.rulesNotice = newRulesNotice(a.Redis, a.Config.Redis.Stream, a.Log.With("component", "rules"))
+			opts.Remote.Refetch = a.rulesNotice.refetch
+		}
 	}
 	m, err := rules.New(a.RulesRepo, opts)
 	if err != nil {
@@ -101,6 +105,9 @@ func (a *App) openRules(ctx context.Context) error {
 			a.Prompts.Notify()
 		}
 	})
+	if a.rulesNotice != nil {
+		m.OnChange(a.rulesNotice.changed)
+	}
 	if a.Evaluator != nil {
 		a.OnEvaluatorChange(func(c evaluator.Change) {
 			if len(c.GeneralizableClusters) > 0 {
