@@ -18,7 +18,7 @@ CONFIG   ?=
 # (docs/console.md, "Tests in a real browser").
 SCREENSHOTS ?= $(abspath test-output/console)
 
-.PHONY: all run build test test-short deps fuzz bench bench-smoke bench-scale bench-console eval eval-real generate checkgenerate lint tools clean
+.PHONY: all run build test test-short deps fuzz bench bench-nodes bench-smoke bench-scale bench-console eval eval-real generate checkgenerate lint tools clean
 
 all: lint test
 
@@ -72,7 +72,7 @@ fuzz:
 ## echo, latency, approval-to-watcher; ingest while repositories are
 ## maintained; every console page's server time at 100k stored decisions
 ## and 200 rules, BenchmarkConsolePages, about 6 minutes); the others are
-## micro-benchmarks.
+## micro-benchmarks, and bench-nodes.
 ## PRECEPT_BENCH_SIZES lists the counts of stored decisions to measure at
 ## instead of 10000,100000 (testenv.BenchSizes; benchmarks of one size
 ## scale with the largest); PRECEPT_BENCH_SIZES=10000 and
@@ -80,6 +80,16 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkIngest$$|BenchmarkIngestClassify|BenchmarkPrompt$$|BenchmarkMaintainDuringIngest|BenchmarkLearningLoopCost|BenchmarkConsolePages' -benchtime 1x -timeout 90m ./internal/app
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./evaluator/... ./analytics/... ./lib/embedding/... ./feedbackstore/... ./lib/vectorindex/... ./prompts/... ./internal/stream/... ./internal/slackapp/...
+	$(MAKE) bench-nodes
+
+## bench-nodes: preceptd on one node and on three against one git server
+## and one Redis (BenchmarkNodes: ingest, ingest + classify, CPU, the
+## clusters every node lists, approval to prompt on every node), and what
+## one branch of the git server takes from one store and from three
+## (BenchmarkOneBranch); docs/decisions/0019-evaluation-across-nodes.md.
+bench-nodes:
+	$(GO) test -run '^$$' -bench 'BenchmarkOneBranch$$' -benchtime 1x -timeout 30m ./feedbackstore
+	$(GO) test -run '^$$' -bench 'BenchmarkNodes$$' -benchtime 1x -timeout 60m ./cmd/preceptd
 
 ## bench-smoke: every benchmark of the module once (-benchtime 1x) at
 ## PRECEPT_BENCH_SIZES=$(BENCH_SMOKE_SIZES), against the real servers the

@@ -36,7 +36,7 @@ func binaries(t *testing.T) (preceptd, precept string) {
 
 // daemon is a preceptd child process.
 type daemon struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	addr   string
 	logs   *strings.Builder
@@ -44,7 +44,7 @@ type daemon struct {
 	exited chan struct{}
 }
 
-func startDaemon(t *testing.T, bin, configPath, addr string) *daemon {
+func startDaemon(t testing.TB, bin, configPath, addr string) *daemon {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", configPath)
 	d := &daemon{t: t, cmd: cmd, addr: addr, logs: &strings.Builder{}, logsMu: &sync.Mutex{}, exited: make(chan struct{})}
@@ -97,7 +97,7 @@ func (d *daemon) kill() {
 	}
 }
 
-func (d *daemon) stop(t *testing.T) {
+func (d *daemon) stop(t testing.TB) {
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:
@@ -110,21 +110,26 @@ var gaugeLine = regexp.MustCompile(`(?m)^precept_feedback_decisions ([0-9.e+]+)$
 
 // stored returns how many decisions the daemon's index holds.
 func (d *daemon) stored() int {
-	resp, err := http.Get("http://" + d.addr + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := gaugeLine.FindSubmatch(b)
+	m := gaugeLine.FindStringSubmatch(d.metrics())
 	if m == nil {
 		return 0
 	}
-	f, _ := strconv.ParseFloat(string(m[1]), 64)
+	f, _ := strconv.ParseFloat(m[1], 64)
 	return int(f)
 }
 
-func writeConfig(t *testing.T, dir, body string) string {
+// metrics returns the daemon's /metrics page, empty when it does not answer.
+func (d *daemon) metrics() string {
+	resp, err := http.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func writeConfig(t testing.TB, dir, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, fmt.Sprintf("precept-%d.yaml", time.Now().UnixNano()))
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -151,7 +156,7 @@ func xaddMany(t *testing.T, rdb *redis.Client, prefix string, n int) {
 	}
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool, logs func() string) {
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool, logs func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -162,7 +167,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool,
 	}
 }
 
-func gitCount(t *testing.T, repo string) int {
+func gitCount(t testing.TB, repo string) int {
 	t.Helper()
 	out, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "main", "feedback/decisions").Output()
 	if err != nil {
