@@ -15,15 +15,18 @@ const overFetch = 4
 // goes to the server's filtered search at once.
 const maxOverFetched = 4096
 
-// filtered answers a query with a metadata filter, exactly as the
-// server's filtered search would, mostly without it: Chroma's filtered
-// search was 110–190 ms a query against 13–17 ms unfiltered, on a
+// filtered answers a query with a metadata filter as the server's
+// filtered search would (exactly so where Chroma's searches are exact:
+// past its brute-force buffer both are approximate), mostly without it:
+// Chroma's filtered search was 110–190 ms a query against 13–17 ms
+// unfiltered, on a
 // collection of 50k vectors where the filter kept one agent's fifth
 // (docs/decisions/0003, "Filtered queries"). It reads the overFetch·n
 // nearest vectors of the whole collection and keeps those matching the
 // filter. They are the answer when the collection had no more vectors,
 // or when the last vector read is already below q.MinSimilarity (any
-// match left out is below it too), or when n matches are strictly more
+// match left out is below it too, and topk.Select cuts there, so fewer
+// than n hits is the whole answer), or when n matches are strictly more
 // similar than the last vector read (any match left out is at most as
 // similar as that one). Otherwise it asks the server's filtered search.
 func filtered(ctx context.Context, n int, q vectorindex.Query, all, server topk.SearchFunc) ([]vectorindex.Hit, error) {
