@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -304,9 +305,15 @@ func (s *Service) similarIDs(c *candidate, cands []*candidate) []string {
 			all = append(all, scored{p.item.Feedback.DecisionID, sim})
 		}
 	}
+	// Index hits and batch neighbours reach their similarities by
+	// different arithmetic, so two copies of one comment may score
+	// 0.99999994 and 1 depending on whether the earlier one was already
+	// indexed or still in the batch: ordered at float32's precision,
+	// they tie and are listed by id, however the batches fell.
+	key := func(sim float64) float64 { return math.Round(sim * 1e6) }
 	sort.Slice(all, func(i, j int) bool {
-		if all[i].sim != all[j].sim {
-			return all[i].sim > all[j].sim
+		if a, b := key(all[i].sim), key(all[j].sim); a != b {
+			return a > b
 		}
 		return all[i].id < all[j].id
 	})

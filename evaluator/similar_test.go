@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/precept-dev/precept"
+	"github.com/precept-dev/precept/lib/vectorindex"
 )
 
 // The similar decisions an evaluation lists are its agent's own, from
@@ -40,5 +41,23 @@ func TestSimilarDecisionsAreTheAgentsOwn(t *testing.T) {
 	}
 	if slices.ContainsFunc(ev.SimilarIDs, func(id string) bool { return id == "x" || id == "y" }) || !slices.Contains(ev.SimilarIDs, "a") {
 		t.Fatalf("the dry run lists %v", ev.SimilarIDs)
+	}
+}
+
+// Two copies of one comment score alike whether the earlier one came
+// from the index (its arithmetic: 0.99999994) or from the same batch
+// (1): the list is by id either way, so it does not depend on how the
+// decisions fell into batches (the README's worked example once listed
+// dec-102 before dec-101).
+func TestSimilarIDsDoNotDependOnWhereTheTwinWasScored(t *testing.T) {
+	s := &Service{opts: Options{}.withDefaults()}
+	vec := []float32{0.1, 0.7, 0.3}
+	cand := func(id string) *candidate {
+		return &candidate{item: Item{Feedback: precept.Feedback{Decision: precept.Decision{DecisionID: id, Agent: "coding-agent"}}}, vec: vec}
+	}
+	batchTwin, c := cand("dec-102"), cand("dec-103")
+	c.hits = []vectorindex.Hit{{ID: "dec-101", Similarity: 0.99999994}}
+	if got := s.similarIDs(c, []*candidate{batchTwin, c}); !slices.Equal(got, []string{"dec-101", "dec-102"}) {
+		t.Errorf("similar %v, want [dec-101 dec-102]", got)
 	}
 }
