@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -300,7 +301,19 @@ func (e *benchEnv) approvalsToPrompt(name string, ds []*daemon, logs func() stri
 	}
 	testenv.GitAs(b, clone, "Jane Curator", "jane@example.com", "add", ".")
 	testenv.GitAs(b, clone, "Jane Curator", "jane@example.com", "commit", "--quiet", "-m", "stage prompt")
-	testenv.GitAs(b, clone, "Jane Curator", "jane@example.com", "push", "--quiet", "origin", "main")
+	// The nodes may commit to main meanwhile (a held draft, effects):
+	// the curator rebases onto theirs and pushes again.
+	for attempt := 1; ; attempt++ {
+		cmd := exec.Command("git", "-C", clone, "push", "--quiet", "origin", "main")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			break
+		}
+		if attempt == 5 {
+			b.Fatalf("the curator's push: %v\n%s", err, out)
+		}
+		testenv.GitAs(b, clone, "Jane Curator", "jane@example.com", "pull", "--quiet", "--rebase", "origin", "main")
+	}
 	ctx := context.Background()
 	build := func(d *daemon, agent string) (string, error) {
 		resp, err := promptsAs(d.addr, carolTok).BuildPrompt(ctx, connect.NewRequest(&preceptv1.BuildPromptRequest{Agent: agent, Stage: "implement"}))
