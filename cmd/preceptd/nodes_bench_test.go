@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,7 +180,7 @@ rules:
 	r.evaluated = time.Since(start)
 	r.cpu = processCPU(ds) - cpu0
 	busy1, total1 := machineCPU(b)
-	r.busy, r.cores = (busy1-busy0)/(total1-total0), runtimeCores()
+	r.busy, r.cores = (busy1-busy0)/(total1-total0), runtime.NumCPU()
 	b.StopTimer()
 	if got := gitCount(b, e.srv.Dir("feedback-"+name)); got != n {
 		b.Fatalf("%s: the server holds %d decisions, want %d", name, got, n)
@@ -357,21 +358,11 @@ func (e *benchEnv) approvalsToPrompt(name string, ds []*daemon, logs func() stri
 			time.Sleep(5 * time.Millisecond)
 		}
 		lat = append(lat, time.Since(start))
-		if vs := slices.Compact(slices.Sorted(mapValues(versions))); len(vs) != 1 {
+		if vs := slices.Compact(slices.Sorted(maps.Values(versions))); len(vs) != 1 {
 			b.Fatalf("after approving %q the nodes serve versions %v", text, vs)
 		}
 	}
 	return lat
-}
-
-func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
-	return func(yield func(V) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
-	}
 }
 
 // processCPU returns the CPU seconds (user and system) the daemons'
@@ -408,14 +399,6 @@ func machineCPU(b testing.TB) (busy, total float64) {
 		}
 	}
 	return busy, total
-}
-
-func runtimeCores() int {
-	raw, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	return len(regexp.MustCompile(`(?m)^cpu[0-9]+ `).FindAll(raw, -1))
 }
 
 // evaluations returns how many decisions the daemon has evaluated.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -287,13 +288,7 @@ prompts: {watch_poll: 200ms}
 	if took > 2*time.Second {
 		t.Errorf("the last node served the rule %s after the approval; want within 2 s", took.Round(time.Millisecond))
 	}
-	vs := slices.Compact(slices.Sorted(func(yield func(string) bool) {
-		for _, v := range versions {
-			if !yield(v) {
-				return
-			}
-		}
-	}))
+	vs := slices.Compact(slices.Sorted(maps.Values(versions)))
 	if len(vs) != 1 {
 		t.Errorf("the nodes serve different versions: %v", versions)
 	}
