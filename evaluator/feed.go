@@ -35,7 +35,7 @@ func (f storeFeed) Since(seq uint64, limit int) ([]Item, error) {
 		out[i] = Item{Seq: e.Seq}
 		switch {
 		case e.Decision != nil:
-			out[i].Feedback = e.Decision.Feedback
+			out[i].Feedback, out[i].Commit = e.Decision.Feedback, e.Decision.Commit
 		case e.Clarification != nil:
 			out[i].Conversation = conversationOf(*e.Clarification)
 		case e.Correction != nil:

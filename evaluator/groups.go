@@ -186,6 +186,50 @@ func (g *groups) takeQueued(keys []string) []string {
 	return out
 }
 
+// takeByMembers returns, sorted, the groups a pass paced by the feed
+// takes (pacer): every one queued for another reason than growth, and
+// every one whose members differ from those at its last pass by
+// dueGrowth as takeDue reckons it, whether or not this process saw it
+// grow; they leave the queues.
+func (g *groups) takeByMembers() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	keys := map[string]bool{}
+	for key := range g.byGroup {
+		keys[key] = true
+	}
+	for key := range g.passed {
+		keys[key] = true
+	}
+	for key := range keys {
+		was, ok := g.passed[key]
+		now := g.membersLocked(key)
+		if (!ok && now > 0) || (ok && now-was >= max(1, int(dueGrowth*float64(was)))) || now < was {
+			g.dirty[key] = true
+		}
+	}
+	out := slices.Sorted(maps.Keys(g.dirty))
+	for _, k := range out {
+		delete(g.grown, k)
+	}
+	clear(g.dirty)
+	return out
+}
+
+// setPassed replaces the members each group had at its last pass.
+func (g *groups) setPassed(passed map[string]int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.passed = passed
+}
+
+// passedCopy returns the members each group had at its last pass.
+func (g *groups) passedCopy() map[string]int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return maps.Clone(g.passed)
+}
+
 // passedWith records that a pass re-clustered a group of members.
 func (g *groups) passedWith(key string, members int) {
 	g.mu.Lock()

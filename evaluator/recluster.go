@@ -71,6 +71,9 @@ const maxExactGroup = 4000
 // group is done under the evaluator's lock on its own; Run instead
 // interleaves a pass's groups with batches of new decisions (pass).
 func (s *Service) Recluster(ctx context.Context) (ReclusterReport, error) {
+	if s.pace != nil {
+		return ReclusterReport{}, ErrPaced
+	}
 	p := newPass(s, false)
 	err := p.run(ctx, 0)
 	p.rep.Took = time.Since(p.start)
@@ -168,6 +171,9 @@ func (p *pass) run(ctx context.Context, budget time.Duration) error {
 
 // ReclusterAll runs a re-clustering pass over every group, changed or not.
 func (s *Service) ReclusterAll(ctx context.Context) (ReclusterReport, error) {
+	if s.pace != nil {
+		return ReclusterReport{}, ErrPaced
+	}
 	s.groups.markAllDirty()
 	return s.Recluster(ctx)
 }

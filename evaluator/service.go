@@ -18,7 +18,10 @@ import (
 // stored decision, or a clarification record or a curator correction to
 // apply.
 type Item struct {
-	Seq          uint64
+	Seq uint64
+	// Commit names the feed's commit that brought a decision: with
+	// Options.PassEvery a batch holds decisions of one commit only.
+	Commit       string
 	Feedback     precept.Feedback
 	Conversation *Conversation
 	// Correction, when set, is a curator correction to apply.
@@ -99,6 +102,12 @@ type Options struct {
 	// (docs/lessons.md, "Re-clustering"); default DefaultReclusterEvery,
 	// negative never (Recluster still runs on demand).
 	ReclusterEvery time.Duration
+	// PassEvery, when set, paces re-clustering by the feed instead of
+	// the clock, for several nodes evaluating one feed: Run re-clusters
+	// after the batch that carried the position past each multiple of
+	// PassEvery, batches never mix the feed's commits, and
+	// ReclusterEvery and passes on demand are off (paced.go).
+	PassEvery uint64
 	// BatchSize is how many decisions are evaluated together; default
 	// DefaultBatchSize.
 	BatchSize int
@@ -206,6 +215,9 @@ type Service struct {
 	// corrections; both work on the state above under mu.
 	reclusterer *reclusterer
 	corrections *corrections
+	// pace, with Options.PassEvery, runs the passes at the feed's
+	// positions; nil otherwise.
+	pace *pacer
 }
 
 // New opens the evaluator's state at statePath over an index whose spec
@@ -227,7 +239,16 @@ func New(ctx context.Context, feed Feed, emb embedding.Embedder, index vectorind
 	s.corrections = &corrections{state: st, index: index, groups: s.groups, lessons: opts.Lessons,
 		thresholds: opts.Thresholds, now: opts.Now, log: opts.Logger, recluster: s.reclusterer}
 	err = eachJSON(st, bClusters, func(c Cluster) error { s.groups.put(&c); return nil })
-	s.groups.markAllDirty()
+	if opts.PassEvery > 0 {
+		// The groups a pass takes follow from the state, not from
+		// this start.
+		s.pace = &pacer{every: opts.PassEvery, state: st, groups: s.groups}
+		if err == nil {
+			err = s.pace.load()
+		}
+	} else {
+		s.groups.markAllDirty()
+	}
 	if err == nil {
 		err = s.syncIndex(ctx, reset)
 	}
@@ -372,7 +393,25 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	for {
-		if p == nil && s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
+		if s.pace != nil {
+			if _, err := s.pace.catchUp(ctx, s); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				// No batch before the pass: the next would be evaluated
+				// against other clusters than on the other nodes.
+				failures++
+				wait := min(time.Duration(1<<min(failures, 6))*250*time.Millisecond, 15*time.Second)
+				s.log.Error("re-cluster at the feed's position; will retry", "err", err, "retry_in", wait)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(wait):
+				}
+				continue
+			}
+		}
+		if p == nil && s.pace == nil && s.opts.ReclusterEvery > 0 && time.Since(lastRecluster) >= s.opts.ReclusterEvery {
 			lastRecluster = time.Now()
 			p = newPass(s, true)
 		}
@@ -441,6 +480,9 @@ func (s *Service) Step(ctx context.Context) (int, error) {
 		return 1, nil
 	}
 	items = leadingDecisions(items)
+	if s.pace != nil {
+		items = oneCommit(items)
+	}
 	start := time.Now()
 	b, err := s.evaluateBatch(ctx, items)
 	if err != nil {

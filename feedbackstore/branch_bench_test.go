@@ -3,6 +3,7 @@ package feedbackstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,9 @@ import (
 // through one git http-backend, two batches in flight per store
 // (redis.max_in_flight's default), as fast as the server takes them.
 // Three stores' rate is what the one branch takes from three nodes on
-// this machine; against one store's it says what contention costs
+// this machine; against one store's it says what contention costs.
+// Three stores each on a branch of its own (a repository of its own on
+// the same server) bound what per-node branches could reach here
 // (docs/decisions/0019-evaluation-across-nodes.md).
 func BenchmarkOneBranch(b *testing.B) {
 	const batch = 500
@@ -28,13 +31,27 @@ func BenchmarkOneBranch(b *testing.B) {
 	srv := testenv.StartGitServer(b)
 	ctx := context.Background()
 	for range b.N {
-		rates := map[int]float64{}
-		for _, writers := range []int{1, 3} {
-			name := fmt.Sprintf("branch-%d-%d", writers, time.Now().UnixNano())
-			testenv.Git(b, srv.Root, "init", "--quiet", "--bare", "--initial-branch=main", srv.Dir(name))
+		rates := map[string]float64{}
+		for _, c := range []struct {
+			writers  int
+			branches int
+		}{{1, 1}, {3, 1}, {3, 3}} {
+			writers := c.writers
+			label := fmt.Sprintf("%dstores", writers)
+			if c.branches > 1 {
+				label += fmt.Sprintf("-%dbranches", c.branches)
+			}
+			name := fmt.Sprintf("branch-%s-%d", label, time.Now().UnixNano())
 			var stores []*fixture
-			for range writers {
-				stores = append(stores, openRemote(b, srv.URL(name), gitrepo.Auth{}))
+			for i := range writers {
+				// Each store on a branch of its own is what per-node
+				// branches could at best reach: no refused push, and no
+				// merge of the branches into one order.
+				repo := fmt.Sprintf("%s-%d", name, i%c.branches)
+				if i < c.branches {
+					testenv.Git(b, srv.Root, "init", "--quiet", "--bare", "--initial-branch=main", srv.Dir(repo))
+				}
+				stores = append(stores, openRemote(b, srv.URL(repo), gitrepo.Auth{}))
 			}
 			batches := make(chan []precept.Feedback, n/batch)
 			for i := 0; i < n; i += batch {
@@ -80,13 +97,22 @@ func BenchmarkOneBranch(b *testing.B) {
 				}
 				pushes, refused = pushes+st.Writes.Pushes, refused+st.Writes.PushesRejected
 			}
-			rates[writers] = float64(n) / took.Seconds()
-			b.Logf("%d store(s): %d decisions through one branch in %.2f s, %.0f/s; %d pushes taken, %d refused (another store pushed first); %d writes gave up after %s and were sent again",
-				writers, n, took.Seconds(), rates[writers], pushes, refused, gaveUp.Load(), RemoteTimeout)
-			b.ReportMetric(float64(gaveUp.Load()), fmt.Sprintf("gave-up-%dstores", writers))
-			b.ReportMetric(rates[writers], fmt.Sprintf("decisions/s-%dstores", writers))
-			b.ReportMetric(float64(refused)/float64(max(1, pushes)), fmt.Sprintf("refused-per-push-%dstores", writers))
+			stored := 0
+			for i := range c.branches {
+				out := testenv.Git(b, srv.Root, "--git-dir", srv.Dir(fmt.Sprintf("%s-%d", name, i)), "ls-tree", "-r", "--name-only", "main", DecisionsDir)
+				stored += strings.Count(out, ".json")
+			}
+			if stored != n {
+				b.Fatalf("%s: the server holds %d decisions, %d were stored", label, stored, n)
+			}
+			rates[label] = float64(n) / took.Seconds()
+			b.Logf("%d store(s) on %d branch(es): %d decisions in %.2f s, %.0f/s; %d pushes taken, %d refused (another store pushed first); %d writes gave up after %s and were sent again",
+				writers, c.branches, n, took.Seconds(), rates[label], pushes, refused, gaveUp.Load(), RemoteTimeout)
+			b.ReportMetric(float64(gaveUp.Load()), "gave-up-"+label)
+			b.ReportMetric(rates[label], "decisions/s-"+label)
+			b.ReportMetric(float64(refused)/float64(max(1, pushes)), "refused-per-push-"+label)
 		}
-		b.ReportMetric(rates[3]/rates[1], "ratio-3to1")
+		b.ReportMetric(rates["3stores"]/rates["1stores"], "ratio-3to1")
+		b.ReportMetric(rates["3stores-3branches"]/rates["1stores"], "ratio-3branches-to-1")
 	}
 }

@@ -58,6 +58,9 @@ func BenchmarkNodes(b *testing.B) {
 			if p.evaluate {
 				name = fmt.Sprintf("classify-%d", p.nodes)
 			}
+			if only := os.Getenv("PRECEPT_BENCH_NODES_PHASE"); only != "" && only != name {
+				continue
+			}
 			r := env.phase(name, p.nodes, p.evaluate, n)
 			res[name] = r
 			b.Logf("%s: %d decisions on the server in %.2f s (%.0f/s), every node evaluated them after %.2f s (%.0f/s); preceptd CPU %.2f s (%.2f ms a decision), machine busy %.0f%% of %d cores; feedback pushes %v ok, %v refused (another node first)",
@@ -68,6 +71,10 @@ func BenchmarkNodes(b *testing.B) {
 				slices.Sort(lat)
 				b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "approval-to-prompt-p50-ms")
 				b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "approval-to-prompt-max-ms")
+				after := r.afterReturn
+				slices.Sort(after)
+				b.ReportMetric(float64(after[len(after)/2].Milliseconds()), "approved-to-prompt-p50-ms")
+				b.ReportMetric(float64(after[len(after)-1].Milliseconds()), "approved-to-prompt-max-ms")
 				b.ReportMetric(float64(r.differing), "clusters-differing")
 				if r.differing == 0 {
 					b.Logf("the three nodes listed the same clusters (ids, classes, categories, proposals) %s after the last decision was evaluated", r.agreed.Round(time.Millisecond))
@@ -76,7 +83,11 @@ func BenchmarkNodes(b *testing.B) {
 				}
 				b.Logf("approval to prompt on all three nodes, %d approvals: p50 %s, max %s (each from the ApproveRule call on one node to the last node serving the rule)",
 					len(lat), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+				b.Logf("from ApproveRule's return to the last node serving the rule: p50 %s, max %s", after[len(after)/2].Round(time.Millisecond), after[len(after)-1].Round(time.Millisecond))
 			}
+		}
+		if len(res) < 4 {
+			continue // one phase (PRECEPT_BENCH_NODES_PHASE): no ratios
 		}
 		rate := func(name string) float64 { return float64(n) / res[name].stored.Seconds() }
 		evalRate := func(name string) float64 { return float64(n) / res[name].evaluated.Seconds() }
@@ -107,8 +118,11 @@ type phaseResult struct {
 	cores                   int
 	pushesOK, pushesRefused float64
 	approvals               []time.Duration
-	agreed                  time.Duration // until every node listed the same clusters
-	differing               int           // cluster lines node 0 and another listed differently
+	// afterReturn is, for each approval, from ApproveRule's return on
+	// one node to the last node serving the rule.
+	afterReturn []time.Duration
+	agreed      time.Duration // until every node listed the same clusters
+	differing   int           // cluster lines node 0 and another listed differently
 }
 
 // phase starts nodes preceptd processes on repositories and a stream of
@@ -196,7 +210,7 @@ rules:
 		if n < 20000 {
 			approvals = len(ds)
 		}
-		r.approvals = e.approvalsToPrompt(name, ds, logs, approvals)
+		r.approvals, r.afterReturn = e.approvalsToPrompt(name, ds, logs, approvals)
 	}
 	for _, d := range ds {
 		d.stop(b)
@@ -242,12 +256,18 @@ func sameClusters(b *testing.B, ds []*daemon) (took time.Duration, differing int
 		}
 		if diff > differing {
 			differing = diff
-			for j := range min(len(first), len(other)) {
-				if first[j] != other[j] {
-					b.Logf("node 0 and node %d list %d and %d clusters, %d lines differ; the first:\n%s\n%s", i, len(first), len(other), diff, first[j], other[j])
-					break
+			var lines []string
+			for _, l := range first {
+				if only[l] > 0 {
+					lines = append(lines, "node 0:        "+l)
 				}
 			}
+			for _, l := range other {
+				if only[l] < 0 {
+					lines = append(lines, fmt.Sprintf("node %d:        %s", i, l))
+				}
+			}
+			b.Logf("node 0 and node %d list %d and %d clusters, %d lines differ:\n%s", i, len(first), len(other), diff, strings.Join(lines[:min(len(lines), 12)], "\n"))
 		}
 	}
 	return time.Since(start), differing
@@ -290,7 +310,7 @@ var benchRules = []string{
 // approvalsToPrompt approves count rules one after another, each proposed and
 // approved on the next node, and returns for each the time from the
 // ApproveRule call to the last node serving the rule.
-func (e *benchEnv) approvalsToPrompt(name string, ds []*daemon, logs func() string, count int) []time.Duration {
+func (e *benchEnv) approvalsToPrompt(name string, ds []*daemon, logs func() string, count int) (lat, afterReturn []time.Duration) {
 	b := e.b
 	clone := filepath.Join(e.dir, name+"-curator")
 	testenv.Git(b, e.dir, "clone", "--quiet", e.srv.URL("rules-"+name), clone)
@@ -329,7 +349,6 @@ func (e *benchEnv) approvalsToPrompt(name string, ds []*daemon, logs func() stri
 			return err == nil
 		}, logs)
 	}
-	var lat []time.Duration
 	for i, text := range benchRules[:count] {
 		d, agent := ds[i%len(ds)], fmt.Sprintf("agent-%d", i%3)
 		resp, err := rulesAs(d.addr, carolTok).ProposeRule(ctx, connect.NewRequest(&preceptv1.ProposeRuleRequest{
@@ -342,7 +361,9 @@ func (e *benchEnv) approvalsToPrompt(name string, ds []*daemon, logs func() stri
 		if _, err := rulesAs(d.addr, aliceTok).ApproveRule(ctx, connect.NewRequest(&preceptv1.ApproveRuleRequest{ProposalId: resp.Msg.GetProposal().GetProposalId()})); err != nil {
 			b.Fatal(err)
 		}
+		approved := time.Since(start)
 		versions := map[*daemon]string{}
+		var served []string
 		for len(versions) < len(ds) {
 			if time.Since(start) > 2*time.Minute {
 				b.Fatalf("2 minutes after approving %q, %d of %d nodes serve it\n%s", text, len(versions), len(ds), logs())
@@ -353,20 +374,24 @@ func (e *benchEnv) approvalsToPrompt(name string, ds []*daemon, logs func() stri
 				}
 				if got, err := build(d, agent); err == nil && strings.Contains(got, text[:30]) {
 					versions[d] = got[strings.IndexByte(got, 0)+1:]
+					served = append(served, fmt.Sprintf("node %d %s", slices.Index(ds, d), time.Since(start).Round(time.Millisecond)))
 				}
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 		lat = append(lat, time.Since(start))
+		afterReturn = append(afterReturn, time.Since(start)-approved)
+		b.Logf("approved on node %d: ApproveRule returned after %s; served by %s", i%len(ds), approved.Round(time.Millisecond), strings.Join(served, ", "))
 		if vs := slices.Compact(slices.Sorted(maps.Values(versions))); len(vs) != 1 {
 			b.Fatalf("after approving %q the nodes serve versions %v", text, vs)
 		}
 	}
-	return lat
+	return lat, afterReturn
 }
 
 // processCPU returns the CPU seconds (user and system) the daemons'
-// processes have used so far, from /proc.
+// processes and their finished children (git) have used so far, from
+// /proc.
 func processCPU(ds []*daemon) float64 {
 	var ticks float64
 	for _, d := range ds {
@@ -376,9 +401,12 @@ func processCPU(ds []*daemon) float64 {
 		}
 		// The fields after the command name, which ends at the last ')'.
 		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		ticks += ut + st
+		// utime, stime, and cutime and cstime: the git processes each
+		// node ran and waited for.
+		for _, k := range []int{11, 12, 13, 14} {
+			v, _ := strconv.ParseFloat(f[k], 64)
+			ticks += v
+		}
 	}
 	return ticks / 100 // USER_HZ
 }

@@ -103,6 +103,7 @@ func (a *App) openEvaluator(ctx context.Context, nodeDir string) error {
 		SimilarityThreshold: cfg.SimilarityThreshold,
 		LinkageThreshold:    cfg.LinkageThreshold,
 		ReclusterEvery:      reclusterEvery(cfg.ReclusterEvery),
+		PassEvery:           passEvery(cfg.ReclusterEveryDecisions, a.Config.Feedback.Git.RemoteURL != ""),
 		MaxSimilar:          cfg.MaxSimilar,
 		Rubric:              rubric,
 		Lessons:             lessons,
@@ -134,6 +135,24 @@ func reclusterEvery(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// DefaultPassEvery is how many decisions apart nodes sharing a feedback
+// remote re-cluster (evaluator.recluster_every_decisions): about the work
+// of the clock's minute on one busy node, at a few seconds' evaluation.
+const DefaultPassEvery = 5000
+
+// passEvery maps evaluator.recluster_every_decisions to the evaluator's
+// PassEvery: paced by the feedback history when several nodes evaluate
+// it, unless configured otherwise.
+func passEvery(configured int, remote bool) uint64 {
+	switch {
+	case configured > 0:
+		return uint64(configured)
+	case configured == 0 && remote:
+		return DefaultPassEvery
+	}
+	return 0
 }
 
 // evaluatorChanged fans the evaluator's changes out to whoever listens

@@ -36,7 +36,14 @@ type Evaluator struct {
 	// ReclusterEvery is how often the changed groups are re-clustered;
 	// 0 never (on demand only).
 	ReclusterEvery time.Duration `yaml:"recluster_every"`
-	Thresholds     Thresholds    `yaml:"thresholds"`
+	// ReclusterEveryDecisions paces re-clustering by the feedback
+	// history instead of the clock: a pass after every so many decisions,
+	// so that nodes evaluating one feedback repository reach the same
+	// clusters (docs/decisions/0019). 0 chooses: DefaultPassEvery when
+	// feedback.git.remote_url is set, the clock otherwise; -1 the clock
+	// always.
+	ReclusterEveryDecisions int        `yaml:"recluster_every_decisions"`
+	Thresholds              Thresholds `yaml:"thresholds"`
 	// ArtifactsRoot is where correction_diff_path files are read from;
 	// empty ignores such paths.
 	ArtifactsRoot string `yaml:"artifacts_root"`
@@ -127,6 +134,9 @@ func (e Evaluator) validate() error {
 	}
 	if e.ReclusterEvery < 0 || (e.ReclusterEvery > 0 && e.ReclusterEvery < time.Second) {
 		return bad("recluster_every", "%v: use 0 (on demand only) or at least 1s", e.ReclusterEvery)
+	}
+	if e.ReclusterEveryDecisions < -1 || e.ReclusterEveryDecisions > 10_000_000 {
+		return bad("recluster_every_decisions", "%d: use -1 (the clock), 0 (chosen by feedback.git.remote_url) or 1..10000000", e.ReclusterEveryDecisions)
 	}
 	if e.MaxSimilar < 1 || e.MaxSimilar > 100 {
 		return bad("max_similar", "%d is outside 1..100", e.MaxSimilar)
