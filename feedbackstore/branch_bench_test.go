@@ -23,8 +23,10 @@ import (
 // Three stores' rate is what the one branch takes from three nodes on
 // this machine; against one store's it says what contention costs.
 // Three stores each on a branch of its own (a repository of its own on
-// the same server) bound what per-node branches could reach here
-// (docs/decisions/0019-evaluation-across-nodes.md).
+// the same server) bound what per-node branches could reach here; three
+// stores on their node branches of one repository, until every store
+// indexed every decision ordered into main, are what they reach
+// (docs/decisions/0009-replicas.md, "Per-node branches").
 func BenchmarkOneBranch(b *testing.B) {
 	const batch = 500
 	n := max(batch*6, testenv.BenchSize(b, 60000)/(batch*6)*(batch*6))
@@ -35,11 +37,17 @@ func BenchmarkOneBranch(b *testing.B) {
 		for _, c := range []struct {
 			writers  int
 			branches int
-		}{{1, 1}, {3, 1}, {3, 3}} {
+			// ordered: each store on its node branch of one repository,
+			// until every store indexes every decision main ordered.
+			ordered bool
+		}{{1, 1, false}, {3, 1, false}, {3, 3, false}, {3, 1, true}} {
 			writers := c.writers
 			label := fmt.Sprintf("%dstores", writers)
 			if c.branches > 1 {
 				label += fmt.Sprintf("-%dbranches", c.branches)
+			}
+			if c.ordered {
+				label += "-node-branches"
 			}
 			name := fmt.Sprintf("branch-%s-%d", label, time.Now().UnixNano())
 			var stores []*fixture
@@ -51,7 +59,11 @@ func BenchmarkOneBranch(b *testing.B) {
 				if i < c.branches {
 					testenv.Git(b, srv.Root, "init", "--quiet", "--bare", "--initial-branch=main", srv.Dir(repo))
 				}
-				stores = append(stores, openRemote(b, srv.URL(repo), gitrepo.Auth{}))
+				nodeBranch := ""
+				if c.ordered {
+					nodeBranch = fmt.Sprintf("%ss%d", NodeBranchPrefix, i)
+				}
+				stores = append(stores, openRemoteIn(b, b.TempDir(), srv.URL(repo), gitrepo.Auth{}, nodeBranch))
 			}
 			batches := make(chan []precept.Feedback, n/batch)
 			for i := 0; i < n; i += batch {
@@ -62,6 +74,16 @@ func BenchmarkOneBranch(b *testing.B) {
 				batches <- recs
 			}
 			close(batches)
+			if c.ordered {
+				// As in preceptd: each store orders and follows at every
+				// follow interval too, not only after its own writes.
+				runCtx, stop := context.WithCancel(ctx)
+				var running sync.WaitGroup
+				for _, s := range stores {
+					running.Go(func() { s.store.Run(runCtx) })
+				}
+				defer func() { stop(); running.Wait() }()
+			}
 			var gaveUp atomic.Int64
 			start := time.Now()
 			var wg sync.WaitGroup
@@ -89,6 +111,27 @@ func BenchmarkOneBranch(b *testing.B) {
 			}
 			wg.Wait()
 			took := time.Since(start)
+			if c.ordered {
+				stored := took
+				for _, s := range stores {
+					for {
+						c, err := s.store.Count()
+						if err != nil {
+							b.Fatal(err)
+						}
+						if c == n {
+							break
+						}
+						if time.Since(start) > 10*time.Minute {
+							b.Fatalf("%s: a store indexes %d of %d decisions after 10 minutes", label, c, n)
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+				took = time.Since(start)
+				b.Logf("%s: every store returned after %.2f s (%.0f/s), every store indexed every decision main ordered after %.2f s",
+					label, stored.Seconds(), float64(n)/stored.Seconds(), took.Seconds())
+			}
 			var pushes, refused uint64
 			for _, s := range stores {
 				st, err := s.repo.Stats()
@@ -106,13 +149,14 @@ func BenchmarkOneBranch(b *testing.B) {
 				b.Fatalf("%s: the server holds %d decisions, %d were stored", label, stored, n)
 			}
 			rates[label] = float64(n) / took.Seconds()
-			b.Logf("%d store(s) on %d branch(es): %d decisions in %.2f s, %.0f/s; %d pushes taken, %d refused (another store pushed first); %d writes gave up after %s and were sent again",
-				writers, c.branches, n, took.Seconds(), rates[label], pushes, refused, gaveUp.Load(), RemoteTimeout)
+			b.Logf("%s: %d decisions in %.2f s, %.0f/s; %d pushes taken, %d refused (another store pushed first); %d writes gave up after %s and were sent again",
+				label, n, took.Seconds(), rates[label], pushes, refused, gaveUp.Load(), RemoteTimeout)
 			b.ReportMetric(float64(gaveUp.Load()), "gave-up-"+label)
 			b.ReportMetric(rates[label], "decisions/s-"+label)
 			b.ReportMetric(float64(refused)/float64(max(1, pushes)), "refused-per-push-"+label)
 		}
 		b.ReportMetric(rates["3stores"]/rates["1stores"], "ratio-3to1")
 		b.ReportMetric(rates["3stores-3branches"]/rates["1stores"], "ratio-3branches-to-1")
+		b.ReportMetric(rates["3stores-node-branches"]/rates["1stores"], "ratio-node-branches-to-1")
 	}
 }

@@ -14,6 +14,10 @@ type Metrics interface {
 	// SetDecisions is called with the number of decisions in the index
 	// after it followed the branch.
 	SetDecisions(n int)
+	// ObserveOrder is called after each round of ordering the node
+	// branches into main (Options.NodeBranch), with the decisions the
+	// merge this node landed added, and the round's error.
+	ObserveOrder(decisions int, err error)
 }
 
 type nopMetrics struct{}
@@ -21,3 +25,4 @@ type nopMetrics struct{}
 func (nopMetrics) ObserveCommit(time.Duration) {}
 func (nopMetrics) ObserveBatch(int)            {}
 func (nopMetrics) SetDecisions(int)            {}
+func (nopMetrics) ObserveOrder(int, error)     {}

@@ -25,7 +25,8 @@ func (m *recordedMetrics) ObserveBatch(n int) {
 	m.batches = append(m.batches, n)
 	m.mu.Unlock()
 }
-func (m *recordedMetrics) SetDecisions(n int) { m.mu.Lock(); m.decisions = n; m.mu.Unlock() }
+func (m *recordedMetrics) SetDecisions(n int)      { m.mu.Lock(); m.decisions = n; m.mu.Unlock() }
+func (m *recordedMetrics) ObserveOrder(int, error) {}
 
 func TestTheStoreReportsItsCommitsToItsMetrics(t *testing.T) {
 	dir := t.TempDir()

@@ -19,7 +19,12 @@ import (
 // write goes through url.
 func openRemote(t testing.TB, url string, auth gitrepo.Auth) *fixture {
 	t.Helper()
-	dir := t.TempDir()
+	return openRemoteIn(t, t.TempDir(), url, auth, "")
+}
+
+// openRemoteIn is openRemote in dir, storing on nodeBranch when set.
+func openRemoteIn(t testing.TB, dir, url string, auth gitrepo.Auth, nodeBranch string) *fixture {
+	t.Helper()
 	repo, err := gitrepo.Open(filepath.Join(dir, "feedback.git"), gitrepo.Options{NoFsync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +33,7 @@ func openRemote(t testing.TB, url string, auth gitrepo.Auth) *fixture {
 		t.Fatal(err)
 	}
 	up := gitrepo.NewUpstream(repo, "origin", auth, gitrepo.UpstreamOptions{Attempts: 50})
-	s, err := Open(repo, filepath.Join(dir, "nodes", "n", "feedback.db"), Options{BatchWait: 5 * time.Millisecond, FollowInterval: 50 * time.Millisecond, Upstream: up})
+	s, err := Open(repo, filepath.Join(dir, "nodes", "n", "feedback.db"), Options{BatchWait: 5 * time.Millisecond, FollowInterval: 50 * time.Millisecond, Upstream: up, NodeBranch: nodeBranch})
 	if err != nil {
 		repo.Close()
 		t.Fatal(err)

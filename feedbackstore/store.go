@@ -47,6 +47,10 @@ type Options struct {
 	// write returns once the remote holds it, and following fetches it
 	// (docs/decisions/0009-replicas.md, "Writes through a git server").
 	Upstream *gitrepo.Upstream
+	// NodeBranch, with Upstream, is this node's own branch
+	// (NodeBranchPrefix + node): decisions are stored on it, and every
+	// node orders the node branches' decisions into Branch (order.go).
+	NodeBranch string
 }
 
 func (o Options) withDefaults() Options {
@@ -91,6 +95,12 @@ type Store struct {
 	notify   chan struct{}
 
 	health health
+
+	// ord, orderKick and orderDone run the ordering of node branches
+	// (Options.NodeBranch); ord is nil without.
+	ord       *orderer
+	orderKick chan struct{}
+	orderDone chan struct{}
 }
 
 // Open opens the store over repo (the feedback repository) with its local
@@ -112,6 +122,17 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 		own:      map[gitrepo.Hash][]precept.Feedback{},
 		notify:   make(chan struct{}),
 	}
+	if opts.NodeBranch != "" {
+		if opts.Upstream == nil {
+			return nil, errors.Join(errors.New("feedback store: a node branch needs a remote"), ix.close())
+		}
+		if !strings.HasPrefix(opts.NodeBranch, NodeBranchPrefix) || len(opts.NodeBranch) == len(NodeBranchPrefix) || strings.ContainsAny(opts.NodeBranch[len(NodeBranchPrefix):], "/ ~^:?*[\\") {
+			return nil, errors.Join(fmt.Errorf("feedback store: node branch %q: want %s<node>, the node a name without slashes", opts.NodeBranch, NodeBranchPrefix), ix.close())
+		}
+		s.ord = newOrderer(repo, opts.Upstream)
+		s.orderKick = make(chan struct{}, 1)
+		s.orderDone = make(chan struct{})
+	}
 	if err := s.pull(context.Background()); errors.Is(err, gitrepo.ErrDiverged) {
 		return nil, errors.Join(fmt.Errorf("feedback repository: %w; start this node from an empty data directory, or bring the remote and the local branch together by hand", err), ix.close())
 	} else if err != nil {
@@ -124,6 +145,10 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 		return nil, errors.Join(err, ix.close())
 	}
 	go s.commitLoop()
+	if s.ord != nil {
+		go s.orderLoop()
+		s.kickOrder()
+	}
 	return s, nil
 }
 
@@ -132,6 +157,9 @@ func Open(repo *gitrepo.Repo, indexPath string, opts Options) (*Store, error) {
 func (s *Store) Close() error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	<-s.done
+	if s.ord != nil {
+		<-s.orderDone
+	}
 	return s.ix.close()
 }
 
@@ -144,6 +172,11 @@ func (s *Store) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			if s.ord != nil {
+				// Ordering fetches, and indexes what it finds.
+				s.kickOrder()
+				continue
+			}
 			if err := s.pull(ctx); err != nil && ctx.Err() == nil {
 				s.opts.Logger.Warn("fetch the feedback remote failed; will retry", "err", err)
 			}
@@ -176,12 +209,17 @@ func (s *Store) pull(ctx context.Context) error {
 // when the store has one, returning once the remote holds them, else
 // locally.
 func (s *Store) update(ctx context.Context, fn func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error)) (gitrepo.Hash, error) {
+	return s.updateOn(ctx, Branch, fn)
+}
+
+// updateOn is update of another branch: the node's own.
+func (s *Store) updateOn(ctx context.Context, branch string, fn func(*gitrepo.Snapshot) (*gitrepo.CommitSpec, error)) (gitrepo.Hash, error) {
 	if s.opts.Upstream != nil {
 		ctx, cancel := context.WithTimeout(ctx, RemoteTimeout)
 		defer cancel()
-		return s.opts.Upstream.Update(ctx, Branch, fn)
+		return s.opts.Upstream.Update(ctx, branch, fn)
 	}
-	return s.repo.Update(ctx, Branch, fn)
+	return s.repo.Update(ctx, branch, fn)
 }
 
 type storeRequest struct {
@@ -273,7 +311,11 @@ func (s *Store) commitBatch(batch []*storeRequest) {
 	created, commit, err := s.commit(context.Background(), all)
 	s.health.record(err, time.Now())
 	s.opts.Metrics.ObserveCommit(time.Since(start))
-	if err == nil {
+	if err == nil && s.ord != nil {
+		// Stored on this node's branch; it is numbered once ordered.
+		s.opts.Metrics.ObserveBatch(len(all))
+		s.kickOrder()
+	} else if err == nil {
 		s.opts.Metrics.ObserveBatch(len(all))
 		if _, cerr := s.CatchUp(context.Background()); cerr != nil {
 			// The decisions are durable; the index follows on the next tick.
@@ -295,7 +337,20 @@ func (s *Store) commitBatch(batch []*storeRequest) {
 func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool, gitrepo.Hash, error) {
 	created := make([]bool, len(records))
 	var added []precept.Feedback
-	tip, err := s.update(ctx, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
+	branch, ordered := Branch, (*gitrepo.Snapshot)(nil)
+	if s.ord != nil {
+		if err := s.nodeBranch(ctx); err != nil {
+			return nil, gitrepo.ZeroHash, fmt.Errorf("store decisions: %s: %w", s.opts.NodeBranch, err)
+		}
+		// A decision another node stored and the order holds is not
+		// stored again.
+		snap, err := s.repo.Snapshot(Branch)
+		if err != nil {
+			return nil, gitrepo.ZeroHash, fmt.Errorf("store decisions: %w", err)
+		}
+		branch, ordered = s.opts.NodeBranch, snap
+	}
+	tip, err := s.updateOn(ctx, branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
 		added = added[:0]
 		seen := make(map[string]bool, len(records))
 		layout, marker, err := readLayout(snap)
@@ -311,6 +366,9 @@ func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool,
 			seen[f.DecisionID] = true
 			path := layout.DecisionPath(f.DecisionID)
 			exists, err := snap.Exists(path)
+			if err == nil && !exists && ordered != nil {
+				exists, err = ordered.Exists(path)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -340,7 +398,7 @@ func (s *Store) commit(ctx context.Context, records []precept.Feedback) ([]bool,
 	if err != nil {
 		return nil, gitrepo.ZeroHash, fmt.Errorf("store decisions: %w", err)
 	}
-	if len(added) > 0 {
+	if len(added) > 0 && s.ord == nil {
 		s.ownMu.Lock()
 		s.own[tip] = append([]precept.Feedback(nil), added...)
 		s.ownMu.Unlock()
@@ -409,6 +467,11 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) {
 // sent again under the same id (docs/formats.md, "Dead-letter entries").
 func (s *Store) Decision(ctx context.Context, id string) (precept.Decision, error) {
 	r, err := s.Get(ctx, id)
+	if errors.Is(err, precept.ErrNotFound) && s.ord != nil {
+		// Stored on this node's branch and not ordered yet: a stream
+		// entry that reuses its id is compared with it all the same.
+		return s.unordered(id, err)
+	}
 	if err != nil {
 		return precept.Decision{}, err
 	}

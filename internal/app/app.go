@@ -212,6 +212,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		Logger:         log.With("component", "feedbackstore"),
 		Metrics:        feedbackMetrics,
 		Upstream:       upstream,
+		NodeBranch:     nodeBranch(cfg),
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/precept-dev/precept/evaluator"
+	"github.com/precept-dev/precept/feedbackstore"
 	"github.com/precept-dev/precept/gen/precept/v1/preceptv1connect"
 	"github.com/precept-dev/precept/internal/api"
 	"github.com/precept-dev/precept/internal/config"
@@ -176,6 +177,16 @@ func rulesAuth(g config.RulesGit) gitrepo.Auth {
 
 // feedbackRemote is the name the feedback repository knows its remote by.
 const feedbackRemote = "origin"
+
+// nodeBranch is the branch this node stores its decisions on, empty when
+// it stores them on main (no remote, or feedback.git.branch_per_node
+// off).
+func nodeBranch(cfg config.Config) string {
+	if cfg.Feedback.Git.RemoteURL == "" || !cfg.Feedback.Git.BranchPerNode {
+		return ""
+	}
+	return feedbackstore.NodeBranchPrefix + cfg.NodeName()
+}
 
 // feedbackUpstream is the remote every write to the feedback repository
 // goes through, nil without feedback.git.remote_url.

@@ -64,18 +64,38 @@ func (n *rulesNotice) run(ctx context.Context) error {
 	ps := n.rdb.Subscribe(ctx, n.channel)
 	defer ps.Close()
 	msgs := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(10 * time.Second))
+	// A notice that could not be published (Redis failing over) is tried
+	// again after 1, 2 and 4 s; a newer change replaces it.
+	var (
+		retry   <-chan time.Time
+		unsent  string
+		retries int
+	)
+	publish := func(commit string) {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := n.rdb.Publish(pctx, n.channel, n.self+" "+commit).Err()
+		cancel()
+		switch {
+		case err == nil || ctx.Err() != nil:
+			retry, unsent = nil, ""
+		case retries < 3:
+			retry, unsent = time.After(time.Second<<retries), commit
+			retries++
+		default:
+			retry, unsent = nil, ""
+			n.log.Warn("could not tell the other nodes of a rules change; they learn of it at their next fetch",
+				"channel", n.channel, "err", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case commit := <-n.pending:
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err := n.rdb.Publish(pctx, n.channel, n.self+" "+commit).Err()
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				n.log.Warn("could not tell the other nodes of a rules change; they learn of it at their next fetch",
-					"channel", n.channel, "err", err)
-			}
+			retries = 0
+			publish(commit)
+		case <-retry:
+			publish(unsent)
 		case m, ok := <-msgs:
 			if !ok {
 				return nil

@@ -3,14 +3,17 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/redis/go-redis/v9"
 
 	preceptv1 "github.com/precept-dev/precept/gen/precept/v1"
 	"github.com/precept-dev/precept/lib/testenv"
+	"github.com/precept-dev/precept/rules/rulefmt"
 )
 
 // Two nodes writing the rules repository through one git server fetch it
@@ -84,4 +87,42 @@ rules:
 		t.Errorf("node b served the rule %s after the approval on a returned; want within 2 s", took.Round(time.Millisecond))
 	}
 	t.Logf("node b served the rule %s after the approval on a returned", time.Since(approved).Round(time.Millisecond))
+}
+
+// A notice Redis refused is published again once Redis takes it, so the
+// other nodes need not wait for their next fetch: here the node's Redis
+// user may not publish until an operator grants it.
+func TestARulesNoticeRedisRefusedIsPublishedAgain(t *testing.T) {
+	addr := testenv.Redis(t)
+	admin := testenv.RedisClient(t, addr)
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "node", "on", ">node-secret", "~*", "&*", "+@all", "-publish").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Username: "node", Password: "node-secret"})
+	defer rdb.Close()
+	n := newRulesNotice(rdb, "precept:notice-test", slog.New(slog.DiscardHandler))
+	listener := admin.Subscribe(ctx, n.channel)
+	defer listener.Close()
+	if _, err := listener.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); n.run(runCtx) }()
+	defer func() { cancel(); <-done }()
+
+	n.changed(rulefmt.Change{Kind: rulefmt.ProposalCreated, Commit: "c0ffee"})
+	time.Sleep(300 * time.Millisecond) // refused: NOPERM
+	if err := admin.Do(ctx, "ACL", "SETUSER", "node", "+publish").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-listener.Channel():
+		if !strings.HasSuffix(m.Payload, " c0ffee") {
+			t.Fatalf("notice %q, want the change c0ffee", m.Payload)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the notice Redis refused was never published again")
+	}
 }

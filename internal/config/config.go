@@ -193,6 +193,11 @@ type FeedbackGit struct {
 	Password string `yaml:"password"`
 	// SSHKey is a private key file for SSH.
 	SSHKey string `yaml:"ssh_key"`
+	// BranchPerNode stores each node's decisions on a branch of its own,
+	// nodes/<node>, ordered into main by any node
+	// (docs/decisions/0009-replicas.md, "Per-node branches"); false
+	// pushes every batch to main, where nodes refuse each other's pushes.
+	BranchPerNode bool `yaml:"branch_per_node"`
 }
 
 // DeadLetters returns the dead-letter stream: DeadLetterStream, or the
@@ -244,6 +249,7 @@ func Default() Config {
 			BatchWait:      feedbackstore.DefaultBatchWait,
 			Fsync:          true,
 			FollowInterval: feedbackstore.DefaultFollowInterval,
+			Git:            FeedbackGit{BranchPerNode: true},
 		},
 		Evaluator: defaultEvaluator(),
 		Rules:     defaultRules(),

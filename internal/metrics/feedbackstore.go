@@ -14,6 +14,8 @@ type FeedbackStore struct {
 	commitSeconds prometheus.Histogram
 	batchSize     prometheus.Histogram
 	records       prometheus.Gauge
+	ordered       prometheus.Counter
+	orderFailed   prometheus.Counter
 }
 
 var _ feedbackstore.Metrics = (*FeedbackStore)(nil)
@@ -36,6 +38,14 @@ func NewFeedbackStore(reg prometheus.Registerer) (*FeedbackStore, error) {
 			Name: "precept_feedback_decisions",
 			Help: "Decisions in this replica's feedback index.",
 		}),
+		ordered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "precept_feedback_ordered_decisions_total",
+			Help: "Decisions of the node branches this node merged into main (feedback.git.branch_per_node).",
+		}),
+		orderFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "precept_feedback_order_failures_total",
+			Help: "Rounds of ordering the node branches into main that failed (the git server unreachable, or refused too often).",
+		}),
 	}
 	var err error
 	if m.commitSeconds, err = register(reg, m.commitSeconds); err != nil {
@@ -45,6 +55,12 @@ func NewFeedbackStore(reg prometheus.Registerer) (*FeedbackStore, error) {
 		return nil, fmt.Errorf("register feedback store metrics: %w", err)
 	}
 	if m.records, err = register(reg, m.records); err != nil {
+		return nil, fmt.Errorf("register feedback store metrics: %w", err)
+	}
+	if m.ordered, err = register(reg, m.ordered); err != nil {
+		return nil, fmt.Errorf("register feedback store metrics: %w", err)
+	}
+	if m.orderFailed, err = register(reg, m.orderFailed); err != nil {
 		return nil, fmt.Errorf("register feedback store metrics: %w", err)
 	}
 	return m, nil
@@ -58,3 +74,12 @@ func (m *FeedbackStore) ObserveBatch(decisions int) { m.batchSize.Observe(float6
 
 // SetDecisions implements feedbackstore.Metrics.
 func (m *FeedbackStore) SetDecisions(n int) { m.records.Set(float64(n)) }
+
+// ObserveOrder implements feedbackstore.Metrics.
+func (m *FeedbackStore) ObserveOrder(decisions int, err error) {
+	if err != nil {
+		m.orderFailed.Inc()
+		return
+	}
+	m.ordered.Add(float64(decisions))
+}

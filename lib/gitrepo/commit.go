@@ -17,8 +17,12 @@ import (
 
 // Change is one file written or deleted by a commit.
 type Change struct {
-	Path   string
-	Data   []byte
+	Path string
+	Data []byte
+	// Blob, when set, is content the repository holds already (a file
+	// of another branch): it is used instead of Data, and nothing is
+	// written for it.
+	Blob   Hash
 	Delete bool
 }
 

@@ -74,7 +74,11 @@ func (t *treeEditor) apply(base Hash, changes []Change) (Hash, error) {
 			delete(node.entries, name)
 			continue
 		}
-		node.entries[name] = treeEntry{name: name, mode: filemode.Regular, hash: t.objs.blob(ch.Data)}
+		h := ch.Blob
+		if h.IsZero() {
+			h = t.objs.blob(ch.Data)
+		}
+		node.entries[name] = treeEntry{name: name, mode: filemode.Regular, hash: h}
 	}
 	h, _, err := t.write(root, true)
 	return h, err

@@ -112,6 +112,10 @@ func NewUpstream(repo *Repo, remote string, auth Auth, opts UpstreamOptions) *Up
 	return &Upstream{repo: repo, remote: remote, auth: auth, opts: opts}
 }
 
+// Remote is the name of the remote the Upstream writes through; its
+// branches are read under refs/remotes/<Remote>/ (Repo.RemoteBranches).
+func (u *Upstream) Remote() string { return u.remote }
+
 // stagingBranch holds an update's commit while it is pushed; it is
 // local, never pushed under its own name, and moved freely.
 func stagingBranch(branch string) string { return "precept-upstream/" + branch }
