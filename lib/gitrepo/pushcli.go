@@ -41,7 +41,12 @@ func localRemote(u string) bool {
 // ends (gitcli.KillGroupOnCancel). Credentials reach git through its
 // environment, never its arguments. The caller holds the Repo's lock.
 func pushCLI(ctx context.Context, gitDir, remote, url string, auth Auth, atomic bool, leases []lease, refspecs []string) error {
-	args := []string{"--git-dir=" + gitDir, "push", "--porcelain"}
+	// A push of up to 256 MiB goes with its length rather than in chunks
+	// (git chunks above http.postBuffer, 1 MiB by default): a server
+	// that refuses chunked requests answered a merge of several batches
+	// of decisions with HTTP 400, and ordering stalled
+	// (docs/decisions/0009-replicas.md, "Per-node branches").
+	args := []string{"-c", "http.postBuffer=268435456", "--git-dir=" + gitDir, "push", "--porcelain"}
 	if atomic {
 		args = append(args, "--atomic")
 	}
