@@ -72,22 +72,7 @@ func TestNodeBranchesOrderEveryDecisionOnceAndAlikeOnEveryNode(t *testing.T) {
 	wg.Wait()
 	want := len(nodes) * batches * (per/2 + 1 + per/2)
 	remote := srv.Dir("feedback")
-	deadline := time.Now().Add(30 * time.Second)
-	for i, n := range nodes {
-		for {
-			c, err := n.store.Count()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d indexes %d decisions, want %d", i, c, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	awaitIndexed(t, nodes, want, 30*time.Second)
 	files := strings.Fields(testenv.Git(t, remote, "ls-tree", "-r", "--name-only", "main", DecisionsDir))
 	if len(files) != want {
 		t.Errorf("main on the remote holds %d decision files, want %d", len(files), want)

@@ -112,22 +112,7 @@ func TestNodesStoringThroughOneRemoteHoldEachDecisionOnce(t *testing.T) {
 		t.Errorf("merges on the remote's history: %s", merges)
 	}
 	testenv.Git(t, remote, "fsck", "--strict", "--no-dangling")
-	deadline := time.Now().Add(10 * time.Second)
-	for i, n := range nodes {
-		for {
-			c, err := n.store.Count()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d indexes %d decisions, want %d", i, c, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	awaitIndexed(t, nodes, want, 10*time.Second)
 }
 
 // With its git server away, a node's Store fails, so the stream entries
@@ -158,5 +143,26 @@ func TestAStoreCutFromItsRemoteStoresNothingUntilItReturns(t *testing.T) {
 	}
 	if n := testenv.Git(t, srv.Dir("feedback"), "ls-tree", "-r", "--name-only", "main", DecisionsDir); strings.Count(n, "\n")+1 != 2 {
 		t.Fatalf("the remote holds %q, want two decisions", n)
+	}
+}
+
+// awaitIndexed waits until every node's index holds want decisions.
+func awaitIndexed(t *testing.T, nodes []*fixture, want int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for i, n := range nodes {
+		for {
+			c, err := n.store.Count()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d indexes %d decisions, want %d", i, c, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
