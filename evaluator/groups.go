@@ -143,6 +143,12 @@ func (g *groups) takeDirty() []string {
 // "Re-clustering").
 const dueGrowth = 0.1
 
+// grownEnough is whether a group of now members, of was at its last pass
+// (passed false: never passed), changed enough for a periodic pass.
+func grownEnough(now, was int, passed bool) bool {
+	return !passed || now-was >= max(1, int(dueGrowth*float64(was))) || now < was
+}
+
 // markGrown queues a group that gained members in a batch.
 func (g *groups) markGrown(key string) {
 	g.mu.Lock()
@@ -159,7 +165,7 @@ func (g *groups) takeDue() []string {
 	defer g.mu.Unlock()
 	for key := range g.grown {
 		was, ok := g.passed[key]
-		if now := g.membersLocked(key); !ok || now-was >= max(1, int(dueGrowth*float64(was))) || now < was {
+		if grownEnough(g.membersLocked(key), was, ok) {
 			g.dirty[key] = true
 			delete(g.grown, key)
 		}
@@ -203,8 +209,7 @@ func (g *groups) takeByMembers() []string {
 	}
 	for key := range keys {
 		was, ok := g.passed[key]
-		now := g.membersLocked(key)
-		if (!ok && now > 0) || (ok && now-was >= max(1, int(dueGrowth*float64(was)))) || now < was {
+		if now := g.membersLocked(key); (ok || now > 0) && grownEnough(now, was, ok) {
 			g.dirty[key] = true
 		}
 	}

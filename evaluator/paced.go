@@ -71,8 +71,7 @@ func (p *pacer) catchUp(ctx context.Context, s *Service) (ran bool, err error) {
 	if due <= mark {
 		return false, nil
 	}
-	s.groups.setTaxonomy(s.opts.Lessons.Classifier().Taxonomy())
-	ps := &pass{s: s, start: time.Now(), pending: p.groups.takeByMembers()}
+	ps := newPassOf(s, p.groups.takeByMembers)
 	if err := ps.run(ctx, 0); err != nil {
 		return false, err
 	}

@@ -97,12 +97,17 @@ type pass struct {
 // with due, as Run's periodic passes, a group that only gained members
 // waits until it grew enough (groups.takeDue).
 func newPass(s *Service, due bool) *pass {
-	// A taxonomy reloaded since the last batch brings its families now.
-	s.groups.setTaxonomy(s.opts.Lessons.Classifier().Taxonomy())
 	take := s.groups.takeDirty
 	if due {
 		take = s.groups.takeDue
 	}
+	return newPassOf(s, take)
+}
+
+// newPassOf starts a pass over the groups take returns.
+func newPassOf(s *Service, take func() []string) *pass {
+	// A taxonomy reloaded since the last batch brings its families now.
+	s.groups.setTaxonomy(s.opts.Lessons.Classifier().Taxonomy())
 	return &pass{s: s, start: time.Now(), pending: take()}
 }
 

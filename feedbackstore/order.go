@@ -109,11 +109,9 @@ func (o *orderer) order(ctx context.Context) (int, error) {
 	if _, err := o.up.Pull(ctx, Branch); err != nil {
 		return 0, err
 	}
-	added := 0
-	_, err := o.up.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (*gitrepo.CommitSpec, error) {
-		added = 0
-		spec, n, err := o.merge(snap)
-		added = n
+	var added int
+	_, err := o.up.Update(ctx, Branch, func(snap *gitrepo.Snapshot) (spec *gitrepo.CommitSpec, err error) {
+		spec, added, err = o.merge(snap)
 		return spec, err
 	})
 	return added, err
